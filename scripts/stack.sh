@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Local services for `make run` and `make test`: installs what is missing, then starts or stops
+# Redis and DynamoDB Local with their data and logs under .local/.
+#
+#   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
+#   scripts/stack.sh start NAME R D     start Redis on port R and DynamoDB Local on port D
+#                                       (0 picks a free port); prints `export ...` lines
+#   scripts/stack.sh stop NAME          stop what `start NAME` started
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+local_dir="$root/.local"
+npm_dir="$local_dir/npm"
+venv="$local_dir/venv"
+emulator="$npm_dir/node_modules/amplify-dynamodb-simulator/emulator"
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  log "installing Debian packages: $*"
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+install_redis() {
+  command -v redis-server >/dev/null && command -v redis-cli >/dev/null && return
+  apt_install redis-server redis-tools
+  # Debian's package starts a system Redis on 6379; ours run on their own ports and do not need it.
+}
+
+install_java() {
+  command -v java >/dev/null && return
+  apt_install openjdk-17-jre-headless
+}
+
+install_dynamodb_local() {
+  [ -f "$emulator/DynamoDBLocal.jar" ] && return
+  log "installing DynamoDB Local (npm package amplify-dynamodb-simulator)"
+  mkdir -p "$npm_dir"
+  (cd "$npm_dir" && [ -f package.json ] || echo '{"private":true}' > "$npm_dir/package.json")
+  npm install --prefix "$npm_dir" --no-audit --no-fund --silent amplify-dynamodb-simulator@2 >/dev/null
+  [ -f "$emulator/DynamoDBLocal.jar" ] || { log "DynamoDBLocal.jar not found under $emulator"; exit 1; }
+}
+
+install_sam() {
+  [ -x "$venv/bin/sam" ] && return
+  log "installing SAM CLI into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli >/dev/null
+}
+
+install_all() {
+  install_redis
+  install_java
+  install_dynamodb_local
+  install_sam
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...
+  local what=$1 seconds=$2; shift 2
+  for _ in $(seq 1 $((seconds * 10))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  log "$what did not come up within ${seconds}s"
+  return 1
+}
+
+start() {
+  local name=$1 redis_port=${2:-0} dynamo_port=${3:-0}
+  local dir="$local_dir/$name"
+  [ "$redis_port" = 0 ] && redis_port=$(free_port)
+  [ "$dynamo_port" = 0 ] && dynamo_port=$(free_port)
+  mkdir -p "$dir/redis"
+  stop "$name" 2>/dev/null || true
+
+  redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
+    --appendonly yes --appendfsync everysec --daemonize yes \
+    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+  wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping
+
+  (cd "$dir" && nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
+      -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
+      >"$dir/dynamodb.log" 2>&1 & echo $! >"$dir/dynamodb.pid")
+  wait_for "DynamoDB Local on $dynamo_port" 60 \
+    bash -c "exec 3<>/dev/tcp/127.0.0.1/$dynamo_port"
+
+  log "Redis on 127.0.0.1:$redis_port, DynamoDB Local on 127.0.0.1:$dynamo_port (logs in $dir)"
+  echo "export REDIS_URL=redis://127.0.0.1:$redis_port"
+  echo "export REDIS_PORT=$redis_port"
+  echo "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$dynamo_port"
+  echo "export AWS_REGION=\${AWS_REGION:-us-east-1}"
+  echo "export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-local}"
+  echo "export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-local}"
+}
+
+stop() {
+  local name=$1 dir="$local_dir/$1"
+  for pidfile in "$dir/redis.pid" "$dir/dynamodb.pid"; do
+    [ -f "$pidfile" ] || continue
+    local pid; pid=$(cat "$pidfile")
+    if kill "$pid" 2>/dev/null; then
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+  done
+}
+
+case "${1:-}" in
+  install) install_all ;;
+  install-services) install_redis; install_java; install_dynamodb_local ;;
+  install-sam) install_sam ;;
+  start) shift; start "$@" ;;
+  stop) shift; stop "$@" ;;
+  *) echo "usage: $0 install|install-services|install-sam|start NAME [REDIS_PORT DYNAMO_PORT]|stop NAME" >&2; exit 2 ;;
+esac

@@ -1,0 +1,51 @@
+-- grab.lua: one user grabs one share of one packet, atomically, in one round trip.
+--
+-- KEYS[1]  rp:{<id>}:meta    hash: status, expires_at, keep_until, remaining_cents, remaining_count, grabbed
+-- KEYS[2]  rp:{<id>}:shares  list: the shares not yet taken, in cents
+-- KEYS[3]  rp:{<id>}:users   hash: user -> "<amount>:<grabbed_at_ms>"
+-- KEYS[4]  rp:{<id>}:log     list: every grab as JSON {seq, user, amount, at}, in grab order
+-- ARGV[1]  the user (the caller's verified `sub`)
+-- ARGV[2]  now, epoch milliseconds
+--
+-- Returns {outcome, amount, grabbed_at_ms, remaining_count}, outcome one of
+--   0 not found (no meta), 1 grabbed, 2 already grabbed (amount and time of that grab),
+--   3 sold out, 4 expired (at or after expires_at, or closed with shares left).
+-- Checks run in this order: unknown, already grabbed (answered whatever the packet's state),
+-- expired, sold out; only then is a share popped.
+
+local meta = redis.call('HMGET', KEYS[1], 'expires_at', 'remaining_count', 'status', 'keep_until')
+if not meta[1] then
+  return {0, 0, 0, 0}
+end
+local expires_at = tonumber(meta[1])
+local remaining_count = tonumber(meta[2])
+
+local prior = redis.call('HGET', KEYS[3], ARGV[1])
+if prior then
+  local amount, at = string.match(prior, '^(%d+):(%d+)$')
+  return {2, tonumber(amount), tonumber(at), remaining_count}
+end
+
+local now = tonumber(ARGV[2])
+if meta[3] ~= 'open' or now >= expires_at then
+  if remaining_count == 0 then
+    return {3, 0, 0, 0}
+  end
+  return {4, 0, 0, remaining_count}
+end
+
+local share = redis.call('LPOP', KEYS[2])
+if not share then
+  return {3, 0, 0, 0}
+end
+
+local seq = redis.call('HINCRBY', KEYS[1], 'grabbed', 1)
+redis.call('HSET', KEYS[3], ARGV[1], share .. ':' .. ARGV[2])
+redis.call('RPUSH', KEYS[4], cjson.encode({seq = seq, user = ARGV[1], amount = tonumber(share), at = now}))
+redis.call('HINCRBY', KEYS[1], 'remaining_cents', -tonumber(share))
+remaining_count = redis.call('HINCRBY', KEYS[1], 'remaining_count', -1)
+if seq == 1 then
+  redis.call('PEXPIREAT', KEYS[3], meta[4])
+  redis.call('PEXPIREAT', KEYS[4], meta[4])
+end
+return {1, tonumber(share), now, remaining_count}

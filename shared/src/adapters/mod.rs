@@ -1,0 +1,8 @@
+//! The stores: Redis for the live, atomic side; DynamoDB for the durable ledger.
+
+pub mod dynamo;
+pub mod redis_store;
+pub mod scripts;
+
+pub use dynamo::DynamoLedger;
+pub use redis_store::RedisStore;

@@ -1,0 +1,142 @@
+//! The Lua scripts, each loaded once as a [`redis::Script`] (EVALSHA, falling back to EVAL on
+//! NOSCRIPT) and called only through a typed function here: no call site passes positional
+//! arguments. Every key a script touches carries the packet's hash tag and goes in KEYS.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{RedisResult, Script};
+
+use crate::clock::Millis;
+use crate::domain::{Cents, PacketId, UserId};
+use crate::ports::GrabOutcome;
+
+static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/grab.lua")));
+static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/load.lua")));
+
+/// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketKeys {
+    /// Hash: the packet's fields and counters.
+    pub meta: String,
+    /// List: shares not yet taken.
+    pub shares: String,
+    /// Hash: user -> "<amount>:<grabbed_at_ms>".
+    pub users: String,
+    /// List: every grab as JSON, in grab order; settle persists it.
+    pub log: String,
+}
+
+impl PacketKeys {
+    /// The keys of packet `id`.
+    pub fn of(id: &PacketId) -> Self {
+        PacketKeys {
+            meta: format!("rp:{{{id}}}:meta"),
+            shares: format!("rp:{{{id}}}:shares"),
+            users: format!("rp:{{{id}}}:users"),
+            log: format!("rp:{{{id}}}:log"),
+        }
+    }
+}
+
+/// The settle index key of shard `shard`: a sorted set of open packet ids scored by expiry.
+pub fn settle_index_key(shard: u32) -> String {
+    format!("rp:settle:{{{shard}}}")
+}
+
+/// What `load.lua` stores of a packet, besides its shares.
+#[derive(Debug, serde::Serialize)]
+pub struct LoadFields<'a> {
+    /// Who sent it.
+    pub sender: &'a str,
+    /// "lucky" or "fixed".
+    pub kind: &'a str,
+    /// The lucky rule, if any.
+    pub split: Option<&'a str>,
+    /// The greeting, if any.
+    pub greeting: Option<&'a str>,
+    /// The whole amount.
+    pub total_cents: Cents,
+    /// How many shares.
+    pub count: u32,
+    /// Epoch ms.
+    pub created_at: Millis,
+    /// Epoch ms.
+    pub expires_at: Millis,
+}
+
+/// Runs `load.lua`: returns true when the packet was loaded now, false when it already was.
+pub async fn load<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    keep_until_ms: Millis,
+    fields: &LoadFields<'_>,
+    shares: &[Cents],
+) -> RedisResult<bool> {
+    let fields = serde_json::to_string(fields).expect("load fields serialize");
+    let loaded: i64 = LOAD
+        .key(&keys.meta)
+        .key(&keys.shares)
+        .arg(keep_until_ms)
+        .arg(fields)
+        .arg(shares)
+        .invoke_async(conn)
+        .await?;
+    Ok(loaded == 1)
+}
+
+/// Runs `grab.lua` for `user` at `now_ms`.
+pub async fn grab<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    user: &UserId,
+    now_ms: Millis,
+) -> RedisResult<GrabOutcome> {
+    let (outcome, amount_cents, grabbed_at_ms, remaining_count): (i64, Cents, Millis, u32) = GRAB
+        .key(&keys.meta)
+        .key(&keys.shares)
+        .key(&keys.users)
+        .key(&keys.log)
+        .arg(user.as_str())
+        .arg(now_ms)
+        .invoke_async(conn)
+        .await?;
+    Ok(match outcome {
+        0 => GrabOutcome::NotFound,
+        1 => GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count },
+        2 => GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count },
+        3 => GrabOutcome::SoldOut,
+        4 => GrabOutcome::Expired,
+        other => {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "grab.lua returned an unknown outcome",
+                other.to_string(),
+            )))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_of_a_packet_carries_its_hash_tag() {
+        let id = PacketId::random();
+        let keys = PacketKeys::of(&id);
+        let tag = format!("{{{id}}}");
+        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
+            let start = key.find('{').unwrap();
+            let end = start + key[start..].find('}').unwrap();
+            assert_eq!(&key[start..=end], tag, "{key}: Redis Cluster hashes only the first {{...}}");
+        }
+    }
+
+    #[test]
+    fn scripts_declare_their_keys_and_arguments() {
+        for source in [include_str!("../../lua/grab.lua"), include_str!("../../lua/load.lua")] {
+            assert!(source.contains("-- KEYS[1]") && source.contains("-- ARGV[1]") && source.contains("-- Returns"));
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Time as integer milliseconds since the Unix epoch, and the RFC 3339 form the API speaks.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type Millis = i64;
+
+/// A source of the current time, so tests can move it.
+pub trait Clock: Send + Sync {
+    /// Now, in milliseconds since the Unix epoch.
+    fn now_ms(&self) -> Millis;
+}
+
+/// The machine's clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> Millis {
+        Utc::now().timestamp_millis()
+    }
+}
+
+/// A clock that starts at the machine's time and moves only when told to (tests).
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock reading the machine's time now.
+    pub fn starting_now() -> Self {
+        Self(AtomicI64::new(SystemClock.now_ms()))
+    }
+
+    /// Moves the clock forward by `ms` milliseconds.
+    pub fn advance(&self, ms: Millis) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> Millis {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Formats epoch milliseconds as RFC 3339 UTC with milliseconds: `2026-11-21T08:00:00.123Z`.
+pub fn rfc3339(ms: Millis) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses an RFC 3339 time back into epoch milliseconds.
+pub fn parse_rfc3339(text: &str) -> Option<Millis> {
+    DateTime::parse_from_rfc3339(text).ok().map(|t| t.timestamp_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_milliseconds_and_z() {
+        assert_eq!(rfc3339(1_795_248_000_123), "2026-11-21T08:00:00.123Z");
+        assert_eq!(parse_rfc3339("2026-11-21T08:00:00.123Z"), Some(1_795_248_000_123));
+    }
+}

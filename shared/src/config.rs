@@ -1,0 +1,166 @@
+//! Configuration from the environment, with DESIGN.md's defaults. Read once, at start-up.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::domain::Limits;
+
+/// A variable that is set but unusable.
+#[derive(Debug, Error)]
+#[error("environment variable {name}={value:?} is invalid: {reason}")]
+pub struct ConfigError {
+    name: &'static str,
+    value: String,
+    reason: String,
+}
+
+/// How to reach Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://host:port` or `rediss://` for TLS.
+    pub url: String,
+    /// Use the cluster client (ElastiCache cluster mode, Serverless).
+    pub cluster: bool,
+    /// Connect and response timeout.
+    pub timeout: Duration,
+}
+
+/// Whether grabs wait for replicas to acknowledge them before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaWait {
+    /// How many replicas must acknowledge.
+    pub replicas: u32,
+    /// How long to wait for them.
+    pub timeout: Duration,
+}
+
+/// Everything the functions read from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Redis connection.
+    pub redis: RedisConfig,
+    /// The DynamoDB table.
+    pub table_name: String,
+    /// Packet limits.
+    pub limits: Limits,
+    /// Replica acknowledgement of grabs; `None` when `GRAB_WAIT_REPLICAS` is 0.
+    pub grab_wait: Option<ReplicaWait>,
+    /// How many shard keys index open packets for settle.
+    pub settle_shards: u32,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = Env(&lookup);
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_total_cents: env.number("MAX_TOTAL_CENTS", defaults.max_total_cents, 1)?,
+            max_count: env.number("MAX_COUNT", defaults.max_count, 1)?,
+            min_expires_in_seconds: env.number("MIN_EXPIRES_IN_SECONDS", defaults.min_expires_in_seconds, 1)?,
+            max_expires_in_seconds: env.number("MAX_EXPIRES_IN_SECONDS", defaults.max_expires_in_seconds, 1)?,
+            default_expires_in_seconds: env.number("DEFAULT_EXPIRES_IN_SECONDS", defaults.default_expires_in_seconds, 1)?,
+        };
+        if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds).contains(&limits.default_expires_in_seconds) {
+            return Err(ConfigError {
+                name: "DEFAULT_EXPIRES_IN_SECONDS",
+                value: limits.default_expires_in_seconds.to_string(),
+                reason: "must lie between MIN_EXPIRES_IN_SECONDS and MAX_EXPIRES_IN_SECONDS".into(),
+            });
+        }
+        let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
+        let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
+        Ok(Config {
+            redis: RedisConfig {
+                url: env.text("REDIS_URL", "redis://127.0.0.1:6379"),
+                cluster: env.flag("REDIS_CLUSTER", false)?,
+                timeout: Duration::from_millis(env.number("REDIS_TIMEOUT_MS", 500, 1)?),
+            },
+            table_name: env.text("TABLE_NAME", "RedPackets"),
+            limits,
+            grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
+            settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
+        })
+    }
+}
+
+struct Env<'a, F: Fn(&str) -> Option<String>>(&'a F);
+
+impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
+    fn raw(&self, name: &str) -> Option<String> {
+        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    fn text(&self, name: &str, default: &str) -> String {
+        self.raw(name).unwrap_or_else(|| default.to_owned())
+    }
+
+    fn number<T: FromStr + PartialOrd + Copy + std::fmt::Display>(
+        &self,
+        name: &'static str,
+        default: T,
+        min: T,
+    ) -> Result<T, ConfigError> {
+        let Some(value) = self.raw(name) else { return Ok(default) };
+        match value.parse::<T>() {
+            Ok(n) if n >= min => Ok(n),
+            _ => Err(ConfigError { name, value, reason: format!("expected a whole number >= {min}") }),
+        }
+    }
+
+    fn flag(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.raw(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("true" | "1" | "yes") => Ok(true),
+            Some("false" | "0" | "no") => Ok(false),
+            Some(other) => Err(ConfigError { name, value: other.to_owned(), reason: "expected true or false".into() }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_design() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.redis.url, "redis://127.0.0.1:6379");
+        assert!(!config.redis.cluster);
+        assert_eq!(config.redis.timeout, Duration::from_millis(500));
+        assert_eq!(config.table_name, "RedPackets");
+        assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.grab_wait, None);
+        assert_eq!(config.settle_shards, 16);
+    }
+
+    #[test]
+    fn variables_override_defaults() {
+        let config = config(&[("MAX_COUNT", "500"), ("REDIS_CLUSTER", "true"), ("GRAB_WAIT_REPLICAS", "1")]).unwrap();
+        assert_eq!(config.limits.max_count, 500);
+        assert!(config.redis.cluster);
+        assert_eq!(config.grab_wait, Some(ReplicaWait { replicas: 1, timeout: Duration::from_millis(100) }));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let error = config(&[("MAX_TOTAL_CENTS", "lots")]).unwrap_err().to_string();
+        assert!(error.contains("MAX_TOTAL_CENTS"), "{error}");
+        assert!(config(&[("SETTLE_SHARDS", "0")]).is_err());
+        assert!(config(&[("REDIS_CLUSTER", "maybe")]).is_err());
+        assert!(config(&[("DEFAULT_EXPIRES_IN_SECONDS", "10")]).is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! The pure domain: money in integer cents, limits, splitters and packet rules. No I/O here.
+
+pub mod ids;
+pub mod limits;
+pub mod packet;
+pub mod split;
+pub mod validate;
+
+pub use ids::{IdempotencyKey, PacketId, UserId};
+pub use limits::Limits;
+pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
+pub use split::{Seed, SplitRule};
+
+/// An amount of money in integer cents (分). Money never touches floating point.
+pub type Cents = u64;

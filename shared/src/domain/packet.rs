@@ -1,0 +1,257 @@
+//! Packets: what a sender asked for, the record kept of it, and the view the API returns.
+
+use serde::{Deserialize, Serialize};
+
+use super::split::{self, Seed, SplitRule};
+use super::{Cents, PacketId, UserId};
+use crate::clock::{rfc3339, Millis};
+
+/// Lucky (random shares) or fixed (equal shares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PacketKind {
+    /// Shares drawn by a [`SplitRule`].
+    #[default]
+    Lucky,
+    /// Every share is `total / count`.
+    Fixed,
+}
+
+impl PacketKind {
+    /// The kind's name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PacketKind::Lucky => "lucky",
+            PacketKind::Fixed => "fixed",
+        }
+    }
+
+    /// The kind named `name` in the API, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "lucky" => Some(PacketKind::Lucky),
+            "fixed" => Some(PacketKind::Fixed),
+            _ => None,
+        }
+    }
+}
+
+/// A validated send request, defaults applied. Its JSON form is what idempotency compares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PacketSpec {
+    /// The whole amount.
+    pub total_cents: Cents,
+    /// How many shares.
+    pub count: u32,
+    /// Lucky or fixed.
+    pub kind: PacketKind,
+    /// The lucky rule; `None` for fixed packets.
+    pub split: Option<SplitRule>,
+    /// The sender's message, at most 64 characters.
+    pub greeting: Option<String>,
+    /// Lifetime from creation.
+    pub expires_in_seconds: u32,
+}
+
+/// Where a packet is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacketStatus {
+    /// Shares left and not expired.
+    Open,
+    /// Every share taken.
+    Finished,
+    /// Expired with shares left.
+    Expired,
+}
+
+impl PacketStatus {
+    /// The status's name in the API and the stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PacketStatus::Open => "open",
+            PacketStatus::Finished => "finished",
+            PacketStatus::Expired => "expired",
+        }
+    }
+
+    /// The status as a packet with `remaining_count` shares left stands at `now`.
+    pub fn at(remaining_count: u32, expires_at_ms: Millis, now_ms: Millis) -> Self {
+        if remaining_count == 0 {
+            PacketStatus::Finished
+        } else if now_ms >= expires_at_ms {
+            PacketStatus::Expired
+        } else {
+            PacketStatus::Open
+        }
+    }
+}
+
+/// A packet as recorded at send: everything needed to recompute its shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// Its id.
+    pub id: PacketId,
+    /// Who sent it.
+    pub sender: UserId,
+    /// Lucky or fixed.
+    pub kind: PacketKind,
+    /// The lucky rule; `None` for fixed packets.
+    pub split: Option<SplitRule>,
+    /// The sender's message.
+    pub greeting: Option<String>,
+    /// The whole amount.
+    pub total_cents: Cents,
+    /// How many shares.
+    pub count: u32,
+    /// The seed lucky shares are drawn from.
+    pub seed: Seed,
+    /// When it was sent.
+    pub created_at_ms: Millis,
+    /// From this instant on, no grab succeeds.
+    pub expires_at_ms: Millis,
+}
+
+impl Packet {
+    /// A new packet from a validated spec.
+    pub fn new(id: PacketId, sender: UserId, spec: &PacketSpec, seed: Seed, now_ms: Millis) -> Self {
+        Packet {
+            id,
+            sender,
+            kind: spec.kind,
+            split: spec.split,
+            greeting: spec.greeting.clone(),
+            total_cents: spec.total_cents,
+            count: spec.count,
+            seed,
+            created_at_ms: now_ms,
+            expires_at_ms: now_ms + Millis::from(spec.expires_in_seconds) * 1000,
+        }
+    }
+
+    /// The shares, in the order they are handed out; the same every time for the same record.
+    pub fn shares(&self) -> Vec<Cents> {
+        match (self.kind, self.split) {
+            (PacketKind::Fixed, _) => split::fixed(self.total_cents, self.count),
+            (PacketKind::Lucky, rule) => split::lucky(rule.unwrap_or_default(), self.total_cents, self.count, &self.seed),
+        }
+    }
+
+    /// The view of this packet before anyone has grabbed.
+    pub fn fresh_view(&self) -> PacketView {
+        PacketView {
+            packet_id: self.id.clone(),
+            sender: self.sender.clone(),
+            kind: self.kind,
+            split: self.split,
+            greeting: self.greeting.clone(),
+            total_cents: self.total_cents,
+            count: self.count,
+            remaining_cents: self.total_cents,
+            remaining_count: self.count,
+            status: PacketStatus::Open,
+            created_at: rfc3339(self.created_at_ms),
+            expires_at: rfc3339(self.expires_at_ms),
+            grabs: Vec::new(),
+            best_luck: None,
+            settled: false,
+            refund_cents: None,
+        }
+    }
+}
+
+/// One grab as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrabRecord {
+    /// Who grabbed.
+    pub user: UserId,
+    /// How much.
+    pub amount_cents: Cents,
+    /// When, RFC 3339.
+    pub grabbed_at: String,
+}
+
+/// The largest share of a finished packet (the earliest grab on a tie).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BestLuck {
+    /// Who had it.
+    pub user: UserId,
+    /// How much.
+    pub amount_cents: Cents,
+}
+
+/// A packet as `GET /packets/{id}` and `POST /packets` return it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketView {
+    /// Its id.
+    pub packet_id: PacketId,
+    /// Who sent it.
+    pub sender: UserId,
+    /// Lucky or fixed.
+    pub kind: PacketKind,
+    /// The lucky rule; `null` for fixed packets.
+    pub split: Option<SplitRule>,
+    /// The sender's message.
+    pub greeting: Option<String>,
+    /// The whole amount.
+    pub total_cents: Cents,
+    /// How many shares.
+    pub count: u32,
+    /// Not yet grabbed, in cents.
+    pub remaining_cents: Cents,
+    /// Shares not yet grabbed.
+    pub remaining_count: u32,
+    /// Open, finished or expired.
+    pub status: PacketStatus,
+    /// When it was sent.
+    pub created_at: String,
+    /// When it stops accepting grabs.
+    pub expires_at: String,
+    /// Grabs in grab order.
+    pub grabs: Vec<GrabRecord>,
+    /// The largest share, once every share is taken.
+    pub best_luck: Option<BestLuck>,
+    /// Whether settle has finalised it.
+    pub settled: bool,
+    /// Returned to the sender, once settled.
+    pub refund_cents: Option<Cents>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: PacketKind, total_cents: Cents, count: u32) -> PacketSpec {
+        PacketSpec {
+            total_cents,
+            count,
+            kind,
+            split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
+            greeting: None,
+            expires_in_seconds: 60,
+        }
+    }
+
+    #[test]
+    fn a_packet_recomputes_the_same_shares_from_its_record() {
+        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(),
+            &spec(PacketKind::Lucky, 10_000, 10), Seed::random(), 1_000);
+        assert_eq!(packet.shares(), packet.clone().shares());
+        assert_eq!(packet.shares().iter().sum::<Cents>(), 10_000);
+        assert_eq!(packet.expires_at_ms, 61_000);
+    }
+
+    #[test]
+    fn fixed_packets_give_equal_shares() {
+        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(),
+            &spec(PacketKind::Fixed, 600, 3), Seed::random(), 0);
+        assert_eq!(packet.shares(), vec![200, 200, 200]);
+    }
+
+    #[test]
+    fn status_follows_shares_then_expiry() {
+        assert_eq!(PacketStatus::at(0, 100, 200), PacketStatus::Finished);
+        assert_eq!(PacketStatus::at(3, 100, 100), PacketStatus::Expired);
+        assert_eq!(PacketStatus::at(3, 100, 99), PacketStatus::Open);
+    }
+}

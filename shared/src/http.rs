@@ -1,0 +1,151 @@
+//! HTTP glue shared by the handlers: identity, path and header parsing, JSON bodies, and the one
+//! place where an [`ApiError`] becomes a response.
+
+use lambda_http::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+
+use crate::domain::limits::MAX_BODY_BYTES;
+use crate::domain::{IdempotencyKey, PacketId, UserId};
+use crate::error::ApiError;
+
+/// Seconds a client should wait before retrying a 503.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+
+/// The caller: the `sub` claim API Gateway's JWT authorizer verified, and nothing else.
+pub fn caller(request: &Request) -> Result<UserId, ApiError> {
+    let sub = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context
+            .authorizer
+            .as_ref()
+            .and_then(|authorizer| authorizer.jwt.as_ref())
+            .and_then(|jwt| jwt.claims.get("sub")),
+        _ => None,
+    };
+    let sub = sub.ok_or(ApiError::Unauthorized("a verified token with a sub claim is required"))?;
+    UserId::from_claim(sub).ok_or(ApiError::Unauthorized("the token's sub claim is not a usable user id"))
+}
+
+/// The `{packet_id}` path parameter; anything that is not a well-formed id names no packet.
+pub fn packet_id(request: &Request) -> Result<PacketId, ApiError> {
+    request
+        .path_parameters_ref()
+        .and_then(|parameters| parameters.first("packet_id"))
+        .and_then(PacketId::parse)
+        .ok_or(ApiError::NotFound)
+}
+
+/// The optional `Idempotency-Key` header, validated.
+pub fn idempotency_key(request: &Request) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(value) = request.headers().get("idempotency-key") else { return Ok(None) };
+    value
+        .to_str()
+        .ok()
+        .and_then(IdempotencyKey::parse)
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid("Idempotency-Key", "Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"))
+}
+
+/// The request body, at most 16 KiB, declared as JSON when its type is declared at all.
+pub fn json_body(request: &Request) -> Result<&[u8], ApiError> {
+    if let Some(content_type) = request.headers().get(CONTENT_TYPE) {
+        let media_type = content_type.to_str().unwrap_or("").split(';').next().unwrap_or("").trim();
+        if !media_type.eq_ignore_ascii_case("application/json") {
+            return Err(ApiError::invalid("Content-Type", "the body must be application/json"));
+        }
+    }
+    let body: &[u8] = request.body().as_ref();
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::PayloadTooLarge { limit: MAX_BODY_BYTES });
+    }
+    Ok(body)
+}
+
+/// A JSON response with `status`.
+pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Body> {
+    let body = serde_json::to_string(value).expect("responses serialize");
+    let mut response = Response::new(Body::Text(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: &'a str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+/// The response for `error`: `{"error": {"code", "message", "field"?}}`, with `Retry-After` on a 503.
+/// Server-side failures are logged here; their details never reach the client.
+pub fn error_response(error: &ApiError) -> Response<Body> {
+    let field = match error {
+        ApiError::InvalidRequest { field, .. } => field.as_deref(),
+        _ => None,
+    };
+    match error {
+        ApiError::Unavailable { dependency, detail } => tracing::warn!(dependency, detail, "dependency unavailable"),
+        ApiError::Internal(detail) => tracing::error!(detail, "internal error"),
+        _ => {}
+    }
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response =
+        json_response(status, &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field } });
+    if matches!(error, ApiError::Unavailable { .. }) {
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    }
+    response
+}
+
+/// Turns a handler's result into the response, errors included: handlers never return `Err` to
+/// the runtime, so API Gateway never sees a bare 500.
+pub fn respond(result: Result<Response<Body>, ApiError>) -> Response<Body> {
+    result.unwrap_or_else(|error| error_response(&error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(claims: &str) -> Request {
+        let json = format!(
+            r#"{{"version":"2.0","routeKey":"POST /packets/{{packet_id}}/grab","rawPath":"/packets/x/grab","rawQueryString":"",
+               "headers":{{}},"pathParameters":{{"packet_id":"0123456789abcdef0123456789abcdef"}},
+               "requestContext":{{"http":{{"method":"POST","path":"/packets/x/grab","protocol":"HTTP/1.1","sourceIp":"127.0.0.1","userAgent":"t"}},
+               "authorizer":{{"jwt":{{"claims":{claims},"scopes":null}}}},"requestId":"r","routeKey":"x","stage":"$default","time":"x","timeEpoch":0}},
+               "isBase64Encoded":false}}"#
+        );
+        lambda_http::request::from_str(&json).expect("event parses")
+    }
+
+    #[test]
+    fn identity_comes_only_from_the_authorizer() {
+        assert_eq!(caller(&event(r#"{"sub":"bob"}"#)).unwrap().as_str(), "bob");
+        assert!(matches!(caller(&event("{}")), Err(ApiError::Unauthorized(_))));
+    }
+
+    #[test]
+    fn errors_have_the_contract_shape() {
+        let response = error_response(&ApiError::invalid("count", "count is required"));
+        assert_eq!(response.status(), 400);
+        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request");
+        assert_eq!(body["error"]["field"], "count");
+
+        let response = error_response(&ApiError::redis_unavailable("connection refused"));
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()[RETRY_AFTER], "1");
+        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert!(body["error"].get("field").is_none());
+        assert!(!body["error"]["message"].as_str().unwrap().contains("refused"), "details stay in the logs");
+    }
+}

@@ -1,0 +1,20 @@
+//! Red packets (红包): the library every Lambda function of the service shares.
+//!
+//! - [`domain`]: money, limits, splitters and packet rules; pure, no I/O.
+//! - [`adapters`]: the Redis store (Lua scripts behind typed wrappers) and the DynamoDB ledger,
+//!   each behind a narrow trait from [`ports`].
+//! - [`http`]: identity, JSON bodies and the one mapping of [`ApiError`] to HTTP responses.
+//! - [`config`]: the environment, with DESIGN.md's defaults.
+
+pub mod adapters;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod ports;
+pub mod telemetry;
+
+pub use clock::{Clock, Millis, SystemClock};
+pub use config::Config;
+pub use error::ApiError;

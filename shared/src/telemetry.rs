@@ -1,0 +1,14 @@
+//! Logging: JSON lines in Lambda (CloudWatch), plain text locally; `RUST_LOG` filters.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber once; later calls do nothing.
+pub fn init() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let _ = if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
+        builder.json().flatten_event(true).without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+}
