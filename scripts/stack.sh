@@ -85,9 +85,10 @@ start() {
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
   wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping
 
-  (cd "$dir" && nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
-      -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
-      >"$dir/dynamodb.log" 2>&1 & echo $! >"$dir/dynamodb.pid")
+  nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
+    -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
+    </dev/null >"$dir/dynamodb.log" 2>&1 &
+  echo $! >"$dir/dynamodb.pid"
   wait_for "DynamoDB Local on $dynamo_port" 60 \
     bash -c "exec 3<>/dev/tcp/127.0.0.1/$dynamo_port"
 

@@ -1,1 +1,14 @@
-fn main() {}
+//! Lambda entry point of `send`.
+
+use lambda_http::{service_fn, Error};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::{telemetry, Config};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    telemetry::init();
+    let config = Config::from_env()?;
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config.table_name);
+    let service = send::SendService::new(ledger, RedisStore::new(&config), config.limits);
+    lambda_http::run(service_fn(|request| send::handle(&service, request))).await
+}

@@ -52,8 +52,10 @@ pub struct LoadFields<'a> {
     /// "lucky" or "fixed".
     pub kind: &'a str,
     /// The lucky rule, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub split: Option<&'a str>,
     /// The greeting, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub greeting: Option<&'a str>,
     /// The whole amount.
     pub total_cents: Cents,

@@ -53,6 +53,16 @@ pub struct PacketSpec {
     pub expires_in_seconds: u32,
 }
 
+impl PacketSpec {
+    /// SHA-256 of the spec's JSON, hex: two requests with the same fingerprint ask for the same
+    /// packet, however their bodies were spelled.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let json = serde_json::to_vec(self).expect("specs serialize");
+        hex::encode(Sha256::digest(json))
+    }
+}
+
 /// Where a packet is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

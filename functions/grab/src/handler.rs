@@ -1,0 +1,176 @@
+//! `POST /packets/{packet_id}/grab`: one atomic Lua call decides the grab.
+//!
+//! 200 with the share (or, for a repeat, the share this user already has), 409 sold out,
+//! 410 expired, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
+
+use std::sync::Arc;
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Error, Request, Response};
+use red_packets::clock::rfc3339;
+use red_packets::domain::{Cents, PacketId, UserId};
+use red_packets::http::{caller, json_response, packet_id, respond};
+use red_packets::ports::{GrabOutcome, LiveStore};
+use red_packets::{ApiError, Clock, SystemClock};
+use serde::{Deserialize, Serialize};
+
+/// What the grab handler needs: the live store and a clock.
+pub struct GrabService<S> {
+    store: S,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S: LiveStore> GrabService<S> {
+    /// A service on `store` with the system clock.
+    pub fn new(store: S) -> Self {
+        Self::with_clock(store, Arc::new(SystemClock))
+    }
+
+    /// A service on `store` reading time from `clock`.
+    pub fn with_clock(store: S, clock: Arc<dyn Clock>) -> Self {
+        GrabService { store, clock }
+    }
+}
+
+/// The body of a 200.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrabResponse {
+    /// The packet.
+    pub packet_id: PacketId,
+    /// The caller.
+    pub user: UserId,
+    /// The caller's share.
+    pub amount_cents: Cents,
+    /// When the caller got it.
+    pub grabbed_at: String,
+    /// Shares left.
+    pub remaining_count: u32,
+    /// True when this answer repeats an earlier grab.
+    pub already_grabbed: bool,
+}
+
+/// The Lambda handler: every outcome, errors included, is an HTTP response.
+pub async fn handle<S: LiveStore>(service: &GrabService<S>, request: Request) -> Result<Response<Body>, Error> {
+    Ok(respond(grab(service, &request).await))
+}
+
+async fn grab<S: LiveStore>(service: &GrabService<S>, request: &Request) -> Result<Response<Body>, ApiError> {
+    let user = caller(request)?;
+    let packet_id = packet_id(request)?;
+    let outcome = service.store.grab(&packet_id, &user, service.clock.now_ms()).await?;
+    let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
+        GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
+            (amount_cents, grabbed_at_ms, remaining_count, false)
+        }
+        GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
+            (amount_cents, grabbed_at_ms, remaining_count, true)
+        }
+        GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
+        GrabOutcome::Expired => return Err(ApiError::Expired),
+        GrabOutcome::NotFound => return Err(ApiError::NotFound),
+    };
+    let body = GrabResponse {
+        packet_id,
+        user,
+        amount_cents,
+        grabbed_at: rfc3339(grabbed_at_ms),
+        remaining_count,
+        already_grabbed,
+    };
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use red_packets::adapters::RedisStore;
+    use red_packets::clock::ManualClock;
+    use red_packets::domain::{Packet, PacketKind, PacketSpec, Seed, SplitRule};
+    use red_packets::events;
+    use red_packets::Config;
+    use serde_json::Value;
+
+    const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
+
+    fn grab_event(packet_id: &str, sub: Option<&str>) -> Request {
+        let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+        events::set_packet_id(&mut event, packet_id);
+        events::set_caller(&mut event, sub);
+        events::to_request(&event).unwrap()
+    }
+
+    async fn call<S: LiveStore>(service: &GrabService<S>, request: Request) -> (u16, Value) {
+        let response = handle(service, request).await.unwrap();
+        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+    }
+
+    /// A packet of 3 lucky shares (600 cents) loaded into the test Redis.
+    async fn loaded_packet(store: &RedisStore, clock: &ManualClock) -> Packet {
+        let spec = PacketSpec {
+            total_cents: 600,
+            count: 3,
+            kind: PacketKind::Lucky,
+            split: Some(SplitRule::DoubleAverage),
+            greeting: None,
+            expires_in_seconds: 60,
+        };
+        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), clock.now_ms());
+        store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
+        packet
+    }
+
+    #[tokio::test]
+    async fn the_sample_event_without_identity_is_401() {
+        let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
+        let (status, body) = call(&service, grab_event("0123456789abcdef0123456789abcdef", None)).await;
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["code"], "unauthorized");
+    }
+
+    #[tokio::test]
+    async fn malformed_and_unknown_ids_are_404() {
+        let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
+        for id in ["..%2F..%2Fetc", "not-an-id", &PacketId::random().to_string()] {
+            let (status, body) = call(&service, grab_event(id, Some("bob"))).await;
+            assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{id}");
+        }
+    }
+
+    #[tokio::test]
+    async fn grab_repeat_sold_out_and_expired() {
+        let clock = Arc::new(ManualClock::starting_now());
+        let store = RedisStore::new(&Config::from_env().unwrap());
+        let packet = loaded_packet(&store, &clock).await;
+        let service = GrabService::with_clock(store, clock.clone());
+        let id = packet.id.to_string();
+
+        let (status, first) = call(&service, grab_event(&id, Some("bob"))).await;
+        assert_eq!(status, 200);
+        assert_eq!(first["already_grabbed"], false);
+        assert_eq!(first["remaining_count"], 2);
+
+        let (status, again) = call(&service, grab_event(&id, Some("bob"))).await;
+        assert_eq!(status, 200);
+        assert_eq!(again["already_grabbed"], true);
+        assert_eq!(again["amount_cents"], first["amount_cents"]);
+        assert_eq!(again["grabbed_at"], first["grabbed_at"]);
+
+        assert_eq!(call(&service, grab_event(&id, Some("carol"))).await.0, 200);
+        clock.advance(60_000);
+        let (status, body) = call(&service, grab_event(&id, Some("dave"))).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (410, Some("expired")));
+        let (status, body) = call(&service, grab_event(&id, Some("bob"))).await;
+        assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)), "a repeat is answered after expiry too");
+    }
+
+    #[tokio::test]
+    async fn unreachable_redis_is_503_with_retry_after() {
+        let mut config = Config::from_env().unwrap();
+        config.redis.url = "redis://127.0.0.1:1".into();
+        config.redis.timeout = std::time::Duration::from_millis(200);
+        let service = GrabService::new(RedisStore::new(&config));
+        let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()["retry-after"], "1");
+    }
+}

@@ -1,0 +1,160 @@
+//! `POST /packets`: validate, split, record the packet in DynamoDB, load it into Redis, 201.
+//!
+//! With an `Idempotency-Key`, the same sender, key and body get the same packet back, and a
+//! retry after a failed Redis load finishes that load: never a second packet.
+
+use std::sync::Arc;
+
+use lambda_http::http::header::LOCATION;
+use lambda_http::http::{HeaderValue, StatusCode};
+use lambda_http::{Body, Error, Request, Response};
+use red_packets::domain::validate::parse_send_request;
+use red_packets::domain::{Limits, Packet, PacketId, Seed};
+use red_packets::http::{caller, idempotency_key, json_body, json_response, respond};
+use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded};
+use red_packets::{ApiError, Clock, SystemClock};
+
+/// What the send handler needs: the ledger, the live store, the limits and a clock.
+pub struct SendService<L, S> {
+    ledger: L,
+    store: S,
+    limits: Limits,
+    clock: Arc<dyn Clock>,
+}
+
+impl<L: Ledger, S: LiveStore> SendService<L, S> {
+    /// A service with the system clock.
+    pub fn new(ledger: L, store: S, limits: Limits) -> Self {
+        Self::with_clock(ledger, store, limits, Arc::new(SystemClock))
+    }
+
+    /// A service reading time from `clock`.
+    pub fn with_clock(ledger: L, store: S, limits: Limits, clock: Arc<dyn Clock>) -> Self {
+        SendService { ledger, store, limits, clock }
+    }
+}
+
+/// The Lambda handler: every outcome, errors included, is an HTTP response.
+pub async fn handle<L: Ledger, S: LiveStore>(service: &SendService<L, S>, request: Request) -> Result<Response<Body>, Error> {
+    Ok(respond(send(service, &request).await))
+}
+
+async fn send<L: Ledger, S: LiveStore>(service: &SendService<L, S>, request: &Request) -> Result<Response<Body>, ApiError> {
+    let sender = caller(request)?;
+    let key = idempotency_key(request)?;
+    let spec = parse_send_request(json_body(request)?, &service.limits)?;
+    let claim = key.map(|key| IdempotencyClaim { key, request_hash: spec.fingerprint() });
+
+    let fresh = Packet::new(PacketId::random(), sender, &spec, Seed::random(), service.clock.now_ms());
+    let packet = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
+        Recorded::New => fresh,
+        Recorded::Replay(original) => {
+            tracing::info!(packet_id = %original.id, "idempotent replay of a send");
+            original
+        }
+    };
+    service.store.load(&packet, &packet.shares()).await?;
+
+    let mut response = json_response(StatusCode::CREATED, &packet.fresh_view());
+    if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", packet.id)) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::events;
+    use red_packets::Config;
+    use serde_json::Value;
+
+    const SEND_EVENT: &str = include_str!("../../../events/send.json");
+
+    async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config.table_name);
+        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+        SendService::new(ledger, RedisStore::new(config), config.limits)
+    }
+
+    fn send_event(edit: impl FnOnce(&mut Value)) -> Request {
+        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+        // A key of our own per test run, so runs never replay each other's packets.
+        events::set_header(&mut event, "Idempotency-Key", Some(&PacketId::random().to_string()));
+        edit(&mut event);
+        events::to_request(&event).unwrap()
+    }
+
+    async fn call(service: &SendService<DynamoLedger, RedisStore>, request: Request) -> (u16, Value) {
+        let response = handle(service, request).await.unwrap();
+        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_sample_event_creates_a_packet() {
+        let service = service(&Config::from_env().unwrap()).await;
+        let (status, body) = call(&service, send_event(|_| {})).await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["sender"], "alice");
+        assert_eq!(body["total_cents"], 10_000);
+        assert_eq!(body["remaining_count"], 10);
+        assert_eq!(body["status"], "open");
+        assert_eq!(body["greeting"], "恭喜发财");
+        assert_eq!(body["grabs"], serde_json::json!([]));
+    }
+
+    #[tokio::test]
+    async fn the_same_key_and_body_replay_and_another_body_is_422() {
+        let service = service(&Config::from_env().unwrap()).await;
+        let key = PacketId::random().to_string();
+        let with_key = |body: Option<&'static str>| {
+            let key = key.clone();
+            send_event(move |event| {
+                events::set_header(event, "Idempotency-Key", Some(&key));
+                if let Some(body) = body {
+                    events::set_body(event, body);
+                }
+            })
+        };
+        let (first_status, first) = call(&service, with_key(None)).await;
+        let (second_status, second) = call(&service, with_key(None)).await;
+        assert_eq!((first_status, second_status), (201, 201));
+        assert_eq!(first["packet_id"], second["packet_id"]);
+        let (status, body) = call(&service, with_key(Some(r#"{"total_cents":500,"count":5}"#))).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (422, Some("idempotency_key_reused")));
+    }
+
+    #[tokio::test]
+    async fn bad_input_is_a_4xx_naming_the_field() {
+        let service = service(&Config::from_env().unwrap()).await;
+        let (status, body) = call(&service, send_event(|e| events::set_body(e, r#"{"total_cents":5,"count":6}"#))).await;
+        assert_eq!((status, body["error"]["field"].as_str()), (400, Some("count")));
+        let huge = format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "x".repeat(17 * 1024));
+        let (status, body) = call(&service, send_event(|e| events::set_body(e, &huge))).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (413, Some("payload_too_large")));
+        let (status, _) = call(&service, send_event(|e| events::set_header(e, "content-type", Some("text/plain")))).await;
+        assert_eq!(status, 400);
+        let (status, body) = call(&service, send_event(|e| events::set_header(e, "Idempotency-Key", Some("no spaces")))).await;
+        assert_eq!((status, body["error"]["field"].as_str()), (400, Some("Idempotency-Key")));
+        let (status, _) = call(&service, send_event(|e| events::set_caller(e, None))).await;
+        assert_eq!(status, 401);
+    }
+
+    #[tokio::test]
+    async fn a_failed_redis_load_is_503_and_a_retry_with_the_key_finishes_it() {
+        let config = Config::from_env().unwrap();
+        let mut broken = config.clone();
+        broken.redis.url = "redis://127.0.0.1:1".into();
+        broken.redis.timeout = std::time::Duration::from_millis(200);
+        let key = PacketId::random().to_string();
+        let request = || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
+
+        let (status, _) = call(&service(&broken).await, request()).await;
+        assert_eq!(status, 503);
+        let (status, body) = call(&service(&config).await, request()).await;
+        assert_eq!(status, 201, "{body}");
+        let (status, again) = call(&service(&config).await, request()).await;
+        assert_eq!((status, &again["packet_id"]), (201, &body["packet_id"]), "never a second packet");
+    }
+}
