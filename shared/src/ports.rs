@@ -78,3 +78,13 @@ pub trait Ledger: Send + Sync {
         claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = Result<Recorded, ApiError>> + Send;
 }
+
+impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
+    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).load(packet, shares)
+    }
+
+    fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
+        (**self).grab(packet, user, now_ms)
+    }
+}

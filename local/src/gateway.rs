@@ -1,0 +1,152 @@
+//! What API Gateway does in front of the Lambdas, locally: match the route, verify the bearer
+//! token, build the HTTP API (payload v2) event, invoke the handler, return its response.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{to_bytes, Body as AxumBody};
+use axum::extract::{Path, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use base64::Engine;
+use lambda_http::{Body, Error as LambdaError};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::http::error_response;
+use red_packets::{events, ApiError};
+use serde_json::{json, Map, Value};
+
+use crate::auth::LocalAuthorizer;
+
+/// Larger bodies than this never reach a handler (API Gateway's own cap is far higher; the
+/// handlers refuse anything over 16 KiB with a 413 of their own).
+const MAX_FORWARDED_BODY: usize = 1024 * 1024;
+
+/// Every function of the template, built once.
+pub struct Functions {
+    /// `POST /packets`.
+    pub send: send::SendService<DynamoLedger, Arc<RedisStore>>,
+    /// `POST /packets/{packet_id}/grab`.
+    pub grab: grab::GrabService<Arc<RedisStore>>,
+    /// The JWT authorizer's stand-in.
+    pub authorizer: LocalAuthorizer,
+}
+
+/// The template's routes, in the form API Gateway's route keys take.
+pub const ROUTES: &[&str] = &["POST /packets", "POST /packets/{packet_id}/grab"];
+
+/// The local API's router.
+pub fn router(functions: Arc<Functions>) -> Router {
+    Router::new()
+        .route("/packets", post(send_route))
+        .route("/packets/{packet_id}/grab", post(grab_route))
+        .fallback(|| async { into_axum(error_response(&ApiError::NotFound)) })
+        .with_state(functions)
+}
+
+async fn send_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
+    invoke(&functions, ROUTES[0], None, request, |event| send::handle(&functions.send, event)).await
+}
+
+async fn grab_route(
+    State(functions): State<Arc<Functions>>,
+    Path(packet_id): Path<String>,
+    request: Request,
+) -> Response {
+    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| grab::handle(&functions.grab, event)).await
+}
+
+async fn invoke<F, Fut>(
+    functions: &Functions,
+    route_key: &str,
+    packet_id: Option<&str>,
+    request: Request,
+    handler: F,
+) -> Response
+where
+    F: FnOnce(lambda_http::Request) -> Fut,
+    Fut: Future<Output = Result<lambda_http::Response<Body>, LambdaError>>,
+{
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = match to_event(functions, route_key, packet_id, request).await {
+        Ok(event) => match handler(event).await {
+            Ok(response) => response,
+            Err(error) => error_response(&ApiError::Internal(error.to_string())),
+        },
+        Err(error) => error_response(&error),
+    };
+    tracing::info!(%method, path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
+    into_axum(response)
+}
+
+/// The event API Gateway would send for `request`, with the verified `sub` in the authorizer
+/// context; an unverifiable token is a 401 before any handler runs, as with the JWT authorizer.
+async fn to_event(
+    functions: &Functions,
+    route_key: &str,
+    packet_id: Option<&str>,
+    request: Request,
+) -> Result<lambda_http::Request, ApiError> {
+    let (parts, body) = request.into_parts();
+    let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+    let sub = functions
+        .authorizer
+        .verify(authorization)
+        .ok_or(ApiError::Unauthorized("a valid bearer token is required"))?;
+    let body = to_bytes(body, MAX_FORWARDED_BODY)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES })?;
+
+    let mut headers = Map::new();
+    for (name, value) in &parts.headers {
+        if name == AUTHORIZATION {
+            continue;
+        }
+        if let Ok(value) = value.to_str() {
+            headers.insert(name.as_str().to_owned(), Value::String(value.to_owned()));
+        }
+    }
+    let (body, is_base64) = match std::str::from_utf8(&body) {
+        Ok(text) => (text.to_owned(), false),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&body), true),
+    };
+    let now = chrono::Utc::now();
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": parts.uri.path(),
+        "rawQueryString": parts.uri.query().unwrap_or(""),
+        "headers": headers,
+        "requestContext": {
+            "http": {
+                "method": parts.method.as_str(),
+                "path": parts.uri.path(),
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": parts.headers.get("user-agent").and_then(|v| v.to_str().ok()).unwrap_or(""),
+            },
+            "requestId": format!("local-{}", now.timestamp_nanos_opt().unwrap_or_default()),
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
+            "timeEpoch": now.timestamp_millis(),
+        },
+        "body": body,
+        "isBase64Encoded": is_base64,
+    });
+    if let Some(packet_id) = packet_id {
+        event["pathParameters"] = json!({ "packet_id": packet_id });
+    }
+    events::set_caller(&mut event, Some(&sub));
+    events::to_request(&event).map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
+}
+
+fn into_axum(response: lambda_http::Response<Body>) -> Response {
+    let (parts, body) = response.into_parts();
+    let bytes: &[u8] = body.as_ref();
+    Response::from_parts(parts, AxumBody::from(bytes.to_vec()))
+}
