@@ -4,7 +4,7 @@
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
 #   scripts/stack.sh start NAME R D     start Redis on port R and DynamoDB Local on port D
-#                                       (0 picks a free port); prints `export ...` lines
+#                                       (0 picks a free port, - starts none); prints `export ...`
 #   scripts/stack.sh stop NAME          stop what `start NAME` started
 set -euo pipefail
 
@@ -80,25 +80,28 @@ start() {
   mkdir -p "$dir/redis"
   stop "$name" 2>/dev/null || true
 
-  redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
-    --appendonly yes --appendfsync everysec --daemonize yes \
-    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
-  wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping
+  if [ "$redis_port" != - ]; then
+    redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
+      --appendonly yes --appendfsync everysec --daemonize yes \
+      --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+    wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping
+    log "Redis on 127.0.0.1:$redis_port (log: $dir/redis.log)"
+    echo "export REDIS_URL=redis://127.0.0.1:$redis_port"
+  fi
 
-  nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
-    -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
-    </dev/null >"$dir/dynamodb.log" 2>&1 &
-  echo $! >"$dir/dynamodb.pid"
-  wait_for "DynamoDB Local on $dynamo_port" 60 \
-    bash -c "exec 3<>/dev/tcp/127.0.0.1/$dynamo_port"
-
-  log "Redis on 127.0.0.1:$redis_port, DynamoDB Local on 127.0.0.1:$dynamo_port (logs in $dir)"
-  echo "export REDIS_URL=redis://127.0.0.1:$redis_port"
-  echo "export REDIS_PORT=$redis_port"
-  echo "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$dynamo_port"
+  if [ "$dynamo_port" != - ]; then
+    nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
+      -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
+      </dev/null >"$dir/dynamodb.log" 2>&1 &
+    echo $! >"$dir/dynamodb.pid"
+    wait_for "DynamoDB Local on $dynamo_port" 60 \
+      bash -c "exec 3<>/dev/tcp/127.0.0.1/$dynamo_port"
+    log "DynamoDB Local on 127.0.0.1:$dynamo_port (log: $dir/dynamodb.log)"
+    echo "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$dynamo_port"
+    echo "export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-local}"
+    echo "export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-local}"
+  fi
   echo "export AWS_REGION=\${AWS_REGION:-us-east-1}"
-  echo "export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-local}"
-  echo "export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-local}"
 }
 
 stop() {

@@ -1,0 +1,21 @@
+# Red packets: run it locally, test it, build and deploy it.
+SHELL := /bin/bash
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: run test token build deploy install
+
+## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
+run:
+	scripts/run-local.sh
+
+## make test: every test against a Redis and a DynamoDB Local of its own, then sam validate --lint
+test:
+	scripts/test.sh
+
+## make token U=alice: a bearer token for the local API
+token:
+	@cargo run -q -p local -- token $(or $(U),alice)
+
+## make install: install Redis, Java, DynamoDB Local and SAM CLI if missing
+install:
+	scripts/stack.sh install

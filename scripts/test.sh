@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `make test`: installs what is missing, starts a Redis and a DynamoDB Local of its own on free
+# ports, runs every unit and integration test against them, lints the SAM template, and stops
+# what it started, also on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/stack.sh install
+name="test-$$"
+exports=$(scripts/stack.sh start "$name" 0 0)
+trap 'scripts/stack.sh stop "$name"' EXIT
+eval "$exports"
+# Settings from the caller's shell must not leak into the tests.
+unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
+  MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS
+export RUST_LOG=${RUST_LOG:-warn}
+
+cargo test --workspace --locked
+
+echo "sam validate --lint"
+.local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
