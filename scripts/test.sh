@@ -15,7 +15,10 @@ unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETT
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS
 export RUST_LOG=${RUST_LOG:-warn}
 
-cargo test --workspace --locked
+log=".local/$name/cargo-test.log"
+cargo test --workspace --locked 2>&1 | tee "$log"
+summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")
 
 echo "sam validate --lint"
 .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
+echo "$summary"

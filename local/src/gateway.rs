@@ -47,7 +47,10 @@ pub fn router(functions: Arc<Functions>) -> Router {
 }
 
 async fn send_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[0], None, request, |event| send::handle(&functions.send, event)).await
+    invoke(&functions, ROUTES[0], None, request, |event| {
+        send::handle(&functions.send, event)
+    })
+    .await
 }
 
 async fn grab_route(
@@ -55,7 +58,10 @@ async fn grab_route(
     Path(packet_id): Path<String>,
     request: Request,
 ) -> Response {
-    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| grab::handle(&functions.grab, event)).await
+    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| {
+        grab::handle(&functions.grab, event)
+    })
+    .await
 }
 
 async fn invoke<F, Fut>(
@@ -92,14 +98,19 @@ async fn to_event(
     request: Request,
 ) -> Result<lambda_http::Request, ApiError> {
     let (parts, body) = request.into_parts();
-    let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+    let authorization = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok());
     let sub = functions
         .authorizer
         .verify(authorization)
         .ok_or(ApiError::Unauthorized("a valid bearer token is required"))?;
     let body = to_bytes(body, MAX_FORWARDED_BODY)
         .await
-        .map_err(|_| ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES })?;
+        .map_err(|_| ApiError::PayloadTooLarge {
+            limit: red_packets::domain::limits::MAX_BODY_BYTES,
+        })?;
 
     let mut headers = Map::new();
     for (name, value) in &parts.headers {
@@ -112,7 +123,10 @@ async fn to_event(
     }
     let (body, is_base64) = match std::str::from_utf8(&body) {
         Ok(text) => (text.to_owned(), false),
-        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&body), true),
+        Err(_) => (
+            base64::engine::general_purpose::STANDARD.encode(&body),
+            true,
+        ),
     };
     let now = chrono::Utc::now();
     let mut event = json!({
@@ -142,7 +156,8 @@ async fn to_event(
         event["pathParameters"] = json!({ "packet_id": packet_id });
     }
     events::set_caller(&mut event, Some(&sub));
-    events::to_request(&event).map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
+    events::to_request(&event)
+        .map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
 }
 
 fn into_axum(response: lambda_http::Response<Body>) -> Response {

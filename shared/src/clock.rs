@@ -54,7 +54,9 @@ pub fn rfc3339(ms: Millis) -> String {
 
 /// Parses an RFC 3339 time back into epoch milliseconds.
 pub fn parse_rfc3339(text: &str) -> Option<Millis> {
-    DateTime::parse_from_rfc3339(text).ok().map(|t| t.timestamp_millis())
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 #[cfg(test)]
@@ -64,6 +66,9 @@ mod tests {
     #[test]
     fn formats_with_milliseconds_and_z() {
         assert_eq!(rfc3339(1_795_248_000_123), "2026-11-21T08:00:00.123Z");
-        assert_eq!(parse_rfc3339("2026-11-21T08:00:00.123Z"), Some(1_795_248_000_123));
+        assert_eq!(
+            parse_rfc3339("2026-11-21T08:00:00.123Z"),
+            Some(1_795_248_000_123)
+        );
     }
 }

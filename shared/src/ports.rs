@@ -39,7 +39,11 @@ pub enum GrabOutcome {
 pub trait LiveStore: Send + Sync {
     /// Makes `packet` grabbable with `shares`, and indexes it for settle. Idempotent: loading a
     /// packet already loaded changes nothing and is not an error.
-    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn load(
+        &self,
+        packet: &Packet,
+        shares: &[Cents],
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// One grab by `user` at `now_ms`: atomic, at most one share per user.
     fn grab(
@@ -80,11 +84,20 @@ pub trait Ledger: Send + Sync {
 }
 
 impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
-    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn load(
+        &self,
+        packet: &Packet,
+        shares: &[Cents],
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).load(packet, shares)
     }
 
-    fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
+    fn grab(
+        &self,
+        packet: &PacketId,
+        user: &UserId,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
         (**self).grab(packet, user, now_ms)
     }
 }

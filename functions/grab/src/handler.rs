@@ -50,21 +50,34 @@ pub struct GrabResponse {
 }
 
 /// The Lambda handler: every outcome, errors included, is an HTTP response.
-pub async fn handle<S: LiveStore>(service: &GrabService<S>, request: Request) -> Result<Response<Body>, Error> {
+pub async fn handle<S: LiveStore>(
+    service: &GrabService<S>,
+    request: Request,
+) -> Result<Response<Body>, Error> {
     Ok(respond(grab(service, &request).await))
 }
 
-async fn grab<S: LiveStore>(service: &GrabService<S>, request: &Request) -> Result<Response<Body>, ApiError> {
+async fn grab<S: LiveStore>(
+    service: &GrabService<S>,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let outcome = service.store.grab(&packet_id, &user, service.clock.now_ms()).await?;
+    let outcome = service
+        .store
+        .grab(&packet_id, &user, service.clock.now_ms())
+        .await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
-        GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
-            (amount_cents, grabbed_at_ms, remaining_count, false)
-        }
-        GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
-            (amount_cents, grabbed_at_ms, remaining_count, true)
-        }
+        GrabOutcome::Grabbed {
+            amount_cents,
+            grabbed_at_ms,
+            remaining_count,
+        } => (amount_cents, grabbed_at_ms, remaining_count, false),
+        GrabOutcome::Already {
+            amount_cents,
+            grabbed_at_ms,
+            remaining_count,
+        } => (amount_cents, grabbed_at_ms, remaining_count, true),
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
@@ -101,7 +114,10 @@ mod tests {
 
     async fn call<S: LiveStore>(service: &GrabService<S>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
-        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+        (
+            response.status().as_u16(),
+            serde_json::from_slice(response.body().as_ref()).unwrap(),
+        )
     }
 
     /// A packet of 3 lucky shares (600 cents) loaded into the test Redis.
@@ -114,15 +130,28 @@ mod tests {
             greeting: None,
             expires_in_seconds: 60,
         };
-        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), clock.now_ms());
-        store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec,
+            Seed::random(),
+            clock.now_ms(),
+        );
+        store
+            .load(&packet, &packet.shares())
+            .await
+            .expect("the test Redis (make test) is reachable");
         packet
     }
 
     #[tokio::test]
     async fn the_sample_event_without_identity_is_401() {
         let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
-        let (status, body) = call(&service, grab_event("0123456789abcdef0123456789abcdef", None)).await;
+        let (status, body) = call(
+            &service,
+            grab_event("0123456789abcdef0123456789abcdef", None),
+        )
+        .await;
         assert_eq!(status, 401);
         assert_eq!(body["error"]["code"], "unauthorized");
     }
@@ -130,9 +159,17 @@ mod tests {
     #[tokio::test]
     async fn malformed_and_unknown_ids_are_404() {
         let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
-        for id in ["..%2F..%2Fetc", "not-an-id", &PacketId::random().to_string()] {
+        for id in [
+            "..%2F..%2Fetc",
+            "not-an-id",
+            &PacketId::random().to_string(),
+        ] {
             let (status, body) = call(&service, grab_event(id, Some("bob"))).await;
-            assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{id}");
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (404, Some("not_found")),
+                "{id}"
+            );
         }
     }
 
@@ -158,9 +195,16 @@ mod tests {
         assert_eq!(call(&service, grab_event(&id, Some("carol"))).await.0, 200);
         clock.advance(60_000);
         let (status, body) = call(&service, grab_event(&id, Some("dave"))).await;
-        assert_eq!((status, body["error"]["code"].as_str()), (410, Some("expired")));
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (410, Some("expired"))
+        );
         let (status, body) = call(&service, grab_event(&id, Some("bob"))).await;
-        assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)), "a repeat is answered after expiry too");
+        assert_eq!(
+            (status, body["already_grabbed"].as_bool()),
+            (200, Some(true)),
+            "a repeat is answered after expiry too"
+        );
     }
 
     #[tokio::test]
@@ -169,7 +213,12 @@ mod tests {
         config.redis.url = "redis://127.0.0.1:1".into();
         config.redis.timeout = std::time::Duration::from_millis(200);
         let service = GrabService::new(RedisStore::new(&config));
-        let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
+        let response = handle(
+            &service,
+            grab_event(&PacketId::random().to_string(), Some("bob")),
+        )
+        .await
+        .unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");
     }

@@ -15,8 +15,9 @@ use aws_config::{retry::RetryConfig, BehaviorVersion};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
@@ -81,8 +82,9 @@ impl PacketItem {
     }
 
     fn into_packet(self) -> Result<Packet, ApiError> {
-        let seed = Seed::from_hex(&self.seed)
-            .ok_or_else(|| ApiError::Internal(format!("packet {} has a corrupt seed", self.packet_id)))?;
+        let seed = Seed::from_hex(&self.seed).ok_or_else(|| {
+            ApiError::Internal(format!("packet {} has a corrupt seed", self.packet_id))
+        })?;
         Ok(Packet {
             id: self.packet_id,
             sender: self.sender,
@@ -117,7 +119,9 @@ fn idempotency_pk(sender: &UserId, claim: &IdempotencyClaim) -> String {
     format!("IDEM#{sender}#{}", claim.key.as_str())
 }
 
-fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> ApiError {
+fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
+    error: SdkError<E, R>,
+) -> ApiError {
     ApiError::dynamodb_unavailable(DisplayErrorContext(error))
 }
 
@@ -131,7 +135,10 @@ pub struct DynamoLedger {
 impl DynamoLedger {
     /// A ledger on `table` through `client`.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        DynamoLedger { client, table: table.into() }
+        DynamoLedger {
+            client,
+            table: table.into(),
+        }
     }
 
     /// A DynamoDB client from the environment (`AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local),
@@ -162,13 +169,21 @@ impl DynamoLedger {
                 .expect("attribute definition")
         };
         let key = |name: &str, key_type: KeyType| {
-            KeySchemaElement::builder().attribute_name(name).key_type(key_type).build().expect("key schema")
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(key_type)
+                .build()
+                .expect("key schema")
         };
         let history = GlobalSecondaryIndex::builder()
             .index_name(HISTORY_INDEX)
             .key_schema(key("history_pk", KeyType::Hash))
             .key_schema(key("history_sk", KeyType::Range))
-            .projection(Projection::builder().projection_type(ProjectionType::All).build())
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
             .build()
             .expect("history index");
         let created = self
@@ -187,7 +202,13 @@ impl DynamoLedger {
             .await;
         match created {
             Ok(_) => {}
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(()),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_in_use_exception()) =>
+            {
+                return Ok(())
+            }
             Err(error) => return Err(unavailable(error)),
         }
         self.client
@@ -238,17 +259,26 @@ impl DynamoLedger {
         output.item.map(from_item).transpose()
     }
 
-    async fn replay(&self, packet: &Packet, claim: &IdempotencyClaim) -> Result<Recorded, ApiError> {
+    async fn replay(
+        &self,
+        packet: &Packet,
+        claim: &IdempotencyClaim,
+    ) -> Result<Recorded, ApiError> {
         let pk = idempotency_pk(&packet.sender, claim);
         let Some(existing) = self.idempotency_item(&pk).await? else {
             // The claim expired between our write and this read: the caller may simply retry.
-            return Err(ApiError::dynamodb_unavailable("idempotency claim vanished, retry"));
+            return Err(ApiError::dynamodb_unavailable(
+                "idempotency claim vanished, retry",
+            ));
         };
         if existing.request_hash != claim.request_hash {
             return Err(ApiError::IdempotencyKeyReused);
         }
         let original = self.packet(&existing.packet_id).await?.ok_or_else(|| {
-            ApiError::Internal(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
+            ApiError::Internal(format!(
+                "idempotency claim {pk} names missing packet {}",
+                existing.packet_id
+            ))
         })?;
         Ok(Recorded::Replay(original))
     }
@@ -258,12 +288,19 @@ fn to_item<T: Serialize>(value: &T) -> std::collections::HashMap<String, Attribu
     serde_dynamo::to_item(value).expect("ledger items serialize")
 }
 
-fn from_item<T: for<'de> Deserialize<'de>>(item: std::collections::HashMap<String, AttributeValue>) -> Result<T, ApiError> {
-    serde_dynamo::from_item(item).map_err(|error| ApiError::Internal(format!("corrupt ledger item: {error}")))
+fn from_item<T: for<'de> Deserialize<'de>>(
+    item: std::collections::HashMap<String, AttributeValue>,
+) -> Result<T, ApiError> {
+    serde_dynamo::from_item(item)
+        .map_err(|error| ApiError::Internal(format!("corrupt ledger item: {error}")))
 }
 
 impl Ledger for DynamoLedger {
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+    async fn record_packet(
+        &self,
+        packet: &Packet,
+        claim: Option<&IdempotencyClaim>,
+    ) -> Result<Recorded, ApiError> {
         let packet_item = to_item(&PacketItem::from_packet(packet));
         let Some(claim) = claim else {
             self.client
@@ -299,7 +336,11 @@ impl Ledger for DynamoLedger {
         let written = self
             .client
             .transact_write_items()
-            .transact_items(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)))
+            .transact_items(put(
+                claim_item,
+                "attribute_not_exists(pk) OR expires_at_epoch < :now",
+                Some(now_epoch),
+            ))
             .transact_items(put(packet_item, "attribute_not_exists(pk)", None))
             .send()
             .await;

@@ -97,14 +97,23 @@ impl RedisStore {
         within(self.config.timeout * 2, operation).await
     }
 
-    async fn wait_for_replicas(&self, conn: &mut RedisConnection, keys: &PacketKeys, wait: ReplicaWait) -> Result<(), ApiError> {
+    async fn wait_for_replicas(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        wait: ReplicaWait,
+    ) -> Result<(), ApiError> {
         let mut command = redis::cmd("WAIT");
-        command.arg(wait.replicas).arg(wait.timeout.as_millis() as u64);
+        command
+            .arg(wait.replicas)
+            .arg(wait.timeout.as_millis() as u64);
         let acknowledged: i64 = match conn {
             RedisConnection::Single(single) => self.run(command.query_async(single)).await?,
             RedisConnection::Cluster(cluster) => {
                 // WAIT must reach the primary that ran the grab: route it by the packet's key.
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(&keys.meta, SlotAddr::Master)));
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::with_key(&keys.meta, SlotAddr::Master),
+                ));
                 let value = self.run(cluster.route_command(command, route)).await?;
                 redis::from_redis_value(value).map_err(ApiError::redis_unavailable)?
             }
@@ -119,11 +128,16 @@ impl RedisStore {
     }
 }
 
-async fn within<T>(limit: Duration, operation: impl Future<Output = RedisResult<T>>) -> Result<T, ApiError> {
+async fn within<T>(
+    limit: Duration,
+    operation: impl Future<Output = RedisResult<T>>,
+) -> Result<T, ApiError> {
     match tokio::time::timeout(limit, operation).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(ApiError::redis_unavailable(error)),
-        Err(_) => Err(ApiError::redis_unavailable(format!("no answer within {limit:?}"))),
+        Err(_) => Err(ApiError::redis_unavailable(format!(
+            "no answer within {limit:?}"
+        ))),
     }
 }
 
@@ -134,7 +148,9 @@ async fn open(config: &RedisConfig) -> RedisResult<RedisConnection> {
             .response_timeout(config.timeout)
             .retries(1)
             .build()?;
-        Ok(RedisConnection::Cluster(client.get_async_connection().await?))
+        Ok(RedisConnection::Cluster(
+            client.get_async_connection().await?,
+        ))
     } else {
         let client = redis::Client::open(config.url.as_str())?;
         let manager_config = ConnectionManagerConfig::new()
@@ -142,7 +158,9 @@ async fn open(config: &RedisConfig) -> RedisResult<RedisConnection> {
             .set_response_timeout(Some(config.timeout))
             .set_number_of_retries(1)
             .set_max_delay(config.timeout);
-        Ok(RedisConnection::Single(ConnectionManager::new_with_config(client, manager_config).await?))
+        Ok(RedisConnection::Single(
+            ConnectionManager::new_with_config(client, manager_config).await?,
+        ))
     }
 }
 
@@ -154,7 +172,9 @@ impl LiveStore for RedisStore {
         // packet loaded but missing from the index would never be settled.
         let index = settle_index_key(self.settle_shard(&packet.id));
         let mut zadd = redis::cmd("ZADD");
-        zadd.arg(&index).arg(packet.expires_at_ms).arg(packet.id.as_str());
+        zadd.arg(&index)
+            .arg(packet.expires_at_ms)
+            .arg(packet.id.as_str());
         self.run(zadd.query_async::<()>(&mut conn)).await?;
 
         let fields = LoadFields {
@@ -168,14 +188,22 @@ impl LiveStore for RedisStore {
             expires_at: packet.expires_at_ms,
         };
         let keep_until = packet.expires_at_ms + KEEP_AFTER_EXPIRY_MS;
-        self.run(scripts::load(&mut conn, &keys, keep_until, &fields, shares)).await?;
+        self.run(scripts::load(&mut conn, &keys, keep_until, &fields, shares))
+            .await?;
         Ok(())
     }
 
-    async fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
+    async fn grab(
+        &self,
+        packet: &PacketId,
+        user: &UserId,
+        now_ms: Millis,
+    ) -> Result<GrabOutcome, ApiError> {
         let mut conn = self.connection().await?;
         let keys = PacketKeys::of(packet);
-        let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms)).await?;
+        let outcome = self
+            .run(scripts::grab(&mut conn, &keys, user, now_ms))
+            .await?;
         if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
             // On timeout the client gets a 503; its retry finds the grab and returns the same share.
             self.wait_for_replicas(&mut conn, &keys, wait).await?;

@@ -105,8 +105,16 @@ pub async fn grab<C: ConnectionLike>(
         .await?;
     Ok(match outcome {
         0 => GrabOutcome::NotFound,
-        1 => GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count },
-        2 => GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count },
+        1 => GrabOutcome::Grabbed {
+            amount_cents,
+            grabbed_at_ms,
+            remaining_count,
+        },
+        2 => GrabOutcome::Already {
+            amount_cents,
+            grabbed_at_ms,
+            remaining_count,
+        },
         3 => GrabOutcome::SoldOut,
         4 => GrabOutcome::Expired,
         other => {
@@ -131,14 +139,25 @@ mod tests {
         for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
             let start = key.find('{').unwrap();
             let end = start + key[start..].find('}').unwrap();
-            assert_eq!(&key[start..=end], tag, "{key}: Redis Cluster hashes only the first {{...}}");
+            assert_eq!(
+                &key[start..=end],
+                tag,
+                "{key}: Redis Cluster hashes only the first {{...}}"
+            );
         }
     }
 
     #[test]
     fn scripts_declare_their_keys_and_arguments() {
-        for source in [include_str!("../../lua/grab.lua"), include_str!("../../lua/load.lua")] {
-            assert!(source.contains("-- KEYS[1]") && source.contains("-- ARGV[1]") && source.contains("-- Returns"));
+        for source in [
+            include_str!("../../lua/grab.lua"),
+            include_str!("../../lua/load.lua"),
+        ] {
+            assert!(
+                source.contains("-- KEYS[1]")
+                    && source.contains("-- ARGV[1]")
+                    && source.contains("-- Returns")
+            );
         }
     }
 }

@@ -23,7 +23,8 @@ impl PacketId {
 
     /// Accepts exactly 32 lowercase hex digits; anything else cannot name a packet.
     pub fn parse(text: &str) -> Option<Self> {
-        let valid = text.len() == Self::LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let valid =
+            text.len() == Self::LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| PacketId(text.to_owned()))
     }
 
@@ -51,7 +52,8 @@ impl UserId {
     /// A user id from a verified `sub` claim: non-empty, at most [`Self::MAX_LEN`] bytes, no
     /// control characters.
     pub fn from_claim(sub: &str) -> Option<Self> {
-        let valid = !sub.is_empty() && sub.len() <= Self::MAX_LEN && !sub.chars().any(char::is_control);
+        let valid =
+            !sub.is_empty() && sub.len() <= Self::MAX_LEN && !sub.chars().any(char::is_control);
         valid.then(|| UserId(sub.to_owned()))
     }
 
@@ -75,7 +77,9 @@ impl IdempotencyKey {
     /// Accepts 1..=64 characters of `[A-Za-z0-9_-]`.
     pub fn parse(text: &str) -> Option<Self> {
         let valid = (1..=64).contains(&text.len())
-            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         valid.then(|| IdempotencyKey(text.to_owned()))
     }
 
@@ -99,7 +103,13 @@ mod tests {
 
     #[test]
     fn hostile_packet_ids_are_refused() {
-        for bad in ["", "../../etc/passwd", "ABCDEF0123456789ABCDEF0123456789", "{x}", &"a".repeat(10_000)] {
+        for bad in [
+            "",
+            "../../etc/passwd",
+            "ABCDEF0123456789ABCDEF0123456789",
+            "{x}",
+            &"a".repeat(10_000),
+        ] {
             assert_eq!(PacketId::parse(bad), None, "{bad}");
         }
     }

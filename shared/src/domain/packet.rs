@@ -124,7 +124,13 @@ pub struct Packet {
 
 impl Packet {
     /// A new packet from a validated spec.
-    pub fn new(id: PacketId, sender: UserId, spec: &PacketSpec, seed: Seed, now_ms: Millis) -> Self {
+    pub fn new(
+        id: PacketId,
+        sender: UserId,
+        spec: &PacketSpec,
+        seed: Seed,
+        now_ms: Millis,
+    ) -> Self {
         Packet {
             id,
             sender,
@@ -143,7 +149,12 @@ impl Packet {
     pub fn shares(&self) -> Vec<Cents> {
         match (self.kind, self.split) {
             (PacketKind::Fixed, _) => split::fixed(self.total_cents, self.count),
-            (PacketKind::Lucky, rule) => split::lucky(rule.unwrap_or_default(), self.total_cents, self.count, &self.seed),
+            (PacketKind::Lucky, rule) => split::lucky(
+                rule.unwrap_or_default(),
+                self.total_cents,
+                self.count,
+                &self.seed,
+            ),
         }
     }
 
@@ -244,8 +255,13 @@ mod tests {
 
     #[test]
     fn a_packet_recomputes_the_same_shares_from_its_record() {
-        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(),
-            &spec(PacketKind::Lucky, 10_000, 10), Seed::random(), 1_000);
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec(PacketKind::Lucky, 10_000, 10),
+            Seed::random(),
+            1_000,
+        );
         assert_eq!(packet.shares(), packet.clone().shares());
         assert_eq!(packet.shares().iter().sum::<Cents>(), 10_000);
         assert_eq!(packet.expires_at_ms, 61_000);
@@ -253,8 +269,13 @@ mod tests {
 
     #[test]
     fn fixed_packets_give_equal_shares() {
-        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(),
-            &spec(PacketKind::Fixed, 600, 3), Seed::random(), 0);
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec(PacketKind::Fixed, 600, 3),
+            Seed::random(),
+            0,
+        );
         assert_eq!(packet.shares(), vec![200, 200, 200]);
     }
 

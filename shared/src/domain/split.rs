@@ -216,7 +216,10 @@ mod tests {
             for (total, count) in [(10_000u64, 10u32), (20_000, 100), (1_000, 7)] {
                 let mut sums = vec![0u64; count as usize];
                 for n in 0..PACKETS {
-                    for (position, share) in lucky(rule, total, count, &seed_from(n)).into_iter().enumerate() {
+                    for (position, share) in lucky(rule, total, count, &seed_from(n))
+                        .into_iter()
+                        .enumerate()
+                    {
                         sums[position] += share;
                     }
                 }
