@@ -46,23 +46,14 @@ impl LocalAuthorizer {
     /// A token for `user`, valid for `ttl_seconds`.
     pub fn token(&self, user: &str, ttl_seconds: u64) -> String {
         let exp = chrono::Utc::now().timestamp().max(0) as u64 + ttl_seconds;
-        encode(
-            &Header::new(Algorithm::HS256),
-            &Claims {
-                sub: user.to_owned(),
-                exp: Some(exp),
-            },
-            &self.encoding,
-        )
-        .expect("HS256 signing cannot fail")
+        encode(&Header::new(Algorithm::HS256), &Claims { sub: user.to_owned(), exp: Some(exp) }, &self.encoding)
+            .expect("HS256 signing cannot fail")
     }
 
     /// The `sub` of a valid `Authorization: Bearer <token>` header value, if it is one.
     pub fn verify(&self, authorization: Option<&str>) -> Option<String> {
         let token = authorization?.strip_prefix("Bearer ")?.trim();
-        decode::<Claims>(token, &self.decoding, &self.validation)
-            .ok()
-            .map(|data| data.claims.sub)
+        decode::<Claims>(token, &self.decoding, &self.validation).ok().map(|data| data.claims.sub)
     }
 }
 
@@ -74,21 +65,9 @@ mod tests {
     fn tokens_round_trip_and_forgeries_fail() {
         let authorizer = LocalAuthorizer::new("secret");
         let token = authorizer.token("alice", 60);
-        assert_eq!(
-            authorizer
-                .verify(Some(&format!("Bearer {token}")))
-                .as_deref(),
-            Some("alice")
-        );
-        assert_eq!(
-            LocalAuthorizer::new("other").verify(Some(&format!("Bearer {token}"))),
-            None
-        );
-        assert_eq!(
-            authorizer.verify(Some(&token)),
-            None,
-            "the Bearer scheme is required"
-        );
+        assert_eq!(authorizer.verify(Some(&format!("Bearer {token}"))).as_deref(), Some("alice"));
+        assert_eq!(LocalAuthorizer::new("other").verify(Some(&format!("Bearer {token}"))), None);
+        assert_eq!(authorizer.verify(Some(&token)), None, "the Bearer scheme is required");
         assert_eq!(authorizer.verify(None), None);
         let mut tampered = token.clone();
         tampered.insert(token.len() - 3, 'x');
@@ -100,28 +79,17 @@ mod tests {
         let authorizer = LocalAuthorizer::new("secret");
         let expired = encode(
             &Header::new(Algorithm::HS256),
-            &Claims {
-                sub: "alice".into(),
-                exp: Some(1_000),
-            },
+            &Claims { sub: "alice".into(), exp: Some(1_000) },
             &EncodingKey::from_secret(b"secret"),
         )
         .unwrap();
         assert_eq!(authorizer.verify(Some(&format!("Bearer {expired}"))), None);
         let no_exp = encode(
             &Header::new(Algorithm::HS256),
-            &Claims {
-                sub: "bob".into(),
-                exp: None,
-            },
+            &Claims { sub: "bob".into(), exp: None },
             &EncodingKey::from_secret(b"secret"),
         )
         .unwrap();
-        assert_eq!(
-            authorizer
-                .verify(Some(&format!("Bearer {no_exp}")))
-                .as_deref(),
-            Some("bob")
-        );
+        assert_eq!(authorizer.verify(Some(&format!("Bearer {no_exp}"))).as_deref(), Some("bob"));
     }
 }

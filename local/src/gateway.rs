@@ -9,12 +9,13 @@ use axum::body::{to_bytes, Body as AxumBody};
 use axum::extract::{Path, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use base64::Engine;
 use lambda_http::{Body, Error as LambdaError};
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::http::error_response;
+use red_packets::settle::Settler;
 use red_packets::{events, ApiError};
 use serde_json::{json, Map, Value};
 
@@ -29,28 +30,32 @@ pub struct Functions {
     /// `POST /packets`.
     pub send: send::SendService<DynamoLedger, Arc<RedisStore>>,
     /// `POST /packets/{packet_id}/grab`.
-    pub grab: grab::GrabService<Arc<RedisStore>>,
+    pub grab: grab::GrabService<Arc<RedisStore>, DynamoLedger>,
+    /// `GET /packets/{packet_id}` and `GET /me/packets`.
+    pub query: query::QueryService<Arc<RedisStore>, DynamoLedger>,
+    /// The scheduled settle run.
+    pub settler: Settler,
     /// The JWT authorizer's stand-in.
     pub authorizer: LocalAuthorizer,
 }
 
 /// The template's routes, in the form API Gateway's route keys take.
-pub const ROUTES: &[&str] = &["POST /packets", "POST /packets/{packet_id}/grab"];
+pub const ROUTES: &[&str] =
+    &["POST /packets", "POST /packets/{packet_id}/grab", "GET /packets/{packet_id}", "GET /me/packets"];
 
 /// The local API's router.
 pub fn router(functions: Arc<Functions>) -> Router {
     Router::new()
         .route("/packets", post(send_route))
         .route("/packets/{packet_id}/grab", post(grab_route))
+        .route("/packets/{packet_id}", get(packet_route))
+        .route("/me/packets", get(history_route))
         .fallback(|| async { into_axum(error_response(&ApiError::NotFound)) })
         .with_state(functions)
 }
 
 async fn send_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[0], None, request, |event| {
-        send::handle(&functions.send, event)
-    })
-    .await
+    invoke(&functions, ROUTES[0], None, request, |event| send::handle(&functions.send, event)).await
 }
 
 async fn grab_route(
@@ -58,10 +63,19 @@ async fn grab_route(
     Path(packet_id): Path<String>,
     request: Request,
 ) -> Response {
-    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| {
-        grab::handle(&functions.grab, event)
-    })
-    .await
+    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| grab::handle(&functions.grab, event)).await
+}
+
+async fn packet_route(
+    State(functions): State<Arc<Functions>>,
+    Path(packet_id): Path<String>,
+    request: Request,
+) -> Response {
+    invoke(&functions, ROUTES[2], Some(&packet_id), request, |event| query::handle(&functions.query, event)).await
+}
+
+async fn history_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
+    invoke(&functions, ROUTES[3], None, request, |event| query::handle(&functions.query, event)).await
 }
 
 async fn invoke<F, Fut>(
@@ -98,19 +112,12 @@ async fn to_event(
     request: Request,
 ) -> Result<lambda_http::Request, ApiError> {
     let (parts, body) = request.into_parts();
-    let authorization = parts
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok());
-    let sub = functions
-        .authorizer
-        .verify(authorization)
-        .ok_or(ApiError::Unauthorized("a valid bearer token is required"))?;
+    let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+    let sub =
+        functions.authorizer.verify(authorization).ok_or(ApiError::Unauthorized("a valid bearer token is required"))?;
     let body = to_bytes(body, MAX_FORWARDED_BODY)
         .await
-        .map_err(|_| ApiError::PayloadTooLarge {
-            limit: red_packets::domain::limits::MAX_BODY_BYTES,
-        })?;
+        .map_err(|_| ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES })?;
 
     let mut headers = Map::new();
     for (name, value) in &parts.headers {
@@ -123,10 +130,7 @@ async fn to_event(
     }
     let (body, is_base64) = match std::str::from_utf8(&body) {
         Ok(text) => (text.to_owned(), false),
-        Err(_) => (
-            base64::engine::general_purpose::STANDARD.encode(&body),
-            true,
-        ),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&body), true),
     };
     let now = chrono::Utc::now();
     let mut event = json!({
@@ -156,8 +160,7 @@ async fn to_event(
         event["pathParameters"] = json!({ "packet_id": packet_id });
     }
     events::set_caller(&mut event, Some(&sub));
-    events::to_request(&event)
-        .map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
+    events::to_request(&event).map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
 }
 
 fn into_axum(response: lambda_http::Response<Body>) -> Response {

@@ -1,54 +1,77 @@
 //! The local API for `make run`: the SAM template's routes served in one process, calling the
-//! same handler functions the Lambda binaries run, with a local stand-in for the JWT authorizer.
+//! same handler functions the Lambda binaries run, with a local stand-in for the JWT authorizer
+//! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 10).
 
 pub mod auth;
 pub mod gateway;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::Config;
+use red_packets::settle::Settler;
+use red_packets::{Clock, Config, SystemClock};
 use tokio::net::TcpListener;
 
 pub use auth::LocalAuthorizer;
 pub use gateway::{router, Functions};
 
 /// Builds every function from `config` (creating the table if needed), as the Lambdas would.
-pub async fn functions(
+pub async fn functions(config: &Config, authorizer: LocalAuthorizer) -> Result<Functions, red_packets::ApiError> {
+    functions_with_clock(config, authorizer, Arc::new(SystemClock)).await
+}
+
+/// [`functions`], every one of them reading time from `clock` (tests move it).
+pub async fn functions_with_clock(
     config: &Config,
     authorizer: LocalAuthorizer,
+    clock: Arc<dyn Clock>,
 ) -> Result<Functions, red_packets::ApiError> {
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config.table_name);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
-        send: send::SendService::new(ledger, store.clone(), config.limits),
-        grab: grab::GrabService::new(store),
+        send: send::SendService::with_clock(ledger.clone(), store.clone(), config.limits, clock.clone()),
+        grab: grab::GrabService::with_clock(store.clone(), ledger.clone(), clock.clone()),
+        query: query::QueryService::with_clock(store.clone(), ledger.clone(), clock.clone()),
+        settler: Settler::new(store, ledger).with_clock(clock),
         authorizer,
     })
+}
+
+/// Runs settle through its handler every `every`, as the schedule would, for ever.
+pub async fn settle_every(functions: Arc<Functions>, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = (SystemClock.now_ms() + 60_000) as u64;
+        let event = lambda_runtime::LambdaEvent::new(serde_json::Value::Null, context);
+        if let Err(error) = settle::handle(&functions.settler, event).await {
+            tracing::error!(%error, "local settle run failed");
+        }
+    }
 }
 
 /// Serves on 127.0.0.1:`PORT` (default 3000) until Ctrl-C or SIGTERM.
 pub async fn serve_from_env() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_env()?;
-    let port: u16 = std::env::var("PORT")
-        .ok()
-        .map(|p| p.parse())
-        .transpose()?
-        .unwrap_or(3000);
-    let functions = functions(&config, LocalAuthorizer::from_env()).await?;
+    let port: u16 = std::env::var("PORT").ok().map(|p| p.parse()).transpose()?.unwrap_or(3000);
+    let settle_every_seconds: u64 =
+        std::env::var("SETTLE_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(10).max(1);
+    let functions = Arc::new(functions(&config, LocalAuthorizer::from_env()).await?);
+    tokio::spawn(settle_every(functions.clone(), Duration::from_secs(settle_every_seconds)));
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, router(Arc::new(functions)))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(listener, router(functions)).with_graceful_shutdown(shutdown_signal()).await?;
     Ok(())
 }
 
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {
         _ = interrupt => {},
         _ = terminate.recv() => {},

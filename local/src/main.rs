@@ -12,11 +12,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None | Some("serve") => local::serve_from_env().await,
         Some("token") => {
             let user = args.next().ok_or(USAGE)?;
-            let ttl: u64 = args
-                .next()
-                .map(|t| t.parse())
-                .transpose()?
-                .unwrap_or(86_400);
+            let ttl: u64 = args.next().map(|t| t.parse()).transpose()?.unwrap_or(86_400);
             println!("{}", LocalAuthorizer::from_env().token(&user, ttl));
             Ok(())
         }

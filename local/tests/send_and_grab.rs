@@ -18,11 +18,7 @@ const GRAB_EVENT: &str = include_str!("../../events/grab.json");
 
 async fn functions() -> Arc<Functions> {
     let config = Config::from_env().expect("configuration");
-    Arc::new(
-        local::functions(&config, LocalAuthorizer::new("test"))
-            .await
-            .expect("DynamoDB Local is reachable"),
-    )
+    Arc::new(local::functions(&config, LocalAuthorizer::new("test")).await.expect("DynamoDB Local is reachable"))
 }
 
 fn send_request(sender: &str, body: Value) -> Request {
@@ -41,30 +37,17 @@ fn grab_request(packet_id: &str, user: &str) -> Request {
 }
 
 async fn respond(response: lambda_http::Response<lambda_http::Body>) -> (u16, Value) {
-    (
-        response.status().as_u16(),
-        serde_json::from_slice(response.body().as_ref()).unwrap(),
-    )
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
 
 async fn send(functions: &Functions, body: Value) -> Value {
-    let (status, packet) = respond(
-        send::handle(&functions.send, send_request("alice", body))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, packet) = respond(send::handle(&functions.send, send_request("alice", body)).await.unwrap()).await;
     assert_eq!(status, 201, "{packet}");
     packet
 }
 
 async fn grab(functions: &Functions, packet_id: &str, user: &str) -> (u16, Value) {
-    respond(
-        grab::handle(&functions.grab, grab_request(packet_id, user))
-            .await
-            .unwrap(),
-    )
-    .await
+    respond(grab::handle(&functions.grab, grab_request(packet_id, user)).await.unwrap()).await
 }
 
 /// 5,000 concurrent grabs from 1,000 users (5 attempts each) on a 100-share packet: exactly 100
@@ -96,10 +79,7 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
         match (status, body["already_grabbed"].as_bool()) {
             (200, Some(false)) => {
                 let amount = body["amount_cents"].as_u64().unwrap();
-                assert!(
-                    grabbed.insert(user.clone(), amount).is_none(),
-                    "{user} grabbed twice"
-                );
+                assert!(grabbed.insert(user.clone(), amount).is_none(), "{user} grabbed twice");
                 answered.insert(user, amount);
             }
             (200, Some(true)) => {
@@ -117,19 +97,11 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
         }
     }
     assert_eq!(grabbed.len(), 100, "exactly 100 grabs succeed");
-    assert_eq!(
-        grabbed.values().sum::<u64>(),
-        20_000,
-        "the grabs sum to the total"
-    );
+    assert_eq!(grabbed.values().sum::<u64>(), 20_000, "the grabs sum to the total");
     assert!(grabbed.values().all(|&amount| amount >= 1));
     assert_eq!(already + sold_out + 100, 5_000);
     for (user, amount) in &answered {
-        assert_eq!(
-            grabbed.get(user),
-            Some(amount),
-            "{user}: a repeat answer matches a real grab"
-        );
+        assert_eq!(grabbed.get(user), Some(amount), "{user}: a repeat answer matches a real grab");
     }
 
     // Redis agrees: 100 users recorded, 100 grabs in the settle log, no share left.
@@ -137,32 +109,13 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
     let store = RedisStore::new(&config);
     let mut conn = store.connection().await.unwrap();
     let keys = PacketKeys::of(&PacketId::parse(&id).unwrap());
-    let users: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(&keys.users)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let log: Vec<String> = redis::cmd("LRANGE")
-        .arg(&keys.log)
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let shares_left: u64 = redis::cmd("LLEN")
-        .arg(&keys.shares)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let users: HashMap<String, String> = redis::cmd("HGETALL").arg(&keys.users).query_async(&mut conn).await.unwrap();
+    let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.log).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+    let shares_left: u64 = redis::cmd("LLEN").arg(&keys.shares).query_async(&mut conn).await.unwrap();
     assert_eq!((users.len(), log.len(), shares_left), (100, 100, 0));
     let logged: HashSet<String> = log
         .iter()
-        .map(|entry| {
-            serde_json::from_str::<Value>(entry).unwrap()["user"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|entry| serde_json::from_str::<Value>(entry).unwrap()["user"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(logged, grabbed.keys().cloned().collect::<HashSet<_>>());
 }
@@ -172,11 +125,8 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
 async fn the_seeds_example_ten_thousand_cents_in_ten_shares() {
     let functions = functions().await;
     for split in ["double_average", "line_cut"] {
-        let packet = send(
-            &functions,
-            json!({ "total_cents": 10_000, "count": 10, "kind": "lucky", "split": split }),
-        )
-        .await;
+        let packet =
+            send(&functions, json!({ "total_cents": 10_000, "count": 10, "kind": "lucky", "split": split })).await;
         let id = packet["packet_id"].as_str().unwrap();
         let mut amounts = Vec::new();
         for user in 0..10 {
@@ -189,10 +139,7 @@ async fn the_seeds_example_ten_thousand_cents_in_ten_shares() {
         assert!(amounts.iter().all(|&amount| amount >= 1));
 
         let (status, body) = grab(&functions, id, "friend-10").await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (409, Some("sold_out"))
-        );
+        assert_eq!((status, body["error"]["code"].as_str()), (409, Some("sold_out")));
         let (status, body) = grab(&functions, id, "friend-3").await;
         assert_eq!(status, 200);
         assert_eq!(body["already_grabbed"], true);
@@ -204,11 +151,7 @@ async fn the_seeds_example_ten_thousand_cents_in_ten_shares() {
 #[tokio::test]
 async fn fixed_packets_hand_out_equal_shares() {
     let functions = functions().await;
-    let packet = send(
-        &functions,
-        json!({ "total_cents": 900, "count": 3, "kind": "fixed" }),
-    )
-    .await;
+    let packet = send(&functions, json!({ "total_cents": 900, "count": 3, "kind": "fixed" })).await;
     assert_eq!(packet["split"], Value::Null);
     let id = packet["packet_id"].as_str().unwrap();
     for user in ["a", "b", "c"] {
@@ -221,53 +164,34 @@ async fn fixed_packets_hand_out_equal_shares() {
 #[tokio::test]
 async fn no_grab_succeeds_at_or_after_expiry() {
     let config = Config::from_env().unwrap();
-    let store = Arc::new(RedisStore::new(&config));
     let clock = Arc::new(ManualClock::starting_now());
-    let functions = functions().await;
-    let grabber = grab::GrabService::with_clock(store, clock.clone());
+    let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone()).await.unwrap();
+    let grabber = &functions.grab;
 
-    let packet = send(
-        &functions,
-        json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 }),
-    )
-    .await;
+    let packet = send(&functions, json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 })).await;
     let id = packet["packet_id"].as_str().unwrap();
     let expires_at = parse_rfc3339(packet["expires_at"].as_str().unwrap()).unwrap();
-    let grab_at = |user: &str| grab::handle(&grabber, grab_request(id, user));
+    let grab_at = |user: &str| grab::handle(grabber, grab_request(id, user));
 
-    clock.advance(expires_at - 1 - clock_now(&clock));
+    clock.advance(expires_at - 1 - red_packets::Clock::now_ms(clock.as_ref()));
     let (status, _) = respond(grab_at("early").await.unwrap()).await;
     assert_eq!(status, 200, "one millisecond before expiry a grab succeeds");
 
     clock.advance(1);
     let (status, body) = respond(grab_at("on-time").await.unwrap()).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (410, Some("expired")),
-        "at expires_at"
-    );
+    assert_eq!((status, body["error"]["code"].as_str()), (410, Some("expired")), "at expires_at");
     clock.advance(3_600_000);
     let (status, _) = respond(grab_at("late").await.unwrap()).await;
     assert_eq!(status, 410, "after expires_at");
     let (status, body) = respond(grab_at("early").await.unwrap()).await;
-    assert_eq!(
-        (status, body["already_grabbed"].as_bool()),
-        (200, Some(true)),
-        "a repeat still answers with the share"
-    );
-}
-
-fn clock_now(clock: &ManualClock) -> i64 {
-    red_packets::Clock::now_ms(clock)
+    assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)), "a repeat still answers with the share");
 }
 
 /// The local API over real HTTP: bearer tokens, routes, the contract's answers.
 #[tokio::test]
 async fn the_local_api_serves_send_and_grab_over_http() {
     let config = Config::from_env().unwrap();
-    let functions = local::functions(&config, LocalAuthorizer::new("http-test"))
-        .await
-        .unwrap();
+    let functions = local::functions(&config, LocalAuthorizer::new("http-test")).await.unwrap();
     let authorizer = functions.authorizer.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -287,22 +211,14 @@ async fn the_local_api_serves_send_and_grab_over_http() {
     let packet: Value = sent.json().await.unwrap();
     let id = packet["packet_id"].as_str().unwrap();
 
-    let grabbed = http
-        .post(format!("{base}/packets/{id}/grab"))
-        .header("authorization", bearer("bob"))
-        .send()
-        .await
-        .unwrap();
+    let grabbed =
+        http.post(format!("{base}/packets/{id}/grab")).header("authorization", bearer("bob")).send().await.unwrap();
     assert_eq!(grabbed.status(), 200);
     let body: Value = grabbed.json().await.unwrap();
     assert_eq!(body["user"], "bob", "identity comes from the token");
 
     let forged = LocalAuthorizer::new("someone-else").token("bob", 60);
-    for authorization in [
-        None,
-        Some("Bearer nonsense".to_owned()),
-        Some(format!("Bearer {forged}")),
-    ] {
+    for authorization in [None, Some("Bearer nonsense".to_owned()), Some(format!("Bearer {forged}"))] {
         let mut request = http.post(format!("{base}/packets/{id}/grab"));
         if let Some(authorization) = authorization {
             request = request.header("authorization", authorization);

@@ -4,17 +4,21 @@
 -- KEYS[2]  rp:{<id>}:shares  list: the shares not yet taken, in cents
 -- KEYS[3]  rp:{<id>}:users   hash: user -> "<amount>:<grabbed_at_ms>"
 -- KEYS[4]  rp:{<id>}:log     list: every grab as JSON {seq, user, amount, at}, in grab order
+-- KEYS[5]  rp:{<id>}:missing string: set for a while once DynamoDB said there is no such packet
 -- ARGV[1]  the user (the caller's verified `sub`)
 -- ARGV[2]  now, epoch milliseconds
 --
 -- Returns {outcome, amount, grabbed_at_ms, remaining_count}, outcome one of
---   0 not found (no meta), 1 grabbed, 2 already grabbed (amount and time of that grab),
+--   0 not in Redis (ask DynamoDB), 5 known missing (DynamoDB said so lately), 1 grabbed, 2 already grabbed (amount and time of that grab),
 --   3 sold out, 4 expired (at or after expires_at, or closed with shares left).
 -- Checks run in this order: unknown, already grabbed (answered whatever the packet's state),
 -- expired, sold out; only then is a share popped.
 
 local meta = redis.call('HMGET', KEYS[1], 'expires_at', 'remaining_count', 'status', 'keep_until')
 if not meta[1] then
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    return {5, 0, 0, 0}
+  end
   return {0, 0, 0, 0}
 end
 local expires_at = tonumber(meta[1])

@@ -47,16 +47,12 @@ impl Clock for ManualClock {
 
 /// Formats epoch milliseconds as RFC 3339 UTC with milliseconds: `2026-11-21T08:00:00.123Z`.
 pub fn rfc3339(ms: Millis) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(SecondsFormat::Millis, true)
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Parses an RFC 3339 time back into epoch milliseconds.
 pub fn parse_rfc3339(text: &str) -> Option<Millis> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.timestamp_millis())
+    DateTime::parse_from_rfc3339(text).ok().map(|t| t.timestamp_millis())
 }
 
 #[cfg(test)]
@@ -66,9 +62,6 @@ mod tests {
     #[test]
     fn formats_with_milliseconds_and_z() {
         assert_eq!(rfc3339(1_795_248_000_123), "2026-11-21T08:00:00.123Z");
-        assert_eq!(
-            parse_rfc3339("2026-11-21T08:00:00.123Z"),
-            Some(1_795_248_000_123)
-        );
+        assert_eq!(parse_rfc3339("2026-11-21T08:00:00.123Z"), Some(1_795_248_000_123));
     }
 }

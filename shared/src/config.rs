@@ -64,24 +64,15 @@ impl Config {
         let limits = Limits {
             max_total_cents: env.number("MAX_TOTAL_CENTS", defaults.max_total_cents, 1)?,
             max_count: env.number("MAX_COUNT", defaults.max_count, 1)?,
-            min_expires_in_seconds: env.number(
-                "MIN_EXPIRES_IN_SECONDS",
-                defaults.min_expires_in_seconds,
-                1,
-            )?,
-            max_expires_in_seconds: env.number(
-                "MAX_EXPIRES_IN_SECONDS",
-                defaults.max_expires_in_seconds,
-                1,
-            )?,
+            min_expires_in_seconds: env.number("MIN_EXPIRES_IN_SECONDS", defaults.min_expires_in_seconds, 1)?,
+            max_expires_in_seconds: env.number("MAX_EXPIRES_IN_SECONDS", defaults.max_expires_in_seconds, 1)?,
             default_expires_in_seconds: env.number(
                 "DEFAULT_EXPIRES_IN_SECONDS",
                 defaults.default_expires_in_seconds,
                 1,
             )?,
         };
-        if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds)
-            .contains(&limits.default_expires_in_seconds)
+        if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds).contains(&limits.default_expires_in_seconds)
         {
             return Err(ConfigError {
                 name: "DEFAULT_EXPIRES_IN_SECONDS",
@@ -99,10 +90,7 @@ impl Config {
             },
             table_name: env.text("TABLE_NAME", "RedPackets"),
             limits,
-            grab_wait: (replicas > 0).then(|| ReplicaWait {
-                replicas,
-                timeout: Duration::from_millis(wait_timeout),
-            }),
+            grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
         })
     }
@@ -112,9 +100,7 @@ struct Env<'a, F: Fn(&str) -> Option<String>>(&'a F);
 
 impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
     fn raw(&self, name: &str) -> Option<String> {
-        (self.0)(name)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
+        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
     }
 
     fn text(&self, name: &str, default: &str) -> String {
@@ -132,29 +118,16 @@ impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
         };
         match value.parse::<T>() {
             Ok(n) if n >= min => Ok(n),
-            _ => Err(ConfigError {
-                name,
-                value,
-                reason: format!("expected a whole number >= {min}"),
-            }),
+            _ => Err(ConfigError { name, value, reason: format!("expected a whole number >= {min}") }),
         }
     }
 
     fn flag(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
-        match self
-            .raw(name)
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
+        match self.raw(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
             None => Ok(default),
             Some("true" | "1" | "yes") => Ok(true),
             Some("false" | "0" | "no") => Ok(false),
-            Some(other) => Err(ConfigError {
-                name,
-                value: other.to_owned(),
-                reason: "expected true or false".into(),
-            }),
+            Some(other) => Err(ConfigError { name, value: other.to_owned(), reason: "expected true or false".into() }),
         }
     }
 }
@@ -165,10 +138,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| map.get(name).cloned())
     }
 
@@ -186,28 +156,15 @@ mod tests {
 
     #[test]
     fn variables_override_defaults() {
-        let config = config(&[
-            ("MAX_COUNT", "500"),
-            ("REDIS_CLUSTER", "true"),
-            ("GRAB_WAIT_REPLICAS", "1"),
-        ])
-        .unwrap();
+        let config = config(&[("MAX_COUNT", "500"), ("REDIS_CLUSTER", "true"), ("GRAB_WAIT_REPLICAS", "1")]).unwrap();
         assert_eq!(config.limits.max_count, 500);
         assert!(config.redis.cluster);
-        assert_eq!(
-            config.grab_wait,
-            Some(ReplicaWait {
-                replicas: 1,
-                timeout: Duration::from_millis(100)
-            })
-        );
+        assert_eq!(config.grab_wait, Some(ReplicaWait { replicas: 1, timeout: Duration::from_millis(100) }));
     }
 
     #[test]
     fn bad_values_name_the_variable() {
-        let error = config(&[("MAX_TOTAL_CENTS", "lots")])
-            .unwrap_err()
-            .to_string();
+        let error = config(&[("MAX_TOTAL_CENTS", "lots")]).unwrap_err().to_string();
         assert!(error.contains("MAX_TOTAL_CENTS"), "{error}");
         assert!(config(&[("SETTLE_SHARDS", "0")]).is_err());
         assert!(config(&[("REDIS_CLUSTER", "maybe")]).is_err());

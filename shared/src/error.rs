@@ -50,26 +50,17 @@ pub enum ApiError {
 impl ApiError {
     /// A 400 naming `field`.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ApiError::InvalidRequest {
-            field: Some(field.into()),
-            message: message.into(),
-        }
+        ApiError::InvalidRequest { field: Some(field.into()), message: message.into() }
     }
 
     /// A 503 for Redis.
     pub fn redis_unavailable(detail: impl std::fmt::Display) -> Self {
-        ApiError::Unavailable {
-            dependency: "redis",
-            detail: detail.to_string(),
-        }
+        ApiError::Unavailable { dependency: "redis", detail: detail.to_string() }
     }
 
     /// A 503 for DynamoDB.
     pub fn dynamodb_unavailable(detail: impl std::fmt::Display) -> Self {
-        ApiError::Unavailable {
-            dependency: "dynamodb",
-            detail: detail.to_string(),
-        }
+        ApiError::Unavailable { dependency: "dynamodb", detail: detail.to_string() }
     }
 
     /// The HTTP status code.

@@ -10,10 +10,7 @@ pub fn set_caller(event: &mut Value, sub: Option<&str>) {
     let context = object(event, "requestContext");
     match sub {
         Some(sub) => {
-            context.insert(
-                "authorizer".into(),
-                json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } }),
-            );
+            context.insert("authorizer".into(), json!({ "jwt": { "claims": { "sub": sub }, "scopes": null } }));
         }
         None => {
             context.remove("authorizer");

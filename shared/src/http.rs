@@ -24,12 +24,8 @@ pub fn caller(request: &Request) -> Result<UserId, ApiError> {
             .and_then(|jwt| jwt.claims.get("sub")),
         _ => None,
     };
-    let sub = sub.ok_or(ApiError::Unauthorized(
-        "a verified token with a sub claim is required",
-    ))?;
-    UserId::from_claim(sub).ok_or(ApiError::Unauthorized(
-        "the token's sub claim is not a usable user id",
-    ))
+    let sub = sub.ok_or(ApiError::Unauthorized("a verified token with a sub claim is required"))?;
+    UserId::from_claim(sub).ok_or(ApiError::Unauthorized("the token's sub claim is not a usable user id"))
 }
 
 /// The `{packet_id}` path parameter; anything that is not a well-formed id names no packet.
@@ -46,41 +42,22 @@ pub fn idempotency_key(request: &Request) -> Result<Option<IdempotencyKey>, ApiE
     let Some(value) = request.headers().get("idempotency-key") else {
         return Ok(None);
     };
-    value
-        .to_str()
-        .ok()
-        .and_then(IdempotencyKey::parse)
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "Idempotency-Key",
-                "Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
-            )
-        })
+    value.to_str().ok().and_then(IdempotencyKey::parse).map(Some).ok_or_else(|| {
+        ApiError::invalid("Idempotency-Key", "Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+    })
 }
 
 /// The request body, at most 16 KiB, declared as JSON when its type is declared at all.
 pub fn json_body(request: &Request) -> Result<&[u8], ApiError> {
     if let Some(content_type) = request.headers().get(CONTENT_TYPE) {
-        let media_type = content_type
-            .to_str()
-            .unwrap_or("")
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim();
+        let media_type = content_type.to_str().unwrap_or("").split(';').next().unwrap_or("").trim();
         if !media_type.eq_ignore_ascii_case("application/json") {
-            return Err(ApiError::invalid(
-                "Content-Type",
-                "the body must be application/json",
-            ));
+            return Err(ApiError::invalid("Content-Type", "the body must be application/json"));
         }
     }
     let body: &[u8] = request.body().as_ref();
     if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::PayloadTooLarge {
-            limit: MAX_BODY_BYTES,
-        });
+        return Err(ApiError::PayloadTooLarge { limit: MAX_BODY_BYTES });
     }
     Ok(body)
 }
@@ -90,9 +67,7 @@ pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Bod
     let body = serde_json::to_string(value).expect("responses serialize");
     let mut response = Response::new(Body::Text(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
@@ -126,18 +101,10 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json_response(
         status,
-        &ErrorEnvelope {
-            error: ErrorBody {
-                code: error.code(),
-                message: error.to_string(),
-                field,
-            },
-        },
+        &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field } },
     );
     if matches!(error, ApiError::Unavailable { .. }) {
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
     }
     response
 }
@@ -166,10 +133,7 @@ mod tests {
     #[test]
     fn identity_comes_only_from_the_authorizer() {
         assert_eq!(caller(&event(r#"{"sub":"bob"}"#)).unwrap().as_str(), "bob");
-        assert!(matches!(
-            caller(&event("{}")),
-            Err(ApiError::Unauthorized(_))
-        ));
+        assert!(matches!(caller(&event("{}")), Err(ApiError::Unauthorized(_))));
     }
 
     #[test]
@@ -185,12 +149,6 @@ mod tests {
         assert_eq!(response.headers()[RETRY_AFTER], "1");
         let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert!(body["error"].get("field").is_none());
-        assert!(
-            !body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("refused"),
-            "details stay in the logs"
-        );
+        assert!(!body["error"]["message"].as_str().unwrap().contains("refused"), "details stay in the logs");
     }
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod ports;
+pub mod settle;
 pub mod telemetry;
 
 pub use clock::{Clock, Millis, SystemClock};

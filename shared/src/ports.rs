@@ -2,14 +2,19 @@
 
 use std::future::Future;
 
+use crate::adapters::dynamo::{HistoryPage, Role};
+use crate::adapters::redis_store::LivePacket;
 use crate::clock::Millis;
+use crate::domain::packet::LedgerPacket;
 use crate::domain::{Cents, IdempotencyKey, Packet, PacketId, UserId};
 use crate::error::ApiError;
 
 /// The answer of one grab attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrabOutcome {
-    /// Redis holds no such packet.
+    /// Redis holds no such packet: ask the ledger.
+    NotInRedis,
+    /// No such packet (the ledger said so lately).
     NotFound,
     /// At or after `expires_at`, with shares left.
     Expired,
@@ -39,11 +44,13 @@ pub enum GrabOutcome {
 pub trait LiveStore: Send + Sync {
     /// Makes `packet` grabbable with `shares`, and indexes it for settle. Idempotent: loading a
     /// packet already loaded changes nothing and is not an error.
-    fn load(
-        &self,
-        packet: &Packet,
-        shares: &[Cents],
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
+    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
+
+    /// Remembers for a while that the ledger has no packet `id`.
+    fn mark_missing(&self, id: &PacketId) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// One grab by `user` at `now_ms`: atomic, at most one share per user.
     fn grab(
@@ -81,15 +88,31 @@ pub trait Ledger: Send + Sync {
         packet: &Packet,
         claim: Option<&IdempotencyClaim>,
     ) -> impl Future<Output = Result<Recorded, ApiError>> + Send;
+
+    /// Everything the ledger holds of packet `id`: record, grabs, refund.
+    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send;
+
+    /// One page of `user`'s own history in `role`, newest first.
+    fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send;
 }
 
 impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
-    fn load(
-        &self,
-        packet: &Packet,
-        shares: &[Cents],
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).load(packet, shares)
+    }
+
+    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send {
+        (**self).snapshot(id)
+    }
+
+    fn mark_missing(&self, id: &PacketId) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).mark_missing(id)
     }
 
     fn grab(

@@ -6,10 +6,7 @@ use tracing_subscriber::EnvFilter;
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_ansi(ansi);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_ansi(ansi);
     let _ = if std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some() {
         builder.json().flatten_event(true).without_time().try_init()
     } else {

@@ -2,6 +2,9 @@
 //!
 //! 200 with the share (or, for a repeat, the share this user already has), 409 sold out,
 //! 410 expired, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
+//! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger;
+//! an id the ledger does not know is remembered in Redis for a minute, so a flood of unknown
+//! ids costs one DynamoDB read per id, not one per request.
 
 use std::sync::Arc;
 
@@ -10,25 +13,26 @@ use lambda_http::{Body, Error, Request, Response};
 use red_packets::clock::rfc3339;
 use red_packets::domain::{Cents, PacketId, UserId};
 use red_packets::http::{caller, json_response, packet_id, respond};
-use red_packets::ports::{GrabOutcome, LiveStore};
+use red_packets::ports::{GrabOutcome, Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
-/// What the grab handler needs: the live store and a clock.
-pub struct GrabService<S> {
+/// What the grab handler needs: the live store, the ledger (read only) and a clock.
+pub struct GrabService<S, L> {
     store: S,
+    ledger: L,
     clock: Arc<dyn Clock>,
 }
 
-impl<S: LiveStore> GrabService<S> {
-    /// A service on `store` with the system clock.
-    pub fn new(store: S) -> Self {
-        Self::with_clock(store, Arc::new(SystemClock))
+impl<S: LiveStore, L: Ledger> GrabService<S, L> {
+    /// A service with the system clock.
+    pub fn new(store: S, ledger: L) -> Self {
+        Self::with_clock(store, ledger, Arc::new(SystemClock))
     }
 
-    /// A service on `store` reading time from `clock`.
-    pub fn with_clock(store: S, clock: Arc<dyn Clock>) -> Self {
-        GrabService { store, clock }
+    /// A service reading time from `clock`.
+    pub fn with_clock(store: S, ledger: L, clock: Arc<dyn Clock>) -> Self {
+        GrabService { store, ledger, clock }
     }
 }
 
@@ -50,37 +54,40 @@ pub struct GrabResponse {
 }
 
 /// The Lambda handler: every outcome, errors included, is an HTTP response.
-pub async fn handle<S: LiveStore>(
-    service: &GrabService<S>,
+pub async fn handle<S: LiveStore, L: Ledger>(
+    service: &GrabService<S, L>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
     Ok(respond(grab(service, &request).await))
 }
 
-async fn grab<S: LiveStore>(
-    service: &GrabService<S>,
+async fn grab<S: LiveStore, L: Ledger>(
+    service: &GrabService<S, L>,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let outcome = service
-        .store
-        .grab(&packet_id, &user, service.clock.now_ms())
-        .await?;
+    let now_ms = service.clock.now_ms();
+    let mut outcome = service.store.grab(&packet_id, &user, now_ms).await?;
+    if outcome == GrabOutcome::NotInRedis {
+        outcome = match service.ledger.ledger_packet(&packet_id).await? {
+            Some(recorded) => recorded.grab_outcome(&user, now_ms)?,
+            None => {
+                service.store.mark_missing(&packet_id).await?;
+                GrabOutcome::NotFound
+            }
+        };
+    }
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
-        GrabOutcome::Grabbed {
-            amount_cents,
-            grabbed_at_ms,
-            remaining_count,
-        } => (amount_cents, grabbed_at_ms, remaining_count, false),
-        GrabOutcome::Already {
-            amount_cents,
-            grabbed_at_ms,
-            remaining_count,
-        } => (amount_cents, grabbed_at_ms, remaining_count, true),
+        GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
+            (amount_cents, grabbed_at_ms, remaining_count, false)
+        }
+        GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
+            (amount_cents, grabbed_at_ms, remaining_count, true)
+        }
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
-        GrabOutcome::NotFound => return Err(ApiError::NotFound),
+        GrabOutcome::NotFound | GrabOutcome::NotInRedis => return Err(ApiError::NotFound),
     };
     let body = GrabResponse {
         packet_id,
@@ -96,7 +103,7 @@ async fn grab<S: LiveStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use red_packets::adapters::RedisStore;
+    use red_packets::adapters::{DynamoLedger, RedisStore};
     use red_packets::clock::ManualClock;
     use red_packets::domain::{Packet, PacketKind, PacketSpec, Seed, SplitRule};
     use red_packets::events;
@@ -112,12 +119,19 @@ mod tests {
         events::to_request(&event).unwrap()
     }
 
-    async fn call<S: LiveStore>(service: &GrabService<S>, request: Request) -> (u16, Value) {
+    async fn ledger(config: &Config) -> DynamoLedger {
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+        ledger
+    }
+
+    async fn service(config: &Config) -> GrabService<RedisStore, DynamoLedger> {
+        GrabService::new(RedisStore::new(config), ledger(config).await)
+    }
+
+    async fn call(service: &GrabService<RedisStore, DynamoLedger>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
-        (
-            response.status().as_u16(),
-            serde_json::from_slice(response.body().as_ref()).unwrap(),
-        )
+        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
     /// A packet of 3 lucky shares (600 cents) loaded into the test Redis.
@@ -137,48 +151,34 @@ mod tests {
             Seed::random(),
             clock.now_ms(),
         );
-        store
-            .load(&packet, &packet.shares())
-            .await
-            .expect("the test Redis (make test) is reachable");
+        store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
         packet
     }
 
     #[tokio::test]
     async fn the_sample_event_without_identity_is_401() {
-        let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
-        let (status, body) = call(
-            &service,
-            grab_event("0123456789abcdef0123456789abcdef", None),
-        )
-        .await;
+        let service = service(&Config::from_env().unwrap()).await;
+        let (status, body) = call(&service, grab_event("0123456789abcdef0123456789abcdef", None)).await;
         assert_eq!(status, 401);
         assert_eq!(body["error"]["code"], "unauthorized");
     }
 
     #[tokio::test]
     async fn malformed_and_unknown_ids_are_404() {
-        let service = GrabService::new(RedisStore::new(&Config::from_env().unwrap()));
-        for id in [
-            "..%2F..%2Fetc",
-            "not-an-id",
-            &PacketId::random().to_string(),
-        ] {
+        let service = service(&Config::from_env().unwrap()).await;
+        for id in ["..%2F..%2Fetc", "not-an-id", &PacketId::random().to_string()] {
             let (status, body) = call(&service, grab_event(id, Some("bob"))).await;
-            assert_eq!(
-                (status, body["error"]["code"].as_str()),
-                (404, Some("not_found")),
-                "{id}"
-            );
+            assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{id}");
         }
     }
 
     #[tokio::test]
     async fn grab_repeat_sold_out_and_expired() {
         let clock = Arc::new(ManualClock::starting_now());
-        let store = RedisStore::new(&Config::from_env().unwrap());
+        let config = Config::from_env().unwrap();
+        let store = RedisStore::new(&config);
         let packet = loaded_packet(&store, &clock).await;
-        let service = GrabService::with_clock(store, clock.clone());
+        let service = GrabService::with_clock(store, ledger(&config).await, clock.clone());
         let id = packet.id.to_string();
 
         let (status, first) = call(&service, grab_event(&id, Some("bob"))).await;
@@ -195,10 +195,7 @@ mod tests {
         assert_eq!(call(&service, grab_event(&id, Some("carol"))).await.0, 200);
         clock.advance(60_000);
         let (status, body) = call(&service, grab_event(&id, Some("dave"))).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (410, Some("expired"))
-        );
+        assert_eq!((status, body["error"]["code"].as_str()), (410, Some("expired")));
         let (status, body) = call(&service, grab_event(&id, Some("bob"))).await;
         assert_eq!(
             (status, body["already_grabbed"].as_bool()),
@@ -212,13 +209,8 @@ mod tests {
         let mut config = Config::from_env().unwrap();
         config.redis.url = "redis://127.0.0.1:1".into();
         config.redis.timeout = std::time::Duration::from_millis(200);
-        let service = GrabService::new(RedisStore::new(&config));
-        let response = handle(
-            &service,
-            grab_event(&PacketId::random().to_string(), Some("bob")),
-        )
-        .await
-        .unwrap();
+        let service = GrabService::new(RedisStore::new(&config), ledger(&config).await);
+        let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");
     }

@@ -1,13 +1,14 @@
 //! Lambda entry point of `grab`.
 
 use lambda_http::{service_fn, Error};
-use red_packets::adapters::RedisStore;
+use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::{telemetry, Config};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    let service = grab::GrabService::new(RedisStore::new(&config));
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let service = grab::GrabService::new(RedisStore::new(&config), ledger);
     lambda_http::run(service_fn(|request| grab::handle(&service, request))).await
 }

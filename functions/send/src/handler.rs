@@ -30,12 +30,7 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
 
     /// A service reading time from `clock`.
     pub fn with_clock(ledger: L, store: S, limits: Limits, clock: Arc<dyn Clock>) -> Self {
-        SendService {
-            ledger,
-            store,
-            limits,
-            clock,
-        }
+        SendService { ledger, store, limits, clock }
     }
 }
 
@@ -54,18 +49,9 @@ async fn send<L: Ledger, S: LiveStore>(
     let sender = caller(request)?;
     let key = idempotency_key(request)?;
     let spec = parse_send_request(json_body(request)?, &service.limits)?;
-    let claim = key.map(|key| IdempotencyClaim {
-        key,
-        request_hash: spec.fingerprint(),
-    });
+    let claim = key.map(|key| IdempotencyClaim { key, request_hash: spec.fingerprint() });
 
-    let fresh = Packet::new(
-        PacketId::random(),
-        sender,
-        &spec,
-        Seed::random(),
-        service.clock.now_ms(),
-    );
+    let fresh = Packet::new(PacketId::random(), sender, &spec, Seed::random(), service.clock.now_ms());
     let packet = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
         Recorded::New => fresh,
         Recorded::Replay(original) => {
@@ -93,35 +79,22 @@ mod tests {
     const SEND_EVENT: &str = include_str!("../../../events/send.json");
 
     async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config.table_name);
-        ledger
-            .ensure_table()
-            .await
-            .expect("DynamoDB Local (make test) is reachable");
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         SendService::new(ledger, RedisStore::new(config), config.limits)
     }
 
     fn send_event(edit: impl FnOnce(&mut Value)) -> Request {
         let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
         // A key of our own per test run, so runs never replay each other's packets.
-        events::set_header(
-            &mut event,
-            "Idempotency-Key",
-            Some(&PacketId::random().to_string()),
-        );
+        events::set_header(&mut event, "Idempotency-Key", Some(&PacketId::random().to_string()));
         edit(&mut event);
         events::to_request(&event).unwrap()
     }
 
-    async fn call(
-        service: &SendService<DynamoLedger, RedisStore>,
-        request: Request,
-    ) -> (u16, Value) {
+    async fn call(service: &SendService<DynamoLedger, RedisStore>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
-        (
-            response.status().as_u16(),
-            serde_json::from_slice(response.body().as_ref()).unwrap(),
-        )
+        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
     #[tokio::test]
@@ -154,50 +127,25 @@ mod tests {
         let (second_status, second) = call(&service, with_key(None)).await;
         assert_eq!((first_status, second_status), (201, 201));
         assert_eq!(first["packet_id"], second["packet_id"]);
-        let (status, body) =
-            call(&service, with_key(Some(r#"{"total_cents":500,"count":5}"#))).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (422, Some("idempotency_key_reused"))
-        );
+        let (status, body) = call(&service, with_key(Some(r#"{"total_cents":500,"count":5}"#))).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (422, Some("idempotency_key_reused")));
     }
 
     #[tokio::test]
     async fn bad_input_is_a_4xx_naming_the_field() {
         let service = service(&Config::from_env().unwrap()).await;
-        let (status, body) = call(
-            &service,
-            send_event(|e| events::set_body(e, r#"{"total_cents":5,"count":6}"#)),
-        )
-        .await;
-        assert_eq!(
-            (status, body["error"]["field"].as_str()),
-            (400, Some("count"))
-        );
-        let huge = format!(
-            r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#,
-            "x".repeat(17 * 1024)
-        );
+        let (status, body) =
+            call(&service, send_event(|e| events::set_body(e, r#"{"total_cents":5,"count":6}"#))).await;
+        assert_eq!((status, body["error"]["field"].as_str()), (400, Some("count")));
+        let huge = format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "x".repeat(17 * 1024));
         let (status, body) = call(&service, send_event(|e| events::set_body(e, &huge))).await;
-        assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (413, Some("payload_too_large"))
-        );
-        let (status, _) = call(
-            &service,
-            send_event(|e| events::set_header(e, "content-type", Some("text/plain"))),
-        )
-        .await;
+        assert_eq!((status, body["error"]["code"].as_str()), (413, Some("payload_too_large")));
+        let (status, _) =
+            call(&service, send_event(|e| events::set_header(e, "content-type", Some("text/plain")))).await;
         assert_eq!(status, 400);
-        let (status, body) = call(
-            &service,
-            send_event(|e| events::set_header(e, "Idempotency-Key", Some("no spaces"))),
-        )
-        .await;
-        assert_eq!(
-            (status, body["error"]["field"].as_str()),
-            (400, Some("Idempotency-Key"))
-        );
+        let (status, body) =
+            call(&service, send_event(|e| events::set_header(e, "Idempotency-Key", Some("no spaces")))).await;
+        assert_eq!((status, body["error"]["field"].as_str()), (400, Some("Idempotency-Key")));
         let (status, _) = call(&service, send_event(|e| events::set_caller(e, None))).await;
         assert_eq!(status, 401);
     }
@@ -207,17 +155,10 @@ mod tests {
         let config = Config::from_env().unwrap();
         let reachable = DynamoLedger::client_from_env().await;
         let unreachable = aws_sdk_dynamodb::Client::from_conf(
-            reachable
-                .config()
-                .to_builder()
-                .endpoint_url("http://127.0.0.1:1")
-                .build(),
+            reachable.config().to_builder().endpoint_url("http://127.0.0.1:1").build(),
         );
-        let service = SendService::new(
-            DynamoLedger::new(unreachable, &config.table_name),
-            RedisStore::new(&config),
-            config.limits,
-        );
+        let service =
+            SendService::new(DynamoLedger::new(unreachable, &config), RedisStore::new(&config), config.limits);
         let response = handle(&service, send_event(|_| {})).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");
@@ -230,18 +171,13 @@ mod tests {
         broken.redis.url = "redis://127.0.0.1:1".into();
         broken.redis.timeout = std::time::Duration::from_millis(200);
         let key = PacketId::random().to_string();
-        let request =
-            || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
+        let request = || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
 
         let (status, _) = call(&service(&broken).await, request()).await;
         assert_eq!(status, 503);
         let (status, body) = call(&service(&config).await, request()).await;
         assert_eq!(status, 201, "{body}");
         let (status, again) = call(&service(&config).await, request()).await;
-        assert_eq!(
-            (status, &again["packet_id"]),
-            (201, &body["packet_id"]),
-            "never a second packet"
-        );
+        assert_eq!((status, &again["packet_id"]), (201, &body["packet_id"]), "never a second packet");
     }
 }

@@ -12,15 +12,76 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{Cmd, RedisFuture, RedisResult, Value};
 use tokio::sync::OnceCell;
 
-use super::scripts::{self, settle_index_key, LoadFields, PacketKeys};
+use std::collections::HashMap;
+
+use super::scripts::{self, settle_index_key, CloseOutcome, LoadFields, PacketKeys};
 use crate::clock::Millis;
 use crate::config::{Config, RedisConfig, ReplicaWait};
-use crate::domain::{Cents, Packet, PacketId, UserId};
+use crate::domain::settlement::LoggedGrab;
+use crate::domain::{Cents, Packet, PacketId, PacketKind, Seed, SplitRule, UserId};
 use crate::error::ApiError;
 use crate::ports::{GrabOutcome, LiveStore};
 
 /// How long a packet's keys outlive the packet, so settle can still drain them.
 pub const KEEP_AFTER_EXPIRY_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// How long a finalised packet's keys stay, answering repeat grabs from Redis.
+pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
+
+/// How long Redis remembers that DynamoDB has no such packet.
+pub const MISSING_KEEP_MS: Millis = 60 * 1000;
+
+/// A packet as Redis holds it: the record, its counters and every grab in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivePacket {
+    /// The packet as sent (seed included).
+    pub packet: Packet,
+    /// False once `close.lua` closed it to grabs.
+    pub open: bool,
+    /// Shares left.
+    pub remaining_count: u32,
+    /// Every grab, in grab order.
+    pub grabs: Vec<LoggedGrab>,
+    /// How many of `grabs` DynamoDB has confirmed.
+    pub persisted: usize,
+}
+
+impl LivePacket {
+    /// The grabs DynamoDB has not confirmed yet.
+    pub fn pending(&self) -> &[LoggedGrab] {
+        &self.grabs[self.persisted.min(self.grabs.len())..]
+    }
+
+    fn parse(id: &PacketId, meta: &HashMap<String, String>, log: &[String]) -> Result<Self, ApiError> {
+        let corrupt = |what: &str| ApiError::Internal(format!("packet {id} in Redis has a bad {what}"));
+        let text = |name: &str| meta.get(name).map(String::as_str).unwrap_or("");
+        let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
+        let optional = |name: &str| Some(text(name).to_owned()).filter(|value| !value.is_empty());
+        let packet = Packet {
+            id: id.clone(),
+            sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
+            kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
+            split: optional("split").map(|name| SplitRule::parse(&name).ok_or_else(|| corrupt("split"))).transpose()?,
+            greeting: optional("greeting"),
+            seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
+            total_cents: number("total_cents")? as Cents,
+            count: number("count")? as u32,
+            created_at_ms: number("created_at")?,
+            expires_at_ms: number("expires_at")?,
+        };
+        let grabs = log
+            .iter()
+            .map(|entry| serde_json::from_str::<LoggedGrab>(entry).map_err(|_| corrupt("log entry")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LivePacket {
+            packet,
+            open: text("status") == "open",
+            remaining_count: number("remaining_count")? as u32,
+            grabs,
+            persisted: number("persisted").unwrap_or(0) as usize,
+        })
+    }
+}
 
 /// A connection to a single Redis node or to a cluster; cheap to clone, multiplexed.
 #[derive(Clone)]
@@ -81,15 +142,99 @@ impl RedisStore {
     /// The shared connection, opened on first use. Failing to open it is a 503; the next call tries again.
     pub async fn connection(&self) -> Result<RedisConnection, ApiError> {
         let timeout = self.config.timeout;
-        self.connection
-            .get_or_try_init(|| within(timeout * 2, open(&self.config)))
-            .await
-            .cloned()
+        self.connection.get_or_try_init(|| within(timeout * 2, open(&self.config))).await.cloned()
     }
 
-    /// The settle shard of a packet: its id is random, so its first 8 hex digits are uniform.
-    pub fn settle_shard(&self, id: &PacketId) -> u32 {
-        u32::from_str_radix(&id.as_str()[..8], 16).unwrap_or(0) % self.settle_shards
+    /// How many shard keys index open packets.
+    pub fn settle_shards(&self) -> u32 {
+        self.settle_shards
+    }
+
+    /// Loads `packet` with the grabs DynamoDB already holds and the shares still to hand out:
+    /// settle's restore of a packet Redis lost. Idempotent, like the load at send.
+    pub async fn restore(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, grabs, shares).await
+    }
+
+    /// The packet's meta and whole grab log, read at one instant; `None` when Redis holds no such packet.
+    pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+        let mut conn = self.connection().await?;
+        let Some((meta, log)) = self.run(scripts::snapshot(&mut conn, &PacketKeys::of(id))).await? else {
+            return Ok(None);
+        };
+        LivePacket::parse(id, &meta, &log).map(Some)
+    }
+
+    /// Closes the packet to grabs if it is finished or expired at `now_ms`.
+    pub async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(scripts::close(&mut conn, &PacketKeys::of(id), now_ms)).await
+    }
+
+    /// Records that the first `confirmed` grabs of the log are in DynamoDB.
+    pub async fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(scripts::mark_persisted(&mut conn, &PacketKeys::of(id), confirmed)).await?;
+        Ok(())
+    }
+
+    /// The packets indexed for settle in `shard`.
+    pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
+        let mut conn = self.connection().await?;
+        let mut range = redis::cmd("ZRANGE");
+        range.arg(settle_index_key(shard)).arg(0).arg(-1);
+        let ids: Vec<String> = self.run(range.query_async(&mut conn)).await?;
+        Ok(ids.iter().filter_map(|id| PacketId::parse(id)).collect())
+    }
+
+    /// Takes a finalised packet out of the settle index and lets its keys expire shortly.
+    pub async fn retire(&self, id: &PacketId) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let keys = PacketKeys::of(id);
+        let mut unindex = redis::cmd("ZREM");
+        unindex.arg(settle_index_key(id.settle_shard(self.settle_shards))).arg(id.as_str());
+        self.run(unindex.query_async::<()>(&mut conn)).await?;
+        // One key per command: in cluster mode every command stays within the packet's slot.
+        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
+            let mut expire = redis::cmd("PEXPIRE");
+            expire.arg(key).arg(RETIRED_KEEP_MS);
+            self.run(expire.query_async::<()>(&mut conn)).await?;
+        }
+        Ok(())
+    }
+
+    /// Remembers for a while that DynamoDB has no packet `id`, so repeated grabs on it stop at Redis.
+    pub async fn mark_missing(&self, id: &PacketId) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let mut set = redis::cmd("SET");
+        set.arg(PacketKeys::of(id).missing).arg(1).arg("PX").arg(MISSING_KEEP_MS);
+        self.run(set.query_async::<()>(&mut conn)).await
+    }
+
+    async fn load_with(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let keys = PacketKeys::of(&packet.id);
+        // Index first: a packet indexed whose keys are missing is restored by settle.
+        let index = settle_index_key(packet.id.settle_shard(self.settle_shards));
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(&index).arg(packet.expires_at_ms).arg(packet.id.as_str());
+        self.run(zadd.query_async::<()>(&mut conn)).await?;
+
+        let seed = packet.seed.to_hex();
+        let fields = LoadFields {
+            sender: packet.sender.as_str(),
+            kind: packet.kind.as_str(),
+            split: packet.split.map(|rule| rule.as_str()),
+            greeting: packet.greeting.as_deref(),
+            seed: &seed,
+            total_cents: packet.total_cents,
+            count: packet.count,
+            created_at: packet.created_at_ms,
+            expires_at: packet.expires_at_ms,
+        };
+        let keep_until = packet.expires_at_ms + KEEP_AFTER_EXPIRY_MS;
+        self.run(scripts::load(&mut conn, &keys, keep_until, &fields, grabs, shares)).await?;
+        Ok(())
     }
 
     /// Runs one operation against Redis, bounded by twice the configured timeout.
@@ -104,16 +249,15 @@ impl RedisStore {
         wait: ReplicaWait,
     ) -> Result<(), ApiError> {
         let mut command = redis::cmd("WAIT");
-        command
-            .arg(wait.replicas)
-            .arg(wait.timeout.as_millis() as u64);
+        command.arg(wait.replicas).arg(wait.timeout.as_millis() as u64);
         let acknowledged: i64 = match conn {
             RedisConnection::Single(single) => self.run(command.query_async(single)).await?,
             RedisConnection::Cluster(cluster) => {
                 // WAIT must reach the primary that ran the grab: route it by the packet's key.
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                    Route::with_key(&keys.meta, SlotAddr::Master),
-                ));
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+                    &keys.meta,
+                    SlotAddr::Master,
+                )));
                 let value = self.run(cluster.route_command(command, route)).await?;
                 redis::from_redis_value(value).map_err(ApiError::redis_unavailable)?
             }
@@ -128,16 +272,11 @@ impl RedisStore {
     }
 }
 
-async fn within<T>(
-    limit: Duration,
-    operation: impl Future<Output = RedisResult<T>>,
-) -> Result<T, ApiError> {
+async fn within<T>(limit: Duration, operation: impl Future<Output = RedisResult<T>>) -> Result<T, ApiError> {
     match tokio::time::timeout(limit, operation).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(ApiError::redis_unavailable(error)),
-        Err(_) => Err(ApiError::redis_unavailable(format!(
-            "no answer within {limit:?}"
-        ))),
+        Err(_) => Err(ApiError::redis_unavailable(format!("no answer within {limit:?}"))),
     }
 }
 
@@ -148,9 +287,7 @@ async fn open(config: &RedisConfig) -> RedisResult<RedisConnection> {
             .response_timeout(config.timeout)
             .retries(1)
             .build()?;
-        Ok(RedisConnection::Cluster(
-            client.get_async_connection().await?,
-        ))
+        Ok(RedisConnection::Cluster(client.get_async_connection().await?))
     } else {
         let client = redis::Client::open(config.url.as_str())?;
         let manager_config = ConnectionManagerConfig::new()
@@ -158,52 +295,27 @@ async fn open(config: &RedisConfig) -> RedisResult<RedisConnection> {
             .set_response_timeout(Some(config.timeout))
             .set_number_of_retries(1)
             .set_max_delay(config.timeout);
-        Ok(RedisConnection::Single(
-            ConnectionManager::new_with_config(client, manager_config).await?,
-        ))
+        Ok(RedisConnection::Single(ConnectionManager::new_with_config(client, manager_config).await?))
     }
 }
 
 impl LiveStore for RedisStore {
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
-        let mut conn = self.connection().await?;
-        let keys = PacketKeys::of(&packet.id);
-        // Index first: a packet in the index whose keys are missing is restored by settle; a
-        // packet loaded but missing from the index would never be settled.
-        let index = settle_index_key(self.settle_shard(&packet.id));
-        let mut zadd = redis::cmd("ZADD");
-        zadd.arg(&index)
-            .arg(packet.expires_at_ms)
-            .arg(packet.id.as_str());
-        self.run(zadd.query_async::<()>(&mut conn)).await?;
-
-        let fields = LoadFields {
-            sender: packet.sender.as_str(),
-            kind: packet.kind.as_str(),
-            split: packet.split.map(|rule| rule.as_str()),
-            greeting: packet.greeting.as_deref(),
-            total_cents: packet.total_cents,
-            count: packet.count,
-            created_at: packet.created_at_ms,
-            expires_at: packet.expires_at_ms,
-        };
-        let keep_until = packet.expires_at_ms + KEEP_AFTER_EXPIRY_MS;
-        self.run(scripts::load(&mut conn, &keys, keep_until, &fields, shares))
-            .await?;
-        Ok(())
+        self.load_with(packet, &[], shares).await
     }
 
-    async fn grab(
-        &self,
-        packet: &PacketId,
-        user: &UserId,
-        now_ms: Millis,
-    ) -> Result<GrabOutcome, ApiError> {
+    async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+        Self::snapshot(self, id).await
+    }
+
+    async fn mark_missing(&self, id: &PacketId) -> Result<(), ApiError> {
+        Self::mark_missing(self, id).await
+    }
+
+    async fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
         let mut conn = self.connection().await?;
         let keys = PacketKeys::of(packet);
-        let outcome = self
-            .run(scripts::grab(&mut conn, &keys, user, now_ms))
-            .await?;
+        let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms)).await?;
         if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
             // On timeout the client gets a 503; its retry finds the grab and returns the same share.
             self.wait_for_replicas(&mut conn, &keys, wait).await?;

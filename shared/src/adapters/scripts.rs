@@ -2,17 +2,22 @@
 //! NOSCRIPT) and called only through a typed function here: no call site passes positional
 //! arguments. Every key a script touches carries the packet's hash tag and goes in KEYS.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script};
 
 use crate::clock::Millis;
+use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, PacketId, UserId};
 use crate::ports::GrabOutcome;
 
 static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/grab.lua")));
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/load.lua")));
+static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/close.lua")));
+static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/persisted.lua")));
+static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/snapshot.lua")));
 
 /// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +30,8 @@ pub struct PacketKeys {
     pub users: String,
     /// List: every grab as JSON, in grab order; settle persists it.
     pub log: String,
+    /// String: set for a while once DynamoDB said there is no such packet.
+    pub missing: String,
 }
 
 impl PacketKeys {
@@ -35,6 +42,7 @@ impl PacketKeys {
             shares: format!("rp:{{{id}}}:shares"),
             users: format!("rp:{{{id}}}:users"),
             log: format!("rp:{{{id}}}:log"),
+            missing: format!("rp:{{{id}}}:missing"),
         }
     }
 }
@@ -57,6 +65,8 @@ pub struct LoadFields<'a> {
     /// The greeting, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub greeting: Option<&'a str>,
+    /// The split seed, hex, so Redis alone can describe the packet.
+    pub seed: &'a str,
     /// The whole amount.
     pub total_cents: Cents,
     /// How many shares.
@@ -68,23 +78,69 @@ pub struct LoadFields<'a> {
 }
 
 /// Runs `load.lua`: returns true when the packet was loaded now, false when it already was.
+/// `grabs` are the grabs DynamoDB already holds (empty at send, filled when settle restores).
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     keep_until_ms: Millis,
     fields: &LoadFields<'_>,
+    grabs: &[LoggedGrab],
     shares: &[Cents],
 ) -> RedisResult<bool> {
     let fields = serde_json::to_string(fields).expect("load fields serialize");
+    let grabs = serde_json::to_string(grabs).expect("grabs serialize");
     let loaded: i64 = LOAD
         .key(&keys.meta)
         .key(&keys.shares)
+        .key(&keys.users)
+        .key(&keys.log)
         .arg(keep_until_ms)
         .arg(fields)
+        .arg(grabs)
         .arg(shares)
         .invoke_async(conn)
         .await?;
     Ok(loaded == 1)
+}
+
+/// What `close.lua` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// Redis holds no such packet.
+    Missing,
+    /// Neither finished nor expired: still open.
+    StillOpen,
+    /// Closed to grabs, now or earlier.
+    Closed,
+}
+
+/// Runs `close.lua` at `now_ms`.
+pub async fn close<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: Millis) -> RedisResult<CloseOutcome> {
+    let state: i64 = CLOSE.key(&keys.meta).arg(now_ms).invoke_async(conn).await?;
+    Ok(match state {
+        0 => CloseOutcome::Missing,
+        1 => CloseOutcome::StillOpen,
+        _ => CloseOutcome::Closed,
+    })
+}
+
+/// Runs `persisted.lua`: the first `confirmed` log entries are in DynamoDB. Returns the mark.
+pub async fn mark_persisted<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    confirmed: usize,
+) -> RedisResult<usize> {
+    PERSISTED.key(&keys.meta).arg(confirmed).invoke_async(conn).await
+}
+
+/// Runs `snapshot.lua`: the meta fields and the whole log, or `None` when Redis holds no such packet.
+pub async fn snapshot<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+) -> RedisResult<Option<(HashMap<String, String>, Vec<String>)>> {
+    let (meta, log): (HashMap<String, String>, Vec<String>) =
+        SNAPSHOT.key(&keys.meta).key(&keys.log).invoke_async(conn).await?;
+    Ok((!meta.is_empty()).then_some((meta, log)))
 }
 
 /// Runs `grab.lua` for `user` at `now_ms`.
@@ -99,22 +155,16 @@ pub async fn grab<C: ConnectionLike>(
         .key(&keys.shares)
         .key(&keys.users)
         .key(&keys.log)
+        .key(&keys.missing)
         .arg(user.as_str())
         .arg(now_ms)
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
-        0 => GrabOutcome::NotFound,
-        1 => GrabOutcome::Grabbed {
-            amount_cents,
-            grabbed_at_ms,
-            remaining_count,
-        },
-        2 => GrabOutcome::Already {
-            amount_cents,
-            grabbed_at_ms,
-            remaining_count,
-        },
+        0 => GrabOutcome::NotInRedis,
+        5 => GrabOutcome::NotFound,
+        1 => GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count },
+        2 => GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count },
         3 => GrabOutcome::SoldOut,
         4 => GrabOutcome::Expired,
         other => {
@@ -136,28 +186,17 @@ mod tests {
         let id = PacketId::random();
         let keys = PacketKeys::of(&id);
         let tag = format!("{{{id}}}");
-        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
+        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log, &keys.missing] {
             let start = key.find('{').unwrap();
             let end = start + key[start..].find('}').unwrap();
-            assert_eq!(
-                &key[start..=end],
-                tag,
-                "{key}: Redis Cluster hashes only the first {{...}}"
-            );
+            assert_eq!(&key[start..=end], tag, "{key}: Redis Cluster hashes only the first {{...}}");
         }
     }
 
     #[test]
     fn scripts_declare_their_keys_and_arguments() {
-        for source in [
-            include_str!("../../lua/grab.lua"),
-            include_str!("../../lua/load.lua"),
-        ] {
-            assert!(
-                source.contains("-- KEYS[1]")
-                    && source.contains("-- ARGV[1]")
-                    && source.contains("-- Returns")
-            );
+        for source in [include_str!("../../lua/grab.lua"), include_str!("../../lua/load.lua")] {
+            assert!(source.contains("-- KEYS[1]") && source.contains("-- ARGV[1]") && source.contains("-- Returns"));
         }
     }
 }

@@ -23,14 +23,19 @@ impl PacketId {
 
     /// Accepts exactly 32 lowercase hex digits; anything else cannot name a packet.
     pub fn parse(text: &str) -> Option<Self> {
-        let valid =
-            text.len() == Self::LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let valid = text.len() == Self::LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         valid.then(|| PacketId(text.to_owned()))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The settle shard of this packet among `shards`: ids are random, so their first 8 hex
+    /// digits are uniform.
+    pub fn settle_shard(&self, shards: u32) -> u32 {
+        u32::from_str_radix(&self.0[..8], 16).unwrap_or(0) % shards.max(1)
     }
 }
 
@@ -52,8 +57,7 @@ impl UserId {
     /// A user id from a verified `sub` claim: non-empty, at most [`Self::MAX_LEN`] bytes, no
     /// control characters.
     pub fn from_claim(sub: &str) -> Option<Self> {
-        let valid =
-            !sub.is_empty() && sub.len() <= Self::MAX_LEN && !sub.chars().any(char::is_control);
+        let valid = !sub.is_empty() && sub.len() <= Self::MAX_LEN && !sub.chars().any(char::is_control);
         valid.then(|| UserId(sub.to_owned()))
     }
 
@@ -76,10 +80,8 @@ pub struct IdempotencyKey(String);
 impl IdempotencyKey {
     /// Accepts 1..=64 characters of `[A-Za-z0-9_-]`.
     pub fn parse(text: &str) -> Option<Self> {
-        let valid = (1..=64).contains(&text.len())
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let valid =
+            (1..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         valid.then(|| IdempotencyKey(text.to_owned()))
     }
 
@@ -103,13 +105,7 @@ mod tests {
 
     #[test]
     fn hostile_packet_ids_are_refused() {
-        for bad in [
-            "",
-            "../../etc/passwd",
-            "ABCDEF0123456789ABCDEF0123456789",
-            "{x}",
-            &"a".repeat(10_000),
-        ] {
+        for bad in ["", "../../etc/passwd", "ABCDEF0123456789ABCDEF0123456789", "{x}", &"a".repeat(10_000)] {
             assert_eq!(PacketId::parse(bad), None, "{bad}");
         }
     }

@@ -3,6 +3,7 @@
 pub mod ids;
 pub mod limits;
 pub mod packet;
+pub mod settlement;
 pub mod split;
 pub mod validate;
 

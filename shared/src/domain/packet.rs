@@ -2,9 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::settlement::{best_luck, LoggedGrab};
 use super::split::{self, Seed, SplitRule};
 use super::{Cents, PacketId, UserId};
 use crate::clock::{rfc3339, Millis};
+use crate::error::ApiError;
+use crate::ports::GrabOutcome;
 
 /// Lucky (random shares) or fixed (equal shares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -124,13 +127,7 @@ pub struct Packet {
 
 impl Packet {
     /// A new packet from a validated spec.
-    pub fn new(
-        id: PacketId,
-        sender: UserId,
-        spec: &PacketSpec,
-        seed: Seed,
-        now_ms: Millis,
-    ) -> Self {
+    pub fn new(id: PacketId, sender: UserId, spec: &PacketSpec, seed: Seed, now_ms: Millis) -> Self {
         Packet {
             id,
             sender,
@@ -149,17 +146,21 @@ impl Packet {
     pub fn shares(&self) -> Vec<Cents> {
         match (self.kind, self.split) {
             (PacketKind::Fixed, _) => split::fixed(self.total_cents, self.count),
-            (PacketKind::Lucky, rule) => split::lucky(
-                rule.unwrap_or_default(),
-                self.total_cents,
-                self.count,
-                &self.seed,
-            ),
+            (PacketKind::Lucky, rule) => {
+                split::lucky(rule.unwrap_or_default(), self.total_cents, self.count, &self.seed)
+            }
         }
     }
 
     /// The view of this packet before anyone has grabbed.
     pub fn fresh_view(&self) -> PacketView {
+        self.view(&[], PacketStatus::Open, None)
+    }
+
+    /// The view of this packet with `grabs` (in grab order), in `status`; `refund_cents` is
+    /// `Some` once settle has finalised it. Best luck shows once every share is taken.
+    pub fn view(&self, grabs: &[LoggedGrab], status: PacketStatus, refund_cents: Option<Cents>) -> PacketView {
+        let grabbed: Cents = grabs.iter().map(|grab| grab.amount_cents).sum();
         PacketView {
             packet_id: self.id.clone(),
             sender: self.sender.clone(),
@@ -168,16 +169,76 @@ impl Packet {
             greeting: self.greeting.clone(),
             total_cents: self.total_cents,
             count: self.count,
-            remaining_cents: self.total_cents,
-            remaining_count: self.count,
-            status: PacketStatus::Open,
+            remaining_cents: self.total_cents.saturating_sub(grabbed),
+            remaining_count: self.count.saturating_sub(grabs.len() as u32),
+            status,
             created_at: rfc3339(self.created_at_ms),
             expires_at: rfc3339(self.expires_at_ms),
-            grabs: Vec::new(),
-            best_luck: None,
-            settled: false,
-            refund_cents: None,
+            grabs: grabs
+                .iter()
+                .map(|grab| GrabRecord {
+                    user: grab.user.clone(),
+                    amount_cents: grab.amount_cents,
+                    grabbed_at: rfc3339(grab.at_ms),
+                })
+                .collect(),
+            best_luck: best_luck(self.count, grabs),
+            settled: refund_cents.is_some(),
+            refund_cents,
         }
+    }
+}
+
+/// A packet as the ledger holds it: its record, status, grabs (in grab order) and refund.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerPacket {
+    /// The packet as sent.
+    pub packet: Packet,
+    /// `Open` until settle finalises it.
+    pub status: PacketStatus,
+    /// Set by finalisation.
+    pub refund_cents: Option<Cents>,
+    /// The refund item's amount, if one was written.
+    pub refund_item_cents: Option<Cents>,
+    /// Every grab item, in grab order.
+    pub grabs: Vec<LoggedGrab>,
+}
+
+impl LedgerPacket {
+    /// What a grab by `user` at `now_ms` comes to, for a packet Redis no longer holds. An open,
+    /// unexpired packet with shares left is a 503: settle is restoring it into Redis.
+    pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
+        let remaining_count = self.packet.count.saturating_sub(self.grabs.len() as u32);
+        if let Some(grab) = self.grabs.iter().find(|grab| &grab.user == user) {
+            return Ok(GrabOutcome::Already {
+                amount_cents: grab.amount_cents,
+                grabbed_at_ms: grab.at_ms,
+                remaining_count,
+            });
+        }
+        match self.view_status(now_ms) {
+            PacketStatus::Finished => Ok(GrabOutcome::SoldOut),
+            PacketStatus::Expired => Ok(GrabOutcome::Expired),
+            PacketStatus::Open => {
+                Err(ApiError::redis_unavailable(format!("packet {} is not loaded in Redis yet", self.packet.id)))
+            }
+        }
+    }
+
+    fn view_status(&self, now_ms: Millis) -> PacketStatus {
+        match self.status {
+            PacketStatus::Open => PacketStatus::at(
+                self.packet.count.saturating_sub(self.grabs.len() as u32),
+                self.packet.expires_at_ms,
+                now_ms,
+            ),
+            settled => settled,
+        }
+    }
+
+    /// The packet view from the ledger's side.
+    pub fn view(&self, now_ms: Millis) -> PacketView {
+        self.packet.view(&self.grabs, self.view_status(now_ms), self.refund_cents)
     }
 }
 

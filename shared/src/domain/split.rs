@@ -114,10 +114,7 @@ fn line_cut(total: Cents, count: u32, rng: &mut impl Rng) -> Vec<Cents> {
     let cuts_wanted = count as usize - 1;
     // Cut points are 1..=total-1; `index::sample` draws distinct values from 0..total-1.
     let positions = usize::try_from(total - 1).unwrap_or(usize::MAX);
-    let mut cuts: Vec<Cents> = index::sample(rng, positions, cuts_wanted)
-        .into_iter()
-        .map(|i| i as Cents + 1)
-        .collect();
+    let mut cuts: Vec<Cents> = index::sample(rng, positions, cuts_wanted).into_iter().map(|i| i as Cents + 1).collect();
     cuts.sort_unstable();
     let mut shares = Vec::with_capacity(count as usize);
     let mut previous = 0;
@@ -216,10 +213,7 @@ mod tests {
             for (total, count) in [(10_000u64, 10u32), (20_000, 100), (1_000, 7)] {
                 let mut sums = vec![0u64; count as usize];
                 for n in 0..PACKETS {
-                    for (position, share) in lucky(rule, total, count, &seed_from(n))
-                        .into_iter()
-                        .enumerate()
-                    {
+                    for (position, share) in lucky(rule, total, count, &seed_from(n)).into_iter().enumerate() {
                         sums[position] += share;
                     }
                 }
@@ -227,8 +221,10 @@ mod tests {
                 for (position, sum) in sums.iter().enumerate() {
                     let mean = *sum as f64 / PACKETS as f64;
                     let drift = (mean - expected).abs() / expected;
-                    assert!(drift <= 0.02,
-                        "{rule:?} {total}/{count}: position {position} mean {mean:.2} vs {expected:.2}");
+                    assert!(
+                        drift <= 0.02,
+                        "{rule:?} {total}/{count}: position {position} mean {mean:.2} vs {expected:.2}"
+                    );
                 }
             }
         }

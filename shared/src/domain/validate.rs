@@ -28,28 +28,16 @@ pub fn parse_send_request(body: &[u8], limits: &Limits) -> Result<PacketSpec, Ap
 /// Deserializes a JSON body, turning serde's complaint into a 400 that names the field.
 pub fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::InvalidRequest {
-            field: None,
-            message: "the body must be a JSON object".into(),
-        });
+        return Err(ApiError::InvalidRequest { field: None, message: "the body must be a JSON object".into() });
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let message = error.inner().to_string();
         let path = error.path().to_string();
-        let field = if path.is_empty() || path == "." {
-            backticked(&message)
-        } else {
-            Some(path)
-        };
+        let field = if path.is_empty() || path == "." { backticked(&message) } else { Some(path) };
         ApiError::InvalidRequest { field, message }
     })?;
-    deserializer
-        .end()
-        .map_err(|error| ApiError::InvalidRequest {
-            field: None,
-            message: error.to_string(),
-        })?;
+    deserializer.end().map_err(|error| ApiError::InvalidRequest { field: None, message: error.to_string() })?;
     Ok(value)
 }
 
@@ -61,58 +49,41 @@ fn backticked(message: &str) -> Option<String> {
 }
 
 fn validate(request: SendRequest, limits: &Limits) -> Result<PacketSpec, ApiError> {
-    let total_cents = request
-        .total_cents
-        .ok_or_else(|| ApiError::invalid("total_cents", "total_cents is required"))?;
+    let total_cents = request.total_cents.ok_or_else(|| ApiError::invalid("total_cents", "total_cents is required"))?;
     if !(1..=limits.max_total_cents).contains(&total_cents) {
         return Err(ApiError::invalid(
             "total_cents",
-            format!(
-                "total_cents must be between 1 and {}",
-                limits.max_total_cents
-            ),
+            format!("total_cents must be between 1 and {}", limits.max_total_cents),
         ));
     }
-    let count = request
-        .count
-        .ok_or_else(|| ApiError::invalid("count", "count is required"))?;
+    let count = request.count.ok_or_else(|| ApiError::invalid("count", "count is required"))?;
     if !(1..=u64::from(limits.max_count)).contains(&count) {
-        return Err(ApiError::invalid(
-            "count",
-            format!("count must be between 1 and {}", limits.max_count),
-        ));
+        return Err(ApiError::invalid("count", format!("count must be between 1 and {}", limits.max_count)));
     }
     let count = count as u32;
     if total_cents < u64::from(count) {
-        return Err(ApiError::invalid(
-            "count",
-            "count must not exceed total_cents: every share is at least 1 cent",
-        ));
+        return Err(ApiError::invalid("count", "count must not exceed total_cents: every share is at least 1 cent"));
     }
 
     let kind = match request.kind.as_deref() {
         None => PacketKind::Lucky,
-        Some(name) => PacketKind::parse(name)
-            .ok_or_else(|| ApiError::invalid("kind", "kind must be \"lucky\" or \"fixed\""))?,
+        Some(name) => {
+            PacketKind::parse(name).ok_or_else(|| ApiError::invalid("kind", "kind must be \"lucky\" or \"fixed\""))?
+        }
     };
     let split = match (kind, request.split.as_deref()) {
         (PacketKind::Lucky, None) => Some(SplitRule::DoubleAverage),
-        (PacketKind::Lucky, Some(name)) => Some(SplitRule::parse(name).ok_or_else(|| {
-            ApiError::invalid("split", "split must be \"double_average\" or \"line_cut\"")
-        })?),
+        (PacketKind::Lucky, Some(name)) => Some(
+            SplitRule::parse(name)
+                .ok_or_else(|| ApiError::invalid("split", "split must be \"double_average\" or \"line_cut\""))?,
+        ),
         (PacketKind::Fixed, None) => None,
         (PacketKind::Fixed, Some(_)) => {
-            return Err(ApiError::invalid(
-                "split",
-                "split applies to lucky packets only",
-            ));
+            return Err(ApiError::invalid("split", "split applies to lucky packets only"));
         }
     };
     if kind == PacketKind::Fixed && total_cents % u64::from(count) != 0 {
-        return Err(ApiError::invalid(
-            "total_cents",
-            "a fixed packet's total_cents must divide evenly by count",
-        ));
+        return Err(ApiError::invalid("total_cents", "a fixed packet's total_cents must divide evenly by count"));
     }
 
     if let Some(greeting) = &request.greeting {
@@ -124,19 +95,12 @@ fn validate(request: SendRequest, limits: &Limits) -> Result<PacketSpec, ApiErro
         }
     }
 
-    let expires_in_seconds = request
-        .expires_in_seconds
-        .unwrap_or(u64::from(limits.default_expires_in_seconds));
-    let allowed =
-        u64::from(limits.min_expires_in_seconds)..=u64::from(limits.max_expires_in_seconds);
+    let expires_in_seconds = request.expires_in_seconds.unwrap_or(u64::from(limits.default_expires_in_seconds));
+    let allowed = u64::from(limits.min_expires_in_seconds)..=u64::from(limits.max_expires_in_seconds);
     if !allowed.contains(&expires_in_seconds) {
         return Err(ApiError::invalid(
             "expires_in_seconds",
-            format!(
-                "expires_in_seconds must be between {} and {}",
-                allowed.start(),
-                allowed.end()
-            ),
+            format!("expires_in_seconds must be between {} and {}", allowed.start(), allowed.end()),
         ));
     }
 
@@ -175,8 +139,7 @@ mod tests {
 
     #[test]
     fn defaults_are_lucky_double_average_for_a_day() {
-        let spec =
-            parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default()).unwrap();
+        let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default()).unwrap();
         assert_eq!(spec.kind, PacketKind::Lucky);
         assert_eq!(spec.split, Some(SplitRule::DoubleAverage));
         assert_eq!(spec.expires_in_seconds, 86_400);
@@ -192,67 +155,31 @@ mod tests {
             (r#"{"total_cents":-5,"count":1}"#, "total_cents"),
             (r#"{"total_cents":1.5,"count":1}"#, "total_cents"),
             (r#"{"total_cents":"100","count":1}"#, "total_cents"),
-            (
-                r#"{"total_cents":9223372036854775808,"count":1}"#,
-                "total_cents",
-            ),
-            (
-                r#"{"total_cents":100000000000000000000000,"count":1}"#,
-                "total_cents",
-            ),
+            (r#"{"total_cents":9223372036854775808,"count":1}"#, "total_cents"),
+            (r#"{"total_cents":100000000000000000000000,"count":1}"#, "total_cents"),
             (r#"{"total_cents":100,"count":0}"#, "count"),
             (r#"{"total_cents":100,"count":101}"#, "count"),
             (r#"{"total_cents":5,"count":6}"#, "count"),
             (r#"{"total_cents":100,"count":3,"kind":"weird"}"#, "kind"),
             (r#"{"total_cents":100,"count":3,"split":"weird"}"#, "split"),
-            (
-                r#"{"total_cents":100,"count":3,"kind":"fixed"}"#,
-                "total_cents",
-            ),
-            (
-                r#"{"total_cents":99,"count":3,"kind":"fixed","split":"line_cut"}"#,
-                "split",
-            ),
-            (
-                r#"{"total_cents":100,"count":3,"expires_in_seconds":59}"#,
-                "expires_in_seconds",
-            ),
-            (
-                r#"{"total_cents":100,"count":3,"expires_in_seconds":86401}"#,
-                "expires_in_seconds",
-            ),
-            (
-                r#"{"total_cents":100,"count":3,"sender":"mallory"}"#,
-                "sender",
-            ),
+            (r#"{"total_cents":100,"count":3,"kind":"fixed"}"#, "total_cents"),
+            (r#"{"total_cents":99,"count":3,"kind":"fixed","split":"line_cut"}"#, "split"),
+            (r#"{"total_cents":100,"count":3,"expires_in_seconds":59}"#, "expires_in_seconds"),
+            (r#"{"total_cents":100,"count":3,"expires_in_seconds":86401}"#, "expires_in_seconds"),
+            (r#"{"total_cents":100,"count":3,"sender":"mallory"}"#, "sender"),
         ];
         for (body, field) in cases {
             assert_eq!(field_of(body).as_deref(), Some(field), "{body}");
         }
-        let long = format!(
-            r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#,
-            "福".repeat(65)
-        );
+        let long = format!(r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#, "福".repeat(65));
         assert_eq!(field_of(&long).as_deref(), Some("greeting"));
     }
 
     #[test]
     fn non_objects_and_junk_are_400s() {
-        for body in [
-            "",
-            "   ",
-            "null",
-            "[]",
-            "\"x\"",
-            "{",
-            "not json",
-            r#"{"total_cents":100,"count":3} trailing"#,
-        ] {
+        for body in ["", "   ", "null", "[]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#] {
             assert!(
-                matches!(
-                    parse_send_request(body.as_bytes(), &Limits::default()),
-                    Err(ApiError::InvalidRequest { .. })
-                ),
+                matches!(parse_send_request(body.as_bytes(), &Limits::default()), Err(ApiError::InvalidRequest { .. })),
                 "{body}"
             );
         }
@@ -260,10 +187,7 @@ mod tests {
 
     #[test]
     fn sixty_four_character_greetings_pass() {
-        let body = format!(
-            r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#,
-            "福".repeat(64)
-        );
+        let body = format!(r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#, "福".repeat(64));
         assert!(parse_send_request(body.as_bytes(), &Limits::default()).is_ok());
     }
 }

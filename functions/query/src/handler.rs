@@ -1,0 +1,166 @@
+//! `GET /packets/{packet_id}`: the packet view, live from Redis while the packet is open,
+//! from the ledger once settled. `GET /me/packets?role=sent|received&limit&cursor`: the
+//! caller's own history, newest first.
+
+use std::sync::Arc;
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Error, Request, RequestExt, Response};
+use red_packets::adapters::dynamo::Role;
+use red_packets::domain::{PacketId, PacketStatus, PacketView};
+use red_packets::http::{caller, json_response, packet_id, respond};
+use red_packets::ports::{Ledger, LiveStore};
+use red_packets::{ApiError, Clock, Millis, SystemClock};
+
+/// Largest history page.
+pub const MAX_LIMIT: u32 = 100;
+/// History page size when the caller does not say.
+pub const DEFAULT_LIMIT: u32 = 20;
+
+/// What the query handler needs: the live store, the ledger and a clock.
+pub struct QueryService<S, L> {
+    store: S,
+    ledger: L,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S: LiveStore, L: Ledger> QueryService<S, L> {
+    /// A service with the system clock.
+    pub fn new(store: S, ledger: L) -> Self {
+        Self::with_clock(store, ledger, Arc::new(SystemClock))
+    }
+
+    /// A service reading time from `clock`.
+    pub fn with_clock(store: S, ledger: L, clock: Arc<dyn Clock>) -> Self {
+        QueryService { store, ledger, clock }
+    }
+}
+
+/// The Lambda handler for both routes: a request with a `{packet_id}` is a packet view, any
+/// other the caller's history.
+pub async fn handle<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    request: Request,
+) -> Result<Response<Body>, Error> {
+    let has_packet_id = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
+    let result = if has_packet_id { packet(service, &request).await } else { history(service, &request).await };
+    Ok(respond(result))
+}
+
+async fn packet<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    caller(request)?;
+    let id = packet_id(request)?;
+    let view = packet_view(service, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
+    Ok(json_response(StatusCode::OK, &view))
+}
+
+/// Open packets live from Redis; settled ones from the ledger; a closed packet not yet settled
+/// from Redis, which has every grab.
+async fn packet_view<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    id: &PacketId,
+    now_ms: Millis,
+) -> Result<Option<PacketView>, ApiError> {
+    let live = service.store.snapshot(id).await?;
+    let live_view = |live: &red_packets::adapters::redis_store::LivePacket| {
+        let status = PacketStatus::at(live.remaining_count, live.packet.expires_at_ms, now_ms);
+        live.packet.view(&live.grabs, status, None)
+    };
+    if let Some(live) = live.as_ref().filter(|live| live.open) {
+        return Ok(Some(live_view(live)));
+    }
+    let recorded = service.ledger.ledger_packet(id).await?;
+    Ok(match (recorded, live) {
+        (Some(recorded), _) if recorded.status != PacketStatus::Open => Some(recorded.view(now_ms)),
+        (_, Some(live)) => Some(live_view(&live)),
+        (Some(recorded), None) => Some(recorded.view(now_ms)),
+        (None, None) => None,
+    })
+}
+
+async fn history<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let user = caller(request)?;
+    let query = request.query_string_parameters();
+    let role = query
+        .first("role")
+        .and_then(Role::parse)
+        .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
+    let limit = match query.first("limit") {
+        None => DEFAULT_LIMIT,
+        Some(text) => {
+            text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
+                ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
+            })?
+        }
+    };
+    let page = service.ledger.history(&user, role, limit, query.first("cursor")).await?;
+    Ok(json_response(StatusCode::OK, &page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::events;
+    use red_packets::Config;
+    use serde_json::Value;
+
+    const QUERY_EVENT: &str = include_str!("../../../events/query.json");
+    const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
+
+    async fn service() -> QueryService<RedisStore, DynamoLedger> {
+        let config = Config::from_env().unwrap();
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+        QueryService::new(RedisStore::new(&config), ledger)
+    }
+
+    async fn call(service: &QueryService<RedisStore, DynamoLedger>, event: &Value) -> (u16, Value) {
+        let response = handle(service, events::to_request(event).unwrap()).await.unwrap();
+        (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_sample_query_of_an_unknown_packet_is_404_and_needs_identity() {
+        let service = service().await;
+        let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut event, &PacketId::random().to_string());
+        assert_eq!(call(&service, &event).await.0, 404);
+        events::set_caller(&mut event, None);
+        assert_eq!(call(&service, &event).await.0, 401);
+    }
+
+    #[tokio::test]
+    async fn the_sample_history_query_answers_a_page() {
+        let service = service().await;
+        let event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        let (status, body) = call(&service, &event).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["items"].is_array());
+    }
+
+    #[tokio::test]
+    async fn bad_history_parameters_name_their_field() {
+        let service = service().await;
+        for (query, field) in [
+            ("role=everyone", "role"),
+            ("limit=5", "role"),
+            ("role=sent&limit=0", "limit"),
+            ("role=sent&limit=101", "limit"),
+            ("role=sent&limit=ten", "limit"),
+            ("role=sent&cursor=forged", "cursor"),
+        ] {
+            let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+            event["rawQueryString"] = Value::String(query.into());
+            event.as_object_mut().unwrap().remove("queryStringParameters");
+            let (status, body) = call(&service, &event).await;
+            assert_eq!((status, body["error"]["field"].as_str()), (400, Some(field)), "{query}");
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Lambda entry point of `query`.
+
+use lambda_http::{service_fn, Error};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::{telemetry, Config};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    telemetry::init();
+    let config = Config::from_env()?;
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let service = query::QueryService::new(RedisStore::new(&config), ledger);
+    lambda_http::run(service_fn(|request| query::handle(&service, request))).await
+}

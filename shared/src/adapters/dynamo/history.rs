@@ -1,0 +1,221 @@
+//! `GET /me/packets`: the caller's own packets from the history GSI, newest first, paged with
+//! an opaque cursor that only its owner can use.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use super::items::{history_pk, packet_pk, GrabItem, PacketItem, META};
+use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
+use crate::domain::{Cents, PacketId, PacketStatus, UserId};
+use crate::error::ApiError;
+
+/// Which side of the caller's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Packets the caller sent (listed at once).
+    Sent,
+    /// Packets the caller grabbed from (listed once settle recorded the grab).
+    Received,
+}
+
+impl Role {
+    /// `sent` or `received`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "sent" => Some(Role::Sent),
+            "received" => Some(Role::Received),
+            _ => None,
+        }
+    }
+
+    fn sort_key_prefix(self) -> &'static str {
+        match self {
+            Role::Sent => "SENT#",
+            Role::Received => "RECV#",
+        }
+    }
+}
+
+/// One packet in the caller's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryItem {
+    /// The packet.
+    pub packet_id: PacketId,
+    /// Who sent it.
+    pub sender: UserId,
+    /// Its whole amount.
+    pub total_cents: Cents,
+    /// Its shares.
+    pub count: u32,
+    /// Open, finished or expired.
+    pub status: PacketStatus,
+    /// When it was sent.
+    pub created_at: String,
+    /// The caller's share (received only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount_cents: Option<Cents>,
+    /// When the caller grabbed (received only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grabbed_at: Option<String>,
+}
+
+/// One page of history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryPage {
+    /// Newest first.
+    pub items: Vec<HistoryItem>,
+    /// Pass back as `cursor` for the next page; `null` on the last.
+    pub next_cursor: Option<String>,
+}
+
+fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
+    let strings: HashMap<&str, &str> =
+        key.iter().filter_map(|(name, value)| value.as_s().ok().map(|v| (name.as_str(), v.as_str()))).collect();
+    Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&strings).ok()?))
+}
+
+fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, ApiError> {
+    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+    let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if strings.get("history_pk") != Some(&history_pk(owner)) || strings.len() != 4 {
+        return Err(invalid());
+    }
+    Ok(strings.into_iter().map(|(name, value)| (name, AttributeValue::S(value))).collect())
+}
+
+impl DynamoLedger {
+    /// One page of `user`'s history in `role`, newest first.
+    pub async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, ApiError> {
+        let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(HISTORY_INDEX)
+            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
+            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
+            .expression_attribute_values(":prefix", AttributeValue::S(role.sort_key_prefix().into()))
+            .scan_index_forward(false)
+            .limit(limit as i32)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let next_cursor = output.last_evaluated_key.as_ref().and_then(encode_cursor);
+        let found = output.items.unwrap_or_default();
+        let items = match role {
+            Role::Sent => found
+                .into_iter()
+                .map(|item| {
+                    let packet: PacketItem = from_item(item)?;
+                    Ok(HistoryItem {
+                        packet_id: packet.packet_id,
+                        sender: packet.sender,
+                        total_cents: packet.total_cents,
+                        count: packet.count,
+                        status: packet.status,
+                        created_at: packet.created_at,
+                        amount_cents: None,
+                        grabbed_at: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, ApiError>>()?,
+            Role::Received => {
+                let grabs = found.into_iter().map(from_item::<GrabItem>).collect::<Result<Vec<_>, _>>()?;
+                let statuses = self.statuses(grabs.iter().map(|grab| &grab.packet_id)).await?;
+                grabs
+                    .into_iter()
+                    .map(|grab| HistoryItem {
+                        status: statuses.get(&grab.packet_id).copied().unwrap_or(PacketStatus::Open),
+                        packet_id: grab.packet_id,
+                        sender: grab.sender,
+                        total_cents: grab.total_cents,
+                        count: grab.count,
+                        created_at: grab.packet_created_at,
+                        amount_cents: Some(grab.amount_cents),
+                        grabbed_at: Some(grab.grabbed_at),
+                    })
+                    .collect()
+            }
+        };
+        Ok(HistoryPage { items, next_cursor })
+    }
+
+    /// The current status of each packet (one BatchGetItem; at most 100 ids, the page limit).
+    async fn statuses<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a PacketId>,
+    ) -> Result<HashMap<PacketId, PacketStatus>, ApiError> {
+        let keys: Vec<HashMap<String, AttributeValue>> = ids
+            .map(|id| {
+                HashMap::from([
+                    ("pk".to_owned(), AttributeValue::S(packet_pk(id))),
+                    ("sk".to_owned(), AttributeValue::S(META.into())),
+                ])
+            })
+            .collect();
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut statuses = HashMap::new();
+        let mut request = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .projection_expression("packet_id, #status")
+                .expression_attribute_names("#status", "status")
+                .build()
+                .expect("batch get keys"),
+        );
+        for _ in 0..4 {
+            let Some(keys) = request.take() else { break };
+            let output =
+                self.client.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
+            for item in output.responses.and_then(|mut tables| tables.remove(&self.table)).unwrap_or_default() {
+                #[derive(Deserialize)]
+                struct Status {
+                    packet_id: PacketId,
+                    status: PacketStatus,
+                }
+                let Status { packet_id, status } = from_item(item)?;
+                statuses.insert(packet_id, status);
+            }
+            request = output.unprocessed_keys.and_then(|mut left| left.remove(&self.table));
+        }
+        Ok(statuses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_for_its_owner_only() {
+        let alice = UserId::from_claim("alice").unwrap();
+        let key: HashMap<String, AttributeValue> = [
+            ("pk", "PKT#1"),
+            ("sk", "META"),
+            ("history_pk", "USER#alice"),
+            ("history_sk", "SENT#2026-11-21T08:00:00.000Z#1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), AttributeValue::S(v.to_owned())))
+        .collect();
+        let cursor = encode_cursor(&key).unwrap();
+        assert_eq!(decode_cursor(&cursor, &alice).unwrap(), key);
+        assert!(decode_cursor(&cursor, &UserId::from_claim("mallory").unwrap()).is_err());
+        assert!(decode_cursor("not base64!", &alice).is_err());
+        assert!(decode_cursor(&URL_SAFE_NO_PAD.encode(b"[]"), &alice).is_err());
+    }
+}

@@ -1,0 +1,196 @@
+//! The ledger's items, as `serde_dynamo` reads and writes them.
+//!
+//! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
+//! |---|---|---|---|---|
+//! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>` while open |
+//! | grab | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
+//! | refund | `PKT#<id>` | `REFUND` | | |
+//! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{rfc3339, Millis};
+use crate::domain::packet::BestLuck;
+use crate::domain::settlement::LoggedGrab;
+use crate::domain::{Cents, Packet, PacketId, PacketKind, PacketStatus, Seed, SplitRule, UserId};
+use crate::error::ApiError;
+
+/// Sort key of a packet's own item.
+pub const META: &str = "META";
+/// Sort key of a packet's refund.
+pub const REFUND: &str = "REFUND";
+
+/// `PKT#<id>`.
+pub fn packet_pk(id: &PacketId) -> String {
+    format!("PKT#{id}")
+}
+
+/// `GRAB#<user>`.
+pub fn grab_sk(user: &UserId) -> String {
+    format!("GRAB#{user}")
+}
+
+/// `USER#<user>`, the history GSI's partition.
+pub fn history_pk(user: &UserId) -> String {
+    format!("USER#{user}")
+}
+
+/// `OPEN#<shard>`, the open GSI's partition.
+pub fn open_shard_key(shard: u32) -> String {
+    format!("OPEN#{shard}")
+}
+
+/// The packet item (`PKT#<id>` / `META`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PacketItem {
+    pub pk: String,
+    pub sk: String,
+    pub packet_id: PacketId,
+    pub sender: UserId,
+    pub kind: PacketKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub greeting: Option<String>,
+    pub total_cents: Cents,
+    pub count: u32,
+    pub seed: String,
+    pub status: PacketStatus,
+    pub created_at: String,
+    pub created_at_ms: Millis,
+    pub expires_at: String,
+    pub expires_at_ms: Millis,
+    pub history_pk: String,
+    pub history_sk: String,
+    /// Present only while open: the open GSI is sparse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refund_cents: Option<Cents>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_luck: Option<BestLuck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_at: Option<String>,
+}
+
+impl PacketItem {
+    /// The item of a packet just sent.
+    pub fn open(packet: &Packet, settle_shards: u32) -> Self {
+        let created_at = rfc3339(packet.created_at_ms);
+        PacketItem {
+            pk: packet_pk(&packet.id),
+            sk: META.into(),
+            packet_id: packet.id.clone(),
+            sender: packet.sender.clone(),
+            kind: packet.kind,
+            split: packet.split,
+            greeting: packet.greeting.clone(),
+            total_cents: packet.total_cents,
+            count: packet.count,
+            seed: packet.seed.to_hex(),
+            status: PacketStatus::Open,
+            history_pk: history_pk(&packet.sender),
+            history_sk: format!("SENT#{created_at}#{}", packet.id),
+            created_at,
+            created_at_ms: packet.created_at_ms,
+            expires_at: rfc3339(packet.expires_at_ms),
+            expires_at_ms: packet.expires_at_ms,
+            open_shard: Some(open_shard_key(packet.id.settle_shard(settle_shards))),
+            refund_cents: None,
+            best_luck: None,
+            settled_at: None,
+        }
+    }
+
+    /// The packet this item records.
+    pub fn packet(&self) -> Result<Packet, ApiError> {
+        let seed = Seed::from_hex(&self.seed)
+            .ok_or_else(|| ApiError::Internal(format!("packet {} has a corrupt seed", self.packet_id)))?;
+        Ok(Packet {
+            id: self.packet_id.clone(),
+            sender: self.sender.clone(),
+            kind: self.kind,
+            split: self.split,
+            greeting: self.greeting.clone(),
+            total_cents: self.total_cents,
+            count: self.count,
+            seed,
+            created_at_ms: self.created_at_ms,
+            expires_at_ms: self.expires_at_ms,
+        })
+    }
+}
+
+/// A grab item (`PKT#<id>` / `GRAB#<user>`), with enough of its packet for the grabber's history.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GrabItem {
+    pub pk: String,
+    pub sk: String,
+    pub packet_id: PacketId,
+    pub user: UserId,
+    pub amount_cents: Cents,
+    pub seq: u32,
+    pub grabbed_at: String,
+    pub grabbed_at_ms: Millis,
+    pub sender: UserId,
+    pub total_cents: Cents,
+    pub count: u32,
+    pub packet_created_at: String,
+    pub history_pk: String,
+    pub history_sk: String,
+}
+
+impl GrabItem {
+    /// The item recording `grab` of `packet`.
+    pub fn new(packet: &Packet, grab: &LoggedGrab) -> Self {
+        let grabbed_at = rfc3339(grab.at_ms);
+        GrabItem {
+            pk: packet_pk(&packet.id),
+            sk: grab_sk(&grab.user),
+            packet_id: packet.id.clone(),
+            user: grab.user.clone(),
+            amount_cents: grab.amount_cents,
+            seq: grab.seq,
+            history_pk: history_pk(&grab.user),
+            history_sk: format!("RECV#{grabbed_at}#{}", packet.id),
+            grabbed_at,
+            grabbed_at_ms: grab.at_ms,
+            sender: packet.sender.clone(),
+            total_cents: packet.total_cents,
+            count: packet.count,
+            packet_created_at: rfc3339(packet.created_at_ms),
+        }
+    }
+
+    /// The grab as the log had it.
+    pub fn logged(&self) -> LoggedGrab {
+        LoggedGrab {
+            seq: self.seq,
+            user: self.user.clone(),
+            amount_cents: self.amount_cents,
+            at_ms: self.grabbed_at_ms,
+        }
+    }
+}
+
+/// The refund item (`PKT#<id>` / `REFUND`): money returned to the sender, at most once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefundItem {
+    pub pk: String,
+    pub sk: String,
+    pub packet_id: PacketId,
+    pub sender: UserId,
+    pub amount_cents: Cents,
+    pub refunded_at: String,
+}
+
+/// The idempotency item (`IDEM#<sender>#<key>` / `IDEM`); DynamoDB's TTL removes it after 24 h.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdempotencyItem {
+    pub pk: String,
+    pub sk: String,
+    pub request_hash: String,
+    pub packet_id: PacketId,
+    /// Epoch seconds; the table's TTL attribute.
+    pub expires_at_epoch: i64,
+}

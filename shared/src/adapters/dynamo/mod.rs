@@ -1,0 +1,251 @@
+//! The DynamoDB ledger: one table holding packets, grabs, refunds and idempotency claims
+//! (layout in [`items`]). Every failure to reach DynamoDB becomes a 503.
+
+mod history;
+mod items;
+mod settle;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{retry::RetryConfig, BehaviorVersion};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+};
+use aws_sdk_dynamodb::Client;
+use serde::{Deserialize, Serialize};
+
+pub use history::{HistoryItem, HistoryPage, Role};
+use items::{packet_pk, IdempotencyItem, PacketItem, META};
+
+use crate::clock::Millis;
+use crate::config::Config;
+use crate::domain::packet::LedgerPacket;
+use crate::domain::{Packet, PacketId, UserId};
+use crate::error::ApiError;
+use crate::ports::{IdempotencyClaim, Ledger, Recorded};
+
+/// Name of the history GSI.
+pub const HISTORY_INDEX: &str = "history";
+
+/// Name of the sparse GSI of open packets, by settle shard.
+pub const OPEN_INDEX: &str = "open";
+
+/// How long an idempotency claim holds.
+pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// The ledger on a DynamoDB table.
+#[derive(Clone, Debug)]
+pub struct DynamoLedger {
+    client: Client,
+    table: String,
+    settle_shards: u32,
+}
+
+impl DynamoLedger {
+    /// A ledger on `config`'s table through `client`.
+    pub fn new(client: Client, config: &Config) -> Self {
+        DynamoLedger { client, table: config.table_name.clone(), settle_shards: config.settle_shards }
+    }
+
+    /// A DynamoDB client from the environment (`AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local),
+    /// with short timeouts and two attempts, so an unreachable DynamoDB is a prompt 503.
+    pub async fn client_from_env() -> Client {
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_secs(1))
+                    .operation_attempt_timeout(Duration::from_secs(2))
+                    .operation_timeout(Duration::from_secs(5))
+                    .build(),
+            )
+            .retry_config(RetryConfig::standard().with_max_attempts(2))
+            .load()
+            .await;
+        Client::new(&config)
+    }
+
+    /// Creates the table with its GSIs and TTL if it does not exist (local runs and tests; in AWS
+    /// the SAM template creates it).
+    pub async fn ensure_table(&self) -> Result<(), ApiError> {
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("attribute definition")
+        };
+        let key = |name: &str, key_type: KeyType| {
+            KeySchemaElement::builder().attribute_name(name).key_type(key_type).build().expect("key schema")
+        };
+        let index = |name: &str, hash: &str, range: &str| {
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .key_schema(key(hash, KeyType::Hash))
+                .key_schema(key(range, KeyType::Range))
+                .projection(Projection::builder().projection_type(ProjectionType::All).build())
+                .build()
+                .expect("index")
+        };
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .set_attribute_definitions(Some(
+                ["pk", "sk", "history_pk", "history_sk", "open_shard", "expires_at"].map(attribute).to_vec(),
+            ))
+            .key_schema(key("pk", KeyType::Hash))
+            .key_schema(key("sk", KeyType::Range))
+            .global_secondary_indexes(index(HISTORY_INDEX, "history_pk", "history_sk"))
+            .global_secondary_indexes(index(OPEN_INDEX, "open_shard", "expires_at"))
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(()),
+            Err(error) => return Err(unavailable(error)),
+        }
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .enabled(true)
+                    .attribute_name("expires_at_epoch")
+                    .build()
+                    .expect("ttl specification"),
+            )
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// The packet recorded under `id`, if any (strongly consistent).
+    pub async fn packet(&self, id: &PacketId) -> Result<Option<Packet>, ApiError> {
+        let item: Option<PacketItem> = self.get(packet_pk(id), META.into()).await?;
+        item.map(|item| item.packet()).transpose()
+    }
+
+    async fn get<T: for<'de> Deserialize<'de>>(&self, pk: String, sk: String) -> Result<Option<T>, ApiError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk))
+            .key("sk", AttributeValue::S(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        output.item.map(from_item).transpose()
+    }
+
+    async fn replay(&self, packet: &Packet, claim: &IdempotencyClaim) -> Result<Recorded, ApiError> {
+        let pk = idempotency_pk(&packet.sender, claim);
+        let Some(existing) = self.get::<IdempotencyItem>(pk.clone(), "IDEM".into()).await? else {
+            // The claim expired between our write and this read: the caller may simply retry.
+            return Err(ApiError::dynamodb_unavailable("idempotency claim vanished, retry"));
+        };
+        if existing.request_hash != claim.request_hash {
+            return Err(ApiError::IdempotencyKeyReused);
+        }
+        let original = self.packet(&existing.packet_id).await?.ok_or_else(|| {
+            ApiError::Internal(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
+        })?;
+        Ok(Recorded::Replay(original))
+    }
+}
+
+fn idempotency_pk(sender: &UserId, claim: &IdempotencyClaim) -> String {
+    format!("IDEM#{sender}#{}", claim.key.as_str())
+}
+
+fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> ApiError {
+    ApiError::dynamodb_unavailable(DisplayErrorContext(error))
+}
+
+fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue> {
+    serde_dynamo::to_item(value).expect("ledger items serialize")
+}
+
+fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, ApiError> {
+    serde_dynamo::from_item(item).map_err(|error| ApiError::Internal(format!("corrupt ledger item: {error}")))
+}
+
+/// True when a transaction was cancelled because one of its conditions failed.
+fn condition_failed(error: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
+    matches!(
+        error.as_service_error(),
+        Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
+            if cancelled.cancellation_reasons().iter().any(|reason| reason.code() == Some("ConditionalCheckFailed"))
+    )
+}
+
+impl Ledger for DynamoLedger {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+        let packet_item = to_item(&PacketItem::open(packet, self.settle_shards));
+        let Some(claim) = claim else {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(packet_item))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+                .map_err(unavailable)?;
+            return Ok(Recorded::New);
+        };
+
+        let claim_item = to_item(&IdempotencyItem {
+            pk: idempotency_pk(&packet.sender, claim),
+            sk: "IDEM".into(),
+            request_hash: claim.request_hash.clone(),
+            packet_id: packet.id.clone(),
+            expires_at_epoch: (packet.created_at_ms + IDEMPOTENCY_TTL_MS) / 1000,
+        });
+        let now_epoch = AttributeValue::N((packet.created_at_ms / 1000).to_string());
+        let put = |item, condition: &str, now: Option<AttributeValue>| {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression(condition)
+                .set_expression_attribute_values(now.map(|now| [(":now".to_owned(), now)].into()))
+                .build()
+                .expect("transaction put");
+            TransactWriteItem::builder().put(put).build()
+        };
+        // A claim past its TTL that DynamoDB has not yet removed counts as absent.
+        let written = self
+            .client
+            .transact_write_items()
+            .transact_items(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)))
+            .transact_items(put(packet_item, "attribute_not_exists(pk)", None))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(Recorded::New),
+            Err(error) if condition_failed(&error) => self.replay(packet, claim).await,
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+        Self::ledger_packet(self, id).await
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, ApiError> {
+        Self::history(self, user, role, limit, cursor).await
+    }
+}

@@ -1,0 +1,146 @@
+//! Settlement rules, pure: what a closed packet's grabs come to (status, refund, best luck) and
+//! the reconciliation finance relies on (grabs + refund == total, grabs <= count).
+
+use serde::{Deserialize, Serialize};
+
+use super::packet::{BestLuck, PacketStatus};
+use super::{Cents, UserId};
+use crate::clock::Millis;
+
+/// One grab as the Redis log holds it (`grab.lua` writes `{seq, user, amount, at}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedGrab {
+    /// 1-based grab order within the packet.
+    pub seq: u32,
+    /// Who grabbed.
+    pub user: UserId,
+    /// The share, in cents.
+    #[serde(rename = "amount")]
+    pub amount_cents: Cents,
+    /// When, epoch ms.
+    #[serde(rename = "at")]
+    pub at_ms: Millis,
+}
+
+/// What a packet is finalised as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finalisation {
+    /// `Finished` when every share was taken, else `Expired`.
+    pub status: PacketStatus,
+    /// What goes back to the sender: total minus every grab.
+    pub refund_cents: Cents,
+    /// The largest share of a finished packet.
+    pub best_luck: Option<BestLuck>,
+}
+
+/// A packet whose books do not balance.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Mismatch(pub String);
+
+/// The largest share, the earliest grab on a tie; `None` unless every share was taken.
+pub fn best_luck(count: u32, grabs: &[LoggedGrab]) -> Option<BestLuck> {
+    if grabs.len() != count as usize {
+        return None;
+    }
+    grabs
+        .iter()
+        .max_by(|a, b| a.amount_cents.cmp(&b.amount_cents).then(b.seq.cmp(&a.seq)))
+        .map(|grab| BestLuck { user: grab.user.clone(), amount_cents: grab.amount_cents })
+}
+
+/// Finalises a closed packet from every grab it ever had.
+pub fn finalise(total_cents: Cents, count: u32, grabs: &[LoggedGrab]) -> Result<Finalisation, Mismatch> {
+    let amounts: Vec<Cents> = grabs.iter().map(|grab| grab.amount_cents).collect();
+    let grabbed = checked_sum(&amounts)?;
+    let refund_cents = total_cents
+        .checked_sub(grabbed)
+        .ok_or_else(|| Mismatch(format!("grabs sum to {grabbed}, over the total {total_cents}")))?;
+    if grabs.len() > count as usize {
+        return Err(Mismatch(format!("{} grabs of a {count}-share packet", grabs.len())));
+    }
+    let status = if grabs.len() == count as usize { PacketStatus::Finished } else { PacketStatus::Expired };
+    if status == PacketStatus::Finished && refund_cents != 0 {
+        return Err(Mismatch(format!("every share taken yet {refund_cents} cents left")));
+    }
+    Ok(Finalisation { status, refund_cents, best_luck: best_luck(count, grabs) })
+}
+
+/// The finance check: the recorded grabs and refund account for the total exactly, and there
+/// are no more grabs than shares.
+pub fn reconcile(total_cents: Cents, count: u32, grab_amounts: &[Cents], refund_cents: Cents) -> Result<(), Mismatch> {
+    let grabbed = checked_sum(grab_amounts)?;
+    if grab_amounts.len() > count as usize {
+        return Err(Mismatch(format!("{} grab items for {count} shares", grab_amounts.len())));
+    }
+    if grabbed.checked_add(refund_cents) != Some(total_cents) {
+        return Err(Mismatch(format!("grabs {grabbed} + refund {refund_cents} != total {total_cents}")));
+    }
+    Ok(())
+}
+
+fn checked_sum(amounts: &[Cents]) -> Result<Cents, Mismatch> {
+    amounts
+        .iter()
+        .try_fold(0 as Cents, |sum, &amount| sum.checked_add(amount))
+        .ok_or_else(|| Mismatch("grab amounts overflow".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grab(seq: u32, user: &str, amount_cents: Cents) -> LoggedGrab {
+        LoggedGrab { seq, user: UserId::from_claim(user).unwrap(), amount_cents, at_ms: 1_000 + i64::from(seq) }
+    }
+
+    #[test]
+    fn a_finished_packet_refunds_nothing_and_names_the_earliest_best_luck() {
+        let grabs = [grab(1, "a", 30), grab(2, "b", 50), grab(3, "c", 50), grab(4, "d", 20)];
+        let done = finalise(150, 4, &grabs).unwrap();
+        assert_eq!(done.status, PacketStatus::Finished);
+        assert_eq!(done.refund_cents, 0);
+        assert_eq!(done.best_luck.unwrap().user.as_str(), "b", "the earliest grab wins a tie");
+    }
+
+    #[test]
+    fn an_expired_packet_refunds_the_rest_and_has_no_best_luck() {
+        let done = finalise(1_000, 10, &[grab(1, "a", 120), grab(2, "b", 80)]).unwrap();
+        assert_eq!(done.status, PacketStatus::Expired);
+        assert_eq!(done.refund_cents, 800);
+        assert_eq!(done.best_luck, None);
+        let untouched = finalise(1_000, 10, &[]).unwrap();
+        assert_eq!(untouched.refund_cents, 1_000);
+    }
+
+    #[test]
+    fn impossible_books_are_mismatches() {
+        assert!(finalise(100, 2, &[grab(1, "a", 60), grab(2, "b", 60)]).is_err());
+        assert!(finalise(100, 1, &[grab(1, "a", 50), grab(2, "b", 50)]).is_err());
+        assert!(finalise(100, 2, &[grab(1, "a", 50), grab(2, "b", 40)]).is_err(), "finished with money left");
+    }
+
+    #[test]
+    fn reconciliation_catches_missing_and_extra_money() {
+        assert!(reconcile(100, 3, &[30, 30], 40).is_ok());
+        assert!(reconcile(100, 3, &[30], 40).is_err());
+        assert!(reconcile(100, 3, &[30, 30], 41).is_err());
+        assert!(reconcile(100, 1, &[50, 50], 0).is_err());
+        assert!(reconcile(100, 3, &[Cents::MAX, 2], 0).is_err());
+    }
+
+    #[test]
+    fn the_log_format_of_grab_lua_parses() {
+        let logged: LoggedGrab =
+            serde_json::from_str(r#"{"seq":3,"user":"bob","amount":822,"at":1795248000123}"#).unwrap();
+        assert_eq!(
+            logged,
+            LoggedGrab {
+                seq: 3,
+                user: UserId::from_claim("bob").unwrap(),
+                amount_cents: 822,
+                at_ms: 1_795_248_000_123
+            }
+        );
+    }
+}
