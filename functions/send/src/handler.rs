@@ -79,7 +79,7 @@ mod tests {
     const SEND_EVENT: &str = include_str!("../../../events/send.json");
 
     async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         SendService::new(ledger, RedisStore::new(config), config.limits)
     }

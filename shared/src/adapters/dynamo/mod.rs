@@ -82,12 +82,12 @@ impl DynamoLedger {
         let key = |name: &str, key_type: KeyType| {
             KeySchemaElement::builder().attribute_name(name).key_type(key_type).build().expect("key schema")
         };
-        let index = |name: &str, hash: &str, range: &str| {
+        let index = |name: &str, hash: &str, range: &str, projection: ProjectionType| {
             GlobalSecondaryIndex::builder()
                 .index_name(name)
                 .key_schema(key(hash, KeyType::Hash))
                 .key_schema(key(range, KeyType::Range))
-                .projection(Projection::builder().projection_type(ProjectionType::All).build())
+                .projection(Projection::builder().projection_type(projection).build())
                 .build()
                 .expect("index")
         };
@@ -101,8 +101,8 @@ impl DynamoLedger {
             ))
             .key_schema(key("pk", KeyType::Hash))
             .key_schema(key("sk", KeyType::Range))
-            .global_secondary_indexes(index(HISTORY_INDEX, "history_pk", "history_sk"))
-            .global_secondary_indexes(index(OPEN_INDEX, "open_shard", "expires_at"))
+            .global_secondary_indexes(index(HISTORY_INDEX, "history_pk", "history_sk", ProjectionType::All))
+            .global_secondary_indexes(index(OPEN_INDEX, "open_shard", "expires_at", ProjectionType::KeysOnly))
             .send()
             .await;
         match created {

@@ -7,12 +7,12 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, PutRequest, TransactWriteItem, Update, WriteRequest};
 use rand::Rng;
 
-use super::items::{grab_sk, open_shard_key, packet_pk, GrabItem, PacketItem, RefundItem, META, REFUND};
+use super::items::{open_shard_key, packet_pk, GrabItem, PacketItem, RefundItem, META, REFUND};
 use super::{condition_failed, from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab};
-use crate::domain::{Packet, PacketId, PacketStatus, UserId};
+use crate::domain::{Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
 
 /// BatchWriteItem takes at most 25 requests.
@@ -147,12 +147,6 @@ impl DynamoLedger {
         }))
     }
 
-    /// `user`'s grab of packet `id`, if the ledger has it.
-    pub async fn grab_of(&self, id: &PacketId, user: &UserId) -> Result<Option<LoggedGrab>, ApiError> {
-        let item: Option<GrabItem> = self.get(packet_pk(id), grab_sk(user)).await?;
-        Ok(item.map(|item| item.logged()))
-    }
-
     /// The packets still open in settle shard `shard`, by the ledger's sparse open index.
     pub async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
         let mut pages = self
@@ -162,14 +156,15 @@ impl DynamoLedger {
             .index_name(OPEN_INDEX)
             .key_condition_expression("open_shard = :shard")
             .expression_attribute_values(":shard", AttributeValue::S(open_shard_key(shard)))
-            .projection_expression("packet_id")
+            .projection_expression("pk")
             .into_paginator()
             .items()
             .send();
         let mut ids = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(unavailable)?;
-            if let Some(id) = item.get("packet_id").and_then(|id| id.as_s().ok()).and_then(|id| PacketId::parse(id)) {
+            let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
+            if let Some(id) = pk.and_then(|pk| pk.strip_prefix("PKT#")).and_then(PacketId::parse) {
                 ids.push(id);
             }
         }

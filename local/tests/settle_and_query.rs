@@ -1,0 +1,409 @@
+//! Settle and query, through the real handlers, against the Redis and DynamoDB Local that
+//! `make test` starts. Each test runs on a Redis database and a DynamoDB table of its own, with
+//! its own clock, so settle runs in one test never touch another test's packets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lambda_http::Request;
+use local::{Functions, LocalAuthorizer};
+use rand::{Rng, SeedableRng};
+use red_packets::adapters::redis_store::RedisConnection;
+use red_packets::adapters::scripts::PacketKeys;
+use red_packets::adapters::DynamoLedger;
+use red_packets::clock::ManualClock;
+use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::{PacketId, PacketStatus};
+use red_packets::settle::{FaultPoint, SettleError, SettleSummary, Settler};
+use red_packets::{events, Config};
+use serde_json::{json, Value};
+
+const SEND_EVENT: &str = include_str!("../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+const QUERY_EVENT: &str = include_str!("../../events/query.json");
+const HISTORY_EVENT: &str = include_str!("../../events/history.json");
+
+/// One test's own stack: its Redis database, its table, its clock.
+struct Stack {
+    config: Config,
+    clock: Arc<ManualClock>,
+    functions: Arc<Functions>,
+    ledger: DynamoLedger,
+}
+
+impl Stack {
+    async fn new(name: &str, redis_db: u32) -> Stack {
+        let mut config = Config::from_env().expect("configuration");
+        // A table of its own per run too: DynamoDB Local outlives a test run on a developer's machine.
+        config.table_name = format!("RedPackets-{name}-{}", &PacketId::random().as_str()[..8]);
+        // Loaded 2-core machines answer slowly; 503s under load are another test's subject.
+        config.redis.timeout = std::time::Duration::from_secs(5);
+        config.redis.url = format!("{}/{redis_db}", config.redis.url.trim_end_matches('/'));
+        let clock = Arc::new(ManualClock::starting_now());
+        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone())
+            .await
+            .expect("DynamoDB Local is reachable");
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        let stack = Stack { config, clock, functions: Arc::new(functions), ledger };
+        let mut conn = stack.redis().await;
+        let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+        stack
+    }
+
+    async fn redis(&self) -> RedisConnection {
+        red_packets::adapters::RedisStore::new(&self.config).connection().await.expect("Redis is reachable")
+    }
+
+    fn settler(&self, crash_at: Option<FaultPoint>) -> Settler {
+        let store = Arc::new(red_packets::adapters::RedisStore::new(&self.config));
+        Settler::new(store, self.ledger.clone()).with_clock(self.clock.clone()).crashing_at(crash_at)
+    }
+
+    async fn settle(&self) -> SettleSummary {
+        let event = lambda_runtime::LambdaEvent::new(Value::Null, lambda_runtime::Context::default());
+        settle::handle(&self.functions.settler, event).await.expect("settle run")
+    }
+
+    async fn send(&self, sender: &str, body: Value) -> String {
+        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+        events::set_caller(&mut event, Some(sender));
+        events::set_header(&mut event, "Idempotency-Key", None);
+        events::set_body(&mut event, &body.to_string());
+        let (status, packet) = reply(send::handle(&self.functions.send, request(&event)).await).await;
+        assert_eq!(status, 201, "{packet}");
+        packet["packet_id"].as_str().unwrap().to_owned()
+    }
+
+    async fn grab(&self, id: &str, user: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+        events::set_packet_id(&mut event, id);
+        events::set_caller(&mut event, Some(user));
+        reply(grab::handle(&self.functions.grab, request(&event)).await).await
+    }
+
+    async fn view(&self, id: &str, user: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut event, id);
+        events::set_caller(&mut event, Some(user));
+        reply(query::handle(&self.functions.query, request(&event)).await).await
+    }
+
+    async fn history(&self, user: &str, query_string: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        events::set_caller(&mut event, Some(user));
+        event["rawQueryString"] = Value::String(query_string.to_owned());
+        event.as_object_mut().unwrap().remove("queryStringParameters");
+        reply(query::handle(&self.functions.query, request(&event)).await).await
+    }
+
+    async fn recorded(&self, id: &str) -> LedgerPacket {
+        self.ledger.ledger_packet(&PacketId::parse(id).unwrap()).await.unwrap().expect("the packet is in the ledger")
+    }
+
+    /// Invariants 1 and 3 for one packet, once settled: the grab items are exactly the
+    /// acknowledged grabs (user and amount), and grabs + refund == total, grabs <= count.
+    async fn assert_settled_books(&self, id: &str, acknowledged: &HashMap<String, u64>) -> LedgerPacket {
+        let recorded = self.recorded(id).await;
+        assert_ne!(recorded.status, PacketStatus::Open, "{id} is finalised");
+        let items: HashMap<String, u64> =
+            recorded.grabs.iter().map(|grab| (grab.user.to_string(), grab.amount_cents)).collect();
+        assert_eq!(items.len(), recorded.grabs.len(), "{id}: no user has two grab items");
+        assert_eq!(&items, acknowledged, "{id}: every acknowledged grab has exactly one item with its amount");
+        let grabbed: u64 = items.values().sum();
+        let refund = recorded.refund_item_cents.unwrap_or(0);
+        assert_eq!(grabbed + refund, recorded.packet.total_cents, "{id}: grabs + refund == total");
+        assert!(items.len() <= recorded.packet.count as usize);
+        assert_eq!(recorded.refund_cents, Some(refund), "{id}: the packet records the refund it got");
+        recorded
+    }
+}
+
+fn request(event: &Value) -> Request {
+    events::to_request(event).unwrap()
+}
+
+async fn reply(response: Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error>) -> (u16, Value) {
+    let response = response.unwrap();
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
+/// The grabs each packet acknowledged: packet -> user -> amount.
+type Acknowledged = HashMap<String, HashMap<String, u64>>;
+
+/// Records a 200 grab answer; every answer to the same user on the same packet must name the
+/// same amount.
+fn acknowledge(acknowledged: &mut Acknowledged, id: &str, user: &str, status: u16, body: &Value) {
+    if status == 200 {
+        let amount = body["amount_cents"].as_u64().unwrap();
+        let previous = acknowledged.entry(id.to_owned()).or_default().insert(user.to_owned(), amount);
+        if let Some(previous) = previous {
+            assert_eq!(previous, amount, "{user} was told two amounts for {id}");
+        }
+    }
+}
+
+/// Money conservation under a random storm: random kinds, rules, amounts and counts;
+/// concurrent grabs; packets expiring mid-storm; settle runs interleaved with the grabs and
+/// with each other. Afterwards every packet balances and every acknowledged grab is recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn money_is_conserved_under_a_random_storm() {
+    let stack = Arc::new(Stack::new("storm", 1).await);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20_261_121);
+    let mut packets = Vec::new();
+    for _ in 0..30 {
+        let count = rng.random_range(1..=20u64);
+        let body = match rng.random_range(0..3) {
+            0 => json!({ "kind": "fixed", "count": count, "total_cents": count * rng.random_range(1..=200u64) }),
+            1 => json!({ "split": "line_cut", "count": count, "total_cents": rng.random_range(count..=20_000) }),
+            _ => json!({ "count": count, "total_cents": rng.random_range(count..=20_000) }),
+        };
+        let mut body = body;
+        body["expires_in_seconds"] = json!(rng.random_range(60..=600u64));
+        packets.push(stack.send("sender", body).await);
+    }
+
+    let mut acknowledged = Acknowledged::new();
+    for wave in 0..2 {
+        let mut grabs = Vec::new();
+        for _ in 0..600 {
+            let stack = stack.clone();
+            let id = packets[rng.random_range(0..packets.len())].clone();
+            let user = format!("user-{}", rng.random_range(0..150));
+            grabs.push(tokio::spawn(async move {
+                let (status, body) = stack.grab(&id, &user).await;
+                assert!(matches!(status, 200 | 409 | 410), "{status} {body}");
+                (id, user, status, body)
+            }));
+        }
+        let settles: Vec<_> = (0..3)
+            .map(|_| {
+                let stack = stack.clone();
+                tokio::spawn(async move {
+                    for _ in 0..3 {
+                        stack.settle().await;
+                    }
+                })
+            })
+            .collect();
+        let mut fresh_grabs: HashMap<(String, String), u32> = HashMap::new();
+        for grab in grabs {
+            let (id, user, status, body) = grab.await.unwrap();
+            if body["already_grabbed"] == false {
+                *fresh_grabs.entry((id.clone(), user.clone())).or_default() += 1;
+            }
+            acknowledge(&mut acknowledged, &id, &user, status, &body);
+        }
+        assert!(fresh_grabs.values().all(|&n| n == 1), "nobody grabs the same packet twice");
+        for settle in settles {
+            settle.await.unwrap();
+        }
+        if wave == 0 {
+            stack.clock.advance(300_000); // packets of up to 5 minutes expire mid-storm
+        }
+    }
+
+    stack.clock.advance(3_600_000);
+    stack.settle().await;
+    let last = stack.settle().await;
+    assert_eq!((last.finalised, last.mismatches), (0, 0), "everything was finalised once, and balances");
+    let none = HashMap::new();
+    for id in &packets {
+        stack.assert_settled_books(id, acknowledged.get(id).unwrap_or(&none)).await;
+    }
+}
+
+/// A crash at each step of settle, then a normal run: nothing lost, nothing doubled, one refund.
+#[tokio::test]
+async fn a_crash_at_any_step_of_settle_loses_and_doubles_nothing() {
+    for (n, point) in FaultPoint::ALL.into_iter().enumerate() {
+        let stack = Stack::new(&format!("crash-{n}"), 2 + n as u32).await;
+        let expiring = stack.send("alice", json!({ "total_cents": 1_000, "count": 5, "expires_in_seconds": 60 })).await;
+        let finished = stack.send("alice", json!({ "total_cents": 300, "count": 2 })).await;
+        let mut acknowledged = Acknowledged::new();
+        for (id, users) in [(&expiring, &["bob", "carol", "dave"][..]), (&finished, &["bob", "erin"][..])] {
+            for user in users {
+                let (status, body) = stack.grab(id, user).await;
+                assert_eq!(status, 200);
+                acknowledge(&mut acknowledged, id, user, status, &body);
+            }
+        }
+        stack.clock.advance(60_000);
+
+        let crashed = stack.settler(Some(point)).run(0..=15, None).await;
+        assert!(matches!(crashed, Err(SettleError::Crashed(at)) if at == point), "{point:?}: {crashed:?}");
+        let refunded_before_the_crash = stack.recorded(&expiring).await.status != PacketStatus::Open;
+        let first = stack.settle().await;
+        let second = stack.settle().await;
+
+        let expected_refund = 1_000 - acknowledged[&expiring].values().sum::<u64>();
+        let refunded_after_crash = if refunded_before_the_crash { 0 } else { expected_refund };
+        assert_eq!(first.refunded_cents, refunded_after_crash, "{point:?}: the refund is paid exactly once");
+        assert_eq!((second.finalised, second.refunded_cents, second.mismatches), (0, 0, 0), "{point:?}");
+        let expired = stack.assert_settled_books(&expiring, &acknowledged[&expiring]).await;
+        assert_eq!((expired.status, expired.refund_item_cents), (PacketStatus::Expired, Some(expected_refund)));
+        let done = stack.assert_settled_books(&finished, &acknowledged[&finished]).await;
+        assert_eq!((done.status, done.refund_item_cents), (PacketStatus::Finished, None));
+
+        let (status, body) = stack.grab(&expiring, "frank").await;
+        assert_eq!(
+            (point, status, body["error"]["code"].as_str()),
+            (point, 410, Some("expired")),
+            "no grab after close"
+        );
+    }
+}
+
+/// Two settle runs in parallel over the same shards: one refund per packet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_settle_runs_refund_each_packet_once() {
+    let stack = Stack::new("parallel", 6).await;
+    let mut expected_refunds = 0;
+    let mut ids = Vec::new();
+    for n in 0..12u64 {
+        let id = stack.send("alice", json!({ "total_cents": 500 + n, "count": 4, "expires_in_seconds": 60 })).await;
+        let (_, body) = stack.grab(&id, "bob").await;
+        expected_refunds += 500 + n - body["amount_cents"].as_u64().unwrap();
+        ids.push(id);
+    }
+    stack.clock.advance(61_000);
+    let (a, b) = (stack.settler(None), stack.settler(None));
+    let (left, right) = tokio::join!(a.run(0..=15, None), b.run(0..=15, None));
+    let (left, right) = (left.unwrap(), right.unwrap());
+    assert_eq!(left.finalised + right.finalised, 12, "each packet finalised by exactly one run");
+    assert_eq!(left.refunded_cents + right.refunded_cents, expected_refunds, "refunded exactly once");
+    for id in &ids {
+        let recorded = stack.recorded(id).await;
+        assert_eq!(recorded.refund_item_cents, recorded.refund_cents);
+    }
+}
+
+/// Redis emptied mid-packet: settle restores it from the ledger; the remaining shares are
+/// grabbable, earlier grabbers cannot grab again, and no share is paid twice.
+#[tokio::test]
+async fn a_packet_redis_lost_is_restored_and_pays_no_share_twice() {
+    let stack = Stack::new("restore", 7).await;
+    let id = stack.send("alice", json!({ "total_cents": 10_000, "count": 10, "expires_in_seconds": 600 })).await;
+    let mut acknowledged = Acknowledged::new();
+    for user in ["u0", "u1", "u2", "u3"] {
+        let (status, body) = stack.grab(&id, user).await;
+        acknowledge(&mut acknowledged, &id, user, status, &body);
+    }
+    assert_eq!(stack.settle().await.grabs_persisted, 4);
+
+    let mut conn = stack.redis().await;
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+    let (status, _) = stack.grab(&id, "u4").await;
+    assert_eq!(status, 503, "an open packet Redis lost waits for settle to restore it");
+
+    assert_eq!(stack.settle().await.restored, 1);
+    for user in ["u0", "u3"] {
+        let (status, body) = stack.grab(&id, user).await;
+        assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)));
+        assert_eq!(body["amount_cents"].as_u64(), Some(acknowledged[&id][user]));
+    }
+    for n in 4..10 {
+        let user = format!("u{n}");
+        let (status, body) = stack.grab(&id, &user).await;
+        assert_eq!(status, 200, "{body}");
+        acknowledge(&mut acknowledged, &id, &user, status, &body);
+    }
+    let (status, _) = stack.grab(&id, "u10").await;
+    assert_eq!(status, 409, "exactly the shares not yet taken were restored");
+    assert_eq!(acknowledged[&id].values().sum::<u64>(), 10_000, "no share paid twice");
+
+    stack.settle().await;
+    let recorded = stack.assert_settled_books(&id, &acknowledged[&id]).await;
+    assert_eq!(recorded.status, PacketStatus::Finished);
+}
+
+/// History: the sender sees a packet at once, a grabber once settle recorded the grab, nobody
+/// sees anyone else's; cursors page and belong to their owner.
+#[tokio::test]
+async fn history_shows_each_user_only_their_own_packets() {
+    let stack = Stack::new("history", 8).await;
+    let mut sent = Vec::new();
+    for n in 0..3u64 {
+        sent.push(stack.send("alice", json!({ "total_cents": 100 + n, "count": 2 })).await);
+        stack.clock.advance(5);
+    }
+    let (status, page) = stack.history("alice", "role=sent&limit=2").await;
+    assert_eq!(status, 200);
+    let first: Vec<&str> = page["items"].as_array().unwrap().iter().map(|i| i["packet_id"].as_str().unwrap()).collect();
+    assert_eq!(first, [sent[2].as_str(), sent[1].as_str()], "newest first, at once");
+    let cursor = page["next_cursor"].as_str().expect("a second page").to_owned();
+    let (_, second) = stack.history("alice", &format!("role=sent&limit=2&cursor={cursor}")).await;
+    assert_eq!(second["items"][0]["packet_id"], sent[0].as_str());
+    let (status, stolen) = stack.history("mallory", &format!("role=sent&cursor={cursor}")).await;
+    assert_eq!((status, stolen["error"]["field"].as_str()), (400, Some("cursor")), "a cursor is its owner's");
+
+    let (_, grabbed) = stack.grab(&sent[0], "bob").await;
+    let (_, before) = stack.history("bob", "role=received").await;
+    assert_eq!(before["items"], json!([]), "received packets appear once settle recorded the grab");
+    stack.settle().await;
+    let (_, after) = stack.history("bob", "role=received").await;
+    assert_eq!(after["items"][0]["packet_id"], sent[0].as_str());
+    assert_eq!(after["items"][0]["amount_cents"], grabbed["amount_cents"]);
+    assert_eq!(after["items"][0]["sender"], "alice");
+
+    for (user, role) in [("carol", "sent"), ("carol", "received"), ("bob", "sent"), ("alice", "received")] {
+        let (_, page) = stack.history(user, &format!("role={role}")).await;
+        assert_eq!(page["items"], json!([]), "{user} sees no one else's {role} packets");
+    }
+}
+
+/// The packet view: live while open; settled with best luck and refund from the ledger; the
+/// grab fallback answers from the ledger once Redis no longer holds the packet.
+#[tokio::test]
+async fn packet_views_and_the_grab_fallback() {
+    let stack = Stack::new("views", 9).await;
+    let finished = stack.send("alice", json!({ "total_cents": 1_000, "count": 3, "greeting": "恭喜发财" })).await;
+    let expiring = stack.send("alice", json!({ "total_cents": 1_000, "count": 3, "expires_in_seconds": 60 })).await;
+    let mut amounts = Vec::new();
+    for user in ["bob", "carol", "dave"] {
+        amounts.push(stack.grab(&finished, user).await.1["amount_cents"].as_u64().unwrap());
+    }
+    let (_, expiring_grab) = stack.grab(&expiring, "bob").await;
+
+    let (status, live) = stack.view(&expiring, "erin").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (live["status"].as_str(), live["settled"].as_bool(), live["remaining_count"].as_u64()),
+        (Some("open"), Some(false), Some(2))
+    );
+    assert_eq!(live["grabs"][0]["user"], "bob");
+    let (_, done) = stack.view(&finished, "erin").await;
+    assert_eq!(done["status"], "finished");
+    let best = *amounts.iter().max().unwrap();
+    let best_user = ["bob", "carol", "dave"][amounts.iter().position(|&a| a == best).unwrap()];
+    assert_eq!(done["best_luck"], json!({ "user": best_user, "amount_cents": best }));
+
+    stack.clock.advance(61_000);
+    stack.settle().await;
+    let (_, settled) = stack.view(&finished, "erin").await;
+    assert_eq!((settled["settled"].as_bool(), settled["refund_cents"].as_u64()), (Some(true), Some(0)));
+    assert_eq!(settled["best_luck"]["amount_cents"].as_u64(), Some(best));
+    assert_eq!(settled["greeting"], "恭喜发财");
+    let (_, expired) = stack.view(&expiring, "erin").await;
+    assert_eq!(expired["status"], "expired");
+    assert_eq!(expired["best_luck"], Value::Null);
+    assert_eq!(expired["refund_cents"].as_u64(), Some(1_000 - expiring_grab["amount_cents"].as_u64().unwrap()));
+
+    // Redis forgets both packets: grabs are answered from the ledger.
+    let mut conn = stack.redis().await;
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+    let (status, again) = stack.grab(&finished, "carol").await;
+    assert_eq!(
+        (status, again["already_grabbed"].as_bool(), again["amount_cents"].as_u64()),
+        (200, Some(true), Some(amounts[1]))
+    );
+    assert_eq!(stack.grab(&finished, "zoe").await.0, 409);
+    assert_eq!(stack.grab(&expiring, "zoe").await.0, 410);
+    let (_, from_ledger) = stack.view(&finished, "erin").await;
+    assert_eq!(from_ledger["grabs"].as_array().unwrap().len(), 3);
+
+    let unknown = PacketId::random();
+    assert_eq!(stack.grab(unknown.as_str(), "zoe").await.0, 404);
+    let marked: bool = redis::cmd("EXISTS").arg(PacketKeys::of(&unknown).missing).query_async(&mut conn).await.unwrap();
+    assert!(marked, "an unknown id is remembered, so the next grab on it stops at Redis");
+    assert_eq!(stack.view(unknown.as_str(), "zoe").await.0, 404);
+}
