@@ -265,6 +265,8 @@ async fn parallel_settle_runs_refund_each_packet_once() {
         expected_refunds += 500 + n - body["amount_cents"].as_u64().unwrap();
         ids.push(id);
     }
+    let early = stack.settle().await;
+    assert_eq!((early.finalised, early.refunded_cents), (0, 0), "no refund before expiry");
     stack.clock.advance(61_000);
     let (a, b) = (stack.settler(None), stack.settler(None));
     let (left, right) = tokio::join!(a.run(0..=15, None), b.run(0..=15, None));
