@@ -5,7 +5,9 @@
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
 #   scripts/stack.sh start NAME R D     start Redis on port R and DynamoDB Local on port D
 #                                       (0 picks a free port, - starts none); prints `export ...`
-#   scripts/stack.sh stop NAME          stop what `start NAME` started
+#   scripts/stack.sh cluster NAME       start a three-master Redis Cluster on loopback; prints
+#                                       `export REDIS_URL=... REDIS_CLUSTER=true`
+#   scripts/stack.sh stop NAME          stop what `start NAME` / `cluster NAME` started
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,9 +106,51 @@ start() {
   echo "export AWS_REGION=\${AWS_REGION:-us-east-1}"
 }
 
+free_cluster_base() {
+  # Three consecutive free ports whose cluster bus ports (+10000) are free too.
+  python3 - <<'PY'
+import random, socket
+def free(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+for _ in range(200):
+    base = random.randrange(20000, 29990)
+    if all(free(p) and free(p + 10000) for p in range(base, base + 3)):
+        print(base); break
+PY
+}
+
+cluster() {
+  local name=$1 dir="$local_dir/$1"
+  local base; base=$(free_cluster_base)
+  mkdir -p "$dir"
+  local nodes=()
+  for port in $base $((base + 1)) $((base + 2)); do
+    mkdir -p "$dir/cluster-$port"
+    redis-server --bind 127.0.0.1 --port "$port" --dir "$dir/cluster-$port" --save '' --appendonly no \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+      --daemonize yes --pidfile "$dir/cluster-$port.pid" --logfile "$dir/cluster-$port.log"
+    wait_for "Redis Cluster node on $port" 10 redis-cli -p "$port" ping
+    nodes+=("127.0.0.1:$port")
+  done
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$dir/cluster-create.log" 2>&1
+  for port in $base $((base + 1)) $((base + 2)); do
+    wait_for "Redis Cluster state ok on $port" 20 \
+      bash -c "redis-cli -p $port cluster info | grep -q 'cluster_state:ok'"
+  done
+  log "Redis Cluster of three masters on 127.0.0.1:$base-$((base + 2)) (logs in $dir)"
+  echo "export REDIS_URL=redis://127.0.0.1:$base"
+  echo "export REDIS_CLUSTER=true"
+}
+
 stop() {
   local name=$1 dir="$local_dir/$1"
-  for pidfile in "$dir/redis.pid" "$dir/dynamodb.pid"; do
+  for pidfile in "$dir/redis.pid" "$dir/dynamodb.pid" "$dir"/cluster-*.pid; do
     [ -f "$pidfile" ] || continue
     local pid; pid=$(cat "$pidfile")
     if kill "$pid" 2>/dev/null; then
@@ -122,6 +166,7 @@ case "${1:-}" in
   install-services) install_redis; install_java; install_dynamodb_local ;;
   install-sam) install_sam ;;
   start) shift; start "$@" ;;
+  cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;
   *) echo "usage: $0 install|install-services|install-sam|start NAME [REDIS_PORT DYNAMO_PORT]|stop NAME" >&2; exit 2 ;;
 esac

@@ -16,7 +16,12 @@ unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETT
 export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"
+echo "== every test, on single-node Redis"
 cargo test --workspace --locked 2>&1 | tee "$log"
+
+echo "== every test again, on a local three-master Redis Cluster"
+cluster_exports=$(scripts/stack.sh cluster "$name")
+(eval "$cluster_exports" && cargo test --workspace --locked) 2>&1 | tee -a "$log"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")
 
 echo "sam validate --lint"

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
-use red_packets::adapters::scripts::PacketKeys;
 use red_packets::adapters::RedisStore;
 use red_packets::clock::{parse_rfc3339, ManualClock};
 use red_packets::domain::PacketId;
@@ -110,7 +109,7 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
     let config = Config::from_env().unwrap();
     let store = RedisStore::new(&config);
     let mut conn = store.connection().await.unwrap();
-    let keys = PacketKeys::of(&PacketId::parse(&id).unwrap());
+    let keys = store.keys(&PacketId::parse(&id).unwrap());
     let users: HashMap<String, String> = redis::cmd("HGETALL").arg(&keys.users).query_async(&mut conn).await.unwrap();
     let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.log).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
     let shares_left: u64 = redis::cmd("LLEN").arg(&keys.shares).query_async(&mut conn).await.unwrap();

@@ -1,6 +1,6 @@
-//! Settle and query, through the real handlers, against the Redis and DynamoDB Local that
-//! `make test` starts. Each test runs on a Redis database and a DynamoDB table of its own, with
-//! its own clock, so settle runs in one test never touch another test's packets.
+//! Settle and query, through the real handlers, against the Redis (single node or cluster) and
+//! DynamoDB Local that `make test` starts. Each test runs under a Redis key prefix and a DynamoDB
+//! table of its own, with its own clock, so settle runs in one test never touch another's packets.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,9 +8,7 @@ use std::sync::Arc;
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
 use rand::{Rng, SeedableRng};
-use red_packets::adapters::redis_store::RedisConnection;
-use red_packets::adapters::scripts::PacketKeys;
-use red_packets::adapters::DynamoLedger;
+use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::ManualClock;
 use red_packets::domain::packet::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};
@@ -32,31 +30,43 @@ struct Stack {
 }
 
 impl Stack {
-    async fn new(name: &str, redis_db: u32) -> Stack {
+    async fn new(name: &str) -> Stack {
         let mut config = Config::from_env().expect("configuration");
-        // A table of its own per run too: DynamoDB Local outlives a test run on a developer's machine.
-        config.table_name = format!("RedPackets-{name}-{}", &PacketId::random().as_str()[..8]);
+        // Of its own per run too: the services outlive a test run on a developer's machine.
+        let run = PacketId::random().as_str()[..8].to_owned();
+        config.table_name = format!("RedPackets-{name}-{run}");
+        config.redis.key_prefix = format!("t-{name}-{run}");
         // Loaded 2-core machines answer slowly; 503s under load are another test's subject.
         config.redis.timeout = std::time::Duration::from_secs(5);
-        config.redis.url = format!("{}/{redis_db}", config.redis.url.trim_end_matches('/'));
         let clock = Arc::new(ManualClock::starting_now());
         let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone())
             .await
             .expect("DynamoDB Local is reachable");
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
-        let stack = Stack { config, clock, functions: Arc::new(functions), ledger };
-        let mut conn = stack.redis().await;
-        let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
-        stack
+        Stack { config, clock, functions: Arc::new(functions), ledger }
     }
 
-    async fn redis(&self) -> RedisConnection {
-        red_packets::adapters::RedisStore::new(&self.config).connection().await.expect("Redis is reachable")
+    fn store(&self) -> RedisStore {
+        RedisStore::new(&self.config)
+    }
+
+    /// Redis forgets everything of this test: its packets' keys and its settle index.
+    async fn empty_redis(&self, ids: &[&str]) {
+        let store = self.store();
+        let mut conn = store.connection().await.expect("Redis is reachable");
+        let mut doomed: Vec<String> =
+            (0..self.config.settle_shards).map(|shard| store.settle_index_key(shard)).collect();
+        for id in ids {
+            let keys = store.keys(&PacketId::parse(id).unwrap());
+            doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.missing]);
+        }
+        for key in doomed {
+            let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
+        }
     }
 
     fn settler(&self, crash_at: Option<FaultPoint>) -> Settler {
-        let store = Arc::new(red_packets::adapters::RedisStore::new(&self.config));
-        Settler::new(store, self.ledger.clone()).with_clock(self.clock.clone()).crashing_at(crash_at)
+        Settler::new(Arc::new(self.store()), self.ledger.clone()).with_clock(self.clock.clone()).crashing_at(crash_at)
     }
 
     async fn settle(&self) -> SettleSummary {
@@ -147,7 +157,7 @@ fn acknowledge(acknowledged: &mut Acknowledged, id: &str, user: &str, status: u1
 /// with each other. Afterwards every packet balances and every acknowledged grab is recorded once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn money_is_conserved_under_a_random_storm() {
-    let stack = Arc::new(Stack::new("storm", 1).await);
+    let stack = Arc::new(Stack::new("storm").await);
     let mut rng = rand::rngs::StdRng::seed_from_u64(20_261_121);
     let mut packets = Vec::new();
     for _ in 0..30 {
@@ -216,7 +226,7 @@ async fn money_is_conserved_under_a_random_storm() {
 #[tokio::test]
 async fn a_crash_at_any_step_of_settle_loses_and_doubles_nothing() {
     for (n, point) in FaultPoint::ALL.into_iter().enumerate() {
-        let stack = Stack::new(&format!("crash-{n}"), 2 + n as u32).await;
+        let stack = Stack::new(&format!("crash-{n}")).await;
         let expiring = stack.send("alice", json!({ "total_cents": 1_000, "count": 5, "expires_in_seconds": 60 })).await;
         let finished = stack.send("alice", json!({ "total_cents": 300, "count": 2 })).await;
         let mut acknowledged = Acknowledged::new();
@@ -256,7 +266,7 @@ async fn a_crash_at_any_step_of_settle_loses_and_doubles_nothing() {
 /// Two settle runs in parallel over the same shards: one refund per packet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_settle_runs_refund_each_packet_once() {
-    let stack = Stack::new("parallel", 6).await;
+    let stack = Stack::new("parallel").await;
     let mut expected_refunds = 0;
     let mut ids = Vec::new();
     for n in 0..12u64 {
@@ -283,7 +293,7 @@ async fn parallel_settle_runs_refund_each_packet_once() {
 /// grabbable, earlier grabbers cannot grab again, and no share is paid twice.
 #[tokio::test]
 async fn a_packet_redis_lost_is_restored_and_pays_no_share_twice() {
-    let stack = Stack::new("restore", 7).await;
+    let stack = Stack::new("restore").await;
     let id = stack.send("alice", json!({ "total_cents": 10_000, "count": 10, "expires_in_seconds": 600 })).await;
     let mut acknowledged = Acknowledged::new();
     for user in ["u0", "u1", "u2", "u3"] {
@@ -292,8 +302,7 @@ async fn a_packet_redis_lost_is_restored_and_pays_no_share_twice() {
     }
     assert_eq!(stack.settle().await.grabs_persisted, 4);
 
-    let mut conn = stack.redis().await;
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+    stack.empty_redis(&[&id]).await;
     let (status, _) = stack.grab(&id, "u4").await;
     assert_eq!(status, 503, "an open packet Redis lost waits for settle to restore it");
 
@@ -322,7 +331,7 @@ async fn a_packet_redis_lost_is_restored_and_pays_no_share_twice() {
 /// sees anyone else's; cursors page and belong to their owner.
 #[tokio::test]
 async fn history_shows_each_user_only_their_own_packets() {
-    let stack = Stack::new("history", 8).await;
+    let stack = Stack::new("history").await;
     let mut sent = Vec::new();
     for n in 0..3u64 {
         sent.push(stack.send("alice", json!({ "total_cents": 100 + n, "count": 2 })).await);
@@ -357,7 +366,7 @@ async fn history_shows_each_user_only_their_own_packets() {
 /// grab fallback answers from the ledger once Redis no longer holds the packet.
 #[tokio::test]
 async fn packet_views_and_the_grab_fallback() {
-    let stack = Stack::new("views", 9).await;
+    let stack = Stack::new("views").await;
     let finished = stack.send("alice", json!({ "total_cents": 1_000, "count": 3, "greeting": "恭喜发财" })).await;
     let expiring = stack.send("alice", json!({ "total_cents": 1_000, "count": 3, "expires_in_seconds": 60 })).await;
     let mut amounts = Vec::new();
@@ -391,8 +400,7 @@ async fn packet_views_and_the_grab_fallback() {
     assert_eq!(expired["refund_cents"].as_u64(), Some(1_000 - expiring_grab["amount_cents"].as_u64().unwrap()));
 
     // Redis forgets both packets: grabs are answered from the ledger.
-    let mut conn = stack.redis().await;
-    let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+    stack.empty_redis(&[&finished, &expiring]).await;
     let (status, again) = stack.grab(&finished, "carol").await;
     assert_eq!(
         (status, again["already_grabbed"].as_bool(), again["amount_cents"].as_u64()),
@@ -405,7 +413,9 @@ async fn packet_views_and_the_grab_fallback() {
 
     let unknown = PacketId::random();
     assert_eq!(stack.grab(unknown.as_str(), "zoe").await.0, 404);
-    let marked: bool = redis::cmd("EXISTS").arg(PacketKeys::of(&unknown).missing).query_async(&mut conn).await.unwrap();
+    let mut conn = stack.store().connection().await.unwrap();
+    let marked: bool =
+        redis::cmd("EXISTS").arg(stack.store().keys(&unknown).missing).query_async(&mut conn).await.unwrap();
     assert!(marked, "an unknown id is remembered, so the next grab on it stops at Redis");
     assert_eq!(stack.view(unknown.as_str(), "zoe").await.0, 404);
 }

@@ -25,6 +25,9 @@ pub struct RedisConfig {
     pub cluster: bool,
     /// Connect and response timeout.
     pub timeout: Duration,
+    /// First part of every key (`REDIS_KEY_PREFIX`, default `rp`), so several deployments or
+    /// test runs can share one Redis.
+    pub key_prefix: String,
 }
 
 /// Whether grabs wait for replicas to acknowledge them before answering.
@@ -80,6 +83,14 @@ impl Config {
                 reason: "must lie between MIN_EXPIRES_IN_SECONDS and MAX_EXPIRES_IN_SECONDS".into(),
             });
         }
+        let key_prefix = env.text("REDIS_KEY_PREFIX", "rp");
+        if !key_prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) {
+            return Err(ConfigError {
+                name: "REDIS_KEY_PREFIX",
+                value: key_prefix,
+                reason: "use letters, digits and - _ . : only (braces would change cluster slots)".into(),
+            });
+        }
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
         Ok(Config {
@@ -87,6 +98,7 @@ impl Config {
                 url: env.text("REDIS_URL", "redis://127.0.0.1:6379"),
                 cluster: env.flag("REDIS_CLUSTER", false)?,
                 timeout: Duration::from_millis(env.number("REDIS_TIMEOUT_MS", 500, 1)?),
+                key_prefix,
             },
             table_name: env.text("TABLE_NAME", "RedPackets"),
             limits,
@@ -148,6 +160,7 @@ mod tests {
         assert_eq!(config.redis.url, "redis://127.0.0.1:6379");
         assert!(!config.redis.cluster);
         assert_eq!(config.redis.timeout, Duration::from_millis(500));
+        assert_eq!(config.redis.key_prefix, "rp");
         assert_eq!(config.table_name, "RedPackets");
         assert_eq!(config.limits, Limits::default());
         assert_eq!(config.grab_wait, None);
@@ -168,6 +181,7 @@ mod tests {
         assert!(error.contains("MAX_TOTAL_CENTS"), "{error}");
         assert!(config(&[("SETTLE_SHARDS", "0")]).is_err());
         assert!(config(&[("REDIS_CLUSTER", "maybe")]).is_err());
+        assert!(config(&[("REDIS_KEY_PREFIX", "a{b}")]).is_err());
         assert!(config(&[("DEFAULT_EXPIRES_IN_SECONDS", "10")]).is_err());
     }
 }

@@ -145,6 +145,16 @@ impl RedisStore {
         self.connection.get_or_try_init(|| within(timeout * 2, open(&self.config))).await.cloned()
     }
 
+    /// The Redis keys of packet `id`.
+    pub fn keys(&self, id: &PacketId) -> PacketKeys {
+        PacketKeys::of(&self.config.key_prefix, id)
+    }
+
+    /// The settle index key of `shard`.
+    pub fn settle_index_key(&self, shard: u32) -> String {
+        settle_index_key(&self.config.key_prefix, shard)
+    }
+
     /// How many shard keys index open packets.
     pub fn settle_shards(&self) -> u32 {
         self.settle_shards
@@ -159,7 +169,7 @@ impl RedisStore {
     /// The packet's meta and whole grab log, read at one instant; `None` when Redis holds no such packet.
     pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
         let mut conn = self.connection().await?;
-        let Some((meta, log)) = self.run(scripts::snapshot(&mut conn, &PacketKeys::of(id))).await? else {
+        let Some((meta, log)) = self.run(scripts::snapshot(&mut conn, &self.keys(id))).await? else {
             return Ok(None);
         };
         LivePacket::parse(id, &meta, &log).map(Some)
@@ -168,13 +178,13 @@ impl RedisStore {
     /// Closes the packet to grabs if it is finished or expired at `now_ms`.
     pub async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, ApiError> {
         let mut conn = self.connection().await?;
-        self.run(scripts::close(&mut conn, &PacketKeys::of(id), now_ms)).await
+        self.run(scripts::close(&mut conn, &self.keys(id), now_ms)).await
     }
 
     /// Records that the first `confirmed` grabs of the log are in DynamoDB.
     pub async fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        self.run(scripts::mark_persisted(&mut conn, &PacketKeys::of(id), confirmed)).await?;
+        self.run(scripts::mark_persisted(&mut conn, &self.keys(id), confirmed)).await?;
         Ok(())
     }
 
@@ -182,7 +192,7 @@ impl RedisStore {
     pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
         let mut conn = self.connection().await?;
         let mut range = redis::cmd("ZRANGE");
-        range.arg(settle_index_key(shard)).arg(0).arg(-1);
+        range.arg(self.settle_index_key(shard)).arg(0).arg(-1);
         let ids: Vec<String> = self.run(range.query_async(&mut conn)).await?;
         Ok(ids.iter().filter_map(|id| PacketId::parse(id)).collect())
     }
@@ -190,9 +200,9 @@ impl RedisStore {
     /// Takes a finalised packet out of the settle index and lets its keys expire shortly.
     pub async fn retire(&self, id: &PacketId) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        let keys = PacketKeys::of(id);
+        let keys = self.keys(id);
         let mut unindex = redis::cmd("ZREM");
-        unindex.arg(settle_index_key(id.settle_shard(self.settle_shards))).arg(id.as_str());
+        unindex.arg(self.settle_index_key(id.settle_shard(self.settle_shards))).arg(id.as_str());
         self.run(unindex.query_async::<()>(&mut conn)).await?;
         // One key per command: in cluster mode every command stays within the packet's slot.
         for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
@@ -207,15 +217,15 @@ impl RedisStore {
     pub async fn mark_missing(&self, id: &PacketId) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let mut set = redis::cmd("SET");
-        set.arg(PacketKeys::of(id).missing).arg(1).arg("PX").arg(MISSING_KEEP_MS);
+        set.arg(self.keys(id).missing).arg(1).arg("PX").arg(MISSING_KEEP_MS);
         self.run(set.query_async::<()>(&mut conn)).await
     }
 
     async fn load_with(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        let keys = PacketKeys::of(&packet.id);
+        let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
-        let index = settle_index_key(packet.id.settle_shard(self.settle_shards));
+        let index = self.settle_index_key(packet.id.settle_shard(self.settle_shards));
         let mut zadd = redis::cmd("ZADD");
         zadd.arg(&index).arg(packet.expires_at_ms).arg(packet.id.as_str());
         self.run(zadd.query_async::<()>(&mut conn)).await?;
@@ -314,7 +324,7 @@ impl LiveStore for RedisStore {
 
     async fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
         let mut conn = self.connection().await?;
-        let keys = PacketKeys::of(packet);
+        let keys = self.keys(packet);
         let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms)).await?;
         if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
             // On timeout the client gets a 503; its retry finds the grab and returns the same share.

@@ -35,21 +35,22 @@ pub struct PacketKeys {
 }
 
 impl PacketKeys {
-    /// The keys of packet `id`.
-    pub fn of(id: &PacketId) -> Self {
+    /// The keys of packet `id` under `prefix` (`REDIS_KEY_PREFIX`, `rp` by default).
+    pub fn of(prefix: &str, id: &PacketId) -> Self {
         PacketKeys {
-            meta: format!("rp:{{{id}}}:meta"),
-            shares: format!("rp:{{{id}}}:shares"),
-            users: format!("rp:{{{id}}}:users"),
-            log: format!("rp:{{{id}}}:log"),
-            missing: format!("rp:{{{id}}}:missing"),
+            meta: format!("{prefix}:{{{id}}}:meta"),
+            shares: format!("{prefix}:{{{id}}}:shares"),
+            users: format!("{prefix}:{{{id}}}:users"),
+            log: format!("{prefix}:{{{id}}}:log"),
+            missing: format!("{prefix}:{{{id}}}:missing"),
         }
     }
 }
 
-/// The settle index key of shard `shard`: a sorted set of open packet ids scored by expiry.
-pub fn settle_index_key(shard: u32) -> String {
-    format!("rp:settle:{{{shard}}}")
+/// The settle index key of shard `shard` under `prefix`: a sorted set of open packet ids
+/// scored by expiry, in a slot of its own.
+pub fn settle_index_key(prefix: &str, shard: u32) -> String {
+    format!("{prefix}:settle:{{{shard}}}")
 }
 
 /// What `load.lua` stores of a packet, besides its shares.
@@ -184,7 +185,7 @@ mod tests {
     #[test]
     fn every_key_of_a_packet_carries_its_hash_tag() {
         let id = PacketId::random();
-        let keys = PacketKeys::of(&id);
+        let keys = PacketKeys::of("rp", &id);
         let tag = format!("{{{id}}}");
         for key in [&keys.meta, &keys.shares, &keys.users, &keys.log, &keys.missing] {
             let start = key.find('{').unwrap();
