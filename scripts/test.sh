@@ -16,6 +16,7 @@ unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETT
 export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"
+cargo build --workspace --bins --locked
 echo "== every test, on single-node Redis"
 cargo test --workspace --locked 2>&1 | tee "$log"
 

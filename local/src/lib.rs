@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod gateway;
+pub mod runtime_api;
 
 use std::sync::Arc;
 use std::time::Duration;
