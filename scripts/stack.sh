@@ -47,10 +47,17 @@ install_dynamodb_local() {
 }
 
 install_sam() {
-  [ -x "$venv/bin/sam" ] && return
-  log "installing SAM CLI into $venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli >/dev/null
+  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && return
+  log "installing SAM CLI and openapi-spec-validator into $venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+}
+
+install_build_tools() {
+  install_sam
+  [ -x "$venv/bin/cargo-lambda" ] && [ -x "$venv/bin/python-zig" -o -d "$venv/lib/python3.11/site-packages/ziglang" ] && return
+  log "installing cargo-lambda and zig into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check cargo-lambda ziglang >/dev/null
 }
 
 install_all() {
@@ -165,6 +172,7 @@ case "${1:-}" in
   install) install_all ;;
   install-services) install_redis; install_java; install_dynamodb_local ;;
   install-sam) install_sam ;;
+  install-build) install_build_tools ;;
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;

@@ -27,4 +27,6 @@ summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d p
 
 echo "sam validate --lint"
 .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
+echo "openapi-spec-validator openapi.yaml"
+.local/venv/bin/openapi-spec-validator openapi.yaml
 echo "$summary"
