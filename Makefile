@@ -16,6 +16,14 @@ test:
 token:
 	@cargo run -q -p local -- token $(or $(U),alice)
 
+## make build: sam build (arm64, cargo-lambda + zig) and the size of each function's bootstrap
+build:
+	scripts/build.sh
+
+## make deploy: sam deploy --guided (after make build)
+deploy: build
+	PATH="$(CURDIR)/.local/venv/bin:$$PATH" sam deploy --guided
+
 ## make install: install Redis, Java, DynamoDB Local and SAM CLI if missing
 install:
 	scripts/stack.sh install

@@ -1,0 +1,135 @@
+//! What can be checked of the deployment without AWS: template.yaml, openapi.yaml and the local
+//! API serve the same routes; every function holds only the permissions it needs; the functions
+//! reach the cache over TLS with the cluster client.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde_yaml::Value;
+
+fn read(file: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join(file);
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn template_routes() -> BTreeSet<String> {
+    let template = read("template.yaml");
+    let mut routes = BTreeSet::new();
+    for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else { continue };
+        for (_, event) in events {
+            if event["Type"].as_str() == Some("HttpApi") {
+                let properties = &event["Properties"];
+                routes.insert(format!(
+                    "{} {}",
+                    properties["Method"].as_str().unwrap(),
+                    properties["Path"].as_str().unwrap()
+                ));
+            }
+        }
+    }
+    routes
+}
+
+fn openapi_routes() -> BTreeSet<String> {
+    let openapi = read("openapi.yaml");
+    let mut routes = BTreeSet::new();
+    for (path, operations) in openapi["paths"].as_mapping().unwrap() {
+        for (method, _) in operations.as_mapping().unwrap() {
+            routes.insert(format!("{} {}", method.as_str().unwrap().to_uppercase(), path.as_str().unwrap()));
+        }
+    }
+    routes
+}
+
+#[test]
+fn template_openapi_and_local_api_list_the_same_routes() {
+    let local: BTreeSet<String> = local::gateway::ROUTES.iter().map(|route| route.to_string()).collect();
+    assert_eq!(local.len(), 4);
+    assert_eq!(template_routes(), local, "template.yaml and the local API");
+    assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
+}
+
+#[test]
+fn every_error_code_of_the_api_is_in_openapi() {
+    let openapi = read("openapi.yaml");
+    let codes: BTreeSet<&str> = openapi["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+        ["enum"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|code| code.as_str().unwrap())
+        .collect();
+    use red_packets::ApiError;
+    for error in [
+        ApiError::invalid("x", "y"),
+        ApiError::Unauthorized("x"),
+        ApiError::NotFound,
+        ApiError::SoldOut,
+        ApiError::Expired,
+        ApiError::PayloadTooLarge { limit: 1 },
+        ApiError::IdempotencyKeyReused,
+        ApiError::redis_unavailable("x"),
+        ApiError::Internal("x".into()),
+    ] {
+        assert!(codes.contains(error.code()), "{} is documented", error.code());
+    }
+}
+
+/// The DynamoDB actions each function needs, and nothing more.
+const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
+    ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem"]),
+    ("GrabFunction", &["dynamodb:Query"]),
+    ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:Query"]),
+    ("SettleFunction", &["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
+];
+
+#[test]
+fn every_function_holds_only_the_permissions_it_needs() {
+    let template = read("template.yaml");
+    let resources = template["Resources"].as_mapping().unwrap();
+    let functions: BTreeSet<&str> = resources
+        .iter()
+        .filter(|(_, resource)| resource["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(name, _)| name.as_str().unwrap())
+        .collect();
+    assert_eq!(functions, NEEDED_ACTIONS.iter().map(|(name, _)| *name).collect(), "every function is checked");
+    for (function, needed) in NEEDED_ACTIONS {
+        let policies = template["Resources"][*function]["Properties"]["Policies"].as_sequence().unwrap();
+        let mut granted = BTreeSet::new();
+        for policy in policies {
+            let statements = policy["Statement"]
+                .as_sequence()
+                .unwrap_or_else(|| panic!("{function}: inline statements only, no managed policies"));
+            for statement in statements {
+                assert_eq!(statement["Effect"].as_str(), Some("Allow"));
+                for action in statement["Action"].as_sequence().unwrap() {
+                    let action = action.as_str().unwrap();
+                    assert!(!action.contains('*'), "{function}: no wildcard actions ({action})");
+                    granted.insert(action.to_owned());
+                }
+                let resources: Vec<String> = match &statement["Resource"] {
+                    Value::Sequence(list) => list.iter().map(|r| format!("{r:?}")).collect(),
+                    other => vec![format!("{other:?}")],
+                };
+                for resource in resources {
+                    assert!(
+                        resource.contains("PacketsTable"),
+                        "{function}: only the table and its indexes ({resource})"
+                    );
+                }
+            }
+        }
+        let needed: BTreeSet<String> = needed.iter().map(|action| action.to_string()).collect();
+        assert_eq!(granted, needed, "{function} holds exactly what it needs");
+    }
+}
+
+#[test]
+fn functions_reach_the_cache_over_tls_with_the_cluster_client() {
+    let template = read("template.yaml");
+    let variables = &template["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(variables["REDIS_CLUSTER"].as_str(), Some("true"));
+    let url = format!("{:?}", variables["REDIS_URL"]);
+    assert!(url.matches("rediss://").count() == 2, "both cache modes use TLS: {url}");
+}
