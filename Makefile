@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token build deploy install
+.PHONY: run test token build deploy bench install
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -23,6 +23,10 @@ build:
 ## make deploy: sam deploy --guided (after make build)
 deploy: build
 	PATH="$(CURDIR)/.local/venv/bin:$$PATH" sam deploy --guided
+
+## make bench: the benchmarks (not part of make test); rewrites BENCHMARKS.md and bench/results/
+bench:
+	scripts/bench.sh
 
 ## make install: install Redis, Java, DynamoDB Local and SAM CLI if missing
 install:

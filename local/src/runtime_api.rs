@@ -37,6 +37,7 @@ struct Pending {
 
 #[derive(Clone)]
 struct Emulator {
+    first_poll: Arc<std::sync::OnceLock<Instant>>,
     next: Arc<Mutex<mpsc::Receiver<Pending>>>,
     waiting: Arc<Mutex<HashMap<String, oneshot::Sender<Invocation>>>>,
     init_error: Arc<Mutex<Option<Value>>>,
@@ -57,6 +58,7 @@ impl LambdaProcess {
     pub async fn start(binary: &Path, name: &str) -> std::io::Result<Self> {
         let (events, receiver) = mpsc::channel(1);
         let emulator = Emulator {
+            first_poll: Arc::new(std::sync::OnceLock::new()),
             next: Arc::new(Mutex::new(receiver)),
             waiting: Arc::new(Mutex::new(HashMap::new())),
             init_error: Arc::new(Mutex::new(None)),
@@ -82,6 +84,17 @@ impl LambdaProcess {
             .kill_on_drop(true)
             .spawn()?;
         Ok(LambdaProcess { child, events, emulator, counter: AtomicU64::new(0), started: Instant::now() })
+    }
+
+    /// The binary's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The init duration, as Lambda reports it: from start until the runtime first asked for an
+    /// event (clients built, ready to handle); `None` before that.
+    pub fn init_duration(&self) -> Option<Duration> {
+        self.emulator.first_poll.get().map(|polled| polled.duration_since(self.started))
     }
 
     /// Time since [`LambdaProcess::start`].
@@ -112,6 +125,7 @@ impl LambdaProcess {
 }
 
 async fn next(State(emulator): State<Emulator>) -> Response {
+    emulator.first_poll.get_or_init(Instant::now);
     let Some(pending) = emulator.next.lock().await.recv().await else {
         return StatusCode::GONE.into_response();
     };

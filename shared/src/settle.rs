@@ -11,6 +11,9 @@
 //!    [`RECONCILIATION_MISMATCH`] at ERROR when the books do not balance;
 //! 4. retire it from Redis.
 //!
+//! Packets are independent, so a run settles up to [`PACKETS_IN_FLIGHT`] at a time, and a
+//! packet's grab items go out in concurrent batches of 25.
+//!
 //! A packet the index names but Redis lost is restored from its ledger record: its seed gives
 //! its shares, the grab items say which are taken. A crash at any point leaves work the next run
 //! redoes idempotently; [`FaultPoint`]s let tests crash it on purpose.
@@ -19,6 +22,7 @@ use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
+use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -32,6 +36,9 @@ use crate::error::ApiError;
 
 /// The marker on every reconciliation failure's log line (alarms filter on it).
 pub const RECONCILIATION_MISMATCH: &str = "RECONCILIATION_MISMATCH";
+
+/// Packets one run settles at a time: they are independent, and each waits mostly on I/O.
+pub const PACKETS_IN_FLIGHT: usize = 16;
 
 /// How long before the Lambda deadline a run stops taking new packets.
 pub const DEADLINE_MARGIN_MS: Millis = 3_000;
@@ -85,6 +92,16 @@ pub struct SettleSummary {
     pub failed: u32,
     /// True when the run stopped before its deadline with packets left for the next run.
     pub stopped_early: bool,
+}
+
+impl SettleSummary {
+    fn absorb(&mut self, packet: &SettleSummary) {
+        self.grabs_persisted += packet.grabs_persisted;
+        self.finalised += packet.finalised;
+        self.refunded_cents += packet.refunded_cents;
+        self.mismatches += packet.mismatches;
+        self.restored += packet.restored;
+    }
 }
 
 /// Why a run ended early.
@@ -149,27 +166,39 @@ impl Settler {
         }
     }
 
-    /// Settles `shards`, taking no new packet once `deadline_ms` (epoch ms, real time) is
-    /// within [`DEADLINE_MARGIN_MS`].
+    /// Settles `shards`, [`PACKETS_IN_FLIGHT`] packets at a time, taking no new packet once
+    /// `deadline_ms` (epoch ms, real time) is within [`DEADLINE_MARGIN_MS`].
     pub async fn run(
         &self,
         shards: RangeInclusive<u32>,
         deadline_ms: Option<Millis>,
     ) -> Result<SettleSummary, SettleError> {
         let mut summary = SettleSummary { shards: [*shards.start(), *shards.end()], ..SettleSummary::default() };
+        let past_deadline =
+            || deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline);
         for shard in shards {
             let packets = match self.packets_in(shard).await {
                 Ok(packets) => packets,
                 Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
             };
-            for id in packets {
-                if deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline) {
+            let mut settled = stream::iter(packets)
+                .map(|id| async move {
+                    if past_deadline() {
+                        return (id, None);
+                    }
+                    let mut delta = SettleSummary::default();
+                    let result = self.settle_packet(&id, &mut delta).await;
+                    (id, Some((delta, result)))
+                })
+                .buffer_unordered(PACKETS_IN_FLIGHT);
+            while let Some((id, outcome)) = settled.next().await {
+                let Some((delta, result)) = outcome else {
                     summary.stopped_early = true;
-                    tracing::warn!(?summary, "settle stopping before its deadline; the next run continues");
-                    return Ok(summary);
-                }
+                    continue;
+                };
                 summary.packets += 1;
-                match self.settle_packet(&id, &mut summary).await {
+                summary.absorb(&delta);
+                match result {
                     Ok(()) => {}
                     Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
                     Err(Stop::Api(ApiError::Internal(detail))) => {
@@ -181,6 +210,10 @@ impl Settler {
                         return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
                     }
                 }
+            }
+            if summary.stopped_early {
+                tracing::warn!(?summary, "settle stopping before its deadline; the next run continues");
+                return Ok(summary);
             }
         }
         tracing::info!(?summary, "settle run complete");

@@ -1,14 +1,14 @@
 //! Lambda entry point of `grab`.
 
 use lambda_http::{service_fn, Error};
-use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::adapters::{LazyLedger, RedisStore};
 use red_packets::{telemetry, Config};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
-    let service = grab::GrabService::new(RedisStore::new(&config), ledger);
+    // The ledger answers only packets Redis no longer holds: its client is built when first needed.
+    let service = grab::GrabService::new(RedisStore::new(&config), LazyLedger::new(&config));
     lambda_http::run(service_fn(|request| grab::handle(&service, request))).await
 }

@@ -4,5 +4,5 @@ pub mod dynamo;
 pub mod redis_store;
 pub mod scripts;
 
-pub use dynamo::DynamoLedger;
+pub use dynamo::{DynamoLedger, LazyLedger};
 pub use redis_store::RedisStore;

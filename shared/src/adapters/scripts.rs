@@ -13,7 +13,10 @@ use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, PacketId, UserId};
 use crate::ports::GrabOutcome;
 
-static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/grab.lua")));
+/// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
+pub const GRAB_LUA: &str = include_str!("../../lua/grab.lua");
+
+static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_LUA));
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/load.lua")));
 static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/close.lua")));
 static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../lua/persisted.lua")));

@@ -249,3 +249,41 @@ impl Ledger for DynamoLedger {
         Self::history(self, user, role, limit, cursor).await
     }
 }
+
+/// A ledger whose DynamoDB client is built on first use. `grab` reads the ledger only for a
+/// packet Redis no longer holds, so most grab instances never pay for building a client at init.
+pub struct LazyLedger {
+    config: Config,
+    ledger: tokio::sync::OnceCell<DynamoLedger>,
+}
+
+impl LazyLedger {
+    /// A ledger on `config`'s table, connecting when first needed.
+    pub fn new(config: &Config) -> Self {
+        LazyLedger { config: config.clone(), ledger: tokio::sync::OnceCell::new() }
+    }
+
+    async fn ledger(&self) -> &DynamoLedger {
+        self.ledger.get_or_init(|| async { DynamoLedger::new(DynamoLedger::client_from_env().await, &self.config) }).await
+    }
+}
+
+impl Ledger for LazyLedger {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+        self.ledger().await.record_packet(packet, claim).await
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+        DynamoLedger::ledger_packet(self.ledger().await, id).await
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, ApiError> {
+        DynamoLedger::history(self.ledger().await, user, role, limit, cursor).await
+    }
+}

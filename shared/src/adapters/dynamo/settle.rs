@@ -22,37 +22,39 @@ const BATCH_ATTEMPTS: u32 = 8;
 
 impl DynamoLedger {
     /// Writes one grab item per grab (idempotent: the same grab always writes the same item),
-    /// retrying unprocessed items with backoff and jitter. Returns only once DynamoDB confirmed all.
+    /// in batches of 25 sent together, retrying unprocessed items with backoff and jitter.
+    /// Returns only once DynamoDB confirmed every item.
     pub async fn put_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<(), ApiError> {
-        for chunk in grabs.chunks(BATCH_LIMIT) {
-            let mut requests: Vec<WriteRequest> = chunk
+        let batches = grabs.chunks(BATCH_LIMIT).map(|chunk| {
+            let requests: Vec<WriteRequest> = chunk
                 .iter()
                 .map(|grab| {
                     let put = PutRequest::builder().set_item(Some(to_item(&GrabItem::new(packet, grab)))).build();
                     WriteRequest::builder().put_request(put.expect("put request")).build()
                 })
                 .collect();
-            let mut attempt = 0;
-            while !requests.is_empty() {
-                if attempt == BATCH_ATTEMPTS {
-                    return Err(ApiError::dynamodb_unavailable(format!(
-                        "{} grab items still unprocessed after {BATCH_ATTEMPTS} attempts",
-                        requests.len()
-                    )));
-                }
-                if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                let output = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.table, requests)
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
-                requests = output.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
-                attempt += 1;
+            self.write_batch(requests)
+        });
+        futures::future::try_join_all(batches).await?;
+        Ok(())
+    }
+
+    async fn write_batch(&self, mut requests: Vec<WriteRequest>) -> Result<(), ApiError> {
+        let mut attempt = 0;
+        while !requests.is_empty() {
+            if attempt == BATCH_ATTEMPTS {
+                return Err(ApiError::dynamodb_unavailable(format!(
+                    "{} grab items still unprocessed after {BATCH_ATTEMPTS} attempts",
+                    requests.len()
+                )));
             }
+            if attempt > 0 {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            let output =
+                self.client.batch_write_item().request_items(&self.table, requests).send().await.map_err(unavailable)?;
+            requests = output.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
+            attempt += 1;
         }
         Ok(())
     }

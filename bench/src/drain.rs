@@ -1,0 +1,131 @@
+//! Settle against a naive drain: grab items persisted per second into DynamoDB Local.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::clock::rfc3339;
+use red_packets::config::Config;
+use red_packets::domain::{Packet, PacketKind, UserId};
+use red_packets::ports::{Ledger, LiveStore};
+use red_packets::settle::Settler;
+use red_packets::{Clock, SystemClock};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::grab_path::load_packet;
+
+/// Packets per run, each with 100 grabs.
+const PACKETS: usize = 100;
+
+/// Items per second for settle and for the naive drain, on the same shape of data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drain {
+    /// Grab items settle wrote.
+    pub settle_items: u64,
+    /// Settle's rate (the whole run: persist, close, finalise, reconcile, retire).
+    pub settle_items_per_s: f64,
+    /// Grab items the naive drain wrote.
+    pub naive_items: u64,
+    /// One PutItem per grab, one grab after another.
+    pub naive_items_per_s: f64,
+    /// DynamoDB Local's own ceiling: bare BatchWriteItem calls of 25 items, 16 at a time, no settle logic.
+    pub batch_ceiling_items_per_s: f64,
+}
+
+/// 100 finished packets of 100 grabs each, recorded in the ledger and grabbed in Redis.
+async fn prepare(store: &RedisStore, ledger: &DynamoLedger) -> Vec<Packet> {
+    let mut packets = Vec::new();
+    for _ in 0..PACKETS {
+        let packet = load_packet(store, PacketKind::Lucky, 10_000, 100).await;
+        ledger.record_packet(&packet, None).await.expect("record packet");
+        for user in 0..100 {
+            let user = UserId::from_claim(&format!("drain-u{user}")).expect("user");
+            store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+        }
+        packets.push(packet);
+    }
+    packets
+}
+
+/// Runs both on fresh key prefixes of the same Redis and the same table.
+pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dynamodb::Client) -> Drain {
+    let mut settle_config = config.clone();
+    settle_config.redis.key_prefix = format!("{}-settle", config.redis.key_prefix);
+    let store = Arc::new(RedisStore::new(&settle_config));
+    prepare(&store, ledger).await;
+    let settler = Settler::new(store.clone(), ledger.clone());
+    let started = Instant::now();
+    let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
+    let settle_elapsed = started.elapsed();
+
+    let mut naive_config = config.clone();
+    naive_config.redis.key_prefix = format!("{}-naive", config.redis.key_prefix);
+    let naive_store = RedisStore::new(&naive_config);
+    let packets = prepare(&naive_store, ledger).await;
+    let started = Instant::now();
+    let mut naive_items = 0u64;
+    for packet in &packets {
+        let live = naive_store.snapshot(&packet.id).await.expect("snapshot").expect("packet in Redis");
+        for grab in &live.grabs {
+            let item = json!({
+                "pk": format!("PKT#{}", packet.id), "sk": format!("GRAB#{}", grab.user),
+                "packet_id": packet.id, "user": grab.user, "amount_cents": grab.amount_cents, "seq": grab.seq,
+                "grabbed_at": rfc3339(grab.at_ms), "grabbed_at_ms": grab.at_ms, "sender": packet.sender,
+                "total_cents": packet.total_cents, "count": packet.count,
+                "packet_created_at": rfc3339(packet.created_at_ms),
+                "history_pk": format!("USER#{}", grab.user),
+                "history_sk": format!("RECV#{}#{}", rfc3339(grab.at_ms), packet.id),
+            });
+            client
+                .put_item()
+                .table_name(&config.table_name)
+                .set_item(Some(serde_dynamo::to_item(item).expect("item")))
+                .send()
+                .await
+                .expect("PutItem");
+            naive_items += 1;
+        }
+    }
+    let naive_elapsed = started.elapsed();
+    let batch_ceiling_items_per_s = batch_ceiling(config, client).await;
+    Drain {
+        settle_items: summary.grabs_persisted,
+        settle_items_per_s: summary.grabs_persisted as f64 / settle_elapsed.as_secs_f64(),
+        naive_items,
+        naive_items_per_s: naive_items as f64 / naive_elapsed.as_secs_f64(),
+        batch_ceiling_items_per_s,
+    }
+}
+
+/// 10,000 grab-sized items in 400 BatchWriteItem calls of 25, 16 in flight: items per second.
+async fn batch_ceiling(config: &Config, client: &aws_sdk_dynamodb::Client) -> f64 {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    use futures::StreamExt;
+    let batches: Vec<Vec<WriteRequest>> = (0..400)
+        .map(|batch| {
+            (0..25)
+                .map(|n| {
+                    let item = json!({
+                        "pk": format!("CEILING#{batch}"), "sk": format!("GRAB#u{n}"), "amount_cents": 100 + n,
+                        "seq": n, "grabbed_at": rfc3339(SystemClock.now_ms()), "user": format!("u{n}"),
+                        "history_pk": format!("USER#ceiling-u{n}"), "history_sk": format!("RECV#{batch}"),
+                    });
+                    let put = PutRequest::builder().set_item(Some(serde_dynamo::to_item(item).expect("item"))).build();
+                    WriteRequest::builder().put_request(put.expect("put")).build()
+                })
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    let written: usize = futures::stream::iter(batches)
+        .map(|batch| async move {
+            let output = client.batch_write_item().request_items(&config.table_name, batch).send().await.expect("batch");
+            let left = output.unprocessed_items.and_then(|mut left| left.remove(&config.table_name)).map_or(0, |l| l.len());
+            25 - left
+        })
+        .buffer_unordered(16)
+        .fold(0, |sum, n| async move { sum + n })
+        .await;
+    written as f64 / started.elapsed().as_secs_f64()
+}

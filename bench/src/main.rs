@@ -1,0 +1,91 @@
+//! `make bench`: the grab path against Redis's own limit and the seeds' designs, in one run on
+//! the same Redis; split, send and settle throughput; cold starts and footprint; fairness.
+//! Expects the Redis and DynamoDB Local that `scripts/bench.sh` starts (REDIS_URL,
+//! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds.
+
+mod cold;
+mod drain;
+mod fairness;
+mod grab_path;
+mod harness;
+mod redis_benchmark;
+mod report;
+mod seeds;
+mod stats;
+mod throughput;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::domain::split::SplitRule;
+use red_packets::Config;
+
+fn step(what: &str) {
+    eprintln!("[bench] {what}");
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_owned();
+    let mut config = Config::from_env()?;
+    config.limits.max_count = 1_000_000;
+    config.limits.max_total_cents = 1_000_000_000;
+    config.redis.timeout = Duration::from_secs(5);
+    config.redis.key_prefix = "bench".into();
+    let redis_port: u16 = config.redis.url.rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok()).ok_or("REDIS_URL has no port")?;
+    let client = DynamoLedger::client_from_env().await;
+    let ledger = DynamoLedger::new(client.clone(), &config);
+    ledger.ensure_table().await?;
+    let store = Arc::new(RedisStore::new(&config));
+    let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone()));
+
+    step("cold starts (20 per binary)");
+    let binaries = cold::all(&workspace).await;
+    step("grab handler at concurrency 1, 16, 64, 256");
+    let mut levels = Vec::new();
+    for (concurrency, grabs) in [(1, 5_000), (16, 40_000), (64, 40_000), (256, 40_000)] {
+        levels.push(grab_path::level(grab_service.clone(), &store, concurrency, grabs).await);
+    }
+    step("storm: 100 packets x 100 shares, 20,000 users");
+    let storm = grab_path::storm(grab_service.clone(), &store).await;
+    step("grab binary peak RSS");
+    let grab_peak_rss_mib = cold::grab_peak_rss_mib(&workspace, &store).await;
+    step("redis-benchmark EVALSHA grab.lua");
+    let redis_benchmark_unpipelined = redis_benchmark::evalsha(&store, redis_port, 1).await?;
+    let redis_benchmark_pipelined = redis_benchmark::evalsha(&store, redis_port, 16).await?;
+    step("the seeds' designs and ours, 3 rounds in rotating order");
+    let seeds = seeds::rounds(store.clone(), 3).await?;
+    step("split and send throughput");
+    let splits = throughput::splits();
+    let send_service = Arc::new(send::SendService::new(ledger.clone(), store.clone(), config.limits));
+    let send = throughput::sends(send_service).await;
+    step("settle against a naive drain");
+    let drain = drain::compare(&config, &ledger, &client).await;
+    step("fairness (100,000 packets per rule)");
+    let fairness = vec![fairness::simulate(SplitRule::DoubleAverage), fairness::simulate(SplitRule::LineCut)];
+    let results_dir = workspace.join("bench/results");
+    std::fs::create_dir_all(&results_dir)?;
+    fairness::chart(&fairness, &results_dir.join("fairness.png"))?;
+
+    let results = report::Results {
+        machine: report::Machine::detect(),
+        levels,
+        storm,
+        redis_benchmark_unpipelined,
+        redis_benchmark_pipelined,
+        seeds,
+        splits,
+        send,
+        drain,
+        binaries,
+        grab_peak_rss_mib,
+        fairness,
+    };
+    std::fs::write(results_dir.join("latest.json"), serde_json::to_string_pretty(&results.json())?)?;
+    std::fs::write(workspace.join("BENCHMARKS.md"), results.markdown())?;
+    step("wrote bench/results/latest.json, bench/results/fairness.png and BENCHMARKS.md");
+    println!("{}", serde_json::to_string_pretty(&results.json()["grab_handler_ops_per_s_c64"])?);
+    Ok(())
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make bench`: release binaries, a Redis and a DynamoDB Local of its own, then the bench binary,
+# which rewrites BENCHMARKS.md, bench/results/latest.json and bench/results/fairness.png.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/stack.sh install-services
+cargo build --release --locked -p bench -p send -p grab -p query -p settle
+name="bench-$$"
+exports=$(scripts/stack.sh start "$name" 0 0)
+trap 'scripts/stack.sh stop "$name"' EXIT
+eval "$exports"
+unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS REDIS_KEY_PREFIX
+RUST_LOG=${RUST_LOG:-error} target/release/bench
