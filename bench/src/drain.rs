@@ -120,8 +120,10 @@ async fn batch_ceiling(config: &Config, client: &aws_sdk_dynamodb::Client) -> f6
     let started = Instant::now();
     let written: usize = futures::stream::iter(batches)
         .map(|batch| async move {
-            let output = client.batch_write_item().request_items(&config.table_name, batch).send().await.expect("batch");
-            let left = output.unprocessed_items.and_then(|mut left| left.remove(&config.table_name)).map_or(0, |l| l.len());
+            let output =
+                client.batch_write_item().request_items(&config.table_name, batch).send().await.expect("batch");
+            let left =
+                output.unprocessed_items.and_then(|mut left| left.remove(&config.table_name)).map_or(0, |l| l.len());
             25 - left
         })
         .buffer_unordered(16)

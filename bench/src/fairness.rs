@@ -66,7 +66,8 @@ pub fn chart(results: &[Fairness], path: &Path) -> Result<(), Box<dyn std::error
     root.fill(&WHITE)?;
     let panels = root.split_evenly((3, 1));
     let colors = [RGBColor(200, 30, 40), RGBColor(30, 90, 200)];
-    let metrics: [(&str, fn(&Fairness) -> &Vec<f64>); 3] = [
+    type Metric = fn(&Fairness) -> &Vec<f64>;
+    let metrics: [(&str, Metric); 3] = [
         ("mean share by position (cents)", |f| &f.mean),
         ("standard deviation by position (cents)", |f| &f.std_dev),
         ("best-luck probability by position", |f| &f.best_luck),
@@ -81,7 +82,8 @@ pub fn chart(results: &[Fairness], path: &Path) -> Result<(), Box<dyn std::error
             .build_cartesian_2d(0.5f64..(COUNT as f64 + 0.5), 0.0..top)?;
         chart.configure_mesh().x_desc("grab position").x_labels(COUNT as usize).draw()?;
         for (fairness, color) in results.iter().zip(colors) {
-            let points: Vec<(f64, f64)> = metric(fairness).iter().enumerate().map(|(i, v)| (i as f64 + 1.0, *v)).collect();
+            let points: Vec<(f64, f64)> =
+                metric(fairness).iter().enumerate().map(|(i, v)| (i as f64 + 1.0, *v)).collect();
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
                 .label(fairness.rule)

@@ -67,7 +67,12 @@ pub async fn load_packet(store: &RedisStore, kind: PacketKind, total_cents: u64,
 }
 
 /// The handler at `concurrency` on a packet that does not run dry.
-pub async fn level(service: Arc<GrabService<Arc<RedisStore>, DynamoLedger>>, store: &RedisStore, concurrency: usize, grabs: u32) -> Level {
+pub async fn level(
+    service: Arc<GrabService<Arc<RedisStore>, DynamoLedger>>,
+    store: &RedisStore,
+    concurrency: usize,
+    grabs: u32,
+) -> Level {
     let packet = load_packet(store, PacketKind::Fixed, u64::from(grabs), grabs).await;
     let id = packet.id.to_string();
     let requests: Vec<Request> = (0..grabs).map(|n| request(&id, &format!("c{concurrency}-u{n}"))).collect();
@@ -75,11 +80,16 @@ pub async fn level(service: Arc<GrabService<Arc<RedisStore>, DynamoLedger>>, sto
         let service = service.clone();
         async move {
             let response = grab::handle(&service, request).await.expect("handler");
-            response.status().as_u16() == 200 && !String::from_utf8_lossy(response.body().as_ref()).contains("\"already_grabbed\":true")
+            response.status().as_u16() == 200
+                && !String::from_utf8_lossy(response.body().as_ref()).contains("\"already_grabbed\":true")
         }
     })
     .await;
-    Level { concurrency, stats: summarize(&latencies, elapsed), unexpected: answers.iter().filter(|fresh| !**fresh).count() as u64 }
+    Level {
+        concurrency,
+        stats: summarize(&latencies, elapsed),
+        unexpected: answers.iter().filter(|fresh| !**fresh).count() as u64,
+    }
 }
 
 /// 100 packets of 100 shares; 20,000 users, each grabbing one packet (200 per packet), in a

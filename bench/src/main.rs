@@ -34,7 +34,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.limits.max_total_cents = 1_000_000_000;
     config.redis.timeout = Duration::from_secs(5);
     config.redis.key_prefix = "bench".into();
-    let redis_port: u16 = config.redis.url.rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok()).ok_or("REDIS_URL has no port")?;
+    let redis_port: u16 = config
+        .redis
+        .url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').parse().ok())
+        .ok_or("REDIS_URL has no port")?;
     let client = DynamoLedger::client_from_env().await;
     let ledger = DynamoLedger::new(client.clone(), &config);
     ledger.ensure_table().await?;

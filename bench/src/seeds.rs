@@ -57,8 +57,10 @@ impl DesignResult {
     }
 }
 
-const SADD_DECR: &str = "if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then return redis.call('DECR', KEYS[2]) else return -1 end";
-const UNLOCK: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+const SADD_DECR: &str =
+    "if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then return redis.call('DECR', KEYS[2]) else return -1 end";
+const UNLOCK: &str =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 const TWO_LIST: &str = r#"
 if redis.call('hexists', KEYS[3], KEYS[4]) ~= 0 then
   return nil
@@ -78,8 +80,9 @@ return nil
 
 /// The attempts: every user twice, on packet `user % 100`, shuffled.
 fn attempts() -> Vec<(usize, String)> {
-    let mut attempts: Vec<(usize, String)> =
-        (0..USERS).flat_map(|user| [(user % PACKETS, format!("u{user}")), (user % PACKETS, format!("u{user}"))]).collect();
+    let mut attempts: Vec<(usize, String)> = (0..USERS)
+        .flat_map(|user| [(user % PACKETS, format!("u{user}")), (user % PACKETS, format!("u{user}"))])
+        .collect();
     attempts.shuffle(&mut rand::rng());
     attempts
 }
@@ -154,8 +157,15 @@ pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
             }
             let lock = format!("{run}:lock:red_packet:{packet}:{user}");
             let token = rand::rng().random::<u64>().to_string();
-            let locked: Option<String> =
-                redis::cmd("SET").arg(&lock).arg(&token).arg("NX").arg("PX").arg(3000).query_async(&mut conn).await.expect("lock");
+            let locked: Option<String> = redis::cmd("SET")
+                .arg(&lock)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(3000)
+                .query_async(&mut conn)
+                .await
+                .expect("lock");
             if locked.is_none() {
                 return false;
             }
@@ -168,7 +178,13 @@ pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
                 if member {
                     return false;
                 }
-                let _: i64 = sadd_decr.key(&grabbed_set).key(&total).arg(&user).invoke_async(&mut conn).await.expect("SADD DECR");
+                let _: i64 = sadd_decr
+                    .key(&grabbed_set)
+                    .key(&total)
+                    .arg(&user)
+                    .invoke_async(&mut conn)
+                    .await
+                    .expect("SADD DECR");
                 true // 003 returns true once the script ran, whatever DECR came to
             }
             .await;

@@ -419,3 +419,34 @@ async fn packet_views_and_the_grab_fallback() {
     assert!(marked, "an unknown id is remembered, so the next grab on it stops at Redis");
     assert_eq!(stack.view(unknown.as_str(), "zoe").await.0, 404);
 }
+
+/// DynamoDB unreachable during settle: the run fails cleanly, the pending grabs stay in Redis,
+/// and the next run completes: nothing lost, nothing doubled, one refund.
+#[tokio::test]
+async fn a_settle_run_that_cannot_reach_dynamodb_fails_cleanly_and_the_next_completes() {
+    let stack = Stack::new("dynamo-down").await;
+    let id = stack.send("alice", json!({ "total_cents": 1_000, "count": 4, "expires_in_seconds": 60 })).await;
+    let mut acknowledged = Acknowledged::new();
+    for user in ["bob", "carol"] {
+        let (status, body) = stack.grab(&id, user).await;
+        acknowledge(&mut acknowledged, &id, user, status, &body);
+    }
+    stack.clock.advance(61_000);
+
+    let reachable = DynamoLedger::client_from_env().await;
+    let unreachable =
+        aws_sdk_dynamodb::Client::from_conf(reachable.config().to_builder().endpoint_url("http://127.0.0.1:1").build());
+    let store = Arc::new(stack.store());
+    let broken =
+        Settler::new(store.clone(), DynamoLedger::new(unreachable, &stack.config)).with_clock(stack.clock.clone());
+    let failed = broken.run(0..=15, None).await;
+    assert!(matches!(failed, Err(SettleError::Unavailable { .. })), "{failed:?}");
+    let live = store.snapshot(&PacketId::parse(&id).unwrap()).await.unwrap().expect("still in Redis");
+    assert_eq!(live.pending().len(), 2, "the grabs wait in Redis for the next run");
+
+    let summary = stack.settle().await;
+    assert_eq!((summary.grabs_persisted, summary.finalised), (2, 1));
+    let recorded = stack.assert_settled_books(&id, &acknowledged[&id]).await;
+    assert_eq!(recorded.refund_item_cents, Some(1_000 - acknowledged[&id].values().sum::<u64>()));
+    assert_eq!(stack.settle().await.refunded_cents, 0, "refunded once");
+}

@@ -264,7 +264,9 @@ impl LazyLedger {
     }
 
     async fn ledger(&self) -> &DynamoLedger {
-        self.ledger.get_or_init(|| async { DynamoLedger::new(DynamoLedger::client_from_env().await, &self.config) }).await
+        self.ledger
+            .get_or_init(|| async { DynamoLedger::new(DynamoLedger::client_from_env().await, &self.config) })
+            .await
     }
 }
 

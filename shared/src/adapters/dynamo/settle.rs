@@ -51,8 +51,13 @@ impl DynamoLedger {
             if attempt > 0 {
                 tokio::time::sleep(backoff(attempt)).await;
             }
-            let output =
-                self.client.batch_write_item().request_items(&self.table, requests).send().await.map_err(unavailable)?;
+            let output = self
+                .client
+                .batch_write_item()
+                .request_items(&self.table, requests)
+                .send()
+                .await
+                .map_err(unavailable)?;
             requests = output.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
             attempt += 1;
         }

@@ -1,0 +1,184 @@
+//! Redis faults through the real handlers: a Redis that dies answers 503 with Retry-After
+//! promptly (never a hang, never a 500) and works again after a restart; a Redis that forgets
+//! its scripts (SCRIPT FLUSH, restart) keeps serving grabs. Each test runs its own redis-server
+//! on a free loopback port; DynamoDB Local is the one `make test` started.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lambda_http::Request;
+use local::{Functions, LocalAuthorizer};
+use red_packets::{events, Config};
+use serde_json::{json, Value};
+
+const SEND_EVENT: &str = include_str!("../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+
+/// A redis-server of this test's own, with AOF fsynced on every write.
+struct OwnRedis {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl OwnRedis {
+    fn start() -> OwnRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("red-packets-faults-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut redis = OwnRedis { port, dir, child: None };
+        redis.spawn();
+        redis
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (make test installs it)");
+        self.child = Some(child);
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("redis-server did not start on {}", self.port);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap(); // SIGKILL: no goodbye, like a crashed node
+            child.wait().unwrap();
+        }
+    }
+
+    fn config(&self) -> Config {
+        let mut config = Config::from_env().unwrap();
+        config.redis.url = format!("redis://127.0.0.1:{}", self.port);
+        config.redis.cluster = false;
+        config.redis.timeout = Duration::from_millis(300);
+        config
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn functions(config: &Config) -> Functions {
+    local::functions(config, LocalAuthorizer::new("faults")).await.expect("DynamoDB Local is reachable")
+}
+
+fn send_request(body: Value) -> Request {
+    let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+    events::set_header(&mut event, "Idempotency-Key", None);
+    events::set_body(&mut event, &body.to_string());
+    events::to_request(&event).unwrap()
+}
+
+fn grab_request(id: &str, user: &str) -> Request {
+    let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+    events::set_packet_id(&mut event, id);
+    events::set_caller(&mut event, Some(user));
+    events::to_request(&event).unwrap()
+}
+
+async fn grab(functions: &Functions, id: &str, user: &str) -> (u16, Value, Option<String>) {
+    let response = grab::handle(&functions.grab, grab_request(id, user)).await.unwrap();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap(), retry_after)
+}
+
+async fn send(functions: &Functions) -> String {
+    let response =
+        send::handle(&functions.send, send_request(json!({ "total_cents": 1_000, "count": 10 }))).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    body["packet_id"].as_str().unwrap().to_owned()
+}
+
+/// Grabs until one answers something other than 503 (bounded), as a client honouring Retry-After would.
+async fn grab_retrying(functions: &Functions, id: &str, user: &str) -> (u16, Value) {
+    for _ in 0..20 {
+        let (status, body, _) = grab(functions, id, user).await;
+        if status != 503 {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{user} still got 503 after 20 tries");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_redis_is_a_prompt_503_and_a_restarted_one_serves_again() {
+    let mut redis = OwnRedis::start();
+    let functions = Arc::new(functions(&redis.config()).await);
+    let id = send(&functions).await;
+    let (status, first, _) = grab(&functions, &id, "before-crash").await;
+    assert_eq!(status, 200);
+
+    redis.kill();
+    let mut answers = Vec::new();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..50)
+        .map(|n| {
+            let (functions, id) = (functions.clone(), id.clone());
+            tokio::spawn(async move { grab(&functions, &id, &format!("during-{n}")).await })
+        })
+        .collect();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    let elapsed = started.elapsed();
+    for (status, body, retry_after) in &answers {
+        assert_eq!((*status, body["error"]["code"].as_str()), (503, Some("unavailable")), "never a 500");
+        assert_eq!(retry_after.as_deref(), Some("1"));
+    }
+    assert!(elapsed < Duration::from_secs(10), "no hang: 50 grabs on a dead Redis answered in {elapsed:?}");
+    let response =
+        send::handle(&functions.send, send_request(json!({ "total_cents": 100, "count": 1 }))).await.unwrap();
+    assert_eq!(response.status(), 503, "send too");
+
+    redis.spawn();
+    let (status, again) = grab_retrying(&functions, &id, "before-crash").await;
+    assert_eq!(
+        (status, again["already_grabbed"].as_bool()),
+        (200, Some(true)),
+        "the acknowledged grab survived (AOF always)"
+    );
+    assert_eq!(again["amount_cents"], first["amount_cents"]);
+    let (status, _) = grab_retrying(&functions, &id, "after-restart").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn grabs_survive_script_flush_and_a_restart() {
+    let mut redis = OwnRedis::start();
+    let config = redis.config();
+    let functions = functions(&config).await;
+    let id = send(&functions).await;
+    assert_eq!(grab(&functions, &id, "u1").await.0, 200);
+
+    let store = red_packets::adapters::RedisStore::new(&config);
+    let mut conn = store.connection().await.unwrap();
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
+    let (status, body, _) = grab(&functions, &id, "u2").await;
+    assert_eq!(status, 200, "NOSCRIPT is answered by loading the script again: {body}");
+
+    redis.kill();
+    redis.spawn(); // a fresh process has no scripts cached at all
+    let (status, _) = grab_retrying(&functions, &id, "u3").await;
+    assert_eq!(status, 200);
+    let (status, body) = grab_retrying(&functions, &id, "u1").await;
+    assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)));
+}
