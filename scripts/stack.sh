@@ -47,10 +47,10 @@ install_dynamodb_local() {
 }
 
 install_sam() {
-  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && return
-  log "installing SAM CLI and openapi-spec-validator into $venv"
+  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && [ -x "$venv/bin/schemathesis" ] && return
+  log "installing SAM CLI, openapi-spec-validator and schemathesis into $venv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator schemathesis >/dev/null
 }
 
 install_build_tools() {

@@ -20,6 +20,9 @@ cargo build --workspace --bins --locked
 echo "== every test, on single-node Redis"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
+echo "== schemathesis against openapi.yaml on the local API"
+scripts/fuzz.sh
+
 echo "== every test again, on a local three-master Redis Cluster"
 cluster_exports=$(scripts/stack.sh cluster "$name")
 (eval "$cluster_exports" && cargo test --workspace --locked) 2>&1 | tee -a "$log"
