@@ -18,7 +18,7 @@ token=$(LOCAL_JWT_SECRET=$secret ./target/debug/local token schemathesis)
 
 out=$(mktemp)
 status=0
-.local/venv/bin/schemathesis run openapi.yaml --url "http://127.0.0.1:$port" \
+.local/fuzz-venv/bin/schemathesis run openapi.yaml --url "http://127.0.0.1:$port" \
   -H "Authorization: Bearer $token" -n 250 --seed 20261121 --no-color \
   --checks all --exclude-checks positive_data_acceptance >"$out" 2>&1 || status=$?
 tail -15 "$out"

@@ -47,10 +47,18 @@ install_dynamodb_local() {
 }
 
 install_sam() {
-  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && [ -x "$venv/bin/schemathesis" ] && return
-  log "installing SAM CLI, openapi-spec-validator and schemathesis into $venv"
+  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && return
+  log "installing SAM CLI and openapi-spec-validator into $venv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator schemathesis >/dev/null
+  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+}
+
+install_fuzz() {
+  # A virtualenv of its own: schemathesis and SAM CLI pin different versions of shared libraries.
+  [ -x "$local_dir/fuzz-venv/bin/schemathesis" ] && return
+  log "installing schemathesis into $local_dir/fuzz-venv"
+  python3 -m venv "$local_dir/fuzz-venv"
+  "$local_dir/fuzz-venv/bin/pip" install -q --disable-pip-version-check schemathesis >/dev/null
 }
 
 install_build_tools() {
@@ -65,6 +73,7 @@ install_all() {
   install_java
   install_dynamodb_local
   install_sam
+  install_fuzz
 }
 
 free_port() {
