@@ -160,7 +160,9 @@ async fn a_dead_redis_is_a_prompt_503_and_a_restarted_one_serves_again() {
         answers.push(task.await.unwrap());
     }
     let elapsed = started.elapsed();
-    eprintln!("figure: 50 concurrent grabs on a SIGKILLed Redis (REDIS_TIMEOUT_MS=300) all answered 503 within {elapsed:?}");
+    eprintln!(
+        "figure: 50 concurrent grabs on a SIGKILLed Redis (REDIS_TIMEOUT_MS=300) all answered 503 within {elapsed:?}"
+    );
     for (status, body, retry_after) in &answers {
         assert_eq!((*status, body["error"]["code"].as_str()), (503, Some("unavailable")), "never a 500");
         assert_eq!(retry_after.as_deref(), Some("1"));
@@ -218,8 +220,9 @@ async fn acknowledged_grabs_survive_a_sigkill_mid_storm() {
         let functions = Arc::new(functions(&config).await);
         let mut packets = Vec::new();
         for _ in 0..5 {
-            let response =
-                send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 }))).await.unwrap();
+            let response = send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 })))
+                .await
+                .unwrap();
             let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
             packets.push(body["packet_id"].as_str().unwrap().to_owned());
         }
@@ -263,8 +266,11 @@ async fn acknowledged_grabs_survive_a_sigkill_mid_storm() {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             };
-            let recorded: Option<String> = redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
-            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok()) != Some(*amount) {
+            let recorded: Option<String> =
+                redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
+            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok())
+                != Some(*amount)
+            {
                 lost += 1;
             }
         }
@@ -289,13 +295,15 @@ async fn failover_with_replica_acknowledgement_loses_no_acknowledged_grab() {
         let replica = OwnRedis::replica_of(&primary);
         let mut config = primary.config();
         if wait_for_replica {
-            config.grab_wait = Some(red_packets::config::ReplicaWait { replicas: 1, timeout: Duration::from_millis(200) });
+            config.grab_wait =
+                Some(red_packets::config::ReplicaWait { replicas: 1, timeout: Duration::from_millis(200) });
         }
         let functions = Arc::new(functions(&config).await);
         let mut packets = Vec::new();
         for _ in 0..5 {
-            let response =
-                send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 }))).await.unwrap();
+            let response = send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 })))
+                .await
+                .unwrap();
             let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
             packets.push(body["packet_id"].as_str().unwrap().to_owned());
         }
@@ -341,8 +349,11 @@ async fn failover_with_replica_acknowledgement_loses_no_acknowledged_grab() {
         let mut lost = 0;
         for (id, user, amount) in &acknowledged {
             let keys = replica_store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
-            let recorded: Option<String> = redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
-            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok()) != Some(*amount) {
+            let recorded: Option<String> =
+                redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
+            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok())
+                != Some(*amount)
+            {
                 lost += 1;
             }
         }

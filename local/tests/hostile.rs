@@ -98,7 +98,11 @@ async fn hostile_requests_get_clear_4xx_answers_and_secrets_stay_out_of_the_logs
         (r#"{"total_cents":5,"count":6}"#.to_owned(), Some("count"), "count above total"),
         (r#"{"total_cents":100,"count":1,"sender":"alice"}"#.to_owned(), Some("sender"), "unknown field"),
         (r#"{"count":1}"#.to_owned(), Some("total_cents"), "missing field"),
-        (format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "🧧".repeat(65)), Some("greeting"), "65 characters"),
+        (
+            format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "🧧".repeat(65)),
+            Some("greeting"),
+            "65 characters",
+        ),
     ] {
         let body = expect_error(post(body.into_bytes(), json_type).await.unwrap(), 400, "invalid_request", what).await;
         assert_eq!(body["error"]["field"].as_str(), field, "{what}");
@@ -107,14 +111,17 @@ async fn hostile_requests_get_clear_4xx_answers_and_secrets_stay_out_of_the_logs
     let big = format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "x".repeat(17 * 1024));
     expect_error(post(big.into_bytes(), json_type).await.unwrap(), 413, "payload_too_large", "17 KiB").await;
     expect_error(post(vec![b' '; 3 * 1024 * 1024], json_type).await.unwrap(), 413, "payload_too_large", "3 MiB").await;
-    let fine = post(format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "🧧".repeat(64)).into_bytes(), json_type);
+    let fine =
+        post(format!(r#"{{"total_cents":100,"count":1,"greeting":"{}"}}"#, "🧧".repeat(64)).into_bytes(), json_type);
     assert_eq!(fine.await.unwrap().status(), 201, "64 characters of unicode are fine");
 
     // Ids.
     for id in ["%E7%BA%A2%E5%8C%85", &"a".repeat(10 * 1024), "..%2F..%2Fetc%2Fpasswd", "%00", "{x}"] {
-        let grab = http.post(format!("{}/packets/{id}/grab", api.base)).header("authorization", &bearer).send().await.unwrap();
+        let grab =
+            http.post(format!("{}/packets/{id}/grab", api.base)).header("authorization", &bearer).send().await.unwrap();
         expect_error(grab, 404, "not_found", &format!("grab on id {}", &id[..id.len().min(20)])).await;
-        let view = http.get(format!("{}/packets/{id}", api.base)).header("authorization", &bearer).send().await.unwrap();
+        let view =
+            http.get(format!("{}/packets/{id}", api.base)).header("authorization", &bearer).send().await.unwrap();
         expect_error(view, 404, "not_found", "view").await;
     }
 
