@@ -21,9 +21,9 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;
 
-/// Larger bodies than this never reach a handler (API Gateway's own cap is far higher; the
-/// handlers refuse anything over 16 KiB with a 413 of their own).
-const MAX_FORWARDED_BODY: usize = 1024 * 1024;
+/// API Gateway's own payload limit (10 MB): bodies up to it are read whole and reach the handler,
+/// which refuses anything over 16 KiB with its own 413, so a client always reads the answer.
+const MAX_FORWARDED_BODY: usize = 10 * 1024 * 1024;
 
 /// Every function of the template, built once.
 pub struct Functions {
