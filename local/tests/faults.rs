@@ -208,6 +208,75 @@ async fn grabs_survive_script_flush_and_a_restart() {
     assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)));
 }
 
+/// Five packets of 100 shares.
+async fn five_packets(functions: &Functions) -> Vec<String> {
+    let mut packets = Vec::new();
+    for _ in 0..5 {
+        let response =
+            send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 }))).await.unwrap();
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        packets.push(body["packet_id"].as_str().unwrap().to_owned());
+    }
+    packets
+}
+
+/// 500 concurrent grabs on `packets`; `kill` runs once 50 have been answered (at most 10 s).
+/// Returns the grabs acknowledged with a fresh share: (packet, user, amount).
+async fn storm_killed_midway(
+    functions: &Arc<Functions>,
+    packets: &[String],
+    kill: impl FnOnce(),
+) -> Vec<(String, String, u64)> {
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..500)
+        .map(|n| {
+            let (functions, id, answered) = (functions.clone(), packets[n % packets.len()].clone(), answered.clone());
+            tokio::spawn(async move {
+                let user = format!("storm-{n}");
+                let (status, body, _) = grab(&functions, &id, &user).await;
+                answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                (id, user, status, body)
+            })
+        })
+        .collect();
+    for _ in 0..1_000 {
+        if answered.load(std::sync::atomic::Ordering::SeqCst) >= 50 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    kill();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (id, user, status, body) = task.await.unwrap();
+        assert!(matches!(status, 200 | 503), "{status} {body}");
+        if status == 200 && body["already_grabbed"] == false {
+            acknowledged.push((id, user, body["amount_cents"].as_u64().unwrap()));
+        }
+    }
+    acknowledged
+}
+
+/// How many acknowledged grabs `store`'s Redis does not hold with their amount.
+async fn lost_grabs(store: &red_packets::adapters::RedisStore, acknowledged: &[(String, String, u64)]) -> usize {
+    let mut conn = loop {
+        if let Ok(conn) = store.connection().await {
+            break conn;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut lost = 0;
+    for (id, user, amount) in acknowledged {
+        let keys = store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
+        let recorded: Option<String> =
+            redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
+        if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok()) != Some(*amount) {
+            lost += 1;
+        }
+    }
+    lost
+}
+
 /// SIGKILL in the middle of a storm of grabs, with AOF `everysec` and `always`: every grab that
 /// was acknowledged before the crash is still there after the restart (with `always` this is a
 /// guarantee; with `everysec` a killed process loses nothing either, because the AOF was written
@@ -218,62 +287,11 @@ async fn acknowledged_grabs_survive_a_sigkill_mid_storm() {
         let mut redis = OwnRedis::start_with(fsync);
         let config = redis.config();
         let functions = Arc::new(functions(&config).await);
-        let mut packets = Vec::new();
-        for _ in 0..5 {
-            let response = send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 })))
-                .await
-                .unwrap();
-            let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-            packets.push(body["packet_id"].as_str().unwrap().to_owned());
-        }
-        let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..500)
-            .map(|n| {
-                let (functions, id, answered) = (functions.clone(), packets[n % 5].clone(), answered.clone());
-                tokio::spawn(async move {
-                    let user = format!("storm-{n}");
-                    let (status, body, _) = grab(&functions, &id, &user).await;
-                    answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    (id, user, status, body)
-                })
-            })
-            .collect();
-        // Kill it mid-storm: once a tenth of the grabs have been answered (at most 10 s).
-        for _ in 0..1_000 {
-            if answered.load(std::sync::atomic::Ordering::SeqCst) >= 50 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        redis.kill();
-        let mut acknowledged = Vec::new();
-        for task in tasks {
-            let (id, user, status, body) = task.await.unwrap();
-            assert!(matches!(status, 200 | 503), "{status} {body}");
-            if status == 200 {
-                acknowledged.push((id, user, body["amount_cents"].as_u64().unwrap()));
-            }
-        }
+        let packets = five_packets(&functions).await;
+        let acknowledged = storm_killed_midway(&functions, &packets, || redis.kill()).await;
 
         redis.spawn();
-        let store = red_packets::adapters::RedisStore::new(&config);
-        let mut lost = 0;
-        for (id, user, amount) in &acknowledged {
-            let keys = store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
-            let mut conn = loop {
-                if let Ok(conn) = store.connection().await {
-                    break conn;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            };
-            let recorded: Option<String> =
-                redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
-            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok())
-                != Some(*amount)
-            {
-                lost += 1;
-            }
-        }
+        let lost = lost_grabs(&red_packets::adapters::RedisStore::new(&config), &acknowledged).await;
         eprintln!(
             "figure: appendfsync {fsync}: SIGKILL mid-way through a 500-grab storm; {} grabs acknowledged, {lost} lost",
             acknowledged.len()
@@ -299,64 +317,20 @@ async fn failover_with_replica_acknowledgement_loses_no_acknowledged_grab() {
                 Some(red_packets::config::ReplicaWait { replicas: 1, timeout: Duration::from_millis(200) });
         }
         let functions = Arc::new(functions(&config).await);
-        let mut packets = Vec::new();
-        for _ in 0..5 {
-            let response = send::handle(&functions.send, send_request(json!({ "total_cents": 10_000, "count": 100 })))
-                .await
-                .unwrap();
-            let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-            packets.push(body["packet_id"].as_str().unwrap().to_owned());
-        }
+        let packets = five_packets(&functions).await;
         let replica_store = red_packets::adapters::RedisStore::new(&replica.config());
-        let first = red_packets::domain::PacketId::parse(&packets[4]).unwrap();
+        let last = red_packets::domain::PacketId::parse(&packets[4]).unwrap();
         for _ in 0..200 {
-            if replica_store.snapshot(&first).await.ok().flatten().is_some() {
+            if replica_store.snapshot(&last).await.ok().flatten().is_some() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-
-        let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..500)
-            .map(|n| {
-                let (functions, id, answered) = (functions.clone(), packets[n % 5].clone(), answered.clone());
-                tokio::spawn(async move {
-                    let user = format!("failover-{n}");
-                    let (status, body, _) = grab(&functions, &id, &user).await;
-                    answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    (id, user, status, body)
-                })
-            })
-            .collect();
-        for _ in 0..1_000 {
-            if answered.load(std::sync::atomic::Ordering::SeqCst) >= 50 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        primary.kill();
-        let mut acknowledged = Vec::new();
-        for task in tasks {
-            let (id, user, status, body) = task.await.unwrap();
-            assert!(matches!(status, 200 | 503), "{status} {body}");
-            if status == 200 && body["already_grabbed"] == false {
-                acknowledged.push((id, user, body["amount_cents"].as_u64().unwrap()));
-            }
-        }
+        let acknowledged = storm_killed_midway(&functions, &packets, || primary.kill()).await;
 
         let mut conn = replica_store.connection().await.unwrap();
         let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query_async(&mut conn).await.unwrap();
-        let mut lost = 0;
-        for (id, user, amount) in &acknowledged {
-            let keys = replica_store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
-            let recorded: Option<String> =
-                redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
-            if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok())
-                != Some(*amount)
-            {
-                lost += 1;
-            }
-        }
+        let lost = lost_grabs(&replica_store, &acknowledged).await;
         eprintln!(
             "figure: failover, GRAB_WAIT_REPLICAS={}: {} grabs acknowledged before the primary was killed, {lost} missing on the promoted replica",
             u8::from(wait_for_replica),
