@@ -198,7 +198,7 @@ async fn grabs_survive_script_flush_and_a_restart() {
     let mut conn = store.connection().await.unwrap();
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await.unwrap();
     let (status, body, _) = grab(&functions, &id, "u2").await;
-    assert_eq!(status, 200, "NOSCRIPT is acknowledged_so_far by loading the script again: {body}");
+    assert_eq!(status, 200, "NOSCRIPT is answered by loading the script again: {body}");
 
     redis.kill();
     redis.spawn(); // a fresh process has no scripts cached at all
