@@ -58,7 +58,7 @@ impl Stack {
             (0..self.config.settle_shards).map(|shard| store.settle_index_key(shard)).collect();
         for id in ids {
             let keys = store.keys(&PacketId::parse(id).unwrap());
-            doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.missing]);
+            doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.lookup]);
         }
         for key in doomed {
             let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
@@ -414,9 +414,13 @@ async fn packet_views_and_the_grab_fallback() {
     let unknown = PacketId::random();
     assert_eq!(stack.grab(unknown.as_str(), "zoe").await.0, 404);
     let mut conn = stack.store().connection().await.unwrap();
-    let marked: bool =
-        redis::cmd("EXISTS").arg(stack.store().keys(&unknown).missing).query_async(&mut conn).await.unwrap();
-    assert!(marked, "an unknown id is remembered, so the next grab on it stops at Redis");
+    let verdict: Option<String> =
+        redis::cmd("GET").arg(stack.store().keys(&unknown).lookup).query_async(&mut conn).await.unwrap();
+    assert_eq!(
+        verdict.as_deref(),
+        Some("absent"),
+        "an unknown id is remembered, so the next grab on it stops at Redis"
+    );
     assert_eq!(stack.view(unknown.as_str(), "zoe").await.0, 404);
 }
 

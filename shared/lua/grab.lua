@@ -4,21 +4,33 @@
 -- KEYS[2]  rp:{<id>}:shares  list: the shares not yet taken, in cents
 -- KEYS[3]  rp:{<id>}:users   hash: user -> "<amount>:<grabbed_at_ms>"
 -- KEYS[4]  rp:{<id>}:log     list: every grab as JSON {seq, user, amount, at}, in grab order
--- KEYS[5]  rp:{<id>}:missing string: set for a while once DynamoDB said there is no such packet
+-- KEYS[5]  rp:{<id>}:lookup  string: what DynamoDB said of an id Redis does not hold:
+--                            'pending' while one caller asks it, then 'absent' or 'recorded'
 -- ARGV[1]  the user (the caller's verified `sub`)
 -- ARGV[2]  now, epoch milliseconds
+-- ARGV[3]  the lookup lease, milliseconds: how long one caller may take to ask DynamoDB
 --
 -- Returns {outcome, amount, grabbed_at_ms, remaining_count}, outcome one of
---   0 not in Redis (ask DynamoDB), 5 known missing (DynamoDB said so lately), 1 grabbed, 2 already grabbed (amount and time of that grab),
---   3 sold out, 4 expired (at or after expires_at, or closed with shares left).
+--   0 not in Redis, and this caller now holds the lookup: ask DynamoDB, then record its verdict
+--   7 not in Redis, DynamoDB recorded it lately: ask DynamoDB, nothing to record
+--   6 not in Redis, another caller is asking DynamoDB right now: try again shortly
+--   5 not in Redis, DynamoDB said lately there is no such packet
+--   1 grabbed, 2 already grabbed (amount and time of that grab), 3 sold out,
+--   4 expired (at or after expires_at, or closed with shares left).
 -- Checks run in this order: unknown, already grabbed (answered whatever the packet's state),
 -- expired, sold out; only then is a share popped.
 
 local meta = redis.call('HMGET', KEYS[1], 'expires_at', 'remaining_count', 'status', 'keep_until')
 if not meta[1] then
-  if redis.call('EXISTS', KEYS[5]) == 1 then
+  local verdict = redis.call('GET', KEYS[5])
+  if verdict == 'absent' then
     return {5, 0, 0, 0}
+  elseif verdict == 'recorded' then
+    return {7, 0, 0, 0}
+  elseif verdict then
+    return {6, 0, 0, 0}
   end
+  redis.call('SET', KEYS[5], 'pending', 'PX', ARGV[3])
   return {0, 0, 0, 0}
 end
 local expires_at = tonumber(meta[1])

@@ -1,6 +1,7 @@
 //! The narrow traits the handlers see: what they need of Redis and of DynamoDB, nothing more.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::adapters::dynamo::{HistoryPage, Role};
 use crate::adapters::redis_store::LivePacket;
@@ -9,11 +10,17 @@ use crate::domain::packet::LedgerPacket;
 use crate::domain::{Cents, IdempotencyKey, Packet, PacketId, UserId};
 use crate::error::ApiError;
 
+/// How long one caller may take to ask the ledger about a packet the live store does not hold;
+/// meanwhile every other grab on that id waits for its verdict instead of asking too.
+pub const LOOKUP_LEASE: Duration = Duration::from_secs(5);
+
 /// The answer of one grab attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrabOutcome {
-    /// Redis holds no such packet: ask the ledger.
-    NotInRedis,
+    /// The live store holds no such packet: the ledger decides.
+    AskLedger(Lookup),
+    /// Another caller is asking the ledger about this packet right now: try again shortly.
+    LookupPending,
     /// No such packet (the ledger said so lately).
     NotFound,
     /// At or after `expires_at`, with shares left.
@@ -40,6 +47,40 @@ pub enum GrabOutcome {
     },
 }
 
+impl GrabOutcome {
+    /// True when this answer shows every share taken: a sold-out packet stays sold out.
+    pub fn sold_out(&self) -> bool {
+        match self {
+            GrabOutcome::SoldOut => true,
+            GrabOutcome::Grabbed { remaining_count, .. } | GrabOutcome::Already { remaining_count, .. } => {
+                *remaining_count == 0
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why a caller asks the ledger about a packet the live store does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// This caller holds the id's lookup lease: it asks, then records the verdict with
+    /// [`LiveStore::settle_lookup`].
+    Claimed,
+    /// The ledger recorded the packet lately: ask it, nothing to record.
+    Recorded,
+}
+
+/// What asking the ledger about an id came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupVerdict {
+    /// The ledger has no such packet.
+    Absent,
+    /// The ledger holds the packet.
+    Recorded,
+    /// The ledger could not be asked: the next caller may ask again.
+    Failed,
+}
+
 /// The live, atomic side of packets (Redis).
 pub trait LiveStore: Send + Sync {
     /// Makes `packet` grabbable with `shares`, and indexes it for settle. Idempotent: loading a
@@ -49,8 +90,9 @@ pub trait LiveStore: Send + Sync {
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
 
-    /// Remembers for a while that the ledger has no packet `id`.
-    fn mark_missing(&self, id: &PacketId) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Records what the ledger said of `id` after a [`Lookup::Claimed`], releasing the lease.
+    fn settle_lookup(&self, id: &PacketId, verdict: LookupVerdict)
+        -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// One grab by `user` at `now_ms`: atomic, at most one share per user.
     fn grab(
@@ -111,8 +153,12 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         (**self).snapshot(id)
     }
 
-    fn mark_missing(&self, id: &PacketId) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).mark_missing(id)
+    fn settle_lookup(
+        &self,
+        id: &PacketId,
+        verdict: LookupVerdict,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).settle_lookup(id, verdict)
     }
 
     fn grab(
@@ -122,5 +168,29 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         now_ms: Millis,
     ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
         (**self).grab(packet, user, now_ms)
+    }
+}
+
+impl<T: Ledger> Ledger for std::sync::Arc<T> {
+    fn record_packet(
+        &self,
+        packet: &Packet,
+        claim: Option<&IdempotencyClaim>,
+    ) -> impl Future<Output = Result<Recorded, ApiError>> + Send {
+        (**self).record_packet(packet, claim)
+    }
+
+    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send {
+        (**self).ledger_packet(id)
+    }
+
+    fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send {
+        (**self).history(user, role, limit, cursor)
     }
 }

@@ -3,7 +3,7 @@
 //! configured timeout.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
@@ -15,12 +15,13 @@ use tokio::sync::OnceCell;
 use std::collections::HashMap;
 
 use super::scripts::{self, settle_index_key, CloseOutcome, LoadFields, PacketKeys};
+use super::sold_out::SoldOutMemo;
 use crate::clock::Millis;
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId, PacketKind, Seed, SplitRule, UserId};
 use crate::error::ApiError;
-use crate::ports::{GrabOutcome, LiveStore};
+use crate::ports::{GrabOutcome, LiveStore, LookupVerdict, LOOKUP_LEASE};
 
 /// How long a packet's keys outlive the packet, so settle can still drain them.
 pub const KEEP_AFTER_EXPIRY_MS: Millis = 24 * 60 * 60 * 1000;
@@ -28,8 +29,8 @@ pub const KEEP_AFTER_EXPIRY_MS: Millis = 24 * 60 * 60 * 1000;
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
 
-/// How long Redis remembers that DynamoDB has no such packet.
-pub const MISSING_KEEP_MS: Millis = 60 * 1000;
+/// How long Redis remembers what DynamoDB said of an id it does not hold (the lookup's cache window).
+pub const LOOKUP_VERDICT_KEEP_MS: Millis = 60 * 1000;
 
 /// A packet as Redis holds it: the record, its counters and every grab in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +127,7 @@ pub struct RedisStore {
     connection: OnceCell<RedisConnection>,
     settle_shards: u32,
     grab_wait: Option<ReplicaWait>,
+    sold_out: Option<SoldOutMemo>,
 }
 
 impl RedisStore {
@@ -136,7 +138,15 @@ impl RedisStore {
             connection: OnceCell::new(),
             settle_shards: config.settle_shards,
             grab_wait: config.grab_wait,
+            sold_out: Some(SoldOutMemo::default()),
         }
+    }
+
+    /// The same store without the hot-packet fast path: every grab runs the script (benchmarks
+    /// measure what the fast path saves against this).
+    pub fn without_sold_out_memo(mut self) -> Self {
+        self.sold_out = None;
+        self
     }
 
     /// The shared connection, opened on first use. Failing to open it is a 503; the next call tries again.
@@ -213,12 +223,38 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Remembers for a while that DynamoDB has no packet `id`, so repeated grabs on it stop at Redis.
-    pub async fn mark_missing(&self, id: &PacketId) -> Result<(), ApiError> {
+    /// Records what DynamoDB said of `id`, which Redis does not hold: a verdict is kept for the
+    /// cache window; a failed lookup releases the lease so the next grab asks again.
+    pub async fn settle_lookup(&self, id: &PacketId, verdict: LookupVerdict) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        let mut set = redis::cmd("SET");
-        set.arg(self.keys(id).missing).arg(1).arg("PX").arg(MISSING_KEEP_MS);
-        self.run(set.query_async::<()>(&mut conn)).await
+        let key = self.keys(id).lookup;
+        let mut command = redis::cmd(if verdict == LookupVerdict::Failed { "DEL" } else { "SET" });
+        command.arg(key);
+        match verdict {
+            LookupVerdict::Absent => command.arg("absent").arg("PX").arg(LOOKUP_VERDICT_KEEP_MS),
+            LookupVerdict::Recorded => command.arg("recorded").arg("PX").arg(LOOKUP_VERDICT_KEEP_MS),
+            LookupVerdict::Failed => &mut command,
+        };
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// The hot-packet fast path: on a packet this instance saw sell out, one `HGET` of the users
+    /// hash answers (the caller's earlier share, or sold out) instead of the script. `None` when
+    /// the users hash is gone (the packet was retired): the script and the ledger decide then.
+    async fn grab_sold_out(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        user: &UserId,
+    ) -> Result<Option<GrabOutcome>, ApiError> {
+        let mut pipe = redis::pipe();
+        pipe.hget(&keys.users, user.as_str()).exists(&keys.users);
+        let (prior, users_kept): (Option<String>, bool) = self.run(pipe.query_async(conn)).await?;
+        Ok(match prior {
+            Some(prior) => Some(scripts::parse_prior_grab(&prior).map_err(ApiError::redis_unavailable)?),
+            None if users_kept => Some(GrabOutcome::SoldOut),
+            None => None,
+        })
     }
 
     async fn load_with(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
@@ -318,14 +354,25 @@ impl LiveStore for RedisStore {
         Self::snapshot(self, id).await
     }
 
-    async fn mark_missing(&self, id: &PacketId) -> Result<(), ApiError> {
-        Self::mark_missing(self, id).await
+    async fn settle_lookup(&self, id: &PacketId, verdict: LookupVerdict) -> Result<(), ApiError> {
+        Self::settle_lookup(self, id, verdict).await
     }
 
     async fn grab(&self, packet: &PacketId, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(packet);
-        let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms)).await?;
+        if let Some(memo) = &self.sold_out {
+            if memo.contains(packet, Instant::now()) {
+                if let Some(outcome) = self.grab_sold_out(&mut conn, &keys, user).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+        let lease_ms = LOOKUP_LEASE.as_millis() as u64;
+        let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms, lease_ms)).await?;
+        if let (Some(memo), true) = (&self.sold_out, outcome.sold_out()) {
+            memo.learn(packet, Instant::now());
+        }
         if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
             // On timeout the client gets a 503; its retry finds the grab and returns the same share.
             self.wait_for_replicas(&mut conn, &keys, wait).await?;

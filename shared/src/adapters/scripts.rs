@@ -11,7 +11,7 @@ use redis::{RedisResult, Script};
 use crate::clock::Millis;
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, PacketId, UserId};
-use crate::ports::GrabOutcome;
+use crate::ports::{GrabOutcome, Lookup};
 
 /// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
 pub const GRAB_LUA: &str = include_str!("../../lua/grab.lua");
@@ -33,8 +33,8 @@ pub struct PacketKeys {
     pub users: String,
     /// List: every grab as JSON, in grab order; settle persists it.
     pub log: String,
-    /// String: set for a while once DynamoDB said there is no such packet.
-    pub missing: String,
+    /// String: what DynamoDB said of an id Redis does not hold (`pending`, `absent`, `recorded`).
+    pub lookup: String,
 }
 
 impl PacketKeys {
@@ -45,7 +45,7 @@ impl PacketKeys {
             shares: format!("{prefix}:{{{id}}}:shares"),
             users: format!("{prefix}:{{{id}}}:users"),
             log: format!("{prefix}:{{{id}}}:log"),
-            missing: format!("{prefix}:{{{id}}}:missing"),
+            lookup: format!("{prefix}:{{{id}}}:lookup"),
         }
     }
 }
@@ -147,25 +147,30 @@ pub async fn snapshot<C: ConnectionLike>(
     Ok((!meta.is_empty()).then_some((meta, log)))
 }
 
-/// Runs `grab.lua` for `user` at `now_ms`.
+/// Runs `grab.lua` for `user` at `now_ms`; a caller that claims an unknown id's lookup holds it
+/// for `lookup_lease_ms`.
 pub async fn grab<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     user: &UserId,
     now_ms: Millis,
+    lookup_lease_ms: u64,
 ) -> RedisResult<GrabOutcome> {
     let (outcome, amount_cents, grabbed_at_ms, remaining_count): (i64, Cents, Millis, u32) = GRAB
         .key(&keys.meta)
         .key(&keys.shares)
         .key(&keys.users)
         .key(&keys.log)
-        .key(&keys.missing)
+        .key(&keys.lookup)
         .arg(user.as_str())
         .arg(now_ms)
+        .arg(lookup_lease_ms)
         .invoke_async(conn)
         .await?;
     Ok(match outcome {
-        0 => GrabOutcome::NotInRedis,
+        0 => GrabOutcome::AskLedger(Lookup::Claimed),
+        7 => GrabOutcome::AskLedger(Lookup::Recorded),
+        6 => GrabOutcome::LookupPending,
         5 => GrabOutcome::NotFound,
         1 => GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count },
         2 => GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count },
@@ -181,6 +186,14 @@ pub async fn grab<C: ConnectionLike>(
     })
 }
 
+/// Parses a users-hash value `"<amount>:<grabbed_at_ms>"` of a sold-out packet as the
+/// caller's earlier grab.
+pub fn parse_prior_grab(value: &str) -> Result<GrabOutcome, String> {
+    let parsed = value.split_once(':').and_then(|(amount, at)| Some((amount.parse().ok()?, at.parse().ok()?)));
+    let (amount_cents, grabbed_at_ms) = parsed.ok_or_else(|| format!("unreadable grab {value:?} in the users hash"))?;
+    Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count: 0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,11 +203,21 @@ mod tests {
         let id = PacketId::random();
         let keys = PacketKeys::of("rp", &id);
         let tag = format!("{{{id}}}");
-        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log, &keys.missing] {
+        for key in [&keys.meta, &keys.shares, &keys.users, &keys.log, &keys.lookup] {
             let start = key.find('{').unwrap();
             let end = start + key[start..].find('}').unwrap();
             assert_eq!(&key[start..=end], tag, "{key}: Redis Cluster hashes only the first {{...}}");
         }
+    }
+
+    #[test]
+    fn a_prior_grab_reads_back_as_already_grabbed() {
+        assert_eq!(
+            parse_prior_grab("125:1700000000000"),
+            Ok(GrabOutcome::Already { amount_cents: 125, grabbed_at_ms: 1_700_000_000_000, remaining_count: 0 })
+        );
+        assert!(parse_prior_grab("125").is_err());
+        assert!(parse_prior_grab("-1:5").is_err());
     }
 
     #[test]

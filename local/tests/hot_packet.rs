@@ -1,0 +1,278 @@
+//! The hot packet, through the real grab handler on a Redis of the test's own (so its command
+//! counts are this test's alone) and DynamoDB Local: 20,000 users on one 100-share packet, where
+//! every grab after the instance saw it sell out skips the script; and floods of grabs on ids
+//! Redis does not hold, counting the ledger reads they cost.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use grab::GrabService;
+use lambda_http::Request;
+use local::LocalAuthorizer;
+use red_packets::adapters::dynamo::{HistoryPage, Role};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::{Packet, PacketId, UserId};
+use red_packets::ports::{IdempotencyClaim, Ledger, Recorded};
+use red_packets::{events, ApiError, Config};
+use serde_json::{json, Value};
+use support::OwnRedis;
+
+const SEND_EVENT: &str = include_str!("../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+
+/// The real ledger, counting packet reads; it can be told to fail the next read as an
+/// unreachable DynamoDB would.
+struct CountingLedger {
+    inner: DynamoLedger,
+    packet_reads: AtomicUsize,
+    fail_next_read: AtomicBool,
+}
+
+impl CountingLedger {
+    fn reads(&self) -> usize {
+        self.packet_reads.load(Ordering::SeqCst)
+    }
+}
+
+impl Ledger for CountingLedger {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+        self.inner.record_packet(packet, claim).await
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+        self.packet_reads.fetch_add(1, Ordering::SeqCst);
+        if self.fail_next_read.swap(false, Ordering::SeqCst) {
+            return Err(ApiError::dynamodb_unavailable("injected: DynamoDB unreachable"));
+        }
+        self.inner.ledger_packet(id).await
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, ApiError> {
+        self.inner.history(user, role, limit, cursor).await
+    }
+}
+
+fn config(redis: &OwnRedis) -> Config {
+    let mut config = redis.config();
+    // 256 grabs in flight on a loaded 2-core machine: 503s are the faults tests' subject.
+    config.redis.timeout = Duration::from_secs(5);
+    config
+}
+
+fn grab_request(id: &str, user: &str) -> Request {
+    let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+    events::set_packet_id(&mut event, id);
+    events::set_caller(&mut event, Some(user));
+    events::to_request(&event).unwrap()
+}
+
+async fn grab<L: Ledger>(service: &GrabService<Arc<RedisStore>, L>, id: &str, user: &str) -> (u16, Value) {
+    let response = grab::handle(service, grab_request(id, user)).await.unwrap();
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
+async fn send(functions: &local::Functions, total_cents: u64, count: u32) -> String {
+    let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+    events::set_header(&mut event, "Idempotency-Key", None);
+    events::set_body(&mut event, &json!({ "total_cents": total_cents, "count": count }).to_string());
+    let response = send::handle(&functions.send, events::to_request(&event).unwrap()).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    body["packet_id"].as_str().unwrap().to_owned()
+}
+
+/// `INFO commandstats` as command -> (calls, failed or rejected calls).
+async fn command_calls(store: &RedisStore) -> HashMap<String, (u64, u64)> {
+    let mut conn = store.connection().await.unwrap();
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    let mut calls = HashMap::new();
+    for line in info.lines() {
+        let Some((name, fields)) = line.strip_prefix("cmdstat_").and_then(|line| line.split_once(':')) else {
+            continue;
+        };
+        let field = |wanted: &str| -> u64 {
+            fields.split(',').find_map(|pair| pair.strip_prefix(wanted)?.strip_prefix('=')?.parse().ok()).unwrap_or(0)
+        };
+        calls.insert(name.to_owned(), (field("calls"), field("failed_calls") + field("rejected_calls")));
+    }
+    calls
+}
+
+/// How many times the grab script ran, and how many grabs took the fast path (its `EXISTS`).
+async fn script_runs_and_fast_paths(store: &RedisStore) -> (u64, u64) {
+    let calls = command_calls(store).await;
+    let count = |name: &str| calls.get(name).copied().unwrap_or_default();
+    let (evalsha, evalsha_failed) = count("evalsha");
+    // A NOSCRIPT answer fails the EVALSHA; the EVAL that follows runs the script.
+    let script_runs = evalsha - evalsha_failed + count("eval").0;
+    (script_runs, count("exists").0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn once_sold_out_a_hot_packet_is_answered_without_the_grab_script() {
+    const USERS: usize = 20_000;
+    const CONCURRENCY: usize = 256;
+    let redis = OwnRedis::start_with("everysec");
+    let config = config(&redis);
+    let functions = Arc::new(local::functions(&config, LocalAuthorizer::new("hot")).await.unwrap());
+    let id = send(&functions, 10_000, 100).await;
+    let store = RedisStore::new(&config);
+    let mut conn = store.connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+
+    let workers = (0..CONCURRENCY).map(|worker| {
+        let (functions, id) = (functions.clone(), id.clone());
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for user in (worker..USERS).step_by(CONCURRENCY) {
+                let user = format!("hot-u{user}");
+                let (status, body) = grab(&functions.grab, &id, &user).await;
+                answers.push((user, status, body["amount_cents"].as_u64()));
+            }
+            answers
+        })
+    });
+    let answers: Vec<(String, u16, Option<u64>)> =
+        join_all(workers).await.into_iter().flat_map(|worker| worker.unwrap()).collect();
+    let winners: Vec<(String, u64)> = answers
+        .iter()
+        .filter(|(_, status, _)| *status == 200)
+        .map(|(user, _, amount)| (user.clone(), amount.unwrap()))
+        .collect();
+    let sold_out = answers.iter().filter(|(_, status, _)| *status == 409).count();
+    assert_eq!((winners.len(), sold_out), (100, USERS - 100), "every grab is a share or a 409");
+    assert_eq!(winners.iter().map(|(_, amount)| amount).sum::<u64>(), 10_000);
+
+    let (script_runs, fast_paths) = script_runs_and_fast_paths(&store).await;
+    eprintln!(
+        "figure: hot packet, {USERS} users at concurrency {CONCURRENCY} on 100 shares: {script_runs} grab-script runs, {fast_paths} grabs answered by the sold-out fast path"
+    );
+    assert_eq!(script_runs + fast_paths, USERS as u64, "each grab took exactly one path");
+    assert!(
+        script_runs <= (100 + CONCURRENCY) as u64,
+        "only the 100 winners and the grabs already in flight when the packet sold out run the script: {script_runs}"
+    );
+
+    // The fast path still knows the winners: a repeat grab returns the same share, without the script.
+    for (user, amount) in &winners {
+        let (status, body) = grab(&functions.grab, &id, user).await;
+        assert_eq!(
+            (status, body["amount_cents"].as_u64(), body["already_grabbed"].as_bool()),
+            (200, Some(*amount), Some(true))
+        );
+        assert_eq!(body["remaining_count"], 0);
+    }
+    let (script_runs_after, fast_paths_after) = script_runs_and_fast_paths(&store).await;
+    assert_eq!((script_runs_after, fast_paths_after), (script_runs, fast_paths + 100));
+}
+
+/// `instances` grab services (as many Lambda instances: each its own Redis connection and
+/// memo) sharing one counting ledger.
+async fn instances(
+    config: &Config,
+    instances: usize,
+) -> (Arc<CountingLedger>, Vec<Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>>) {
+    let inner = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+    inner.ensure_table().await.expect("DynamoDB Local is reachable");
+    let ledger =
+        Arc::new(CountingLedger { inner, packet_reads: AtomicUsize::new(0), fail_next_read: AtomicBool::new(false) });
+    let services =
+        (0..instances).map(|_| Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone()))).collect();
+    (ledger, services)
+}
+
+/// Every grab of `users` on every one of `ids`, all at once, spread over `services`.
+async fn flood(
+    services: &[Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>],
+    ids: &[String],
+    users: &[String],
+) -> Vec<(String, String, u16, Value)> {
+    let mut grabs = Vec::new();
+    for (n, (id, user)) in ids.iter().flat_map(|id| users.iter().map(move |user| (id, user))).enumerate() {
+        let (service, id, user) = (services[n % services.len()].clone(), id.clone(), user.clone());
+        grabs.push(tokio::spawn(async move {
+            let (status, body) = grab(&service, &id, &user).await;
+            (id, user, status, body)
+        }));
+    }
+    join_all(grabs).await.into_iter().map(|grab| grab.unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_grabs_on_unknown_ids_reads_the_ledger_once_per_id_per_window() {
+    let redis = OwnRedis::start_with("everysec");
+    let config = config(&redis);
+    let (ledger, services) = instances(&config, 4).await;
+    let ids: Vec<String> = (0..20).map(|_| PacketId::random().to_string()).collect();
+    let users: Vec<String> = (0..100).map(|n| format!("flood-u{n}")).collect();
+
+    let answers = flood(&services, &ids, &users).await;
+    assert!(answers.iter().all(|(_, _, status, _)| *status == 404), "every grab on an unknown id is a 404");
+    assert_eq!(ledger.reads(), ids.len(), "2,000 concurrent grabs on 20 unknown ids over 4 instances: one read per id");
+
+    // The window lapses (Redis forgets the verdicts): the next flood costs one more read per id.
+    let store = RedisStore::new(&config);
+    let mut conn = store.connection().await.unwrap();
+    for id in &ids {
+        let _: () = redis::cmd("DEL")
+            .arg(store.keys(&PacketId::parse(id).unwrap()).lookup)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let answers = flood(&services, &ids, &users[..50]).await;
+    assert!(answers.iter().all(|(_, _, status, _)| *status == 404));
+    assert_eq!(ledger.reads(), 2 * ids.len());
+
+    // A lookup that fails answers 503 and releases its lease: the next grab asks again.
+    let unlucky = PacketId::random();
+    ledger.fail_next_read.store(true, Ordering::SeqCst);
+    let (status, body) = grab(&services[0], unlucky.as_str(), "flood-u0").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("unavailable")));
+    let lease: Option<String> =
+        redis::cmd("GET").arg(store.keys(&unlucky).lookup).query_async(&mut conn).await.unwrap();
+    assert_eq!(lease, None, "a failed lookup leaves no lease behind");
+    assert_eq!(grab(&services[1], unlucky.as_str(), "flood-u1").await.0, 404);
+    assert_eq!(ledger.reads(), 2 * ids.len() + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_on_a_settled_packet_redis_forgot_is_answered_from_the_ledger() {
+    let redis = OwnRedis::start_with("everysec");
+    let config = config(&redis);
+    let functions = local::functions(&config, LocalAuthorizer::new("hot")).await.unwrap();
+    let id = send(&functions, 300, 2).await;
+    let mut shares = HashMap::new();
+    for user in ["flood-u0", "flood-u1"] {
+        let (status, body) = grab(&functions.grab, &id, user).await;
+        assert_eq!(status, 200);
+        shares.insert(user.to_owned(), body["amount_cents"].as_u64().unwrap());
+    }
+    let event = lambda_runtime::LambdaEvent::new(Value::Null, lambda_runtime::Context::default());
+    let summary = settle::handle(&functions.settler, event).await.unwrap();
+    assert_eq!(summary.finalised, 1);
+    let mut conn = RedisStore::new(&config).connection().await.unwrap();
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+
+    let (ledger, services) = instances(&config, 4).await;
+    let users: Vec<String> = (0..100).map(|n| format!("flood-u{n}")).collect();
+    for (_, user, status, body) in flood(&services, std::slice::from_ref(&id), &users).await {
+        match shares.get(&user) {
+            Some(amount) => assert_eq!((status, body["amount_cents"].as_u64()), (200, Some(*amount)), "{user}"),
+            None => assert_eq!((status, body["error"]["code"].as_str()), (409, Some("sold_out")), "{user}"),
+        }
+    }
+    assert!(ledger.reads() >= 1 && ledger.reads() <= users.len());
+}
