@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token build deploy bench install
+.PHONY: run test token build deploy bench soak install
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -27,6 +27,10 @@ deploy: build
 ## make bench: the benchmarks (not part of make test); rewrites BENCHMARKS.md and bench/results/
 bench:
 	scripts/bench.sh
+
+## make soak: 10 minutes of mixed traffic on the local stack (SOAK_SECONDS=600); memory flat, invariants hold
+soak:
+	scripts/soak.sh
 
 ## make install: install Redis, Java, DynamoDB Local and SAM CLI if missing
 install:

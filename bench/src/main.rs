@@ -8,6 +8,7 @@ mod drain;
 mod fairness;
 mod grab_path;
 mod harness;
+mod hot_packet;
 mod redis_benchmark;
 mod report;
 mod seeds;
@@ -56,6 +57,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     step("storm: 100 packets x 100 shares, 20,000 users");
     let storm = grab_path::storm(grab_service.clone(), &store).await;
+    step("hot packet: 20,000 users on one 100-share packet, fast path vs script only, 3 rounds each");
+    let hot_packet = hot_packet::compare(&config, &ledger, 3).await;
     step("grab binary peak RSS");
     let grab_peak_rss_mib = cold::grab_peak_rss_mib(&workspace, &store).await;
     step("redis-benchmark EVALSHA grab.lua");
@@ -79,6 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         machine: report::Machine::detect(),
         levels,
         storm,
+        hot_packet,
         redis_benchmark_unpipelined,
         redis_benchmark_pipelined,
         seeds,

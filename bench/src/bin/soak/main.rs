@@ -1,0 +1,63 @@
+//! `make soak`: minutes of steady mixed traffic (send, grab, packet view, history) against the
+//! local API, whose settle runs on its own schedule meanwhile; memory sampled throughout; at the
+//! end, once every packet has expired and settled, every invariant of DESIGN.md checked against
+//! DynamoDB Local and the answers the clients were given.
+//!
+//! `scripts/soak.sh` starts the stack and passes: `SOAK_URL` (the local API), `SOAK_PID` (its
+//! process, for memory), `SOAK_LOG` (its log), `SOAK_SECONDS` (default 600), plus the stores'
+//! `REDIS_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `TABLE_NAME` and the `LOCAL_JWT_SECRET`.
+
+mod memory;
+mod traffic;
+mod verify;
+
+use std::time::Duration;
+
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::Config;
+use serde_json::json;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::var("SOAK_URL")?;
+    let pid: u32 = std::env::var("SOAK_PID")?.parse()?;
+    let log = std::env::var("SOAK_LOG")?;
+    let seconds: u64 = std::env::var("SOAK_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(600);
+    let config = Config::from_env()?;
+    let store = RedisStore::new(&config);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+
+    eprintln!("[soak] {seconds} s of traffic against {url}");
+    let sampler = memory::Sampler::start(pid, RedisStore::new(&config), Duration::from_secs(5));
+    let outcome = traffic::run(&url, Duration::from_secs(seconds)).await;
+    eprintln!(
+        "[soak] traffic done: {} requests, {} errors; waiting for every packet to expire and settle",
+        outcome.requests(),
+        outcome.errors.len()
+    );
+    let settled = verify::wait_until_settled(&ledger, &outcome.packets, Duration::from_secs(180)).await;
+    let samples = sampler.stop().await;
+    let report = verify::check(&outcome, &settled, &store, &log).await;
+    let memory = memory::Verdict::of(&samples, seconds);
+
+    println!("{}", report.markdown(&outcome, seconds));
+    println!("{}", memory.markdown());
+    let results = json!({
+        "seconds": seconds,
+        "requests": outcome.requests(),
+        "by_route_and_status": outcome.tally(),
+        "errors": outcome.errors,
+        "packets": outcome.packets.len(),
+        "acknowledged_grabs": outcome.acknowledged.len(),
+        "violations": report.violations,
+        "memory": memory,
+        "samples": samples,
+    });
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/soak.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&results)?)?;
+    eprintln!("[soak] wrote {}", path.display());
+    if !outcome.errors.is_empty() || !report.violations.is_empty() || !memory.flat {
+        return Err("soak failed: see the report above".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! The clients: steady, mixed traffic through the local API at fixed rates, remembering every
+//! answer that promised money, so the end of the soak can hold the ledger to it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use local::LocalAuthorizer;
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use red_packets::{Clock, SystemClock};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+/// Users sending and grabbing.
+pub const USERS: usize = 2_000;
+/// The scheduler's tick; each route runs every so many ticks.
+const TICK: Duration = Duration::from_millis(10);
+/// Grabs per tick (200 a second).
+const GRABS_PER_TICK: usize = 2;
+/// A packet view every so many ticks (10 a second).
+const VIEW_EVERY: u64 = 10;
+/// A history page every so many ticks (5 a second).
+const HISTORY_EVERY: u64 = 20;
+/// A send every so many ticks (2 a second).
+const SEND_EVERY: u64 = 50;
+/// Grabs go to the most recent packets.
+const HOT_PACKETS: usize = 30;
+/// Requests in flight at most.
+const IN_FLIGHT: usize = 64;
+/// Errors kept word for word (the count is exact either way).
+const ERRORS_KEPT: usize = 100;
+
+/// A packet the soak sent, as the send answer described it.
+#[derive(Debug, Clone)]
+pub struct SentPacket {
+    /// Its id.
+    pub id: String,
+    /// The total sent.
+    pub total_cents: u64,
+    /// Its shares.
+    pub count: u32,
+    /// When it expires (the send's clock, give or take a second).
+    pub expires_at_ms: i64,
+}
+
+/// What the soak's clients saw.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Every packet sent.
+    pub packets: Vec<SentPacket>,
+    /// Every fresh 200 to a grab: (packet, user) -> amount.
+    pub acknowledged: HashMap<(String, String), u64>,
+    /// Every repeat 200 to a grab: (packet, user, amount it named).
+    pub repeats: Vec<(String, String, u64)>,
+    /// A fresh 200 for a (packet, user) that already had one.
+    pub paid_twice: Vec<String>,
+    /// Packet views whose figures did not add up.
+    pub bad_views: Vec<String>,
+    /// Idempotent replays of a send that named another packet.
+    pub bad_replays: Vec<String>,
+    /// Transport failures, 5xx, and answers no client should get (the first few, word for word).
+    pub errors: Vec<String>,
+    /// Errors in all.
+    pub error_count: u64,
+    /// Requests by route and status.
+    pub statuses: HashMap<(&'static str, u16), u64>,
+}
+
+impl Outcome {
+    /// Requests made.
+    pub fn requests(&self) -> u64 {
+        self.statuses.values().sum()
+    }
+
+    /// Requests by "route status", for the report.
+    pub fn tally(&self) -> Value {
+        let mut tally: Vec<_> = self.statuses.iter().collect();
+        tally.sort();
+        Value::Object(tally.into_iter().map(|((route, status), n)| (format!("{route} {status}"), json!(n))).collect())
+    }
+
+    fn error(&mut self, message: String) {
+        self.error_count += 1;
+        if self.errors.len() < ERRORS_KEPT {
+            self.errors.push(message);
+        }
+    }
+}
+
+struct Clients {
+    http: reqwest::Client,
+    url: String,
+    tokens: Vec<String>,
+    outcome: Mutex<Outcome>,
+}
+
+impl Clients {
+    fn record(&self, route: &'static str, status: u16) {
+        *self.lock().statuses.entry((route, status)).or_default() += 1;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Outcome> {
+        self.outcome.lock().expect("no client panics while holding the outcome")
+    }
+
+    fn user(&self, n: usize) -> (String, &str) {
+        (format!("soak-u{n}"), &self.tokens[n])
+    }
+
+    /// One request; transport failures and 5xx are errors. Returns the status and JSON body.
+    async fn call(&self, route: &'static str, request: reqwest::RequestBuilder) -> Option<(StatusCode, Value)> {
+        match request.send().await {
+            Ok(response) => {
+                let status = response.status();
+                self.record(route, status.as_u16());
+                let body: Value = response.json().await.unwrap_or(Value::Null);
+                if status.is_server_error() {
+                    self.lock().error(format!("{route}: {status} {body}"));
+                    return None;
+                }
+                Some((status, body))
+            }
+            Err(error) => {
+                self.record(route, 0);
+                self.lock().error(format!("{route}: {error}"));
+                None
+            }
+        }
+    }
+
+    async fn send(&self) {
+        let (sender, token) = self.user(rand::rng().random_range(0..USERS));
+        let (body, expires_in_seconds) = random_packet();
+        let key = format!("{:032x}", rand::rng().random::<u128>());
+        let post = || {
+            self.http
+                .post(format!("{}/packets", self.url))
+                .bearer_auth(token)
+                .header("Idempotency-Key", &key)
+                .json(&body)
+        };
+        let Some((status, answer)) = self.call("send", post()).await else { return };
+        if status != StatusCode::CREATED {
+            self.lock().error(format!("send by {sender}: {status} {answer}"));
+            return;
+        }
+        let id = answer["packet_id"].as_str().unwrap_or_default().to_owned();
+        let packet = SentPacket {
+            id: id.clone(),
+            total_cents: body["total_cents"].as_u64().unwrap_or_default(),
+            count: body["count"].as_u64().unwrap_or_default() as u32,
+            expires_at_ms: SystemClock.now_ms() + 1_000 * expires_in_seconds,
+        };
+        self.lock().packets.push(packet);
+        if rand::rng().random_bool(0.05) {
+            // A client retrying after a lost answer: the same key and body name the same packet.
+            if let Some((status, replay)) = self.call("send replay", post()).await {
+                if status != StatusCode::CREATED || replay["packet_id"] != answer["packet_id"] {
+                    self.lock().bad_replays.push(format!("{id}: {status} {replay}"));
+                }
+            }
+        }
+    }
+
+    async fn grab(&self) {
+        let (packet, user) = {
+            let outcome = self.lock();
+            let recent = &outcome.packets[outcome.packets.len().saturating_sub(HOT_PACKETS)..];
+            let Some(packet) = recent.choose(&mut rand::rng()) else { return };
+            (packet.id.clone(), rand::rng().random_range(0..USERS))
+        };
+        let (user, token) = self.user(user);
+        let request = self.http.post(format!("{}/packets/{packet}/grab", self.url)).bearer_auth(token);
+        let Some((status, body)) = self.call("grab", request).await else { return };
+        match status {
+            StatusCode::OK => {
+                let amount = body["amount_cents"].as_u64().unwrap_or_default();
+                let mut outcome = self.lock();
+                if body["already_grabbed"] == true {
+                    outcome.repeats.push((packet, user, amount));
+                } else if let Some(earlier) = outcome.acknowledged.insert((packet.clone(), user.clone()), amount) {
+                    outcome.paid_twice.push(format!("{user} on {packet}: {earlier} then {amount}"));
+                }
+            }
+            StatusCode::CONFLICT | StatusCode::GONE => {}
+            _ => self.lock().error(format!("grab {user} on {packet}: {status} {body}")),
+        }
+    }
+
+    async fn view(&self) {
+        let packet = {
+            let outcome = self.lock();
+            let Some(packet) = outcome.packets.choose(&mut rand::rng()) else { return };
+            packet.clone()
+        };
+        let (_, token) = self.user(rand::rng().random_range(0..USERS));
+        let request = self.http.get(format!("{}/packets/{}", self.url, packet.id)).bearer_auth(token);
+        let Some((status, view)) = self.call("view", request).await else { return };
+        if status != StatusCode::OK {
+            self.lock().error(format!("view {}: {status} {view}", packet.id));
+            return;
+        }
+        let grabs = view["grabs"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let grabbed: u64 = grabs.iter().filter_map(|grab| grab["amount_cents"].as_u64()).sum();
+        let remaining = view["remaining_cents"].as_u64().unwrap_or_default();
+        let remaining_count = view["remaining_count"].as_u64().unwrap_or_default();
+        if grabbed + remaining != packet.total_cents || grabs.len() as u64 + remaining_count != u64::from(packet.count)
+        {
+            self.lock().bad_views.push(format!("{}: {view}", packet.id));
+        }
+    }
+
+    async fn history(&self) {
+        let (user, token) = self.user(rand::rng().random_range(0..USERS));
+        let role = if rand::rng().random_bool(0.5) { "sent" } else { "received" };
+        let request = self.http.get(format!("{}/me/packets?role={role}&limit=20", self.url)).bearer_auth(token);
+        let Some((status, page)) = self.call("history", request).await else { return };
+        if status != StatusCode::OK {
+            self.lock().error(format!("history of {user}: {status} {page}"));
+        }
+    }
+}
+
+/// A packet body as a mobile client would send it: lucky (either rule) or fixed, 1 to 100
+/// shares, 20 to 90 seconds to live so packets expire and settle during the soak.
+fn random_packet() -> (Value, i64) {
+    let mut rng = rand::rng();
+    let count: u64 = rng.random_range(1..=100);
+    let expires_in_seconds: i64 = rng.random_range(20..=90);
+    let body = if rng.random_bool(0.2) {
+        json!({ "total_cents": count * rng.random_range(1..=200), "count": count, "kind": "fixed",
+                "expires_in_seconds": expires_in_seconds })
+    } else {
+        let split = if rng.random_bool(0.5) { "double_average" } else { "line_cut" };
+        json!({ "total_cents": rng.random_range(count..=20_000), "count": count, "kind": "lucky", "split": split,
+                "greeting": "恭喜发财", "expires_in_seconds": expires_in_seconds })
+    };
+    (body, expires_in_seconds)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    Send,
+    Grab,
+    View,
+    History,
+}
+
+/// Runs the traffic for `duration` at the fixed rates, then waits for the requests in flight.
+pub async fn run(url: &str, duration: Duration) -> Outcome {
+    let authorizer = LocalAuthorizer::from_env();
+    let tokens = (0..USERS).map(|n| authorizer.token(&format!("soak-u{n}"), duration.as_secs() + 3_600)).collect();
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("an HTTP client");
+    let clients = Arc::new(Clients { http, url: url.to_owned(), tokens, outcome: Mutex::new(Outcome::default()) });
+    let permits = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut ticks = tokio::time::interval(TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for tick in 0u64.. {
+        ticks.tick().await;
+        if started.elapsed() >= duration {
+            break;
+        }
+        let mut jobs = vec![Job::Grab; GRABS_PER_TICK];
+        if tick % SEND_EVERY == 0 {
+            jobs.push(Job::Send);
+        }
+        if tick % VIEW_EVERY == 0 {
+            jobs.push(Job::View);
+        }
+        if tick % HISTORY_EVERY == 0 {
+            jobs.push(Job::History);
+        }
+        for job in jobs {
+            let (clients, permits) = (clients.clone(), permits.clone());
+            tasks.spawn(async move {
+                let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
+                match job {
+                    Job::Send => clients.send().await,
+                    Job::Grab => clients.grab().await,
+                    Job::View => clients.view().await,
+                    Job::History => clients.history().await,
+                }
+            });
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    let clients = Arc::into_inner(clients).expect("every task is done");
+    clients.outcome.into_inner().expect("no client panicked")
+}

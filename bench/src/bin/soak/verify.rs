@@ -1,0 +1,214 @@
+//! The end of the soak: every packet settled, and every invariant of DESIGN.md held against the
+//! ledger in DynamoDB Local and the answers the clients were given.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::domain::packet::{LedgerPacket, PacketStatus};
+use red_packets::domain::PacketId;
+use red_packets::{Clock, SystemClock};
+
+use crate::traffic::{Outcome, SentPacket};
+
+/// Waits until every packet has expired and the local API's settle has finalised it, or `limit`
+/// after the last expiry; the ledger's view of every packet it found settled.
+pub async fn wait_until_settled(
+    ledger: &DynamoLedger,
+    packets: &[SentPacket],
+    limit: Duration,
+) -> HashMap<String, LedgerPacket> {
+    let last_expiry = packets.iter().map(|packet| packet.expires_at_ms).max().unwrap_or(0);
+    let until_expiry = (last_expiry - SystemClock.now_ms()).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(until_expiry)).await;
+    let deadline = Instant::now() + limit;
+    let mut settled = HashMap::new();
+    loop {
+        let pending: Vec<&SentPacket> = packets.iter().filter(|packet| !settled.contains_key(&packet.id)).collect();
+        let found: Vec<(String, Option<LedgerPacket>)> = stream::iter(pending)
+            .map(|packet| async move {
+                let id = PacketId::parse(&packet.id).expect("the API hands out valid ids");
+                (packet.id.clone(), ledger.ledger_packet(&id).await.ok().flatten())
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        for (id, recorded) in found {
+            if let Some(recorded) = recorded.filter(|recorded| recorded.status != PacketStatus::Open) {
+                settled.insert(id, recorded);
+            }
+        }
+        if settled.len() == packets.len() || Instant::now() >= deadline {
+            return settled;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// What the checks found.
+pub struct Report {
+    /// One line per broken promise.
+    pub violations: Vec<String>,
+    checks: Vec<(&'static str, usize)>,
+}
+
+impl Report {
+    fn check(&mut self, name: &'static str, broken: Vec<String>) {
+        self.checks.push((name, broken.len()));
+        self.violations.extend(broken.into_iter().map(|line| format!("{name}: {line}")));
+    }
+
+    /// The report, as a markdown table.
+    pub fn markdown(&self, outcome: &Outcome, seconds: u64) -> String {
+        let mut md = format!(
+            "Soak: {seconds} s, {} requests ({:.0}/s), {} packets, {} acknowledged grabs, {} repeat grabs, {} errors.\n\nRequests by route and status: {}\n\n| check | violations |\n|---|---|\n",
+            outcome.requests(),
+            outcome.requests() as f64 / seconds as f64,
+            outcome.packets.len(),
+            outcome.acknowledged.len(),
+            outcome.repeats.len(),
+            outcome.error_count,
+            outcome.tally()
+        );
+        for (name, broken) in &self.checks {
+            md.push_str(&format!("| {name} | {broken} |\n"));
+        }
+        for line in self.violations.iter().chain(&outcome.errors).take(20) {
+            md.push_str(&format!("\n- {line}"));
+        }
+        md
+    }
+}
+
+/// Every check, over every packet the soak sent.
+pub async fn check(
+    outcome: &Outcome,
+    settled: &HashMap<String, LedgerPacket>,
+    store: &RedisStore,
+    log: &str,
+) -> Report {
+    let mut report = Report { violations: Vec::new(), checks: Vec::new() };
+    let packets: Vec<(&SentPacket, &LedgerPacket)> =
+        outcome.packets.iter().filter_map(|sent| Some((sent, settled.get(&sent.id)?))).collect();
+    report.check(
+        "every packet expired and settled",
+        outcome.packets.iter().filter(|sent| !settled.contains_key(&sent.id)).map(|sent| sent.id.clone()).collect(),
+    );
+
+    report.check(
+        "1. grabs + refund == total, grabs <= count",
+        packets
+            .iter()
+            .filter_map(|(sent, recorded)| {
+                let grabbed: u64 = recorded.grabs.iter().map(|grab| grab.amount_cents).sum();
+                let refund = recorded.refund_cents.unwrap_or(0);
+                let balanced = grabbed + refund == sent.total_cents && recorded.grabs.len() <= sent.count as usize;
+                (!balanced).then(|| format!("{}: grabs {grabbed} + refund {refund} of {}", sent.id, sent.total_cents))
+            })
+            .collect(),
+    );
+
+    let mut ledger_shares: HashMap<(String, String), u64> = HashMap::new();
+    let mut twice = Vec::new();
+    for (sent, recorded) in &packets {
+        let mut users = HashSet::new();
+        for grab in &recorded.grabs {
+            if !users.insert(grab.user.as_str()) {
+                twice.push(format!("{} has two grabs by {}", sent.id, grab.user));
+            }
+            ledger_shares.insert((sent.id.clone(), grab.user.as_str().to_owned()), grab.amount_cents);
+        }
+    }
+    twice.extend(outcome.paid_twice.iter().cloned());
+    twice.extend(outcome.repeats.iter().filter_map(|(packet, user, amount)| {
+        let recorded = ledger_shares.get(&(packet.clone(), user.clone()));
+        (recorded != Some(amount))
+            .then(|| format!("{user} on {packet}: a repeat named {amount}, the ledger {recorded:?}"))
+    }));
+    report.check("2. one grab per user per packet; a repeat names the same share", twice);
+
+    let mut unmatched: Vec<String> = outcome
+        .acknowledged
+        .iter()
+        .filter(|(key, amount)| ledger_shares.get(*key) != Some(*amount))
+        .map(|((packet, user), amount)| {
+            format!(
+                "{user} was told {amount} on {packet}; the ledger: {:?}",
+                ledger_shares.get(&(packet.clone(), user.clone()))
+            )
+        })
+        .collect();
+    unmatched.extend(
+        ledger_shares
+            .keys()
+            .filter(|key| !outcome.acknowledged.contains_key(*key))
+            .map(|(packet, user)| format!("the ledger pays {user} on {packet}, but no client was told")),
+    );
+    report.check("3. every acknowledged grab has exactly one grab item, same amount", unmatched);
+
+    report.check(
+        "4. one refund, after expiry, once closed (status and refund item agree)",
+        packets
+            .iter()
+            .filter_map(|(sent, recorded)| {
+                let full = recorded.grabs.len() == sent.count as usize;
+                let refund = recorded.refund_cents.unwrap_or(0);
+                let refund_item = recorded.refund_item_cents.unwrap_or(0);
+                let consistent = match recorded.status {
+                    PacketStatus::Finished => full && refund == 0,
+                    PacketStatus::Expired => !full && refund > 0 && refund_item == refund,
+                    PacketStatus::Open => false,
+                };
+                (!consistent).then(|| {
+                    format!(
+                        "{}: {:?} with {} grabs of {}, refund {refund}, refund item {refund_item}",
+                        sent.id,
+                        recorded.status,
+                        recorded.grabs.len(),
+                        sent.count
+                    )
+                })
+            })
+            .collect(),
+    );
+
+    report.check(
+        "5. no grab at or after expires_at",
+        packets
+            .iter()
+            .flat_map(|(sent, recorded)| {
+                recorded.grabs.iter().filter(|grab| grab.at_ms >= recorded.packet.expires_at_ms).map(move |grab| {
+                    format!(
+                        "{} grabbed {} at {} (expires {})",
+                        grab.user, sent.id, grab.at_ms, recorded.packet.expires_at_ms
+                    )
+                })
+            })
+            .collect(),
+    );
+
+    let mut still_indexed = Vec::new();
+    for shard in 0..store.settle_shards() {
+        match store.indexed_packets(shard).await {
+            Ok(ids) => still_indexed.extend(ids.iter().map(|id| format!("shard {shard} still indexes {id}"))),
+            Err(error) => still_indexed.push(format!("shard {shard}: {error}")),
+        }
+    }
+    report.check("settle finished: the Redis settle index is empty", still_indexed);
+
+    let views_and_replays: Vec<String> = outcome.bad_views.iter().chain(&outcome.bad_replays).cloned().collect();
+    report.check("views add up; replayed sends name the same packet", views_and_replays);
+
+    let log = std::fs::read_to_string(log).unwrap_or_else(|error| format!("ERROR the log could not be read: {error}"));
+    report.check(
+        "the local API logged no ERROR, panic or RECONCILIATION_MISMATCH",
+        log.lines()
+            .filter(|line| {
+                line.contains("ERROR") || line.contains("panicked") || line.contains("RECONCILIATION_MISMATCH")
+            })
+            .map(str::to_owned)
+            .collect(),
+    );
+    report
+}
