@@ -69,10 +69,9 @@ async fn grab<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let now_ms = service.clock.now_ms();
-    let outcome = match grab_in_redis(service, &packet_id, &user, now_ms).await? {
-        GrabOutcome::AskLedger(lookup) => ask_ledger(service, &packet_id, &user, now_ms, lookup).await?,
-        outcome => outcome,
+    let outcome = match grab_in_redis(service, &packet_id, &user).await? {
+        (GrabOutcome::AskLedger(lookup), now_ms) => ask_ledger(service, &packet_id, &user, now_ms, lookup).await?,
+        (outcome, _) => outcome,
     };
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
@@ -102,19 +101,21 @@ async fn grab<S: LiveStore, L: Ledger>(
 /// How often a grab waiting for another caller's lookup asks Redis again.
 const LOOKUP_POLL: Duration = Duration::from_millis(20);
 
-/// The grab as Redis decides it, waiting while another caller asks the ledger about this id.
-/// The wait ends within the lease: once it lapses, a waiter claims the lookup itself.
+/// The grab as Redis decides it, and the time it was decided at, waiting while another caller
+/// asks the ledger about this id. The wait ends within the lease: once it lapses, a waiter
+/// claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
+/// before its packet's expiry.
 async fn grab_in_redis<S: LiveStore, L: Ledger>(
     service: &GrabService<S, L>,
     packet_id: &PacketId,
     user: &UserId,
-    now_ms: Millis,
-) -> Result<GrabOutcome, ApiError> {
+) -> Result<(GrabOutcome, Millis), ApiError> {
     let polls = (LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) as u32 + 10;
     for _ in 0..polls {
+        let now_ms = service.clock.now_ms();
         match service.store.grab(packet_id, user, now_ms).await? {
             GrabOutcome::LookupPending => tokio::time::sleep(LOOKUP_POLL).await,
-            outcome => return Ok(outcome),
+            outcome => return Ok((outcome, now_ms)),
         }
     }
     Err(ApiError::redis_unavailable(format!("packet {packet_id} is being looked up; no verdict within the lease")))

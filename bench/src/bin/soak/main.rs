@@ -25,7 +25,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: u64 = std::env::var("SOAK_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(600);
     let config = Config::from_env()?;
     let store = RedisStore::new(&config);
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let dynamodb = DynamoLedger::client_from_env().await;
+    let ledger = DynamoLedger::new(dynamodb.clone(), &config);
 
     eprintln!("[soak] {seconds} s of traffic against {url}");
     let sampler = memory::Sampler::start(pid, RedisStore::new(&config), Duration::from_secs(5));
@@ -37,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let settled = verify::wait_until_settled(&ledger, &outcome.packets, Duration::from_secs(180)).await;
     let samples = sampler.stop().await;
-    let report = verify::check(&outcome, &settled, &store, &log).await;
+    let report = verify::check(&outcome, &settled, &store, (&dynamodb, &config.table_name), &log).await;
     let memory = memory::Verdict::of(&samples, seconds);
 
     println!("{}", report.markdown(&outcome, seconds));

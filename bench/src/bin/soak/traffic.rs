@@ -25,7 +25,7 @@ const VIEW_EVERY: u64 = 10;
 const HISTORY_EVERY: u64 = 20;
 /// A send every so many ticks (2 a second).
 const SEND_EVERY: u64 = 50;
-/// Grabs go to the most recent packets.
+/// Nine grabs in ten go to the most recent packets.
 const HOT_PACKETS: usize = 30;
 /// Requests in flight at most.
 const IN_FLIGHT: usize = 64;
@@ -167,8 +167,10 @@ impl Clients {
     async fn grab(&self) {
         let (packet, user) = {
             let outcome = self.lock();
-            let recent = &outcome.packets[outcome.packets.len().saturating_sub(HOT_PACKETS)..];
-            let Some(packet) = recent.choose(&mut rand::rng()) else { return };
+            // Mostly the newest packets; now and then any packet, expired and settled ones included.
+            let newest = outcome.packets.len().saturating_sub(HOT_PACKETS);
+            let pool = if rand::rng().random_bool(0.9) { &outcome.packets[newest..] } else { &outcome.packets[..] };
+            let Some(packet) = pool.choose(&mut rand::rng()) else { return };
             (packet.id.clone(), rand::rng().random_range(0..USERS))
         };
         let (user, token) = self.user(user);

@@ -4,8 +4,10 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use futures::stream::{self, StreamExt};
 use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::clock::{parse_rfc3339, Millis};
 use red_packets::domain::packet::{LedgerPacket, PacketStatus};
 use red_packets::domain::PacketId;
 use red_packets::{Clock, SystemClock};
@@ -81,11 +83,27 @@ impl Report {
     }
 }
 
+/// When the refund item of packet `id` says it was written, read straight from the table.
+async fn refunded_at(dynamodb: &aws_sdk_dynamodb::Client, table: &str, id: &str) -> Option<Millis> {
+    let item = dynamodb
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(format!("PKT#{id}")))
+        .key("sk", AttributeValue::S("REFUND".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .ok()?
+        .item?;
+    parse_rfc3339(item.get("refunded_at")?.as_s().ok()?)
+}
+
 /// Every check, over every packet the soak sent.
 pub async fn check(
     outcome: &Outcome,
     settled: &HashMap<String, LedgerPacket>,
     store: &RedisStore,
+    (dynamodb, table): (&aws_sdk_dynamodb::Client, &str),
     log: &str,
 ) -> Report {
     let mut report = Report { violations: Vec::new(), checks: Vec::new() };
@@ -147,31 +165,35 @@ pub async fn check(
     );
     report.check("3. every acknowledged grab has exactly one grab item, same amount", unmatched);
 
-    report.check(
-        "4. one refund, after expiry, once closed (status and refund item agree)",
-        packets
-            .iter()
-            .filter_map(|(sent, recorded)| {
-                let full = recorded.grabs.len() == sent.count as usize;
-                let refund = recorded.refund_cents.unwrap_or(0);
-                let refund_item = recorded.refund_item_cents.unwrap_or(0);
-                let consistent = match recorded.status {
-                    PacketStatus::Finished => full && refund == 0,
-                    PacketStatus::Expired => !full && refund > 0 && refund_item == refund,
-                    PacketStatus::Open => false,
-                };
-                (!consistent).then(|| {
-                    format!(
-                        "{}: {:?} with {} grabs of {}, refund {refund}, refund item {refund_item}",
-                        sent.id,
-                        recorded.status,
-                        recorded.grabs.len(),
-                        sent.count
-                    )
-                })
-            })
-            .collect(),
-    );
+    let mut refunds = Vec::new();
+    for (sent, recorded) in &packets {
+        let full = recorded.grabs.len() == sent.count as usize;
+        let refund = recorded.refund_cents.unwrap_or(0);
+        let refund_item = recorded.refund_item_cents.unwrap_or(0);
+        let consistent = match recorded.status {
+            PacketStatus::Finished => full && refund == 0 && recorded.refund_item_cents.is_none(),
+            PacketStatus::Expired => !full && refund > 0 && refund_item == refund,
+            PacketStatus::Open => false,
+        };
+        if !consistent {
+            refunds.push(format!(
+                "{}: {:?} with {} grabs of {}, refund {refund}, refund item {refund_item}",
+                sent.id,
+                recorded.status,
+                recorded.grabs.len(),
+                sent.count
+            ));
+        }
+        if refund > 0 {
+            match refunded_at(dynamodb, table, &sent.id).await {
+                Some(at) if at >= recorded.packet.expires_at_ms => {}
+                at => {
+                    refunds.push(format!("{}: refunded at {at:?}, expires {}", sent.id, recorded.packet.expires_at_ms))
+                }
+            }
+        }
+    }
+    report.check("4. one refund, only after expiry, once closed (status, refund and refund item agree)", refunds);
 
     report.check(
         "5. no grab at or after expires_at",
