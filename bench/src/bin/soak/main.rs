@@ -1,7 +1,7 @@
 //! `make soak`: minutes of steady mixed traffic (send, grab, packet view, history) against the
 //! local API, whose settle runs on its own schedule meanwhile; memory sampled throughout; at the
 //! end, once every packet has expired and settled, every invariant of DESIGN.md checked against
-//! DynamoDB Local and the answers the clients were given.
+//! DynamoDB Local and the answers the clients were given. Writes `bench/results/soak-<seconds>s.json`.
 //!
 //! `scripts/soak.sh` starts the stack and passes: `SOAK_URL` (the local API), `SOAK_PID` (its
 //! process, for memory), `SOAK_LOG` (its log), `SOAK_SECONDS` (default 600), plus the stores'
@@ -54,7 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "memory": memory,
         "samples": samples,
     });
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/soak.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("results/soak-{seconds}s.json"));
     std::fs::write(&path, serde_json::to_string_pretty(&results)?)?;
     eprintln!("[soak] wrote {}", path.display());
     if !outcome.errors.is_empty() || !report.violations.is_empty() || !memory.flat {
