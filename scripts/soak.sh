@@ -3,8 +3,8 @@
 # sends, grabs, packet views, history pages — against the local API (release build) on a Redis
 # and a DynamoDB Local of its own, with settle on its local schedule every 5 s. Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the
-# API's memory stayed flat, prints the report and writes bench/results/soak-<seconds>s.json. Exits non-zero
-# on any error or violation. Stops what it started, also on failure.
+# API's memory stayed flat, prints the report and writes bench/results/soak-<seconds>s.json.
+# Exits non-zero on any error or violation. Stops what it started, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
