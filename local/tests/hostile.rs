@@ -39,14 +39,15 @@ impl LocalApi {
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
-        let base = format!("http://127.0.0.1:{port}");
+        // Owned before the wait, so a failed start still kills the process.
+        let api = LocalApi { child, base: format!("http://127.0.0.1:{port}"), log };
         for _ in 0..100 {
-            if std::fs::read_to_string(&log).unwrap_or_default().contains("listening on") {
-                return LocalApi { child, base, log };
+            if std::fs::read_to_string(&api.log).unwrap_or_default().contains("listening on") {
+                return api;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("the local API did not start: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        panic!("the local API did not start: {}", std::fs::read_to_string(&api.log).unwrap_or_default());
     }
 }
 
