@@ -8,45 +8,19 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
-use red_packets::{events, Config};
+use red_packets::Config;
 use serde_json::{json, Value};
-use support::OwnRedis;
-
-const SEND_EVENT: &str = include_str!("../../events/send.json");
-const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+use support::{grab_request, send_packet, send_request, OwnRedis};
 
 async fn functions(config: &Config) -> Functions {
     local::functions(config, LocalAuthorizer::new("faults")).await.expect("DynamoDB Local is reachable")
-}
-
-fn send_request(body: Value) -> Request {
-    let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-    events::set_header(&mut event, "Idempotency-Key", None);
-    events::set_body(&mut event, &body.to_string());
-    events::to_request(&event).unwrap()
-}
-
-fn grab_request(id: &str, user: &str) -> Request {
-    let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
-    events::set_packet_id(&mut event, id);
-    events::set_caller(&mut event, Some(user));
-    events::to_request(&event).unwrap()
 }
 
 async fn grab(functions: &Functions, id: &str, user: &str) -> (u16, Value, Option<String>) {
     let response = grab::handle(&functions.grab, grab_request(id, user)).await.unwrap();
     let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap(), retry_after)
-}
-
-async fn send(functions: &Functions) -> String {
-    let response =
-        send::handle(&functions.send, send_request(json!({ "total_cents": 1_000, "count": 10 }))).await.unwrap();
-    assert_eq!(response.status(), 201);
-    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-    body["packet_id"].as_str().unwrap().to_owned()
 }
 
 /// Grabs until one answers something other than 503 (bounded), as a client honouring Retry-After would.
@@ -65,7 +39,7 @@ async fn grab_retrying(functions: &Functions, id: &str, user: &str) -> (u16, Val
 async fn a_dead_redis_is_a_prompt_503_and_a_restarted_one_serves_again() {
     let mut redis = OwnRedis::start();
     let functions = Arc::new(functions(&redis.config()).await);
-    let id = send(&functions).await;
+    let id = send_packet(&functions, 1_000, 10).await;
     let (status, first, _) = grab(&functions, &id, "before-crash").await;
     assert_eq!(status, 200);
 
@@ -113,7 +87,7 @@ async fn grabs_survive_script_flush_and_a_restart() {
     let mut redis = OwnRedis::start();
     let config = redis.config();
     let functions = functions(&config).await;
-    let id = send(&functions).await;
+    let id = send_packet(&functions, 1_000, 10).await;
     assert_eq!(grab(&functions, &id, "u1").await.0, 200);
 
     let store = red_packets::adapters::RedisStore::new(&config);

@@ -12,19 +12,15 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use grab::GrabService;
-use lambda_http::Request;
 use local::LocalAuthorizer;
 use red_packets::adapters::dynamo::{HistoryPage, Role};
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::packet::LedgerPacket;
 use red_packets::domain::{Packet, PacketId, UserId};
 use red_packets::ports::{IdempotencyClaim, Ledger, Recorded};
-use red_packets::{events, ApiError, Config};
-use serde_json::{json, Value};
-use support::OwnRedis;
-
-const SEND_EVENT: &str = include_str!("../../events/send.json");
-const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+use red_packets::{ApiError, Config};
+use serde_json::Value;
+use support::{grab_request, send_packet, OwnRedis};
 
 /// The real ledger, counting packet reads; it can be told to fail the next read as an
 /// unreachable DynamoDB would.
@@ -73,26 +69,9 @@ fn config(redis: &OwnRedis) -> Config {
     config
 }
 
-fn grab_request(id: &str, user: &str) -> Request {
-    let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
-    events::set_packet_id(&mut event, id);
-    events::set_caller(&mut event, Some(user));
-    events::to_request(&event).unwrap()
-}
-
 async fn grab<L: Ledger>(service: &GrabService<Arc<RedisStore>, L>, id: &str, user: &str) -> (u16, Value) {
     let response = grab::handle(service, grab_request(id, user)).await.unwrap();
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
-}
-
-async fn send(functions: &local::Functions, total_cents: u64, count: u32) -> String {
-    let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-    events::set_header(&mut event, "Idempotency-Key", None);
-    events::set_body(&mut event, &json!({ "total_cents": total_cents, "count": count }).to_string());
-    let response = send::handle(&functions.send, events::to_request(&event).unwrap()).await.unwrap();
-    assert_eq!(response.status(), 201);
-    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-    body["packet_id"].as_str().unwrap().to_owned()
 }
 
 /// `INFO commandstats` as command -> (calls, failed or rejected calls).
@@ -129,7 +108,7 @@ async fn once_sold_out_a_hot_packet_is_answered_without_the_grab_script() {
     let redis = OwnRedis::start_with("everysec");
     let config = config(&redis);
     let functions = Arc::new(local::functions(&config, LocalAuthorizer::new("hot")).await.unwrap());
-    let id = send(&functions, 10_000, 100).await;
+    let id = send_packet(&functions, 10_000, 100).await;
     let store = RedisStore::new(&config);
     let mut conn = store.connection().await.unwrap();
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
@@ -255,7 +234,7 @@ async fn a_flood_on_a_settled_packet_redis_forgot_is_answered_from_the_ledger() 
     let redis = OwnRedis::start_with("everysec");
     let config = config(&redis);
     let functions = local::functions(&config, LocalAuthorizer::new("hot")).await.unwrap();
-    let id = send(&functions, 300, 2).await;
+    let id = send_packet(&functions, 300, 2).await;
     let mut shares = HashMap::new();
     for user in ["flood-u0", "flood-u1"] {
         let (status, body) = grab(&functions.grab, &id, user).await;

@@ -1,4 +1,5 @@
-//! Test support shared by the integration tests that need a Redis of their own.
+//! Test support shared by the integration tests that need a Redis of their own: the server,
+//! and the sample events as requests.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -6,7 +7,38 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use red_packets::Config;
+use lambda_http::Request;
+use local::Functions;
+use red_packets::{events, Config};
+use serde_json::{json, Value};
+
+const SEND_EVENT: &str = include_str!("../../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
+
+/// `events/send.json` with `body` and no `Idempotency-Key`.
+pub fn send_request(body: Value) -> Request {
+    let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+    events::set_header(&mut event, "Idempotency-Key", None);
+    events::set_body(&mut event, &body.to_string());
+    events::to_request(&event).unwrap()
+}
+
+/// `events/grab.json` for `user` on packet `id`.
+pub fn grab_request(id: &str, user: &str) -> Request {
+    let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+    events::set_packet_id(&mut event, id);
+    events::set_caller(&mut event, Some(user));
+    events::to_request(&event).unwrap()
+}
+
+/// Sends a lucky packet of `total_cents` in `count` shares through the send handler; its id.
+pub async fn send_packet(functions: &Functions, total_cents: u64, count: u32) -> String {
+    let body = json!({ "total_cents": total_cents, "count": count });
+    let response = send::handle(&functions.send, send_request(body)).await.unwrap();
+    assert_eq!(response.status(), 201);
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    body["packet_id"].as_str().unwrap().to_owned()
+}
 
 /// A redis-server of this test's own, with AOF fsynced on every write.
 pub struct OwnRedis {

@@ -228,12 +228,11 @@ impl RedisStore {
     pub async fn settle_lookup(&self, id: &PacketId, verdict: LookupVerdict) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let key = self.keys(id).lookup;
-        let mut command = redis::cmd(if verdict == LookupVerdict::Failed { "DEL" } else { "SET" });
-        command.arg(key);
-        match verdict {
-            LookupVerdict::Absent => command.arg("absent").arg("PX").arg(LOOKUP_VERDICT_KEEP_MS),
-            LookupVerdict::Recorded => command.arg("recorded").arg("PX").arg(LOOKUP_VERDICT_KEEP_MS),
-            LookupVerdict::Failed => &mut command,
+        let keep_ms = LOOKUP_VERDICT_KEEP_MS as u64;
+        let command = match verdict {
+            LookupVerdict::Absent => redis::Cmd::pset_ex(key, "absent", keep_ms),
+            LookupVerdict::Recorded => redis::Cmd::pset_ex(key, "recorded", keep_ms),
+            LookupVerdict::Failed => redis::Cmd::del(key),
         };
         self.run(command.query_async::<()>(&mut conn)).await
     }
