@@ -1,6 +1,6 @@
 -- grab.lua: one user grabs one share of one packet, atomically, in one round trip.
 --
--- KEYS[1]  rp:{<id>}:meta    hash: status, expires_at, keep_until, remaining_cents, remaining_count, grabbed
+-- KEYS[1]  rp:{<id>}:meta    hash: status, expires_at, remaining_cents, remaining_count, grabbed, persisted
 -- KEYS[2]  rp:{<id>}:shares  list: the shares not yet taken, in cents
 -- KEYS[3]  rp:{<id>}:users   hash: user -> "<amount>:<grabbed_at_ms>"
 -- KEYS[4]  rp:{<id>}:log     list: every grab as JSON {seq, user, amount, at}, in grab order
@@ -20,7 +20,7 @@
 -- Checks run in this order: unknown, already grabbed (answered whatever the packet's state),
 -- expired, sold out; only then is a share popped.
 
-local meta = redis.call('HMGET', KEYS[1], 'expires_at', 'remaining_count', 'status', 'keep_until')
+local meta = redis.call('HMGET', KEYS[1], 'expires_at', 'remaining_count', 'status')
 if not meta[1] then
   local verdict = redis.call('GET', KEYS[5])
   if verdict == 'absent' then
@@ -60,8 +60,4 @@ redis.call('HSET', KEYS[3], ARGV[1], share .. ':' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], cjson.encode({seq = seq, user = ARGV[1], amount = tonumber(share), at = now}))
 redis.call('HINCRBY', KEYS[1], 'remaining_cents', -tonumber(share))
 remaining_count = redis.call('HINCRBY', KEYS[1], 'remaining_count', -1)
-if seq == 1 then
-  redis.call('PEXPIREAT', KEYS[3], meta[4])
-  redis.call('PEXPIREAT', KEYS[4], meta[4])
-end
 return {1, tonumber(share), now, remaining_count}

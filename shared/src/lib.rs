@@ -3,6 +3,8 @@
 //! - [`domain`]: money, limits, splitters and packet rules; pure, no I/O.
 //! - [`adapters`]: the Redis store (Lua scripts behind typed wrappers) and the DynamoDB ledger,
 //!   each behind a narrow trait from [`ports`].
+//! - [`packets`]: use cases over the ports shared by several functions (the current view,
+//!   reloading an open packet from the ledger).
 //! - [`http`]: identity, JSON bodies and the one mapping of [`ApiError`] to HTTP responses.
 //! - [`config`]: the environment, with DESIGN.md's defaults.
 
@@ -13,6 +15,7 @@ pub mod domain;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod packets;
 pub mod ports;
 pub mod settle;
 pub mod telemetry;

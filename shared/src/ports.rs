@@ -7,6 +7,7 @@ use crate::adapters::dynamo::{HistoryPage, Role};
 use crate::adapters::redis_store::LivePacket;
 use crate::clock::Millis;
 use crate::domain::packet::LedgerPacket;
+use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, IdempotencyKey, Packet, PacketId, UserId};
 use crate::error::ApiError;
 
@@ -87,6 +88,16 @@ pub trait LiveStore: Send + Sync {
     /// packet already loaded changes nothing and is not an error.
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
 
+    /// Loads a packet the ledger holds open, with the grabs the ledger already has and the shares
+    /// still to hand out (grab `seq` takes share `seq`, so `shares` is the tail of the packet's
+    /// shares). Idempotent, like [`LiveStore::load`].
+    fn restore(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
 
@@ -147,6 +158,15 @@ pub trait Ledger: Send + Sync {
 impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).load(packet, shares)
+    }
+
+    fn restore(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).restore(packet, grabs, shares)
     }
 
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send {

@@ -1,22 +1,26 @@
 //! Settle: makes every grab durable and finalises packets, exactly once, whatever crashes.
+//! Redis is the fast path, the ledger the truth.
 //!
 //! For each packet of the shards it is given (the Redis settle index and the ledger's open
 //! index together), one pass:
-//! 1. persist the grabs DynamoDB has not confirmed (BatchWriteItem, idempotent), then advance
-//!    the packet's persisted mark in Redis;
-//! 2. if the packet is finished or expired, close it in Redis (no grab succeeds after), persist
-//!    the last grabs, then one conditional transaction writes the refund and moves the packet
-//!    out of `open`, so no second run can refund again;
-//! 3. reconcile it against the ledger (grabs + refund == total, grabs <= count), logging
-//!    [`RECONCILIATION_MISMATCH`] at ERROR when the books do not balance;
-//! 4. retire it from Redis.
+//! 1. record the grabs the ledger has not confirmed, each under conditions that refuse a share
+//!    paid to two users, a user paid two shares or a changed amount, then advance the packet's
+//!    persisted mark in Redis. A grab the ledger refuses is reported ([`RECONCILIATION_MISMATCH`])
+//!    and the packet is re-synced in Redis from the ledger;
+//! 2. if the packet is finished or expired, close it in Redis (no grab succeeds after), record
+//!    the last grabs, claim every share nobody holds for the refund (after which no grab of
+//!    them can be recorded), and compute the refund from the ledger's own grabs; one conditional
+//!    transaction writes the refund and moves the packet out of `open`, so no run refunds twice;
+//! 3. reconcile it against the ledger (grabs + refund == total, grabs <= count);
+//! 4. retire it from Redis; a packet whose ledger record is missing or whose books do not
+//!    balance is quarantined instead, its keys kept for inspection.
 //!
-//! Packets are independent, so a run settles up to [`PACKETS_IN_FLIGHT`] at a time, and a
-//! packet's grab items go out in concurrent batches of 25.
-//!
-//! A packet the index names but Redis lost is restored from its ledger record: its seed gives
-//! its shares, the grab items say which are taken. A crash at any point leaves work the next run
-//! redoes idempotently; [`FaultPoint`]s let tests crash it on purpose.
+//! Packets are independent, so a run settles up to [`PACKETS_IN_FLIGHT`] at a time. A packet
+//! that fails for its own reasons (corrupt data, an item DynamoDB refuses) is skipped and
+//! named; only an unreachable store ends a run. A run that stops before its deadline resumes
+//! at the shard it stopped in. A packet the index names but Redis lost is restored from the
+//! ledger. A crash at any point leaves work the next run redoes idempotently; [`FaultPoint`]s
+//! let tests crash it on purpose.
 
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
@@ -30,9 +34,11 @@ use crate::adapters::redis_store::LivePacket;
 use crate::adapters::scripts::CloseOutcome;
 use crate::adapters::{DynamoLedger, RedisStore};
 use crate::clock::{Clock, Millis, SystemClock};
-use crate::domain::settlement::{finalise, reconcile};
-use crate::domain::{PacketId, PacketStatus};
+use crate::domain::packet::LedgerPacket;
+use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, LoggedGrab, Mismatch};
+use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
+use crate::packets::reload_from_ledger;
 
 /// The marker on every reconciliation failure's log line (alarms filter on it).
 pub const RECONCILIATION_MISMATCH: &str = "RECONCILIATION_MISMATCH";
@@ -88,8 +94,17 @@ pub struct SettleSummary {
     pub mismatches: u32,
     /// Packets restored into Redis from the ledger.
     pub restored: u32,
-    /// Packets skipped because their data is corrupt (logged at ERROR).
+    /// Packets re-synced in Redis from the ledger after the two disagreed.
+    pub resynced: u32,
+    /// Packets set aside for inspection: ledger record missing, or books that do not balance.
+    pub quarantined: u32,
+    /// Packets whose grabs wait for the replicas to acknowledge them (`GRAB_WAIT_REPLICAS`).
+    pub deferred: u32,
+    /// Packets skipped because of their own data (corrupt, or refused by DynamoDB; ERROR lines).
     pub failed: u32,
+    /// The packets counted in `failed`.
+    #[serde(default)]
+    pub failed_packets: Vec<String>,
     /// True when the run stopped before its deadline with packets left for the next run.
     pub stopped_early: bool,
 }
@@ -101,6 +116,9 @@ impl SettleSummary {
         self.refunded_cents += packet.refunded_cents;
         self.mismatches += packet.mismatches;
         self.restored += packet.restored;
+        self.resynced += packet.resynced;
+        self.quarantined += packet.quarantined;
+        self.deferred += packet.deferred;
     }
 }
 
@@ -139,6 +157,9 @@ pub struct Settler {
     crash_at: Option<FaultPoint>,
 }
 
+/// How many times finalisation re-reads the ledger while grabs race its refund claims.
+const FINALISE_ATTEMPTS: u32 = 3;
+
 impl Settler {
     /// A settler with the system clock.
     pub fn new(store: Arc<RedisStore>, ledger: DynamoLedger) -> Self {
@@ -167,30 +188,31 @@ impl Settler {
     }
 
     /// Settles `shards`, [`PACKETS_IN_FLIGHT`] packets at a time, taking no new packet once
-    /// `deadline_ms` (epoch ms, real time) is within [`DEADLINE_MARGIN_MS`].
+    /// `deadline_ms` (epoch ms, real time) is within [`DEADLINE_MARGIN_MS`]. A run that stopped
+    /// early resumes at the shard it stopped in; the run that covers the last shard also drains
+    /// the shards of a larger `SETTLE_SHARDS` used before.
     pub async fn run(
         &self,
         shards: RangeInclusive<u32>,
         deadline_ms: Option<Millis>,
     ) -> Result<SettleSummary, SettleError> {
-        let mut summary = SettleSummary { shards: [*shards.start(), *shards.end()], ..SettleSummary::default() };
-        let past_deadline =
-            || deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline);
-        for shard in shards {
+        let range = [*shards.start(), *shards.end()];
+        let mut summary = SettleSummary { shards: range, ..SettleSummary::default() };
+        let (order, earlier_layouts) = match self.plan(range).await {
+            Ok(plan) => plan,
+            Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+        };
+        let mut drained_extra_shards = true;
+        for shard in order {
             let packets = match self.packets_in(shard).await {
                 Ok(packets) => packets,
                 Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
             };
-            let mut settled = stream::iter(packets)
-                .map(|id| async move {
-                    if past_deadline() {
-                        return (id, None);
-                    }
-                    let mut delta = SettleSummary::default();
-                    let result = self.settle_packet(&id, &mut delta).await;
-                    (id, Some((delta, result)))
-                })
-                .buffer_unordered(PACKETS_IN_FLIGHT);
+            if shard > range[1] && !packets.is_empty() {
+                drained_extra_shards = false;
+            }
+            let runs: Vec<_> = packets.into_iter().map(|id| self.settle_before(id, shard, deadline_ms)).collect();
+            let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
             while let Some((id, outcome)) = settled.next().await {
                 let Some((delta, result)) = outcome else {
                     summary.stopped_early = true;
@@ -203,7 +225,8 @@ impl Settler {
                     Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
                     Err(Stop::Api(ApiError::Internal(detail))) => {
                         summary.failed += 1;
-                        tracing::error!(packet_id = %id, detail, "settle skipped a packet with corrupt data");
+                        summary.failed_packets.push(id.to_string());
+                        tracing::error!(packet_id = %id, detail, "settle skipped a packet it cannot settle; the run goes on");
                     }
                     Err(Stop::Api(error)) => {
                         tracing::error!(packet_id = %id, %error, "settle stopped: a store is unreachable");
@@ -212,12 +235,64 @@ impl Settler {
                 }
             }
             if summary.stopped_early {
-                tracing::warn!(?summary, "settle stopping before its deadline; the next run continues");
+                let resume = shard.min(range[1]);
+                if let Err(error) = self.store.set_resume_shard(range, Some(resume)).await {
+                    return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+                }
+                tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
                 return Ok(summary);
             }
         }
-        tracing::info!(?summary, "settle run complete");
+        let finished = async {
+            self.store.set_resume_shard(range, None).await?;
+            if drained_extra_shards {
+                for layout in earlier_layouts {
+                    self.store.forget_settle_layout(layout).await?;
+                }
+            }
+            Ok::<(), ApiError>(())
+        };
+        if let Err(error) = finished.await {
+            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+        }
+        if summary.failed > 0 {
+            tracing::error!(?summary, "settle run complete with packets it could not settle");
+        } else {
+            tracing::info!(?summary, "settle run complete");
+        }
         Ok(summary)
+    }
+
+    /// Settles one packet unless `deadline_ms` is too near: `None` then.
+    async fn settle_before(
+        &self,
+        id: PacketId,
+        shard: u32,
+        deadline_ms: Option<Millis>,
+    ) -> (PacketId, Option<(SettleSummary, Result<(), Stop>)>) {
+        if deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline) {
+            return (id, None);
+        }
+        let mut delta = SettleSummary::default();
+        let result = self.settle_packet(&id, shard, &mut delta).await;
+        (id, Some((delta, result)))
+    }
+
+    /// The shards of this run in order (from where an earlier run stopped, wrapping round), plus,
+    /// for the run covering the last shard, the shards of larger `SETTLE_SHARDS` values used
+    /// before (whose packets no other run visits), and those earlier values.
+    async fn plan(&self, range: [u32; 2]) -> Result<(Vec<u32>, Vec<u32>), ApiError> {
+        let [from, to] = range;
+        let start = self.store.resume_shard(range).await?.filter(|shard| (from..=to).contains(shard)).unwrap_or(from);
+        let mut order: Vec<u32> = (start..=to).chain(from..start).collect();
+        let configured = self.store.settle_shards();
+        let mut earlier = Vec::new();
+        if to == configured - 1 {
+            earlier = self.store.settle_layouts().await?.into_iter().filter(|&count| count > configured).collect();
+            let widest = earlier.iter().copied().max().unwrap_or(configured);
+            order.extend(configured..widest);
+        }
+        Ok((order, earlier))
     }
 
     /// The packets of `shard`: indexed in Redis or open in the ledger (which survives a Redis loss).
@@ -234,96 +309,201 @@ impl Settler {
         Ok(())
     }
 
-    async fn settle_packet(&self, id: &PacketId, summary: &mut SettleSummary) -> Result<(), Stop> {
+    async fn settle_packet(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<(), Stop> {
         let live = match self.store.snapshot(id).await? {
             Some(live) => live,
-            None => match self.restore(id, summary).await? {
+            None => match self.restore(id, shard, summary).await? {
                 Some(live) => live,
                 None => return Ok(()),
             },
         };
-        summary.grabs_persisted += self.persist(&live).await?;
+        let shares = live.packet.shares();
+        if !self.persist(&live, &shares, shard, summary).await? {
+            return Ok(());
+        }
 
         if self.store.close(id, self.clock.now_ms()).await? != CloseOutcome::Closed {
             return Ok(());
         }
         self.checkpoint(FaultPoint::AfterClose)?;
         let Some(live) = self.store.snapshot(id).await? else { return Ok(()) };
-        summary.grabs_persisted += self.persist(&live).await?;
+        if !self.persist(&live, &shares, shard, summary).await? {
+            return Ok(());
+        }
         self.checkpoint(FaultPoint::BeforeFinalise)?;
+        self.finalise(&live.packet, &shares, shard, summary).await
+    }
 
-        let packet = &live.packet;
-        let result = match finalise(packet.total_cents, packet.count, &live.grabs) {
-            Ok(result) => result,
-            Err(mismatch) => {
-                summary.mismatches += 1;
-                tracing::error!(marker = RECONCILIATION_MISMATCH, packet_id = %id, %mismatch, "{RECONCILIATION_MISMATCH} {id}: Redis log does not balance");
-                return Ok(());
-            }
+    /// Records the grabs the ledger has not confirmed, then advances the persisted mark. Grabs
+    /// the replicas do not hold yet wait for a later run. A grab the ledger refuses (or whose
+    /// amount is not its share's) is reported and the packet re-synced from the ledger. True
+    /// when Redis and the ledger agree and the packet may go on to finalisation.
+    async fn persist(
+        &self,
+        live: &LivePacket,
+        shares: &[Cents],
+        shard: u32,
+        summary: &mut SettleSummary,
+    ) -> Result<bool, Stop> {
+        let id = &live.packet.id;
+        let pending = live.pending();
+        if pending.is_empty() {
+            return Ok(true);
+        }
+        if !self.store.replicas_hold(id).await? {
+            summary.deferred += 1;
+            return Ok(false);
+        }
+        let (valid, invalid): (Vec<LoggedGrab>, Vec<LoggedGrab>) =
+            pending.iter().cloned().partition(|grab| check_against_shares(grab, shares).is_ok());
+        let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
+        summary.grabs_persisted += (valid.len() - refused.len()) as u64;
+        self.checkpoint(FaultPoint::AfterGrabItems)?;
+        if refused.is_empty() && invalid.is_empty() {
+            self.store.mark_persisted(id, live.grabs.len()).await?;
+            return Ok(true);
+        }
+        for grab in &invalid {
+            let mismatch = check_against_shares(grab, shares).err().unwrap_or_else(|| Mismatch(String::new()));
+            self.report(id, summary, &format!("Redis holds a grab the ledger cannot take: {mismatch}"));
+        }
+        for refusal in &refused {
+            self.report(id, summary, &format!("the ledger refused a grab Redis acknowledged: {refusal}"));
+        }
+        self.resync(&live.packet, shard, summary).await?;
+        Ok(false)
+    }
+
+    /// Replaces Redis's copy of a packet with the ledger's, after the two disagreed: the ledger's
+    /// grabs, and the shares after the last one the ledger has claimed.
+    async fn resync(&self, packet: &Packet, shard: u32, summary: &mut SettleSummary) -> Result<(), Stop> {
+        let Some(recorded) = self.ledger.ledger_packet(&packet.id).await? else {
+            return self.quarantine(&packet.id, shard, summary, "the ledger has no record of this packet").await;
         };
-        if self.ledger.finalise(packet, &result, self.clock.now_ms()).await? {
-            summary.finalised += 1;
-            summary.refunded_cents += result.refund_cents;
-            tracing::info!(packet_id = %id, status = result.status.as_str(), refund_cents = result.refund_cents, "finalised");
+        if recorded.status != PacketStatus::Open {
+            self.store.retire(&packet.id, shard).await?;
+            return Ok(());
         }
-        self.checkpoint(FaultPoint::AfterFinalise)?;
-        if !self.reconcile(id).await? {
-            summary.mismatches += 1;
-        }
-        self.store.retire(id).await?;
+        let shares = recorded.packet.shares();
+        let left = &shares[recorded.shares_taken()..];
+        self.store.resync(&recorded.packet, &recorded.grabs_to_reload(), left).await?;
+        summary.resynced += 1;
+        tracing::warn!(packet_id = %packet.id, grabs_on_record = recorded.grabs.len(), shares_left = left.len(), "re-synced a packet in Redis from the ledger");
         Ok(())
     }
 
-    /// Writes the grabs the ledger lacks, then advances the persisted mark. Returns how many.
-    async fn persist(&self, live: &LivePacket) -> Result<u64, Stop> {
-        let pending = live.pending();
-        if pending.is_empty() {
-            return Ok(0);
+    /// Finalises a closed packet from the ledger's own records: completes grabs whose claim is
+    /// written but not their item, claims every unclaimed share for the refund, then one
+    /// conditional transaction writes the refund; then reconciles and retires.
+    async fn finalise(
+        &self,
+        packet: &Packet,
+        shares: &[Cents],
+        shard: u32,
+        summary: &mut SettleSummary,
+    ) -> Result<(), Stop> {
+        let id = &packet.id;
+        let mut attempt = 0;
+        let recorded = loop {
+            let Some(recorded) = self.ledger.ledger_packet(id).await? else {
+                return self.quarantine(id, shard, summary, "the ledger has no record of this packet").await;
+            };
+            if recorded.status != PacketStatus::Open {
+                break recorded;
+            }
+            let incomplete = recorded.incomplete_claims();
+            let unclaimed: Vec<(u32, Cents)> =
+                recorded.unclaimed_shares().into_iter().map(|seq| (seq, shares[seq as usize - 1])).collect();
+            if incomplete.is_empty() && unclaimed.is_empty() {
+                break recorded;
+            }
+            attempt += 1;
+            if attempt > FINALISE_ATTEMPTS {
+                return self.quarantine(id, shard, summary, "grabs kept racing the refund's claims").await;
+            }
+            for grab in &incomplete {
+                if self.ledger.put_grab_item(packet, grab).await? {
+                    tracing::warn!(packet_id = %id, user = %grab.user, seq = grab.seq, "a share claimed by a user paid another share goes to the refund");
+                }
+            }
+            let raced = self.ledger.claim_for_refund(packet, &unclaimed).await?;
+            if !raced.is_empty() {
+                tracing::warn!(packet_id = %id, ?raced, "shares claimed by grabs while finalising; reading the ledger again");
+            }
+        };
+        if recorded.status == PacketStatus::Open {
+            let result = match finalise_from_ledger(packet.total_cents, packet.count, &recorded.claims, &recorded.grabs)
+            {
+                Ok(result) => result,
+                Err(mismatch) => return self.quarantine(id, shard, summary, &mismatch.to_string()).await,
+            };
+            if self.ledger.finalise(packet, &result, self.clock.now_ms()).await? {
+                summary.finalised += 1;
+                summary.refunded_cents += result.refund_cents;
+                tracing::info!(packet_id = %id, status = result.status.as_str(), refund_cents = result.refund_cents, "finalised");
+            }
         }
-        self.ledger.put_grabs(&live.packet, pending).await?;
-        self.checkpoint(FaultPoint::AfterGrabItems)?;
-        self.store.mark_persisted(&live.packet.id, live.grabs.len()).await?;
-        Ok(pending.len() as u64)
+        self.checkpoint(FaultPoint::AfterFinalise)?;
+        let Some(recorded) = self.ledger.ledger_packet(id).await? else {
+            return self.quarantine(id, shard, summary, "the ledger has no record of this packet").await;
+        };
+        match books(&recorded) {
+            Ok(()) => self.store.retire(id, shard).await?,
+            Err(mismatch) => self.quarantine(id, shard, summary, &mismatch.to_string()).await?,
+        }
+        Ok(())
     }
 
-    /// Reloads a packet Redis lost from the ledger, if the ledger still has it open.
-    async fn restore(&self, id: &PacketId, summary: &mut SettleSummary) -> Result<Option<LivePacket>, Stop> {
-        let Some(ledgered) = self.ledger.ledger_packet(id).await? else {
-            self.store.retire(id).await?;
+    /// Reloads a packet Redis lost from the ledger, if the ledger still has it open. A packet
+    /// the ledger already claimed for its refund is finalised from the ledger alone.
+    async fn restore(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<Option<LivePacket>, Stop> {
+        let Some(recorded) = self.ledger.ledger_packet(id).await? else {
+            self.quarantine(id, shard, summary, "indexed for settle, yet neither Redis nor the ledger holds it").await?;
             return Ok(None);
         };
-        if ledgered.status != PacketStatus::Open {
-            self.store.retire(id).await?;
+        if recorded.status == PacketStatus::Open && recorded.refund_claimed() {
+            let shares = recorded.packet.shares();
+            self.finalise(&recorded.packet, &shares, shard, summary).await?;
             return Ok(None);
         }
-        // Shares are handed out in order, so grab `seq` took share `seq - 1`; everything up to
-        // the highest seq on record is gone, even where a grab between was lost with Redis.
-        let shares = ledgered.packet.shares();
-        let taken = ledgered.grabs.iter().map(|grab| grab.seq as usize).max().unwrap_or(0).min(shares.len());
-        self.store.restore(&ledgered.packet, &ledgered.grabs, &shares[taken..]).await?;
+        if !reload_from_ledger(self.store.as_ref(), &recorded).await? {
+            self.store.retire(id, shard).await?;
+            return Ok(None);
+        }
         summary.restored += 1;
-        tracing::warn!(packet_id = %id, grabs_on_record = ledgered.grabs.len(), shares_left = shares.len() - taken, "restored a packet Redis had lost, from the ledger");
+        tracing::warn!(packet_id = %id, grabs_on_record = recorded.grabs.len(), shares_taken = recorded.shares_taken(), "restored a packet Redis had lost, from the ledger");
         Ok(self.store.snapshot(id).await?)
     }
 
-    /// Checks a finalised packet's books in the ledger; false (and an ERROR line) when they do not balance.
-    async fn reconcile(&self, id: &PacketId) -> Result<bool, Stop> {
-        let Some(ledgered) = self.ledger.ledger_packet(id).await? else { return Ok(true) };
-        let amounts: Vec<u64> = ledgered.grabs.iter().map(|grab| grab.amount_cents).collect();
-        let refund = ledgered.refund_item_cents.unwrap_or(0);
-        let mut verdict = reconcile(ledgered.packet.total_cents, ledgered.packet.count, &amounts, refund);
-        if verdict.is_ok() && ledgered.refund_cents != Some(refund) {
-            verdict = Err(crate::domain::settlement::Mismatch(format!(
-                "packet records refund {:?}, refund item says {refund}",
-                ledgered.refund_cents
-            )));
-        }
-        match verdict {
-            Ok(()) => Ok(true),
-            Err(mismatch) => {
-                tracing::error!(marker = RECONCILIATION_MISMATCH, packet_id = %id, %mismatch, "{RECONCILIATION_MISMATCH} {id}");
-                Ok(false)
-            }
-        }
+    /// Logs a mismatch at ERROR with [`RECONCILIATION_MISMATCH`] and counts it.
+    fn report(&self, id: &PacketId, summary: &mut SettleSummary, what: &str) {
+        summary.mismatches += 1;
+        tracing::error!(marker = RECONCILIATION_MISMATCH, packet_id = %id, mismatch = what, "{RECONCILIATION_MISMATCH} {id}: {what}");
     }
+
+    /// Reports a packet settle cannot balance and sets it aside: out of the settle index, into
+    /// the quarantine index, its Redis keys kept for inspection.
+    async fn quarantine(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary, what: &str) -> Result<(), Stop> {
+        self.report(id, summary, what);
+        self.store.quarantine(id, shard, self.clock.now_ms()).await?;
+        summary.quarantined += 1;
+        Ok(())
+    }
+}
+
+/// A finalised packet's books in the ledger: grabs + refund == total, grabs <= count, each grab
+/// holding its share's claim, and the packet's refund equal to its refund item.
+fn books(recorded: &LedgerPacket) -> Result<(), Mismatch> {
+    let amounts: Vec<Cents> = recorded.grabs.iter().map(|grab| grab.amount_cents).collect();
+    let refund = recorded.refund_item_cents.unwrap_or(0);
+    reconcile(recorded.packet.total_cents, recorded.packet.count, &amounts, refund)?;
+    if recorded.refund_cents != Some(refund) {
+        return Err(Mismatch(format!("packet records refund {:?}, refund item says {refund}", recorded.refund_cents)));
+    }
+    if let Some(grab) = recorded.grabs.iter().find(|grab| {
+        !recorded.claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab))
+    }) {
+        return Err(Mismatch(format!("grab item of {} (share {}) holds no claim on its share", grab.user, grab.seq)));
+    }
+    Ok(())
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::adapters::dynamo::Role;
-use red_packets::domain::{PacketId, PacketStatus, PacketView};
 use red_packets::http::{caller, json_response, packet_id, respond};
+use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore};
-use red_packets::{ApiError, Clock, Millis, SystemClock};
+use red_packets::{ApiError, Clock, SystemClock};
 
 /// Largest history page.
 pub const MAX_LIMIT: u32 = 100;
@@ -53,32 +53,8 @@ async fn packet<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     caller(request)?;
     let id = packet_id(request)?;
-    let view = packet_view(service, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
+    let view = current_view(&service.store, &service.ledger, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
     Ok(json_response(StatusCode::OK, &view))
-}
-
-/// Open packets live from Redis; settled ones from the ledger; a closed packet not yet settled
-/// from Redis, which has every grab.
-async fn packet_view<S: LiveStore, L: Ledger>(
-    service: &QueryService<S, L>,
-    id: &PacketId,
-    now_ms: Millis,
-) -> Result<Option<PacketView>, ApiError> {
-    let live = service.store.snapshot(id).await?;
-    let live_view = |live: &red_packets::adapters::redis_store::LivePacket| {
-        let status = PacketStatus::at(live.remaining_count, live.packet.expires_at_ms, now_ms);
-        live.packet.view(&live.grabs, status, None)
-    };
-    if let Some(live) = live.as_ref().filter(|live| live.open) {
-        return Ok(Some(live_view(live)));
-    }
-    let recorded = service.ledger.ledger_packet(id).await?;
-    Ok(match (recorded, live) {
-        (Some(recorded), _) if recorded.status != PacketStatus::Open => Some(recorded.view(now_ms)),
-        (_, Some(live)) => Some(live_view(&live)),
-        (Some(recorded), None) => Some(recorded.view(now_ms)),
-        (None, None) => None,
-    })
 }
 
 async fn history<S: LiveStore, L: Ledger>(
@@ -107,6 +83,7 @@ async fn history<S: LiveStore, L: Ledger>(
 mod tests {
     use super::*;
     use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::domain::PacketId;
     use red_packets::events;
     use red_packets::Config;
     use serde_json::Value;

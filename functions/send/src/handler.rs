@@ -1,7 +1,9 @@
 //! `POST /packets`: validate, split, record the packet in DynamoDB, load it into Redis, 201.
 //!
-//! With an `Idempotency-Key`, the same sender, key and body get the same packet back, and a
-//! retry after a failed Redis load finishes that load: never a second packet.
+//! With an `Idempotency-Key`, the same sender, key and body get the same packet back, as it is
+//! now, and a retry after a failed Redis load finishes that load: never a second packet. A
+//! replay reloads the packet into Redis only while the ledger holds it open, and then with the
+//! ledger's grabs: a settled packet is never reopened, a grabbed share never handed out again.
 
 use std::sync::Arc;
 
@@ -11,6 +13,7 @@ use lambda_http::{Body, Error, Request, Response};
 use red_packets::domain::validate::parse_send_request;
 use red_packets::domain::{Limits, Packet, PacketId, Seed};
 use red_packets::http::{caller, idempotency_key, json_body, json_response, respond};
+use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded};
 use red_packets::{ApiError, Clock, SystemClock};
 
@@ -51,18 +54,25 @@ async fn send<L: Ledger, S: LiveStore>(
     let spec = parse_send_request(json_body(request)?, &service.limits)?;
     let claim = key.map(|key| IdempotencyClaim { key, request_hash: spec.fingerprint() });
 
-    let fresh = Packet::new(PacketId::random(), sender, &spec, Seed::random(), service.clock.now_ms());
-    let packet = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
-        Recorded::New => fresh,
+    let now_ms = service.clock.now_ms();
+    let fresh = Packet::new(PacketId::random(), sender, &spec, Seed::random(), now_ms);
+    let view = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
+        Recorded::New => {
+            service.store.load(&fresh, &fresh.shares()).await?;
+            fresh.fresh_view()
+        }
         Recorded::Replay(original) => {
             tracing::info!(packet_id = %original.id, "idempotent replay of a send");
-            original
+            let recorded = service.ledger.ledger_packet(&original.id).await?.ok_or_else(|| {
+                ApiError::Internal(format!("replayed packet {} has no ledger record", original.id))
+            })?;
+            reload_from_ledger(&service.store, &recorded).await?;
+            current_view(&service.store, &service.ledger, &original.id, now_ms).await?.unwrap_or(recorded.view(now_ms))
         }
     };
-    service.store.load(&packet, &packet.shares()).await?;
 
-    let mut response = json_response(StatusCode::CREATED, &packet.fresh_view());
-    if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", packet.id)) {
+    let mut response = json_response(StatusCode::CREATED, &view);
+    if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", view.packet_id)) {
         response.headers_mut().insert(LOCATION, location);
     }
     Ok(response)

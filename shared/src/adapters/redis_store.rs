@@ -14,17 +14,14 @@ use tokio::sync::OnceCell;
 
 use std::collections::HashMap;
 
-use super::scripts::{self, settle_index_key, CloseOutcome, LoadFields, PacketKeys};
+use super::scripts::{self, settle_index_key, CloseOutcome, LoadFields, LoadMode, PacketKeys};
 use super::sold_out::SoldOutMemo;
-use crate::clock::Millis;
+use crate::clock::{Clock, Millis, SystemClock};
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId, PacketKind, Seed, SplitRule, UserId};
 use crate::error::ApiError;
 use crate::ports::{GrabOutcome, LiveStore, LookupVerdict, LOOKUP_LEASE};
-
-/// How long a packet's keys outlive the packet, so settle can still drain them.
-pub const KEEP_AFTER_EXPIRY_MS: Millis = 24 * 60 * 60 * 1000;
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -57,13 +54,12 @@ impl LivePacket {
         let corrupt = |what: &str| ApiError::Internal(format!("packet {id} in Redis has a bad {what}"));
         let text = |name: &str| meta.get(name).map(String::as_str).unwrap_or("");
         let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
-        let optional = |name: &str| Some(text(name).to_owned()).filter(|value| !value.is_empty());
         let packet = Packet {
             id: id.clone(),
             sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
             kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
-            split: optional("split").map(|name| SplitRule::parse(&name).ok_or_else(|| corrupt("split"))).transpose()?,
-            greeting: optional("greeting"),
+            split: meta.get("split").map(|name| SplitRule::parse(name).ok_or_else(|| corrupt("split"))).transpose()?,
+            greeting: meta.get("greeting").cloned(),
             seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
             total_cents: number("total_cents")? as Cents,
             count: number("count")? as u32,
@@ -170,10 +166,25 @@ impl RedisStore {
         self.settle_shards
     }
 
-    /// Loads `packet` with the grabs DynamoDB already holds and the shares still to hand out:
-    /// settle's restore of a packet Redis lost. Idempotent, like the load at send.
-    pub async fn restore(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, grabs, shares).await
+    /// Replaces whatever Redis holds of `packet` with the ledger's state: its grabs and the
+    /// shares still to hand out (settle's re-sync when Redis and the ledger disagree).
+    pub async fn resync(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, grabs, shares, LoadMode::Replace).await
+    }
+
+    /// Waits until the configured replicas hold every write made to `id`'s keys so far (a no-op
+    /// without `GRAB_WAIT_REPLICAS`): settle persists only grabs a failover cannot take back.
+    /// False when they did not acknowledge in time.
+    pub async fn replicas_hold(&self, id: &PacketId) -> Result<bool, ApiError> {
+        let Some(wait) = self.grab_wait else { return Ok(true) };
+        let mut conn = self.connection().await?;
+        let keys = self.keys(id);
+        // WAIT counts the replicas that reached this connection's last write; replication is
+        // ordered, so once they hold this write they hold every grab before it.
+        let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
+        let touch = redis::Cmd::pset_ex(probe, SystemClock.now_ms(), 60_000);
+        self.run(touch.query_async::<()>(&mut conn)).await?;
+        self.replicas_acknowledge(&mut conn, &keys, wait).await
     }
 
     /// The packet's meta and whole grab log, read at one instant; `None` when Redis holds no such packet.
@@ -207,12 +218,11 @@ impl RedisStore {
         Ok(ids.iter().filter_map(|id| PacketId::parse(id)).collect())
     }
 
-    /// Takes a finalised packet out of the settle index and lets its keys expire shortly.
-    pub async fn retire(&self, id: &PacketId) -> Result<(), ApiError> {
+    /// Takes a finalised packet out of settle index `shard` and lets its keys expire shortly.
+    pub async fn retire(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
-        let mut unindex = redis::cmd("ZREM");
-        unindex.arg(self.settle_index_key(id.settle_shard(self.settle_shards))).arg(id.as_str());
+        let unindex = redis::Cmd::zrem(self.settle_index_key(shard), id.as_str());
         self.run(unindex.query_async::<()>(&mut conn)).await?;
         // One key per command: in cluster mode every command stays within the packet's slot.
         for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
@@ -221,6 +231,61 @@ impl RedisStore {
             self.run(expire.query_async::<()>(&mut conn)).await?;
         }
         Ok(())
+    }
+
+    /// Moves a packet whose books settle cannot balance from settle index `shard` to the
+    /// quarantine index (scored by when), keeping its keys as they are for an operator.
+    pub async fn quarantine(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let add = redis::Cmd::zadd(self.quarantine_key(), id.as_str(), now_ms);
+        self.run(add.query_async::<()>(&mut conn)).await?;
+        let unindex = redis::Cmd::zrem(self.settle_index_key(shard), id.as_str());
+        self.run(unindex.query_async::<()>(&mut conn)).await
+    }
+
+    /// The quarantine index: packets settle set aside for inspection, scored by when.
+    pub fn quarantine_key(&self) -> String {
+        format!("{}:settle:quarantine", self.config.key_prefix)
+    }
+
+    /// Where a run over `range` that stopped early left off, if it did.
+    pub async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        self.run(redis::Cmd::hget(self.settle_progress_key(), field).query_async(&mut conn)).await
+    }
+
+    /// Records where the next run over `range` starts: `Some(shard)` after a run that stopped
+    /// early, `None` after a complete one.
+    pub async fn set_resume_shard(&self, range: [u32; 2], shard: Option<u32>) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let command = match shard {
+            Some(shard) => redis::Cmd::hset(self.settle_progress_key(), field, shard),
+            None => redis::Cmd::hdel(self.settle_progress_key(), field),
+        };
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    fn settle_progress_key(&self) -> String {
+        format!("{}:settle:progress", self.config.key_prefix)
+    }
+
+    /// Every `SETTLE_SHARDS` value in use since its packets last drained, this one included:
+    /// a larger earlier value has index shards this one no longer lists.
+    pub async fn settle_layouts(&self) -> Result<Vec<u32>, ApiError> {
+        let mut conn = self.connection().await?;
+        let key = format!("{}:settle:layouts", self.config.key_prefix);
+        self.run(redis::Cmd::sadd(&key, self.settle_shards).query_async::<()>(&mut conn)).await?;
+        let layouts: Vec<u32> = self.run(redis::Cmd::smembers(&key).query_async(&mut conn)).await?;
+        Ok(layouts)
+    }
+
+    /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
+    pub async fn forget_settle_layout(&self, shards: u32) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let key = format!("{}:settle:layouts", self.config.key_prefix);
+        self.run(redis::Cmd::srem(&key, shards).query_async::<()>(&mut conn)).await
     }
 
     /// Records what DynamoDB said of `id`, which Redis does not hold: a verdict is kept for the
@@ -256,7 +321,13 @@ impl RedisStore {
         })
     }
 
-    async fn load_with(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+    async fn load_with(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+        mode: LoadMode,
+    ) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
@@ -276,9 +347,9 @@ impl RedisStore {
             count: packet.count,
             created_at: packet.created_at_ms,
             expires_at: packet.expires_at_ms,
+            shares_taken: (packet.count as usize).saturating_sub(shares.len()),
         };
-        let keep_until = packet.expires_at_ms + KEEP_AFTER_EXPIRY_MS;
-        self.run(scripts::load(&mut conn, &keys, keep_until, &fields, grabs, shares)).await?;
+        self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, shares)).await?;
         Ok(())
     }
 
@@ -287,12 +358,14 @@ impl RedisStore {
         within(self.config.timeout * 2, operation).await
     }
 
-    async fn wait_for_replicas(
+    /// `WAIT` on the primary holding `keys`: true when the replicas acknowledged every write
+    /// made there so far within the timeout.
+    async fn replicas_acknowledge(
         &self,
         conn: &mut RedisConnection,
         keys: &PacketKeys,
         wait: ReplicaWait,
-    ) -> Result<(), ApiError> {
+    ) -> Result<bool, ApiError> {
         let mut command = redis::cmd("WAIT");
         command.arg(wait.replicas).arg(wait.timeout.as_millis() as u64);
         let acknowledged: i64 = match conn {
@@ -307,13 +380,7 @@ impl RedisStore {
                 redis::from_redis_value(value).map_err(ApiError::redis_unavailable)?
             }
         };
-        if acknowledged < i64::from(wait.replicas) {
-            return Err(ApiError::redis_unavailable(format!(
-                "{acknowledged} of {} replicas acknowledged the grab within {:?}",
-                wait.replicas, wait.timeout
-            )));
-        }
-        Ok(())
+        Ok(acknowledged >= i64::from(wait.replicas))
     }
 }
 
@@ -346,7 +413,11 @@ async fn open(config: &RedisConfig) -> RedisResult<RedisConnection> {
 
 impl LiveStore for RedisStore {
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, &[], shares).await
+        self.load_with(packet, &[], shares, LoadMode::Add).await
+    }
+
+    async fn restore(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, grabs, shares, LoadMode::Add).await
     }
 
     async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
@@ -374,7 +445,12 @@ impl LiveStore for RedisStore {
         }
         if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
             // On timeout the client gets a 503; its retry finds the grab and returns the same share.
-            self.wait_for_replicas(&mut conn, &keys, wait).await?;
+            if !self.replicas_acknowledge(&mut conn, &keys, wait).await? {
+                return Err(ApiError::redis_unavailable(format!(
+                    "fewer than {} replicas acknowledged the grab within {:?}",
+                    wait.replicas, wait.timeout
+                )));
+            }
         }
         Ok(outcome)
     }

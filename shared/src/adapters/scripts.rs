@@ -79,14 +79,25 @@ pub struct LoadFields<'a> {
     pub created_at: Millis,
     /// Epoch ms.
     pub expires_at: Millis,
+    /// Shares gone from the front of the list (the next grab's `seq` is one more).
+    pub shares_taken: usize,
+}
+
+/// How `load.lua` treats a packet Redis already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Leave it as it is (send, restore).
+    Add,
+    /// Replace it with the state given (settle's re-sync from the ledger).
+    Replace,
 }
 
 /// Runs `load.lua`: returns true when the packet was loaded now, false when it already was.
-/// `grabs` are the grabs DynamoDB already holds (empty at send, filled when settle restores).
+/// `grabs` are the grabs DynamoDB already holds (empty at send, filled on a reload).
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
-    keep_until_ms: Millis,
+    mode: LoadMode,
     fields: &LoadFields<'_>,
     grabs: &[LoggedGrab],
     shares: &[Cents],
@@ -98,7 +109,10 @@ pub async fn load<C: ConnectionLike>(
         .key(&keys.shares)
         .key(&keys.users)
         .key(&keys.log)
-        .arg(keep_until_ms)
+        .arg(match mode {
+            LoadMode::Add => "add",
+            LoadMode::Replace => "replace",
+        })
         .arg(fields)
         .arg(grabs)
         .arg(shares)

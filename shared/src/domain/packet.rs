@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::settlement::{best_luck, LoggedGrab};
+use super::settlement::{best_luck, LoggedGrab, ShareClaim, ShareHolder};
 use super::split::{self, Seed, SplitRule};
 use super::{Cents, PacketId, UserId};
 use crate::clock::{rfc3339, Millis};
@@ -202,9 +202,47 @@ pub struct LedgerPacket {
     pub refund_item_cents: Option<Cents>,
     /// Every grab item, in grab order.
     pub grabs: Vec<LoggedGrab>,
+    /// Every share claim, by share.
+    pub claims: Vec<ShareClaim>,
 }
 
 impl LedgerPacket {
+    /// How many shares are gone from the front of the share list: up to the highest share the
+    /// ledger has claimed or paid, even where a grab between was lost.
+    pub fn shares_taken(&self) -> usize {
+        let claimed = self.claims.iter().map(|claim| claim.seq);
+        let paid = self.grabs.iter().map(|grab| grab.seq);
+        claimed.chain(paid).max().unwrap_or(0).min(self.packet.count) as usize
+    }
+
+    /// Claims a grabber holds with no grab item of theirs yet (settle stopped between the two
+    /// writes): the grabs settle completes before it finalises.
+    pub fn incomplete_claims(&self) -> Vec<LoggedGrab> {
+        self.claims
+            .iter()
+            .filter_map(ShareClaim::grab)
+            .filter(|claimed| !self.grabs.iter().any(|grab| grab.user == claimed.user))
+            .collect()
+    }
+
+    /// The shares nobody has claimed, by number.
+    pub fn unclaimed_shares(&self) -> Vec<u32> {
+        (1..=self.packet.count).filter(|seq| !self.claims.iter().any(|claim| claim.seq == *seq)).collect()
+    }
+
+    /// The grabs Redis must know of when it reloads this packet: every grab item, and every
+    /// claim whose grab item is still to be written; in share order.
+    pub fn grabs_to_reload(&self) -> Vec<LoggedGrab> {
+        let mut grabs: Vec<LoggedGrab> = self.grabs.iter().cloned().chain(self.incomplete_claims()).collect();
+        grabs.sort_by_key(|grab| grab.seq);
+        grabs
+    }
+
+    /// True when a share is claimed for the refund: the packet is closed to grabs in the ledger.
+    pub fn refund_claimed(&self) -> bool {
+        self.claims.iter().any(|claim| claim.holder == ShareHolder::Refund)
+    }
+
     /// What a grab by `user` at `now_ms` comes to, for a packet Redis no longer holds. An open,
     /// unexpired packet with shares left is a 503: settle is restoring it into Redis.
     pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {

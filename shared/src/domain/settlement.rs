@@ -22,6 +22,57 @@ pub struct LoggedGrab {
     pub at_ms: Millis,
 }
 
+/// Who holds one share in the ledger. Each share is claimed at most once, by the write itself
+/// (`SHARE#<seq>` under a condition), so two users can never be paid the same share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShareHolder {
+    /// A grab took it.
+    Grabber {
+        /// Who grabbed.
+        user: UserId,
+        /// When, epoch ms.
+        at_ms: Millis,
+    },
+    /// Settle claimed it for the sender's refund: no grab can be recorded for it after.
+    Refund,
+}
+
+/// One share's claim in the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareClaim {
+    /// The share's 1-based position: grab `seq` takes share `seq`.
+    pub seq: u32,
+    /// The share, in cents.
+    pub amount_cents: Cents,
+    /// Who holds it.
+    pub holder: ShareHolder,
+}
+
+impl ShareClaim {
+    /// The grab this claim records, when a grab holds it.
+    pub fn grab(&self) -> Option<LoggedGrab> {
+        match &self.holder {
+            ShareHolder::Grabber { user, at_ms } => {
+                Some(LoggedGrab { seq: self.seq, user: user.clone(), amount_cents: self.amount_cents, at_ms: *at_ms })
+            }
+            ShareHolder::Refund => None,
+        }
+    }
+}
+
+/// Checks a grab from Redis against the packet's shares before it reaches the ledger: grab
+/// `seq` must carry share `seq` exactly.
+pub fn check_against_shares(grab: &LoggedGrab, shares: &[Cents]) -> Result<(), Mismatch> {
+    match (grab.seq as usize).checked_sub(1).and_then(|index| shares.get(index)) {
+        Some(&share) if share == grab.amount_cents => Ok(()),
+        Some(&share) => Err(Mismatch(format!(
+            "grab {} by {} says {} cents, share {} is {share}",
+            grab.seq, grab.user, grab.amount_cents, grab.seq
+        ))),
+        None => Err(Mismatch(format!("grab {} by {} has no share of that number", grab.seq, grab.user))),
+    }
+}
+
 /// What a packet is finalised as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finalisation {
@@ -64,6 +115,33 @@ pub fn finalise(total_cents: Cents, count: u32, grabs: &[LoggedGrab]) -> Result<
         return Err(Mismatch(format!("every share taken yet {refund_cents} cents left")));
     }
     Ok(Finalisation { status, refund_cents, best_luck: best_luck(count, grabs) })
+}
+
+/// Finalises a packet from the ledger's own records: `claims` (one per share, every share
+/// claimed) and `grabs` (the grab items). The refund is the total less the grab items, which
+/// covers the shares claimed for the refund and any share whose claimant was paid another one.
+/// Every grab item must hold the claim of its share.
+pub fn finalise_from_ledger(
+    total_cents: Cents,
+    count: u32,
+    claims: &[ShareClaim],
+    grabs: &[LoggedGrab],
+) -> Result<Finalisation, Mismatch> {
+    let claimed: Vec<Cents> = claims.iter().map(|claim| claim.amount_cents).collect();
+    if claims.len() != count as usize || checked_sum(&claimed)? != total_cents {
+        return Err(Mismatch(format!(
+            "{} share claims summing to {} for {count} shares of {total_cents}",
+            claims.len(),
+            checked_sum(&claimed)?
+        )));
+    }
+    for grab in grabs {
+        let held = claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab));
+        if !held {
+            return Err(Mismatch(format!("grab item of {} (share {}) holds no claim on its share", grab.user, grab.seq)));
+        }
+    }
+    finalise(total_cents, count, grabs)
 }
 
 /// The finance check: the recorded grabs and refund account for the total exactly, and there

@@ -2,9 +2,14 @@
 //!
 //! Every rule gives exactly `count` shares, each at least one cent, summing exactly to the total.
 //! Lucky shares are drawn from a ChaCha RNG seeded with 256 bits stored with the packet, so the
-//! shares of any packet can be recomputed from its record (audit, restore).
+//! shares of any packet can be recomputed from its record (audit, restore). The draws use the
+//! sampling written here ([`uniform`], Floyd's distinct sample), not `rand`'s distributions,
+//! which `rand` does not promise to keep across versions: the ChaCha20 stream is a published
+//! cipher, and the test vectors below pin the shares of fixed seeds for every rule.
 
-use rand::{seq::index, Rng, RngCore, SeedableRng};
+use std::collections::BTreeSet;
+
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
@@ -98,11 +103,24 @@ pub fn double_average_bound(remaining: Cents, left: u32) -> Cents {
     2 * (remaining / Cents::from(left)) - 1
 }
 
-fn double_average(total: Cents, count: u32, rng: &mut impl Rng) -> Vec<Cents> {
+/// A uniform draw from `low..=high` (`low <= high < u64::MAX`): Lemire's multiply-and-reject
+/// on the RNG's 64-bit outputs, unbiased.
+fn uniform(rng: &mut impl RngCore, low: u64, high: u64) -> u64 {
+    let range = high - low + 1;
+    let threshold = range.wrapping_neg() % range;
+    loop {
+        let product = u128::from(rng.next_u64()) * u128::from(range);
+        if (product as u64) >= threshold {
+            return low + (product >> 64) as u64;
+        }
+    }
+}
+
+fn double_average(total: Cents, count: u32, rng: &mut impl RngCore) -> Vec<Cents> {
     let mut shares = Vec::with_capacity(count as usize);
     let mut remaining = total;
     for left in (2..=count).rev() {
-        let share = rng.random_range(1..=double_average_bound(remaining, left));
+        let share = uniform(rng, 1, double_average_bound(remaining, left));
         shares.push(share);
         remaining -= share;
     }
@@ -110,12 +128,20 @@ fn double_average(total: Cents, count: u32, rng: &mut impl Rng) -> Vec<Cents> {
     shares
 }
 
-fn line_cut(total: Cents, count: u32, rng: &mut impl Rng) -> Vec<Cents> {
-    let cuts_wanted = count as usize - 1;
-    // Cut points are 1..=total-1; `index::sample` draws distinct values from 0..total-1.
-    let positions = usize::try_from(total - 1).unwrap_or(usize::MAX);
-    let mut cuts: Vec<Cents> = index::sample(rng, positions, cuts_wanted).into_iter().map(|i| i as Cents + 1).collect();
-    cuts.sort_unstable();
+/// `wanted` distinct values uniform in `1..=last`, ascending (Floyd's algorithm: `wanted` draws).
+fn distinct_cuts(rng: &mut impl RngCore, last: u64, wanted: u64) -> BTreeSet<u64> {
+    let mut cuts = BTreeSet::new();
+    for upper in (last - wanted + 1)..=last {
+        let cut = uniform(rng, 1, upper);
+        if !cuts.insert(cut) {
+            cuts.insert(upper);
+        }
+    }
+    cuts
+}
+
+fn line_cut(total: Cents, count: u32, rng: &mut impl RngCore) -> Vec<Cents> {
+    let cuts = distinct_cuts(rng, total - 1, u64::from(count) - 1);
     let mut shares = Vec::with_capacity(count as usize);
     let mut previous = 0;
     for cut in cuts.into_iter().chain(std::iter::once(total)) {
@@ -187,6 +213,22 @@ mod tests {
             prop_assert_eq!(shares.len(), count as usize);
             prop_assert!(shares.iter().all(|&s| s == each));
         }
+    }
+
+    /// The shares of fixed seeds, pinned: a change to the ChaCha stream or to the sampling here
+    /// would change the shares of every packet ever sent, and restore would hand out wrong ones.
+    #[test]
+    fn test_vectors_pin_the_shares_of_fixed_seeds() {
+        let vectors: [(SplitRule, Cents, u32, u64, &[Cents]); 4] = [
+            (SplitRule::DoubleAverage, 10_000, 10, 1, &[1149, 1024, 654, 1515, 1130, 1662, 1210, 831, 18, 807]),
+            (SplitRule::DoubleAverage, 20_000, 7, 2024, &[5347, 4726, 1571, 3790, 89, 2662, 1815]),
+            (SplitRule::LineCut, 10_000, 10, 1, &[209, 3132, 1864, 535, 248, 1405, 139, 920, 730, 818]),
+            (SplitRule::LineCut, 20_000, 7, 2024, &[579, 7333, 3983, 6248, 568, 639, 650]),
+        ];
+        for (rule, total, count, seed, expected) in vectors {
+            assert_eq!(lucky(rule, total, count, &seed_from(seed)), expected, "{rule:?} {total}/{count} seed {seed}");
+        }
+        assert_eq!(fixed(600, 3), vec![200, 200, 200]);
     }
 
     #[test]

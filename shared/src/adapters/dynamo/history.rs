@@ -78,11 +78,20 @@ fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&strings).ok()?))
 }
 
-fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, ApiError> {
-    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you");
+fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<String, AttributeValue>, ApiError> {
+    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    if strings.get("history_pk") != Some(&history_pk(owner)) || strings.len() != 4 {
+    // DynamoDB answers a start key outside the query's key condition with a ValidationException:
+    // check every part here, so a forged or misplaced cursor is the caller's 400, never a 503.
+    let owned = strings.get("history_pk") == Some(&history_pk(owner));
+    let in_role = strings.get("history_sk").is_some_and(|sk| sk.starts_with(role.sort_key_prefix()));
+    let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with("PKT#"))
+        && strings.get("sk").is_some_and(|sk| match role {
+            Role::Sent => sk == "META",
+            Role::Received => sk.starts_with("GRAB#"),
+        });
+    if !owned || !in_role || !table_key || strings.len() != 4 {
         return Err(invalid());
     }
     Ok(strings.into_iter().map(|(name, value)| (name, AttributeValue::S(value))).collect())
@@ -97,7 +106,7 @@ impl DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<HistoryPage, ApiError> {
-        let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
+        let start = cursor.map(|cursor| decode_cursor(cursor, user, role)).transpose()?;
         let output = self
             .client
             .query()
@@ -213,9 +222,10 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), AttributeValue::S(v.to_owned())))
         .collect();
         let cursor = encode_cursor(&key).unwrap();
-        assert_eq!(decode_cursor(&cursor, &alice).unwrap(), key);
-        assert!(decode_cursor(&cursor, &UserId::from_claim("mallory").unwrap()).is_err());
-        assert!(decode_cursor("not base64!", &alice).is_err());
-        assert!(decode_cursor(&URL_SAFE_NO_PAD.encode(b"[]"), &alice).is_err());
+        assert_eq!(decode_cursor(&cursor, &alice, Role::Sent).unwrap(), key);
+        assert!(decode_cursor(&cursor, &alice, Role::Received).is_err(), "a sent cursor replayed as received");
+        assert!(decode_cursor(&cursor, &UserId::from_claim("mallory").unwrap(), Role::Sent).is_err());
+        assert!(decode_cursor("not base64!", &alice, Role::Sent).is_err());
+        assert!(decode_cursor(&URL_SAFE_NO_PAD.encode(b"[]"), &alice, Role::Sent).is_err());
     }
 }

@@ -4,6 +4,7 @@
 //! |---|---|---|---|---|
 //! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>` while open |
 //! | grab | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
+//! | share claim | `PKT#<id>` | `SHARE#<seq, 5 digits>` | | |
 //! | refund | `PKT#<id>` | `REFUND` | | |
 //! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
 
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::BestLuck;
-use crate::domain::settlement::LoggedGrab;
+use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
 use crate::domain::{Cents, Packet, PacketId, PacketKind, PacketStatus, Seed, SplitRule, UserId};
 use crate::error::ApiError;
 
@@ -28,6 +29,11 @@ pub fn packet_pk(id: &PacketId) -> String {
 /// `GRAB#<user>`.
 pub fn grab_sk(user: &UserId) -> String {
     format!("GRAB#{user}")
+}
+
+/// `SHARE#<seq>`, zero-padded so the claims sort by share.
+pub fn share_sk(seq: u32) -> String {
+    format!("SHARE#{seq:05}")
 }
 
 /// `USER#<user>`, the history GSI's partition.
@@ -170,6 +176,66 @@ impl GrabItem {
             amount_cents: self.amount_cents,
             at_ms: self.grabbed_at_ms,
         }
+    }
+}
+
+/// A share's claim (`PKT#<id>` / `SHARE#<seq>`): written before the grab item of the grab that
+/// took it, or for the refund at finalisation, under a condition that it is new or the same,
+/// so a share is never claimed by two (see `DynamoLedger::record_grabs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShareItem {
+    pub pk: String,
+    pub sk: String,
+    pub packet_id: PacketId,
+    pub seq: u32,
+    pub amount_cents: Cents,
+    /// The grabber; absent on a refund claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grabbed_at_ms: Option<Millis>,
+    /// True on a refund claim.
+    #[serde(default)]
+    pub refund: bool,
+}
+
+impl ShareItem {
+    /// The claim of `grab` on its share.
+    pub fn grabbed(packet: &Packet, grab: &LoggedGrab) -> Self {
+        ShareItem {
+            pk: packet_pk(&packet.id),
+            sk: share_sk(grab.seq),
+            packet_id: packet.id.clone(),
+            seq: grab.seq,
+            amount_cents: grab.amount_cents,
+            user: Some(grab.user.clone()),
+            grabbed_at_ms: Some(grab.at_ms),
+            refund: false,
+        }
+    }
+
+    /// The refund's claim on share `seq` of `amount_cents`.
+    pub fn refunded(packet: &Packet, seq: u32, amount_cents: Cents) -> Self {
+        ShareItem {
+            pk: packet_pk(&packet.id),
+            sk: share_sk(seq),
+            packet_id: packet.id.clone(),
+            seq,
+            amount_cents,
+            user: None,
+            grabbed_at_ms: None,
+            refund: true,
+        }
+    }
+
+    /// The claim as the domain sees it.
+    pub fn claim(&self) -> Result<ShareClaim, ApiError> {
+        let holder = match (&self.user, self.grabbed_at_ms, self.refund) {
+            (Some(user), Some(at_ms), false) => ShareHolder::Grabber { user: user.clone(), at_ms },
+            (None, None, true) => ShareHolder::Refund,
+            _ => return Err(ApiError::Internal(format!("share claim {} of {} is malformed", self.sk, self.packet_id))),
+        };
+        Ok(ShareClaim { seq: self.seq, amount_cents: self.amount_cents, holder })
     }
 }
 

@@ -1,67 +1,150 @@
-//! What settle, restore, query and the grab fallback need of the ledger: grab items written in
-//! batches, the one-time finalisation, a packet's items read back, and the open packets by shard.
+//! What settle, restore, query and the grab fallback need of the ledger: grabs recorded under
+//! conditions that refuse paying a share or a user twice, shares claimed for the refund, the
+//! one-time finalisation, a packet's items read back, and the open packets by shard.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, PutRequest, TransactWriteItem, Update, WriteRequest};
-use rand::Rng;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use futures::stream::{self, StreamExt};
 
-use super::items::{open_shard_key, packet_pk, GrabItem, PacketItem, RefundItem, META, REFUND};
+use super::items::{open_shard_key, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
 use super::{condition_failed, from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab};
-use crate::domain::{Packet, PacketId, PacketStatus};
+use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
 
-/// BatchWriteItem takes at most 25 requests.
-const BATCH_LIMIT: usize = 25;
-/// Attempts at a batch's unprocessed items before the run gives up (and the next run retries).
-const BATCH_ATTEMPTS: u32 = 8;
+/// Conditional writes one packet's settle keeps in flight at once.
+const WRITES_IN_FLIGHT: usize = 32;
+
+/// A grab the ledger refused, because recording it would pay a share or a user twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its share is claimed by another user (or by the refund).
+    ShareHeld(LoggedGrab),
+    /// Its user already holds another share of the packet.
+    UserPaid(LoggedGrab),
+}
+
+impl Refusal {
+    /// The grab refused.
+    pub fn grab(&self) -> &LoggedGrab {
+        match self {
+            Refusal::ShareHeld(grab) | Refusal::UserPaid(grab) => grab,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::ShareHeld(grab) => {
+                write!(f, "share {} ({} cents) grabbed by {} is held by another in the ledger", grab.seq, grab.amount_cents, grab.user)
+            }
+            Refusal::UserPaid(grab) => {
+                write!(f, "{} grabbed share {} but the ledger already pays them another share", grab.user, grab.seq)
+            }
+        }
+    }
+}
 
 impl DynamoLedger {
-    /// Writes one grab item per grab (idempotent: the same grab always writes the same item),
-    /// in batches of 25 sent together, retrying unprocessed items with backoff and jitter.
-    /// Returns only once DynamoDB confirmed every item.
-    pub async fn put_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<(), ApiError> {
-        let batches = grabs.chunks(BATCH_LIMIT).map(|chunk| {
-            let requests: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|grab| {
-                    let put = PutRequest::builder().set_item(Some(to_item(&GrabItem::new(packet, grab)))).build();
-                    WriteRequest::builder().put_request(put.expect("put request")).build()
-                })
-                .collect();
-            self.write_batch(requests)
-        });
-        futures::future::try_join_all(batches).await?;
-        Ok(())
+    /// Records grabs, each with two conditional writes, up to [`WRITES_IN_FLIGHT`] at a time:
+    /// first the claim on its share (`SHARE#<seq>`: new, or held by this user for this amount),
+    /// then the grab item (`GRAB#<user>`: new, or the same share and amount). The conditions
+    /// make the writes idempotent for the same grab and refuse any other: no share is paid to
+    /// two users, no user is paid two shares, no amount changes. Returns the grabs refused.
+    pub async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+        // The futures are built first: a stream holding a closure over borrowed items trips
+        // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
+        let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
+        let outcomes: Vec<Result<Option<Refusal>, ApiError>> =
+            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
+        let mut refused = Vec::new();
+        for outcome in outcomes {
+            refused.extend(outcome?);
+        }
+        Ok(refused)
     }
 
-    async fn write_batch(&self, mut requests: Vec<WriteRequest>) -> Result<(), ApiError> {
-        let mut attempt = 0;
-        while !requests.is_empty() {
-            if attempt == BATCH_ATTEMPTS {
-                return Err(ApiError::dynamodb_unavailable(format!(
-                    "{} grab items still unprocessed after {BATCH_ATTEMPTS} attempts",
-                    requests.len()
-                )));
+    async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
+        let claim = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&ShareItem::grabbed(packet, grab))))
+            .condition_expression("attribute_not_exists(pk) OR (#user = :user AND amount_cents = :amount)")
+            .expression_attribute_names("#user", "user")
+            .expression_attribute_values(":user", AttributeValue::S(grab.user.to_string()))
+            .expression_attribute_values(":amount", AttributeValue::N(grab.amount_cents.to_string()))
+            .send()
+            .await;
+        match claim {
+            Ok(_) => {}
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                return Ok(Some(Refusal::ShareHeld(grab.clone())));
             }
-            if attempt > 0 {
-                tokio::time::sleep(backoff(attempt)).await;
-            }
-            let output = self
-                .client
-                .batch_write_item()
-                .request_items(&self.table, requests)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            requests = output.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
-            attempt += 1;
+            Err(error) => return Err(write_failed(error)),
         }
-        Ok(())
+        Ok(self.put_grab_item(packet, grab).await?.then(|| Refusal::UserPaid(grab.clone())))
+    }
+
+    /// Writes the grab item of a grab whose share claim is written: returns true when the
+    /// user already holds a grab item for another share or amount (nothing is written then).
+    pub async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
+        let written = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&GrabItem::new(packet, grab))))
+            .condition_expression("attribute_not_exists(pk) OR (seq = :seq AND amount_cents = :amount)")
+            .expression_attribute_values(":seq", AttributeValue::N(grab.seq.to_string()))
+            .expression_attribute_values(":amount", AttributeValue::N(grab.amount_cents.to_string()))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(false),
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(true)
+            }
+            Err(error) => Err(write_failed(error)),
+        }
+    }
+
+    /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
+    /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
+    /// claimed first.
+    pub async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, ApiError> {
+        let writes: Vec<_> = shares
+            .iter()
+            .map(|&(seq, amount_cents)| async move {
+                let written = self
+                    .client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(to_item(&ShareItem::refunded(packet, seq, amount_cents))))
+                    .condition_expression("attribute_not_exists(pk) OR refund = :refund")
+                    .expression_attribute_values(":refund", AttributeValue::Bool(true))
+                    .send()
+                    .await;
+                match written {
+                    Ok(_) => Ok(None),
+                    Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                        Ok(Some(seq))
+                    }
+                    Err(error) => Err(write_failed(error)),
+                }
+            })
+            .collect();
+        let outcomes: Vec<Result<Option<u32>, ApiError>> =
+            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
+        let mut taken = Vec::new();
+        for outcome in outcomes {
+            taken.extend(outcome?);
+        }
+        Ok(taken)
     }
 
     /// Finalises a packet once: one transaction writes the refund (when there is one) and moves
@@ -123,6 +206,7 @@ impl DynamoLedger {
     pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
         let mut meta: Option<PacketItem> = None;
         let mut grabs: Vec<LoggedGrab> = Vec::new();
+        let mut claims = Vec::new();
         let mut refund_item_cents = None;
         let mut pages = self
             .client
@@ -140,6 +224,7 @@ impl DynamoLedger {
                 Some(META) => meta = Some(from_item(item)?),
                 Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
                 Some(sk) if sk.starts_with("GRAB#") => grabs.push(from_item::<GrabItem>(item)?.logged()),
+                Some(sk) if sk.starts_with("SHARE#") => claims.push(from_item::<ShareItem>(item)?.claim()?),
                 _ => {}
             }
         }
@@ -151,6 +236,7 @@ impl DynamoLedger {
             refund_cents: meta.refund_cents,
             refund_item_cents,
             grabs,
+            claims,
         }))
     }
 
@@ -179,7 +265,18 @@ impl DynamoLedger {
     }
 }
 
-fn backoff(attempt: u32) -> Duration {
-    let base = 25u64 << attempt.min(6);
-    Duration::from_millis(base + rand::rng().random_range(0..=base))
+/// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
+/// [`ApiError::Internal`], so settle skips that packet; anything else is a 503 that ends the run.
+fn write_failed<E, R>(error: SdkError<E, R>) -> ApiError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let code = error.as_service_error().and_then(|service| service.code()).map(str::to_owned);
+    match code.as_deref() {
+        Some("ValidationException" | "ItemCollectionSizeLimitExceededException") => {
+            ApiError::Internal(format!("DynamoDB refused a write: {}", DisplayErrorContext(&error)))
+        }
+        _ => unavailable(error),
+    }
 }
