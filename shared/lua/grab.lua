@@ -50,12 +50,18 @@ if meta[3] ~= 'open' or now >= expires_at then
   return {4, 0, 0, remaining_count}
 end
 
-local share = redis.call('LPOP', KEYS[2])
-if not share then
+if remaining_count == 0 then
   return {3, 0, 0, 0}
 end
-
+-- The first write must be one Redis refuses when it is out of memory (HINCRBY): under
+-- noeviction a full Redis then fails the grab before anything changed. (LPOP frees memory and
+-- is allowed, and once a script has written, Redis lets it finish.)
 local seq = redis.call('HINCRBY', KEYS[1], 'grabbed', 1)
+local share = redis.call('LPOP', KEYS[2])
+if not share then
+  redis.call('HINCRBY', KEYS[1], 'grabbed', -1)
+  return {3, 0, 0, 0}
+end
 redis.call('HSET', KEYS[3], ARGV[1], share .. ':' .. ARGV[2])
 redis.call('RPUSH', KEYS[4], cjson.encode({seq = seq, user = ARGV[1], amount = tonumber(share), at = now}))
 redis.call('HINCRBY', KEYS[1], 'remaining_cents', -tonumber(share))

@@ -24,6 +24,7 @@
 
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
@@ -203,6 +204,10 @@ impl Settler {
             Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
         };
         let mut drained_extra_shards = true;
+        // Once a store fails, no new packet starts, but those in flight finish: their writes
+        // are idempotent, and what they record is not left for the next run.
+        let halted = AtomicBool::new(false);
+        let mut failure: Option<ApiError> = None;
         for shard in order {
             let packets = match self.packets_in(shard).await {
                 Ok(packets) => packets,
@@ -211,11 +216,12 @@ impl Settler {
             if shard > range[1] && !packets.is_empty() {
                 drained_extra_shards = false;
             }
-            let runs: Vec<_> = packets.into_iter().map(|id| self.settle_before(id, shard, deadline_ms)).collect();
+            let runs: Vec<_> =
+                packets.into_iter().map(|id| self.settle_before(id, shard, deadline_ms, &halted)).collect();
             let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
             while let Some((id, outcome)) = settled.next().await {
                 let Some((delta, result)) = outcome else {
-                    summary.stopped_early = true;
+                    summary.stopped_early |= failure.is_none();
                     continue;
                 };
                 summary.packets += 1;
@@ -229,10 +235,14 @@ impl Settler {
                         tracing::error!(packet_id = %id, detail, "settle skipped a packet it cannot settle; the run goes on");
                     }
                     Err(Stop::Api(error)) => {
-                        tracing::error!(packet_id = %id, %error, "settle stopped: a store is unreachable");
-                        return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+                        tracing::error!(packet_id = %id, %error, "settle stopping: a store is unreachable");
+                        halted.store(true, Ordering::Relaxed);
+                        failure.get_or_insert(error);
                     }
                 }
+            }
+            if let Some(error) = failure {
+                return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
             }
             if summary.stopped_early {
                 let resume = shard.min(range[1]);
@@ -263,14 +273,17 @@ impl Settler {
         Ok(summary)
     }
 
-    /// Settles one packet unless `deadline_ms` is too near: `None` then.
+    /// Settles one packet unless `deadline_ms` is too near or the run is `halted`: `None` then.
     async fn settle_before(
         &self,
         id: PacketId,
         shard: u32,
         deadline_ms: Option<Millis>,
+        halted: &AtomicBool,
     ) -> (PacketId, Option<(SettleSummary, Result<(), Stop>)>) {
-        if deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline) {
+        let near_deadline =
+            deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline);
+        if near_deadline || halted.load(Ordering::Relaxed) {
             return (id, None);
         }
         let mut delta = SettleSummary::default();

@@ -179,8 +179,9 @@ mod tests {
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
-    /// A packet of 3 lucky shares (600 cents) loaded into the test Redis.
-    async fn loaded_packet(store: &RedisStore, clock: &ManualClock) -> Packet {
+    /// A packet of 3 lucky shares (600 cents), recorded in the ledger and loaded into Redis, as
+    /// send does it (settle reports a packet Redis holds and the ledger does not).
+    async fn loaded_packet(store: &RedisStore, ledger: &DynamoLedger, clock: &ManualClock) -> Packet {
         let spec = PacketSpec {
             total_cents: 600,
             count: 3,
@@ -196,6 +197,7 @@ mod tests {
             Seed::random(),
             clock.now_ms(),
         );
+        ledger.record_packet(&packet, None).await.expect("DynamoDB Local (make test) is reachable");
         store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
         packet
     }
@@ -222,8 +224,9 @@ mod tests {
         let clock = Arc::new(ManualClock::starting_now());
         let config = Config::from_env().unwrap();
         let store = RedisStore::new(&config);
-        let packet = loaded_packet(&store, &clock).await;
-        let service = GrabService::with_clock(store, ledger(&config).await, clock.clone());
+        let ledger = ledger(&config).await;
+        let packet = loaded_packet(&store, &ledger, &clock).await;
+        let service = GrabService::with_clock(store, ledger, clock.clone());
         let id = packet.id.to_string();
 
         let (status, first) = call(&service, grab_event(&id, Some("bob"))).await;

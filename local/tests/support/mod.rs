@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod stack;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -80,7 +82,7 @@ impl OwnRedis {
         }
         let child = command
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", self.fsync])
+            .args(["--appendonly", "yes", "--appendfsync", self.fsync, "--maxmemory-policy", "noeviction"])
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::null())
@@ -94,6 +96,10 @@ impl OwnRedis {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("redis-server did not start on {}", self.port);
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn kill(&mut self) {

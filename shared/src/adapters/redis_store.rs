@@ -271,21 +271,21 @@ impl RedisStore {
         format!("{}:settle:progress", self.config.key_prefix)
     }
 
-    /// Every `SETTLE_SHARDS` value in use since its packets last drained, this one included:
-    /// a larger earlier value has index shards this one no longer lists.
+    /// Every `SETTLE_SHARDS` value packets were indexed under since its shards last drained
+    /// (each send records its own): a larger earlier value has index shards this one no longer lists.
     pub async fn settle_layouts(&self) -> Result<Vec<u32>, ApiError> {
         let mut conn = self.connection().await?;
-        let key = format!("{}:settle:layouts", self.config.key_prefix);
-        self.run(redis::Cmd::sadd(&key, self.settle_shards).query_async::<()>(&mut conn)).await?;
-        let layouts: Vec<u32> = self.run(redis::Cmd::smembers(&key).query_async(&mut conn)).await?;
-        Ok(layouts)
+        self.run(redis::Cmd::smembers(self.settle_layouts_key()).query_async(&mut conn)).await
+    }
+
+    fn settle_layouts_key(&self) -> String {
+        format!("{}:settle:layouts", self.config.key_prefix)
     }
 
     /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
     pub async fn forget_settle_layout(&self, shards: u32) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        let key = format!("{}:settle:layouts", self.config.key_prefix);
-        self.run(redis::Cmd::srem(&key, shards).query_async::<()>(&mut conn)).await
+        self.run(redis::Cmd::srem(self.settle_layouts_key(), shards).query_async::<()>(&mut conn)).await
     }
 
     /// Records what DynamoDB said of `id`, which Redis does not hold: a verdict is kept for the
@@ -335,6 +335,8 @@ impl RedisStore {
         let mut zadd = redis::cmd("ZADD");
         zadd.arg(&index).arg(packet.expires_at_ms).arg(packet.id.as_str());
         self.run(zadd.query_async::<()>(&mut conn)).await?;
+        let layout = redis::Cmd::sadd(self.settle_layouts_key(), self.settle_shards);
+        self.run(layout.query_async::<()>(&mut conn)).await?;
 
         let seed = packet.seed.to_hex();
         let fields = LoadFields {

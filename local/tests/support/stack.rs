@@ -1,0 +1,160 @@
+//! One test's own stack for the settle and money tests: a Redis key prefix, a DynamoDB table
+//! and a clock of its own, and the real handlers called with the sample events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use lambda_http::Request;
+use local::{Functions, LocalAuthorizer};
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::clock::ManualClock;
+use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::{PacketId, PacketStatus};
+use red_packets::settle::{FaultPoint, SettleSummary, Settler};
+use red_packets::{events, Config};
+use serde_json::Value;
+
+const SEND_EVENT: &str = include_str!("../../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
+const QUERY_EVENT: &str = include_str!("../../../events/query.json");
+const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
+
+/// One test's own stack: its Redis database, its table, its clock.
+pub struct Stack {
+    pub config: Config,
+    pub clock: Arc<ManualClock>,
+    pub functions: Arc<Functions>,
+    pub ledger: DynamoLedger,
+}
+
+impl Stack {
+    pub async fn new(name: &str) -> Stack {
+        Self::with_config(name, Config::from_env().expect("configuration")).await
+    }
+
+    /// A stack of its own on `config` (a Redis of the test's own, say).
+    pub async fn with_config(name: &str, mut config: Config) -> Stack {
+        // Of its own per run too: the services outlive a test run on a developer's machine.
+        let run = PacketId::random().as_str()[..8].to_owned();
+        config.table_name = format!("RedPackets-{name}-{run}");
+        config.redis.key_prefix = format!("t-{name}-{run}");
+        // Loaded 2-core machines answer slowly; 503s under load are another test's subject.
+        config.redis.timeout = std::time::Duration::from_secs(5);
+        let clock = Arc::new(ManualClock::starting_now());
+        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone())
+            .await
+            .expect("DynamoDB Local is reachable");
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        Stack { config, clock, functions: Arc::new(functions), ledger }
+    }
+
+    /// The same packets, table and clock through another Redis (a promoted replica, say).
+    pub async fn on_redis(&self, url: &str) -> Stack {
+        let mut config = self.config.clone();
+        config.redis.url = url.to_owned();
+        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), self.clock.clone())
+            .await
+            .expect("DynamoDB Local is reachable");
+        Stack { config, clock: self.clock.clone(), functions: Arc::new(functions), ledger: self.ledger.clone() }
+    }
+
+    /// `POST /packets` with an `Idempotency-Key`: the status and body.
+    pub async fn send_keyed(&self, sender: &str, body: &Value, key: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+        events::set_caller(&mut event, Some(sender));
+        events::set_header(&mut event, "Idempotency-Key", Some(key));
+        events::set_body(&mut event, &body.to_string());
+        reply(send::handle(&self.functions.send, request(&event)).await).await
+    }
+
+    pub fn store(&self) -> RedisStore {
+        RedisStore::new(&self.config)
+    }
+
+    /// Redis forgets everything of this test: its packets' keys and its settle index.
+    pub async fn empty_redis(&self, ids: &[&str]) {
+        let store = self.store();
+        let mut conn = store.connection().await.expect("Redis is reachable");
+        let mut doomed: Vec<String> =
+            (0..self.config.settle_shards).map(|shard| store.settle_index_key(shard)).collect();
+        for id in ids {
+            let keys = store.keys(&PacketId::parse(id).unwrap());
+            doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.lookup]);
+        }
+        for key in doomed {
+            let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
+        }
+    }
+
+    pub fn settler(&self, crash_at: Option<FaultPoint>) -> Settler {
+        Settler::new(Arc::new(self.store()), self.ledger.clone()).with_clock(self.clock.clone()).crashing_at(crash_at)
+    }
+
+    pub async fn settle(&self) -> SettleSummary {
+        let event = lambda_runtime::LambdaEvent::new(Value::Null, lambda_runtime::Context::default());
+        settle::handle(&self.functions.settler, event).await.expect("settle run")
+    }
+
+    pub async fn send(&self, sender: &str, body: Value) -> String {
+        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+        events::set_caller(&mut event, Some(sender));
+        events::set_header(&mut event, "Idempotency-Key", None);
+        events::set_body(&mut event, &body.to_string());
+        let (status, packet) = reply(send::handle(&self.functions.send, request(&event)).await).await;
+        assert_eq!(status, 201, "{packet}");
+        packet["packet_id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn grab(&self, id: &str, user: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
+        events::set_packet_id(&mut event, id);
+        events::set_caller(&mut event, Some(user));
+        reply(grab::handle(&self.functions.grab, request(&event)).await).await
+    }
+
+    pub async fn view(&self, id: &str, user: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut event, id);
+        events::set_caller(&mut event, Some(user));
+        reply(query::handle(&self.functions.query, request(&event)).await).await
+    }
+
+    pub async fn history(&self, user: &str, query_string: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        events::set_caller(&mut event, Some(user));
+        event["rawQueryString"] = Value::String(query_string.to_owned());
+        event.as_object_mut().unwrap().remove("queryStringParameters");
+        reply(query::handle(&self.functions.query, request(&event)).await).await
+    }
+
+    pub async fn recorded(&self, id: &str) -> LedgerPacket {
+        self.ledger.ledger_packet(&PacketId::parse(id).unwrap()).await.unwrap().expect("the packet is in the ledger")
+    }
+
+    /// Invariants 1 and 3 for one packet, once settled: the grab items are exactly the
+    /// acknowledged grabs (user and amount), and grabs + refund == total, grabs <= count.
+    pub async fn assert_settled_books(&self, id: &str, acknowledged: &HashMap<String, u64>) -> LedgerPacket {
+        let recorded = self.recorded(id).await;
+        assert_ne!(recorded.status, PacketStatus::Open, "{id} is finalised");
+        let items: HashMap<String, u64> =
+            recorded.grabs.iter().map(|grab| (grab.user.to_string(), grab.amount_cents)).collect();
+        assert_eq!(items.len(), recorded.grabs.len(), "{id}: no user has two grab items");
+        assert_eq!(&items, acknowledged, "{id}: every acknowledged grab has exactly one item with its amount");
+        let grabbed: u64 = items.values().sum();
+        let refund = recorded.refund_item_cents.unwrap_or(0);
+        assert_eq!(grabbed + refund, recorded.packet.total_cents, "{id}: grabs + refund == total");
+        assert!(items.len() <= recorded.packet.count as usize);
+        assert_eq!(recorded.refund_cents, Some(refund), "{id}: the packet records the refund it got");
+        recorded
+    }
+}
+
+pub fn request(event: &Value) -> Request {
+    events::to_request(event).unwrap()
+}
+
+pub async fn reply(response: Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error>) -> (u16, Value) {
+    let response = response.unwrap();
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
