@@ -78,10 +78,10 @@ fn every_error_code_of_the_api_is_in_openapi() {
 
 /// The DynamoDB actions each function needs, and nothing more.
 const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
-    ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem"]),
+    ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]),
     ("GrabFunction", &["dynamodb:Query"]),
     ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:Query"]),
-    ("SettleFunction", &["dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
+    ("SettleFunction", &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
 ];
 
 #[test]
