@@ -13,6 +13,7 @@ use red_packets::adapters::RedisStore;
 use red_packets::domain::settlement::ShareHolder;
 use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::settle::Settler;
+use red_packets::Clock;
 use serde_json::{json, Value};
 use support::stack::Stack;
 use support::OwnRedis;
@@ -75,6 +76,10 @@ async fn a_send_replayed_after_settle_never_reopens_the_packet() {
     stack.settle().await;
     assert_eq!(grab_items(&stack, &id).await, before, "no grab item changed");
     stack.assert_settled_books(&id, &paid).await;
+    eprintln!(
+        "figure: replay after settle: answered {} settled, Redis not reloaded, bob's repeat {} cents (as paid), a stranger 409, {} grab items unchanged",
+        replay["status"], paid["bob"], before.len()
+    );
 
     // Expired with shares left: the replay answers it expired, grabs stay closed, one refund.
     let (_, sent) = stack.send_keyed("alice", &body, "lantern").await;
@@ -137,6 +142,10 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
     }
     let summary = promoted.settle().await;
     assert_eq!((summary.mismatches, summary.resynced), (2, 1), "{summary:?}");
+    eprintln!(
+        "figure: failover after settle: 2 shares handed out again by the promoted replica, {} grabs refused by the ledger (RECONCILIATION_MISMATCH), {} packet re-synced",
+        summary.mismatches, summary.resynced
+    );
     let recorded = promoted.recorded(&id).await;
     let holders: Vec<(u32, String)> = recorded
         .claims
@@ -180,7 +189,9 @@ async fn a_full_redis_answers_503_and_loses_no_acknowledged_grab() {
     let mut conn = stack.store().connection().await.unwrap();
     let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("1").query_async(&mut conn).await.unwrap();
 
+    let started = std::time::Instant::now();
     let (status, full) = stack.grab(&id, "late").await;
+    let grab_ms = started.elapsed().as_millis();
     assert_eq!((status, full["error"]["code"].as_str()), (503, Some("unavailable")), "{full}");
 
     // Settle still records the grabs; it cannot move the persisted mark, so the run stops.
@@ -191,8 +202,13 @@ async fn a_full_redis_answers_503_and_loses_no_acknowledged_grab() {
     let recorded: HashMap<String, u64> =
         grab_items(&stack, &id).await.into_iter().map(|(user, amount, _)| (user, amount)).collect();
     assert_eq!(recorded, paid, "every acknowledged grab is in the ledger");
+    let started = std::time::Instant::now();
     let (status, _) = stack.send_keyed("alice", &json!({ "total_cents": 100, "count": 1 }), "full-cache").await;
     assert_eq!(status, 503, "a send Redis cannot load is a 503 (its retry with the key finishes it)");
+    eprintln!(
+        "figure: full Redis (noeviction): grab 503 in {grab_ms} ms, send 503 in {} ms; {} acknowledged grabs, {} in the ledger after a run that ended on OOM",
+        started.elapsed().as_millis(), paid.len(), recorded.len()
+    );
 
     let _: () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("0").query_async(&mut conn).await.unwrap();
     stack.clock.advance(DAY_MS);
@@ -220,7 +236,15 @@ async fn a_poison_packet_never_stops_settle() {
     let _: () = redis::cmd("LSET").arg(&log).arg(0).arg("{not a grab").query_async(&mut conn).await.unwrap();
 
     stack.clock.advance(61_000);
+    let started = std::time::Instant::now();
     let summary = stack.settle().await;
+    eprintln!(
+        "figure: poison among 50: one run finalised {}, skipped {} ({:?}), in {} ms",
+        summary.finalised,
+        summary.failed,
+        summary.failed_packets,
+        started.elapsed().as_millis()
+    );
     assert_eq!(summary.finalised, 50, "{summary:?}");
     assert_eq!((summary.failed, summary.failed_packets.clone()), (1, vec![poison.clone()]), "{summary:?}");
     for id in &good {
@@ -288,7 +312,9 @@ async fn cursors_greetings_and_a_changed_shard_count() {
     let stack = Stack::new("small").await;
     let mut ids = Vec::new();
     for _ in 0..12 {
-        let id = stack.send("alice", json!({ "total_cents": 100, "count": 1, "greeting": "", "expires_in_seconds": 60 })).await;
+        let id = stack
+            .send("alice", json!({ "total_cents": 100, "count": 1, "greeting": "", "expires_in_seconds": 60 }))
+            .await;
         ids.push(id);
     }
     let (status, open) = stack.view(&ids[0], "alice").await;
@@ -313,4 +339,78 @@ async fn cursors_greetings_and_a_changed_shard_count() {
     assert_eq!(summary.finalised, 12, "packets under shards 4..16 are settled too: {summary:?}");
     let (status, settled) = stack.view(&ids[0], "alice").await;
     assert_eq!((status, settled["greeting"].as_str(), settled["settled"].as_bool()), (200, Some(""), Some(true)));
+}
+
+/// With `GRAB_WAIT_REPLICAS=1`, settle persists only grabs the replica holds: while the replica
+/// is stopped the packet is deferred and nothing reaches the ledger; once it answers again, the
+/// grabs are persisted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_persists_only_grabs_the_replicas_hold() {
+    let primary = OwnRedis::start();
+    let replica = OwnRedis::replica_of(&primary);
+    let mut config = primary.config();
+    config.grab_wait =
+        Some(red_packets::config::ReplicaWait { replicas: 1, timeout: std::time::Duration::from_millis(300) });
+    let stack = Stack::with_config("replica-wait", config).await;
+    let id = stack.send("alice", json!({ "total_cents": 500, "count": 5, "expires_in_seconds": 60 })).await;
+    let mut grabbed = 0;
+    for attempt in 0..50 {
+        if stack.grab(&id, "bob").await.0 == 200 {
+            grabbed = attempt + 1;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await; // the replica's first sync
+    }
+    assert!(grabbed > 0, "bob's grab is acknowledged once the replica holds it");
+
+    replica.pause();
+    let (status, _) = stack.grab(&id, "carol").await;
+    assert_eq!(status, 503, "no replica acknowledges carol's grab");
+    let summary = stack.settle().await;
+    assert_eq!((summary.deferred, summary.grabs_persisted), (1, 0), "{summary:?}");
+    assert!(stack.recorded(&id).await.grabs.is_empty(), "nothing the replica lacks reaches the ledger");
+
+    replica.resume();
+    let mut persisted = 0;
+    let started = std::time::Instant::now();
+    for run in 1..=50 {
+        let summary = stack.settle().await;
+        persisted += summary.grabs_persisted;
+        if summary.deferred == 0 {
+            eprintln!(
+                "figure: replica stopped: settle deferred the packet, 0 grabs persisted; resumed: persisted at run {run}, {} ms later",
+                started.elapsed().as_millis()
+            );
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await; // the replica catching up
+    }
+    assert_eq!(persisted, 2, "bob's grab and carol's (answered 503, yet made) once the replica holds them");
+    assert_eq!(stack.recorded(&id).await.grabs.len(), 2);
+}
+
+/// A run that stops before its deadline records the shard it stopped in; the next run starts
+/// there, and a run that completes clears the mark, so the high shards never starve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_early_resumes_where_it_stopped() {
+    let stack = Stack::new("resume").await;
+    let mut shards = Vec::new();
+    for _ in 0..6 {
+        let id = stack.send("alice", json!({ "total_cents": 100, "count": 1, "expires_in_seconds": 60 })).await;
+        shards.push(PacketId::parse(&id).unwrap().settle_shard(stack.config.settle_shards));
+    }
+    let first = *shards.iter().min().unwrap();
+    let settler = stack.settler(None);
+    let store = stack.store();
+    let range = [0, stack.config.settle_shards - 1];
+    stack.clock.advance(61_000);
+
+    let past = red_packets::clock::SystemClock.now_ms();
+    let stopped = settler.run(0..=range[1], Some(past)).await.unwrap();
+    assert!(stopped.stopped_early && stopped.finalised == 0, "{stopped:?}");
+    assert_eq!(store.resume_shard(range).await.unwrap(), Some(first), "it stopped in the first shard with work");
+
+    let complete = settler.run(0..=range[1], None).await.unwrap();
+    assert_eq!(complete.finalised, 6, "{complete:?}");
+    assert_eq!(store.resume_shard(range).await.unwrap(), None, "a complete run clears the mark");
 }

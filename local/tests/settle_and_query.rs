@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
-use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::adapters::DynamoLedger;
+use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::settle::{FaultPoint, SettleError, Settler};
 use serde_json::{json, Value};
 use support::stack::Stack;

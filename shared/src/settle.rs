@@ -281,8 +281,7 @@ impl Settler {
         deadline_ms: Option<Millis>,
         halted: &AtomicBool,
     ) -> (PacketId, Option<(SettleSummary, Result<(), Stop>)>) {
-        let near_deadline =
-            deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline);
+        let near_deadline = deadline_ms.is_some_and(|deadline| SystemClock.now_ms() + DEADLINE_MARGIN_MS >= deadline);
         if near_deadline || halted.load(Ordering::Relaxed) {
             return (id, None);
         }
@@ -469,9 +468,15 @@ impl Settler {
 
     /// Reloads a packet Redis lost from the ledger, if the ledger still has it open. A packet
     /// the ledger already claimed for its refund is finalised from the ledger alone.
-    async fn restore(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<Option<LivePacket>, Stop> {
+    async fn restore(
+        &self,
+        id: &PacketId,
+        shard: u32,
+        summary: &mut SettleSummary,
+    ) -> Result<Option<LivePacket>, Stop> {
         let Some(recorded) = self.ledger.ledger_packet(id).await? else {
-            self.quarantine(id, shard, summary, "indexed for settle, yet neither Redis nor the ledger holds it").await?;
+            self.quarantine(id, shard, summary, "indexed for settle, yet neither Redis nor the ledger holds it")
+                .await?;
             return Ok(None);
         };
         if recorded.status == PacketStatus::Open && recorded.refund_claimed() {
@@ -513,9 +518,11 @@ fn books(recorded: &LedgerPacket) -> Result<(), Mismatch> {
     if recorded.refund_cents != Some(refund) {
         return Err(Mismatch(format!("packet records refund {:?}, refund item says {refund}", recorded.refund_cents)));
     }
-    if let Some(grab) = recorded.grabs.iter().find(|grab| {
-        !recorded.claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab))
-    }) {
+    if let Some(grab) = recorded
+        .grabs
+        .iter()
+        .find(|grab| !recorded.claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab)))
+    {
         return Err(Mismatch(format!("grab item of {} (share {}) holds no claim on its share", grab.user, grab.seq)));
     }
     Ok(())

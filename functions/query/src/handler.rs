@@ -53,7 +53,8 @@ async fn packet<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     caller(request)?;
     let id = packet_id(request)?;
-    let view = current_view(&service.store, &service.ledger, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
+    let view =
+        current_view(&service.store, &service.ledger, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
     Ok(json_response(StatusCode::OK, &view))
 }
 

@@ -63,9 +63,10 @@ async fn send<L: Ledger, S: LiveStore>(
         }
         Recorded::Replay(original) => {
             tracing::info!(packet_id = %original.id, "idempotent replay of a send");
-            let recorded = service.ledger.ledger_packet(&original.id).await?.ok_or_else(|| {
-                ApiError::Internal(format!("replayed packet {} has no ledger record", original.id))
-            })?;
+            let recorded =
+                service.ledger.ledger_packet(&original.id).await?.ok_or_else(|| {
+                    ApiError::Internal(format!("replayed packet {} has no ledger record", original.id))
+                })?;
             reload_from_ledger(&service.store, &recorded).await?;
             current_view(&service.store, &service.ledger, &original.id, now_ms).await?.unwrap_or(recorded.view(now_ms))
         }

@@ -98,6 +98,22 @@ impl OwnRedis {
         panic!("redis-server did not start on {}", self.port);
     }
 
+    /// Stops the process (SIGSTOP) without killing it: a node that answers nobody for a while.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a paused process run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([&format!("-{name}"), &pid]).status().unwrap();
+        assert!(status.success(), "kill -{name} {pid}");
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }

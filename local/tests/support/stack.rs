@@ -157,4 +157,3 @@ pub async fn reply(response: Result<lambda_http::Response<lambda_http::Body>, la
     let response = response.unwrap();
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
-

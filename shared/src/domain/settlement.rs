@@ -138,7 +138,10 @@ pub fn finalise_from_ledger(
     for grab in grabs {
         let held = claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab));
         if !held {
-            return Err(Mismatch(format!("grab item of {} (share {}) holds no claim on its share", grab.user, grab.seq)));
+            return Err(Mismatch(format!(
+                "grab item of {} (share {}) holds no claim on its share",
+                grab.user, grab.seq
+            )));
         }
     }
     finalise(total_cents, count, grabs)

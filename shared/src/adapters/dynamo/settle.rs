@@ -41,7 +41,11 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::ShareHeld(grab) => {
-                write!(f, "share {} ({} cents) grabbed by {} is held by another in the ledger", grab.seq, grab.amount_cents, grab.user)
+                write!(
+                    f,
+                    "share {} ({} cents) grabbed by {} is held by another in the ledger",
+                    grab.seq, grab.amount_cents, grab.user
+                )
             }
             Refusal::UserPaid(grab) => {
                 write!(f, "{} grabbed share {} but the ledger already pays them another share", grab.user, grab.seq)
@@ -131,7 +135,9 @@ impl DynamoLedger {
                     .await;
                 match written {
                     Ok(_) => Ok(None),
-                    Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                    Err(error)
+                        if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                    {
                         Ok(Some(seq))
                     }
                     Err(error) => Err(write_failed(error)),
