@@ -366,8 +366,14 @@ impl Settler {
             summary.deferred += 1;
             return Ok(false);
         }
-        let (valid, invalid): (Vec<LoggedGrab>, Vec<LoggedGrab>) =
-            pending.iter().cloned().partition(|grab| check_against_shares(grab, shares).is_ok());
+        let mut valid: Vec<LoggedGrab> = Vec::with_capacity(pending.len());
+        let mut invalid: Vec<Mismatch> = Vec::new();
+        for grab in pending {
+            match check_against_shares(grab, shares) {
+                Ok(()) => valid.push(grab.clone()),
+                Err(mismatch) => invalid.push(mismatch),
+            }
+        }
         let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
         summary.grabs_persisted += (valid.len() - refused.len()) as u64;
         self.checkpoint(FaultPoint::AfterGrabItems)?;
@@ -375,8 +381,7 @@ impl Settler {
             self.store.mark_persisted(id, live.grabs.len()).await?;
             return Ok(true);
         }
-        for grab in &invalid {
-            let mismatch = check_against_shares(grab, shares).err().unwrap_or_else(|| Mismatch(String::new()));
+        for mismatch in &invalid {
             self.report(id, summary, &format!("Redis holds a grab the ledger cannot take: {mismatch}"));
         }
         for refusal in &refused {

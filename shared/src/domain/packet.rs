@@ -379,6 +379,38 @@ mod tests {
     }
 
     #[test]
+    fn the_ledger_says_which_shares_are_gone_and_which_grabs_to_finish() {
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec(PacketKind::Fixed, 400, 4),
+            Seed::random(),
+            0,
+        );
+        let user = |name: &str| UserId::from_claim(name).unwrap();
+        let grabbed = |seq: u32, name: &str| LoggedGrab { seq, user: user(name), amount_cents: 100, at_ms: 5 };
+        let claimed = |seq: u32, name: &str| ShareClaim {
+            seq,
+            amount_cents: 100,
+            holder: ShareHolder::Grabber { user: user(name), at_ms: 5 },
+        };
+        let recorded = LedgerPacket {
+            packet,
+            status: PacketStatus::Open,
+            refund_cents: None,
+            refund_item_cents: None,
+            // bob's grab item is written; carol's share 3 is claimed, her item not yet.
+            grabs: vec![grabbed(1, "bob")],
+            claims: vec![claimed(1, "bob"), claimed(3, "carol")],
+        };
+        assert_eq!(recorded.shares_taken(), 3, "share 2 is gone too: a grab between was lost");
+        assert_eq!(recorded.incomplete_claims(), vec![grabbed(3, "carol")]);
+        assert_eq!(recorded.unclaimed_shares(), vec![2, 4]);
+        assert_eq!(recorded.grabs_to_reload(), vec![grabbed(1, "bob"), grabbed(3, "carol")]);
+        assert!(!recorded.refund_claimed());
+    }
+
+    #[test]
     fn status_follows_shares_then_expiry() {
         assert_eq!(PacketStatus::at(0, 100, 200), PacketStatus::Finished);
         assert_eq!(PacketStatus::at(3, 100, 100), PacketStatus::Expired);

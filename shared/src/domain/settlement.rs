@@ -201,6 +201,41 @@ mod tests {
         assert!(finalise(100, 2, &[grab(1, "a", 50), grab(2, "b", 40)]).is_err(), "finished with money left");
     }
 
+    fn claim(seq: u32, amount_cents: Cents, user: Option<&str>) -> ShareClaim {
+        let holder = match user {
+            Some(user) => {
+                ShareHolder::Grabber { user: UserId::from_claim(user).unwrap(), at_ms: 1_000 + i64::from(seq) }
+            }
+            None => ShareHolder::Refund,
+        };
+        ShareClaim { seq, amount_cents, holder }
+    }
+
+    #[test]
+    fn a_grab_must_carry_its_shares_amount() {
+        let shares = [30, 50, 20];
+        assert!(check_against_shares(&grab(2, "b", 50), &shares).is_ok());
+        assert!(check_against_shares(&grab(2, "b", 51), &shares).is_err(), "a changed amount");
+        assert!(check_against_shares(&grab(4, "d", 20), &shares).is_err(), "no fourth share");
+        assert!(check_against_shares(&grab(0, "z", 30), &shares).is_err(), "no share zero");
+    }
+
+    #[test]
+    fn the_ledger_finalises_from_its_claims_and_grab_items() {
+        let claims = [claim(1, 30, Some("a")), claim(2, 50, Some("b")), claim(3, 20, None)];
+        let done = finalise_from_ledger(100, 3, &claims, &[grab(1, "a", 30), grab(2, "b", 50)]).unwrap();
+        assert_eq!((done.status, done.refund_cents), (PacketStatus::Expired, 20));
+
+        // b holds share 2's claim but was paid share 3 (a failover): share 2 goes to the refund.
+        let orphan = [claim(1, 30, Some("a")), claim(2, 50, Some("b")), claim(3, 20, Some("b"))];
+        let done = finalise_from_ledger(100, 3, &orphan, &[grab(1, "a", 30), grab(3, "b", 20)]).unwrap();
+        assert_eq!(done.refund_cents, 50);
+
+        assert!(finalise_from_ledger(100, 3, &claims[..2], &[]).is_err(), "a share unclaimed");
+        let stranger = [grab(1, "a", 30), grab(2, "c", 50)];
+        assert!(finalise_from_ledger(100, 3, &claims, &stranger).is_err(), "a grab item without its claim");
+    }
+
     #[test]
     fn reconciliation_catches_missing_and_extra_money() {
         assert!(reconcile(100, 3, &[30, 30], 40).is_ok());
