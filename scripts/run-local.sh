@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: installs what is missing, starts Redis and DynamoDB Local under .local/run (unless
-# REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB point elsewhere), and serves the local API on
-# http://127.0.0.1:$PORT until Ctrl-C or SIGTERM, then stops what it started.
+# REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB point elsewhere), both keeping their data there across
+# restarts, and serves the local API on http://127.0.0.1:$PORT until Ctrl-C or SIGTERM, then
+# stops what it started. LOCAL_STACK_NAME (default run) names the folder under .local/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +13,9 @@ dynamo_port=${LOCAL_DYNAMODB_PORT:-8479}
 
 scripts/stack.sh install-services
 cargo build -p local
-exports=$(scripts/stack.sh start run "$redis_port" "$dynamo_port")
-trap 'scripts/stack.sh stop run' EXIT
+name=${LOCAL_STACK_NAME:-run}
+exports=$(scripts/stack.sh start "$name" "$redis_port" "$dynamo_port" persist)
+trap 'scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
 
 ./target/debug/local serve &

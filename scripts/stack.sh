@@ -3,8 +3,12 @@
 # Redis and DynamoDB Local with their data and logs under .local/.
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
-#   scripts/stack.sh start NAME R D     start Redis on port R and DynamoDB Local on port D
-#                                       (0 picks a free port, - starts none); prints `export ...`
+#   scripts/stack.sh start NAME R D [persist]
+#                                       start Redis on port R and DynamoDB Local on port D
+#                                       (0 picks a free port, - starts none); prints `export ...`.
+#                                       Redis keeps an AOF under .local/NAME either way; with
+#                                       `persist` DynamoDB Local keeps its tables there too
+#                                       (`make run`), else it runs in memory (tests)
 #   scripts/stack.sh cluster NAME       start a three-master Redis Cluster on loopback; prints
 #                                       `export REDIS_URL=... REDIS_CLUSTER=true`
 #   scripts/stack.sh stop NAME          stop what `start NAME` / `cluster NAME` started
@@ -91,7 +95,7 @@ wait_for() { # wait_for DESCRIPTION SECONDS COMMAND...
 }
 
 start() {
-  local name=$1 redis_port=${2:-0} dynamo_port=${3:-0}
+  local name=$1 redis_port=${2:-0} dynamo_port=${3:-0} persist=${4:-}
   local dir="$local_dir/$name"
   [ "$redis_port" = 0 ] && redis_port=$(free_port)
   [ "$dynamo_port" = 0 ] && dynamo_port=$(free_port)
@@ -108,13 +112,20 @@ start() {
   fi
 
   if [ "$dynamo_port" != - ]; then
-    nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
-      -jar "$emulator/DynamoDBLocal.jar" -inMemory -sharedDb -port "$dynamo_port" \
-      </dev/null >"$dir/dynamodb.log" 2>&1 &
+    local storage=(-inMemory)
+    if [ "$persist" = persist ]; then
+      mkdir -p "$dir/dynamodb"
+      storage=(-dbPath "$dir/dynamodb")
+    fi
+    # Started from its own folder: DynamoDB Local writes a metadata file where it starts, and
+    # sends no telemetry.
+    (cd "$dir" && exec nohup java -Djava.library.path="$emulator/DynamoDBLocal_lib" \
+      -jar "$emulator/DynamoDBLocal.jar" "${storage[@]}" -sharedDb -disableTelemetry -port "$dynamo_port" \
+      </dev/null >"$dir/dynamodb.log" 2>&1) &
     echo $! >"$dir/dynamodb.pid"
     wait_for "DynamoDB Local on $dynamo_port" 60 \
       bash -c "exec 3<>/dev/tcp/127.0.0.1/$dynamo_port"
-    log "DynamoDB Local on 127.0.0.1:$dynamo_port (log: $dir/dynamodb.log)"
+    log "DynamoDB Local on 127.0.0.1:$dynamo_port (${storage[*]}; log: $dir/dynamodb.log)"
     echo "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$dynamo_port"
     echo "export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-local}"
     echo "export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-local}"
@@ -185,5 +196,5 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;
-  *) echo "usage: $0 install|install-services|install-sam|start NAME [REDIS_PORT DYNAMO_PORT]|stop NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|install-services|install-sam|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|stop NAME" >&2; exit 2 ;;
 esac

@@ -30,6 +30,8 @@ summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d p
 
 echo "sam validate --lint"
 .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
+echo "the SAM transform on template.yaml, for every parameter set (scripts/transform.py)"
+.local/venv/bin/python scripts/transform.py
 echo "openapi-spec-validator openapi.yaml"
 .local/venv/bin/openapi-spec-validator openapi.yaml
 echo "$summary"
