@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token build deploy bench soak install
+.PHONY: run test token build deploy bench soak install invoke
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -15,6 +15,11 @@ test:
 ## make token U=alice: a bearer token for the local API
 token:
 	@cargo run -q -p local -- token $(or $(U),alice)
+
+## make invoke FN=grab EVENT=events/grab.json: one event on the function's release binary under
+## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services
+invoke:
+	FN=$(FN) EVENT=$(EVENT) scripts/invoke.sh
 
 ## make build: sam build (arm64, cargo-lambda + zig) and the size of each function's bootstrap
 build:

@@ -17,6 +17,10 @@ export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"
 cargo build --workspace --bins --locked
+# The functions' release binaries, for AWS's Runtime Interface Emulator (events_on_binaries.rs).
+cargo build --release --locked -p send -p grab -p query -p settle
+LAMBDA_RIE=$(scripts/invoke.sh --emulator)
+export LAMBDA_RIE
 echo "== every test, on single-node Redis"
 cargo test --workspace --locked 2>&1 | tee "$log"
 

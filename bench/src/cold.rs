@@ -1,10 +1,11 @@
-//! Cold start and footprint: each release binary started under the Lambda Runtime API
-//! emulator, time to its first response; binary sizes; the grab binary's peak RSS in a storm.
+//! Cold start and footprint: each release binary started under AWS's Lambda Runtime Interface
+//! Emulator (`aws-lambda-rie`, what `sam local invoke` runs), its init duration as the emulator
+//! reports it and the time to its first response; binary sizes; the grab binary's peak RSS in a
+//! storm.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use local::runtime_api::{Invocation, LambdaProcess};
+use local::rie::Rie;
 use rand::seq::SliceRandom;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::PacketKind;
@@ -22,10 +23,11 @@ const STARTS: usize = 20;
 pub struct Binary {
     /// The binary.
     pub name: String,
-    /// Median init duration (spawn until the runtime first polls for an event), ms.
+    /// Median init duration as the emulator reports it (`INIT REPORT`: from starting the
+    /// bootstrap until it first asks for an event), ms.
     pub init_ms: f64,
-    /// Median time from spawn to the first response, ms (init plus the first event's work,
-    /// including the first connections to Redis and DynamoDB).
+    /// Median time from the first invocation to its response, ms (init plus the first event's
+    /// work, including the first connections to Redis and DynamoDB).
     pub first_response_ms: f64,
     /// x86_64 release size, MiB.
     pub size_mib: f64,
@@ -46,13 +48,14 @@ pub async fn binary(workspace: &Path, name: &str, function: Option<&str>, event:
     let path = workspace.join("target/release").join(name);
     let (mut inits, mut firsts) = (Vec::with_capacity(STARTS), Vec::with_capacity(STARTS));
     for _ in 0..STARTS {
-        let process = LambdaProcess::start(&path, name).await.expect("start binary");
-        match process.invoke(event.clone(), Duration::from_secs(30)).await {
-            Ok(Invocation::Response(_)) => firsts.push(process.since_start().as_secs_f64() * 1000.0),
+        let rie = Rie::start(&path).await.expect("start the binary under aws-lambda-rie");
+        let invoked = std::time::Instant::now();
+        match rie.invoke(&event).await {
+            Ok(answer) if answer.get("errorType").is_none() => firsts.push(invoked.elapsed().as_secs_f64() * 1000.0),
             other => panic!("{name} failed its first invocation: {other:?}"),
         }
-        inits.push(process.init_duration().expect("the runtime polled").as_secs_f64() * 1000.0);
-        process.stop().await;
+        inits.push(rie.init_duration_ms().expect("the emulator reported the init"));
+        rie.stop().await;
     }
     let arm64 = function.and_then(|function| mib(&workspace.join(".aws-sam/build").join(function).join("bootstrap")));
     Binary {
@@ -79,7 +82,7 @@ pub async fn all(workspace: &Path) -> Vec<Binary> {
 /// 10,000 grabs by 5,000 users.
 pub async fn grab_peak_rss_mib(workspace: &Path, store: &RedisStore) -> f64 {
     let path: PathBuf = workspace.join("target/release/grab");
-    let process = LambdaProcess::start(&path, "grab").await.expect("start grab");
+    let rie = Rie::start(&path).await.expect("start grab under aws-lambda-rie");
     let mut packets = Vec::new();
     for _ in 0..50 {
         packets.push(load_packet(store, PacketKind::Lucky, 10_000, 100).await.id.to_string());
@@ -91,11 +94,11 @@ pub async fn grab_peak_rss_mib(workspace: &Path, store: &RedisStore) -> f64 {
         let mut event = template.clone();
         red_packets::events::set_packet_id(&mut event, &packets[packet]);
         red_packets::events::set_caller(&mut event, Some(&format!("rss-u{user}")));
-        process.invoke(event, Duration::from_secs(30)).await.expect("grab invocation");
+        rie.invoke(&event).await.expect("grab invocation");
     }
-    let pid = process.pid().expect("pid");
+    let pid = rie.function_pid().expect("the function's pid");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    process.stop().await;
+    rie.stop().await;
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))

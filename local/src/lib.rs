@@ -4,7 +4,7 @@
 
 pub mod auth;
 pub mod gateway;
-pub mod runtime_api;
+pub mod rie;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,11 +1,11 @@
-//! Every sample in `events/` invoked on the function's real binary (built by `make test` before
-//! the tests) under a Lambda Runtime API emulator, against the test Redis and DynamoDB Local:
-//! what `sam local invoke -e events/<file>` does with Docker.
+//! Every sample in `events/` invoked on the function's real release binary (built by `make test`
+//! before the tests) under AWS's Lambda Runtime Interface Emulator, against the test Redis and
+//! DynamoDB Local: what `sam local invoke -e events/<file>` does inside its container.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use local::runtime_api::{Invocation, LambdaProcess};
+use local::rie::Rie;
+use red_packets::adapters::DynamoLedger;
 use red_packets::events;
 use serde_json::Value;
 
@@ -24,20 +24,13 @@ fn workspace() -> PathBuf {
 
 fn binary(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
-    let path = target.join("debug").join(name);
-    assert!(path.exists(), "{} is missing: `cargo build --bins` first (make test does)", path.display());
+    let path = target.join("release").join(name);
+    assert!(path.exists(), "{} is missing: `cargo build --release` first (make test does)", path.display());
     path
 }
 
 fn event(file: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(workspace().join("events").join(file)).unwrap()).unwrap()
-}
-
-async fn invoke(process: &LambdaProcess, event: Value) -> Value {
-    match process.invoke(event, Duration::from_secs(30)).await {
-        Ok(Invocation::Response(response)) => response,
-        other => panic!("the function failed: {other:?}"),
-    }
 }
 
 fn status_and_body(response: &Value) -> (u64, Value) {
@@ -58,47 +51,58 @@ fn every_sample_event_names_its_function() {
     assert_eq!(files, mapped, "every file in events/ is invoked by this test");
 }
 
+/// Each function's release binary under AWS's emulator, one at a time (the emulator binds
+/// 127.0.0.1:9001 inside): starts it, invokes each event, stops it.
+async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
+    let rie = Rie::start(&binary(name)).await.unwrap_or_else(|error| panic!("{name}: {error}"));
+    let mut answers = Vec::new();
+    for event in events {
+        answers.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("{name}: {error}")));
+    }
+    rie.stop().await;
+    answers
+}
+
 #[tokio::test]
-async fn the_sample_events_run_on_the_real_binaries() {
-    let send = LambdaProcess::start(&binary("send"), "send").await.unwrap();
-    let grab = LambdaProcess::start(&binary("grab"), "grab").await.unwrap();
-    let query = LambdaProcess::start(&binary("query"), "query").await.unwrap();
-    let settle = LambdaProcess::start(&binary("settle"), "settle").await.unwrap();
+async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
+    let config = red_packets::Config::from_env().unwrap();
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
 
     // send.json: 201, and the same Idempotency-Key and body replay the same packet.
-    let (status, packet) = status_and_body(&invoke(&send, event("send.json")).await);
+    let sent = on_emulator("send", vec![event("send.json"), event("send.json")]).await;
+    let (status, packet) = status_and_body(&sent[0]);
     assert_eq!(status, 201, "{packet}");
-    let (status, again) = status_and_body(&invoke(&send, event("send.json")).await);
+    let (status, again) = status_and_body(&sent[1]);
     assert_eq!((status, &again["packet_id"]), (201, &packet["packet_id"]));
     let id = packet["packet_id"].as_str().unwrap();
 
-    // grab.json and query.json name a packet that does not exist: 404.
-    let (status, body) = status_and_body(&invoke(&grab, event("grab.json")).await);
+    // grab.json names a packet that does not exist: 404; pointed at the packet just sent: bob grabs it.
+    let mut grab_event = event("grab.json");
+    events::set_packet_id(&mut grab_event, id);
+    let grabs = on_emulator("grab", vec![event("grab.json"), grab_event]).await;
+    let (status, body) = status_and_body(&grabs[0]);
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
-    let (status, _) = status_and_body(&invoke(&query, event("query.json")).await);
-    assert_eq!(status, 404);
-    // history.json: a page of alice's own sent packets.
-    let (status, history) = status_and_body(&invoke(&query, event("history.json")).await);
+    let (status, grabbed) = status_and_body(&grabs[1]);
+    assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{grabbed}");
+
+    // query.json: 404 for its own id, the view for the packet just sent; history.json: alice's page.
+    let mut query_event = event("query.json");
+    events::set_packet_id(&mut query_event, id);
+    let queries = on_emulator("query", vec![event("query.json"), query_event, event("history.json")]).await;
+    assert_eq!(status_and_body(&queries[0]).0, 404);
+    let (status, view) = status_and_body(&queries[1]);
+    assert_eq!(status, 200);
+    assert!(view["grabs"].as_array().unwrap().iter().any(|grab| grab["user"] == "bob"), "{view}");
+    let (status, history) = status_and_body(&queries[2]);
     assert_eq!(status, 200, "{history}");
     let items = history["items"].as_array().unwrap();
     assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{history}");
-    // settle.json: a summary of the shards it names.
-    let summary = invoke(&settle, event("settle.json")).await;
-    assert_eq!(summary["shards"], serde_json::json!([0, 15]), "{summary}");
-    assert_eq!(summary["mismatches"], 0);
 
-    // The samples pointed at the packet just sent: bob grabs it, and anyone can view it.
-    let mut grab_event = event("grab.json");
-    events::set_packet_id(&mut grab_event, id);
-    let (status, grabbed) = status_and_body(&invoke(&grab, grab_event).await);
-    assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{grabbed}");
-    let mut query_event = event("query.json");
-    events::set_packet_id(&mut query_event, id);
-    let (status, view) = status_and_body(&invoke(&query, query_event).await);
-    assert_eq!(status, 200);
-    assert!(view["grabs"].as_array().unwrap().iter().any(|grab| grab["user"] == "bob"));
-
-    for process in [send, grab, query, settle] {
-        process.stop().await;
-    }
+    // settle.json: a summary of the shards it names; a malformed payload is an error whose
+    // errorType says what went wrong (lambda_runtime's Diagnostic), not a Rust type name.
+    let settled = on_emulator("settle", vec![event("settle.json"), serde_json::json!({ "shards": "all" })]).await;
+    assert_eq!(settled[0]["shards"], serde_json::json!([0, 15]), "{}", settled[0]);
+    assert_eq!(settled[0]["mismatches"], 0, "{}", settled[0]);
+    assert_eq!(settled[1]["errorType"], "InvalidSettleRequest", "{}", settled[1]);
 }

@@ -1,16 +1,40 @@
 //! The scheduled settle run: reads the shard range from the payload, stops before the Lambda
-//! deadline, and returns the run's summary. A run that cannot reach a store fails (so the
-//! scheduler's retry policy and dead-letter queue see it); what it did stays done.
+//! deadline, and returns the run's summary. A run that cannot reach a store fails (so Lambda's
+//! retry and the on-failure destination see it); what it did stays done. A failure's
+//! `errorType` names what went wrong (`InvalidSettleRequest`, `StoreUnavailable`), never a Rust
+//! type name.
 
-use lambda_runtime::{Error, LambdaEvent};
-use red_packets::settle::{SettleRequest, SettleSummary, Settler};
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use red_packets::settle::{SettleError, SettleRequest, SettleSummary, Settler};
 use serde_json::Value;
 
+/// Why an invocation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SettleFailure {
+    /// The payload is not `{"shards": [from, to]}`, `{}` or `null`.
+    #[error("invalid settle payload: {0}")]
+    InvalidRequest(serde_json::Error),
+    /// The run stopped: a store unreachable, or a test's fault point.
+    #[error(transparent)]
+    Stopped(#[from] SettleError),
+}
+
+impl From<SettleFailure> for Diagnostic {
+    fn from(failure: SettleFailure) -> Self {
+        let error_type = match &failure {
+            SettleFailure::InvalidRequest(_) => "InvalidSettleRequest",
+            SettleFailure::Stopped(SettleError::Unavailable { .. }) => "StoreUnavailable",
+            SettleFailure::Stopped(SettleError::Crashed(_)) => "SettleCrashed",
+        };
+        Diagnostic { error_type: error_type.into(), error_message: failure.to_string() }
+    }
+}
+
 /// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard.
-pub async fn handle(settler: &Settler, event: LambdaEvent<Value>) -> Result<SettleSummary, Error> {
+pub async fn handle(settler: &Settler, event: LambdaEvent<Value>) -> Result<SettleSummary, SettleFailure> {
     let request: SettleRequest = match event.payload {
         Value::Null => SettleRequest::default(),
-        payload => serde_json::from_value(payload).map_err(|error| format!("invalid settle payload: {error}"))?,
+        payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
     Ok(settler.run(settler.shards_of(&request), deadline_ms).await?)
@@ -53,6 +77,7 @@ mod tests {
     #[tokio::test]
     async fn a_malformed_payload_is_an_error() {
         let payload = serde_json::json!({ "shards": "all" });
-        assert!(handle(&settler().await, LambdaEvent::new(payload, Context::default())).await.is_err());
+        let failure = handle(&settler().await, LambdaEvent::new(payload, Context::default())).await.unwrap_err();
+        assert_eq!(Diagnostic::from(failure).error_type, "InvalidSettleRequest");
     }
 }
