@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make soak` (not part of `make test`): SOAK_SECONDS (default 600) of steady mixed traffic —
 # sends, grabs, packet views, history pages — against the local API (release build) on a Redis
-# and a DynamoDB Local of its own, with settle on its local schedule every 5 s. Afterwards it
+# and a DynamoDB Local of its own, with settle on its local schedule (every second, the default). Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the
 # API's memory stayed flat, prints the report and writes bench/results/soak-<seconds>s.json.
 # Exits non-zero on any error or violation. Stops what it started, also on failure.
@@ -21,7 +21,7 @@ unset REDIS_CLUSTER GRAB_WAIT_REPLICAS REDIS_KEY_PREFIX MAX_TOTAL_CENTS MAX_COUN
 export TABLE_NAME="RedPacketsSoak" LOCAL_JWT_SECRET="soak-$$-$RANDOM" MIN_EXPIRES_IN_SECONDS=10
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 log=".local/$name/local.log"
-PORT=$port RUST_LOG=warn SETTLE_EVERY_SECONDS=5 target/release/local serve >"$log" 2>&1 &
+PORT=$port RUST_LOG=warn target/release/local serve >"$log" 2>&1 &
 api=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 grep -q "listening on" "$log" || { cat "$log"; echo "the local API did not start"; exit 1; }

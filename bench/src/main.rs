@@ -42,14 +42,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .and_then(|p| p.trim_end_matches('/').parse().ok())
         .ok_or("REDIS_URL has no port")?;
-    let client = DynamoLedger::client_from_env().await;
+    let client = DynamoLedger::client_from_env()?;
     let ledger = DynamoLedger::new(client.clone(), &config);
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(&config));
     let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone()));
 
-    step("cold starts (20 per binary)");
-    let binaries = cold::all(&workspace).await;
+    step("cold starts (20 per binary), DynamoDB Local over TLS");
+    let ledger_over_tls = cold::Ledger::over_tls().await;
+    let binaries = cold::all(&workspace, &workspace.join("target/release"), &ledger_over_tls).await;
+    let binaries_before = match std::env::var("COLD_BEFORE_DIR") {
+        Ok(dir) => {
+            step(&format!("cold starts of the binaries in {dir}"));
+            let label = std::env::var("COLD_BEFORE_LABEL").unwrap_or_else(|_| dir.clone());
+            Some((label, cold::all(&workspace, std::path::Path::new(&dir), &ledger_over_tls).await))
+        }
+        Err(_) => None,
+    };
+    drop(ledger_over_tls);
     step("grab handler at concurrency 1, 16, 64, 256");
     let mut levels = Vec::new();
     for (concurrency, grabs) in [(1, 5_000), (16, 40_000), (64, 40_000), (256, 40_000)] {
@@ -90,6 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         send,
         drain,
         binaries,
+        binaries_before,
         grab_peak_rss_mib,
         fairness,
     };

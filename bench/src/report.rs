@@ -70,6 +70,8 @@ pub struct Results {
     pub send: RunStats,
     pub drain: Drain,
     pub binaries: Vec<Binary>,
+    /// The same starts on an earlier build's binaries (`COLD_BEFORE_DIR`), with where they came from.
+    pub binaries_before: Option<(String, Vec<Binary>)>,
     pub grab_peak_rss_mib: f64,
     pub fairness: Vec<Fairness>,
 }
@@ -111,6 +113,8 @@ impl Results {
             "naive_settle_items_per_s": self.drain.naive_items_per_s,
             "cold_start_ms": self.cold("grab"),
             "hello_world_cold_start_ms": self.cold("hello"),
+            "slowest_function_init_ms": self.slowest_function_cold_start(),
+            "first_response_over_tls_ms": self.binaries.iter().map(|b| (b.name.clone(), b.first_response_ms)).collect::<std::collections::BTreeMap<_, _>>(),
             "grab_peak_rss_mib": self.grab_peak_rss_mib,
             "hot_packet_fast_path_grabs_per_s": self.hot("fast path").stats.ops_per_s,
             "hot_packet_script_only_grabs_per_s": self.hot("script only").stats.ops_per_s,
@@ -208,7 +212,7 @@ impl Results {
         let lock_commands = lock.redis_commands_per_attempt;
         let _ = writeln!(md, "- **Handler vs the lock-based flow ({ratio_lock:.2} x, target 4 x).** Both runs share two cores: Redis takes one, the client the other, and with one multiplexed connection and 64 callers the round trips pipeline, so what bounds each design is Redis CPU per attempt, not round trips. The lock flow makes about five round trips per attempt ({lock_commands:.2} Redis commands, counting the calls inside its two scripts), but they are cheap and it records nothing but a set member and a counter; ours is one round trip whose script does the bookkeeping settle needs ({:.2} commands: the user's share and time, the settle log entry, the counters), the EVALSHA figures above being its ceiling on this Redis. Through the same bare harness as the seeds, ours runs at {:.0} attempts/s, {:.2} x the lock flow; the handler figure adds, on the client's shared core, a real API Gateway request and a rendered JSON answer per grab. On Lambda each instance has its own CPU for that part, so the Redis-side cost per grab is what limits a deployment.", ours.redis_commands_per_attempt, ours.stats.ops_per_s, ours.stats.ops_per_s / lock.stats.ops_per_s);
         let _ = writeln!(md, "- **Settle vs the naive drain ({ratio_settle:.2} x, target 5 x).** Settle records each grab with two conditional PutItems (the share's claim, then the grab item: the conditions are what refuse paying a share or a user twice, and BatchWriteItem takes none), 32 writes in flight per packet and {} packets in flight; the naive drain pays one unconditional round trip per item. DynamoDB Local itself tops out at {:.0} items/s for bare BatchWriteItem calls of 25 with 16 in flight (last table row): it writes each item to SQLite on the same two cores. Settle reaches {:.0}% of that ceiling while writing two items per grab; real DynamoDB spreads writes over partitions and does not have this ceiling.", red_packets::settle::PACKETS_IN_FLIGHT, self.drain.batch_ceiling_items_per_s, 100.0 * self.drain.settle_items_per_s / self.drain.batch_ceiling_items_per_s);
-        let _ = writeln!(md, "- **Init vs hello-world (grab {cold_ratio:.2} x, the others {slowest_ratio:.2} x; target 1.5 x).** send, query and settle build an AWS SDK DynamoDB client at init (aws-config's provider chain and a rustls HTTPS client with its root certificates), which they need for every request; hello-world builds nothing. grab builds that client lazily, only for a packet Redis no longer holds, so its init is the runtime, the config and a lazy Redis client. The x86_64 binaries are {:.1}-{:.1} MiB against hello-world's {:.1} MiB: the AWS SDK and rustls.\n", self.binaries.iter().filter(|b| b.name != "hello").map(|b| b.size_mib).fold(f64::MAX, f64::min), self.binaries.iter().map(|b| b.size_mib).fold(0.0, f64::max), self.binaries.iter().find(|b| b.name == "hello").map(|b| b.size_mib).unwrap_or(0.0));
+        let _ = writeln!(md, "- **Init vs hello-world (grab {cold_ratio:.2} x, the others {slowest_ratio:.2} x; target 1.5 x).** Beyond hello-world's runtime, send, query and settle build their DynamoDB client at init (`shared/src/adapters/dynamo/client.rs`): credentials and region from the environment Lambda sets, and a rustls client trusting the five Amazon Trust Services roots compiled in, where `aws_config::load_from_env` resolved a provider chain and read and parsed the platform's ~140 root certificates. grab builds that client on first need, only for a packet Redis no longer holds. The x86_64 binaries are {:.1}-{:.1} MiB against hello-world's {:.1} MiB: the AWS SDK and rustls.\n", self.binaries.iter().filter(|b| b.name != "hello").map(|b| b.size_mib).fold(f64::MAX, f64::min), self.binaries.iter().map(|b| b.size_mib).fold(0.0, f64::max), self.binaries.iter().find(|b| b.name == "hello").map(|b| b.size_mib).unwrap_or(0.0));
 
         let _ = writeln!(md, "## Grab: the handler in-process\n");
         let _ = writeln!(md, "The real `grab::handle` with real API Gateway request objects, one multiplexed connection, on packets that do not run dry.\n");
@@ -279,14 +283,37 @@ impl Results {
         let _ = writeln!(md, "| drain | grab items | items/s |\n|---|---|---|\n| settle (two conditional PutItems per grab, the whole run: persist, close, claim the refund's shares, finalise, reconcile, retire) | {} | {:.0} |\n| naive: one PutItem per grab, in order | {} | {:.0} |\n| DynamoDB Local's ceiling: bare BatchWriteItem of 25, 16 in flight | 10000 | {:.0} |\n", d.settle_items, d.settle_items_per_s, d.naive_items, d.naive_items_per_s, d.batch_ceiling_items_per_s);
 
         let _ = writeln!(md, "## Cold start and footprint\n");
-        let _ = writeln!(md, "Each release binary (x86_64) started under AWS's Lambda Runtime Interface Emulator (`aws-lambda-rie` from the aws-sam-cli wheel, what `sam local invoke` runs; `local/src/rie.rs`), median of 20 starts. *Init* is the emulator's `INIT REPORT` duration, what Lambda reports as Init Duration: from starting the bootstrap until it first asks for an event (configuration read, clients built). *First response* is the first invocation's round trip, init included: the functions answer a sample event, so their first connection to Redis and DynamoDB Local (plain HTTP here) is in it; hello-world echoes.\n");
-        let _ = writeln!(md, "| binary | init (median) | first response (median) | size x86_64 | size arm64 (`make build`) |\n|---|---|---|---|---|");
+        let _ = writeln!(md, "Each release binary (x86_64) started under AWS's Lambda Runtime Interface Emulator (`aws-lambda-rie` from the aws-sam-cli wheel, what `sam local invoke` runs; `local/src/rie.rs`), median of 20 starts, with DynamoDB Local behind a TLS front (`local/src/tls_front.rs`: a certificate authority made at start, a certificate it signed, rustls on aws-lc), so each function's first ledger call pays a TLS handshake, certificate verification and the crypto library's first randomness, as against DynamoDB in AWS. *Init* is the emulator's `INIT REPORT` duration, what Lambda reports as Init Duration: from starting the bootstrap until it first asks for an event (configuration read, clients built). *First response* is the first invocation's round trip, init included: the functions answer a sample event whose handling reaches DynamoDB over TLS (grab's and query's name a packet Redis does not hold, so they ask the ledger; settle queries its shard); hello-world echoes.\n");
+        let _ = writeln!(md, "*Warm* is a second invocation of the same event on the same instance: what the event itself costs (send's sample replays its idempotency key, several DynamoDB Local calls); first response minus warm is what the cold start adds.\n");
+        let before = self.binaries_before.as_ref();
+        if let Some((label, _)) = before {
+            let _ = writeln!(md, "*Before* is the same run on the binaries of {label} (`COLD_BEFORE_DIR`): `aws_config::load_from_env` with the platform roots (`SSL_CERT_FILE`: this machine's bundle plus the front's authority) and aws-lc built with its CPU jitter entropy source.\n");
+            let _ = writeln!(md, "| binary | init | first response (TLS) | warm | init, before | first response, before | warm, before | size x86_64 | size arm64 (`make build`) |\n|---|---|---|---|---|---|---|---|---|");
+        } else {
+            let _ = writeln!(md, "| binary | init | first response (TLS) | warm | size x86_64 | size arm64 (`make build`) |\n|---|---|---|---|---|---|");
+        }
         for b in &self.binaries {
             let arm = b.arm64_size_mib.map(|s| format!("{s:.1} MiB")).unwrap_or_else(|| "not built".into());
+            let old = before.map(|(_, binaries)| {
+                let old = binaries.iter().find(|o| o.name == b.name);
+                let cell = |value: Option<f64>| value.map(|v| format!("{v:.1} ms")).unwrap_or_else(|| "-".into());
+                format!(
+                    " {} | {} | {} |",
+                    cell(old.map(|o| o.init_ms)),
+                    cell(old.map(|o| o.first_response_ms)),
+                    cell(old.map(|o| o.warm_response_ms))
+                )
+            });
             let _ = writeln!(
                 md,
-                "| {} | {:.1} ms | {:.1} ms | {:.1} MiB | {} |",
-                b.name, b.init_ms, b.first_response_ms, b.size_mib, arm
+                "| {} | {:.1} ms | {:.1} ms | {:.1} ms |{} {:.1} MiB | {} |",
+                b.name,
+                b.init_ms,
+                b.first_response_ms,
+                b.warm_response_ms,
+                old.unwrap_or_default(),
+                b.size_mib,
+                arm
             );
         }
         let _ = writeln!(

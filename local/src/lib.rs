@@ -1,10 +1,11 @@
 //! The local API for `make run`: the SAM template's routes served in one process, calling the
 //! same handler functions the Lambda binaries run, with a local stand-in for the JWT authorizer
-//! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 10).
+//! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 1: a run costs only the work there is).
 
 pub mod auth;
 pub mod gateway;
 pub mod rie;
+pub mod tls_front;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +29,10 @@ pub async fn functions_with_clock(
     authorizer: LocalAuthorizer,
     clock: Arc<dyn Clock>,
 ) -> Result<Functions, red_packets::ApiError> {
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+    let ledger = DynamoLedger::new(
+        DynamoLedger::client_from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
+        config,
+    );
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
@@ -60,7 +64,7 @@ pub async fn serve_from_env() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_env()?;
     let port: u16 = std::env::var("PORT").ok().map(|p| p.parse()).transpose()?.unwrap_or(3000);
     let settle_every_seconds: u64 =
-        std::env::var("SETTLE_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(10).max(1);
+        std::env::var("SETTLE_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(1).max(1);
     let functions = Arc::new(functions(&config, LocalAuthorizer::from_env()).await?);
     tokio::spawn(settle_every(functions.clone(), Duration::from_secs(settle_every_seconds)));
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;

@@ -47,6 +47,12 @@ impl Rie {
     /// Starts `binary` under the emulator, with the current environment, serving invocations on
     /// a free loopback port; waits until it listens.
     pub async fn start(binary: &Path) -> Result<Rie, String> {
+        Self::start_with(binary, &[]).await
+    }
+
+    /// [`Rie::start`], with `overrides` on top of the current environment (an empty value unsets
+    /// the variable).
+    pub async fn start_with(binary: &Path, overrides: &[(&str, &str)]) -> Result<Rie, String> {
         let emulator = emulator()?;
         if std::net::TcpListener::bind(RUNTIME_API).is_err() {
             return Err(format!("{RUNTIME_API} is taken: another aws-lambda-rie is running"));
@@ -57,7 +63,15 @@ impl Rie {
             .port();
         let log = std::env::temp_dir().join(format!("aws-lambda-rie-{port}.log"));
         let file = std::fs::File::create(&log).map_err(|error| error.to_string())?;
-        let child = Command::new(&emulator)
+        let mut command = Command::new(&emulator);
+        for (name, value) in overrides {
+            if value.is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
+        }
+        let child = command
             .arg("--runtime-interface-emulator-address")
             .arg(format!("127.0.0.1:{port}"))
             .arg(binary)
@@ -113,8 +127,12 @@ impl Rie {
     /// The function's own process (the emulator's child), once started.
     pub fn function_pid(&self) -> Option<u32> {
         let pid = self.child.id()?;
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
+        // The emulator is a Go program: any of its threads may have started the function.
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        threads.flatten().find_map(|thread| {
+            let children = std::fs::read_to_string(thread.path().join("children")).ok()?;
+            children.split_whitespace().next()?.parse().ok()
+        })
     }
 
     /// What the emulator and the function printed so far.

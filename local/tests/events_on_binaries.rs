@@ -2,9 +2,11 @@
 //! before the tests) under AWS's Lambda Runtime Interface Emulator, against the test Redis and
 //! DynamoDB Local: what `sam local invoke -e events/<file>` does inside its container.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use local::rie::Rie;
+use local::tls_front::TlsFront;
 use red_packets::adapters::DynamoLedger;
 use red_packets::events;
 use serde_json::Value;
@@ -51,10 +53,13 @@ fn every_sample_event_names_its_function() {
     assert_eq!(files, mapped, "every file in events/ is invoked by this test");
 }
 
-/// Each function's release binary under AWS's emulator, one at a time (the emulator binds
-/// 127.0.0.1:9001 inside): starts it, invokes each event, stops it.
-async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
-    let rie = Rie::start(&binary(name)).await.unwrap_or_else(|error| panic!("{name}: {error}"));
+/// One emulator at a time on this machine: it binds 127.0.0.1:9001 inside.
+static EMULATOR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A function's release binary under AWS's emulator, with `environment` on top of the test's:
+/// starts it, invokes each event, stops it. The caller holds [`EMULATOR`].
+async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<Value>) -> Vec<Value> {
+    let rie = Rie::start_with(&binary(name), environment).await.unwrap_or_else(|error| panic!("{name}: {error}"));
     let mut answers = Vec::new();
     for event in events {
         answers.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("{name}: {error}")));
@@ -63,10 +68,15 @@ async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
     answers
 }
 
+async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
+    on_emulator_with(name, &[], events).await
+}
+
 #[tokio::test]
 async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
+    let _emulator = EMULATOR.lock().await;
     let config = red_packets::Config::from_env().unwrap();
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
     ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
 
     // send.json: 201, and the same Idempotency-Key and body replay the same packet.
@@ -105,4 +115,41 @@ async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
     assert_eq!(settled[0]["shards"], serde_json::json!([0, 15]), "{}", settled[0]);
     assert_eq!(settled[0]["mismatches"], 0, "{}", settled[0]);
     assert_eq!(settled[1]["errorType"], "InvalidSettleRequest", "{}", settled[1]);
+}
+
+/// The ledger over TLS, as in AWS: `send`'s release binary reaches DynamoDB Local through a TLS
+/// front. Told to trust the front's authority (`AWS_CA_BUNDLE`) it records the packet; trusting
+/// only the Amazon Trust Services roots compiled in, it refuses the front's certificate and the
+/// send is a 503, so the certificate is checked.
+#[tokio::test]
+async fn the_ledger_is_reached_over_tls_trusting_only_the_roots_it_is_given() {
+    let _emulator = EMULATOR.lock().await;
+    let config = red_packets::Config::from_env().unwrap();
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
+    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("make test sets AWS_ENDPOINT_URL_DYNAMODB");
+    let backend: SocketAddr = endpoint.trim_start_matches("http://").trim_end_matches('/').parse().expect("host:port");
+    let front = TlsFront::start(backend).await.expect("TLS front");
+    let bundle = std::env::temp_dir().join(format!("tls-front-{}.pem", std::process::id()));
+    std::fs::write(&bundle, front.authority_pem()).unwrap();
+    let url = front.url();
+    let mut send = event("send.json");
+    send["headers"]["idempotency-key"] = Value::from(format!("tls-{}", std::process::id()));
+
+    let trusted = on_emulator_with(
+        "send",
+        &[("AWS_ENDPOINT_URL_DYNAMODB", &url), ("AWS_CA_BUNDLE", bundle.to_str().unwrap())],
+        vec![send.clone()],
+    )
+    .await;
+    let untrusted =
+        on_emulator_with("send", &[("AWS_ENDPOINT_URL_DYNAMODB", &url), ("AWS_CA_BUNDLE", "")], vec![send]).await;
+    std::fs::remove_file(&bundle).unwrap();
+
+    let (status, packet) = status_and_body(&trusted[0]);
+    assert_eq!(status, 201, "{packet}");
+    let id = red_packets::domain::PacketId::parse(packet["packet_id"].as_str().unwrap()).unwrap();
+    assert!(ledger.ledger_packet(&id).await.unwrap().is_some(), "the packet sent over TLS is in the ledger");
+    let (status, body) = status_and_body(&untrusted[0]);
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("unavailable")), "{body}");
 }

@@ -165,7 +165,7 @@ async fn instances(
     config: &Config,
     instances: usize,
 ) -> (Arc<CountingLedger>, Vec<Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>>) {
-    let inner = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+    let inner = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
     inner.ensure_table().await.expect("DynamoDB Local is reachable");
     let ledger =
         Arc::new(CountingLedger { inner, packet_reads: AtomicUsize::new(0), fail_next_read: AtomicBool::new(false) });

@@ -261,7 +261,7 @@ async fn a_packet_whose_ledger_record_vanished_is_reported_and_kept() {
     let stack = Stack::new("vanished").await;
     let id = stack.send("alice", json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 })).await;
     assert_eq!(stack.grab(&id, "bob").await.0, 200);
-    let client = red_packets::adapters::DynamoLedger::client_from_env().await;
+    let client = red_packets::adapters::DynamoLedger::client_from_env().expect("a DynamoDB client");
     client
         .delete_item()
         .table_name(&stack.config.table_name)
@@ -330,7 +330,7 @@ async fn cursors_greetings_and_a_changed_shard_count() {
     let mut narrower = stack.config.clone();
     narrower.settle_shards = 4;
     let ledger = red_packets::adapters::DynamoLedger::new(
-        red_packets::adapters::DynamoLedger::client_from_env().await,
+        red_packets::adapters::DynamoLedger::client_from_env().expect("a DynamoDB client"),
         &narrower,
     );
     let settler = Settler::new(Arc::new(RedisStore::new(&narrower)), ledger).with_clock(stack.clock.clone());

@@ -16,6 +16,13 @@ pub struct ConfigError {
     reason: String,
 }
 
+impl ConfigError {
+    /// `name` is set to `value`, which cannot be used because of `reason`.
+    pub(crate) fn new(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Self {
+        ConfigError { name, value: value.into(), reason: reason.into() }
+    }
+}
+
 /// How to reach Redis.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisConfig {
@@ -52,6 +59,10 @@ pub struct Config {
     pub grab_wait: Option<ReplicaWait>,
     /// How many shard keys index open packets for settle.
     pub settle_shards: u32,
+    /// How long one settle invocation keeps draining (a pass every second) before it returns:
+    /// `SETTLE_DRAIN_SECONDS`, 0 for a single pass. The template sets it just under the
+    /// schedule's minute, so a grab reaches the ledger within seconds.
+    pub settle_drain: Duration,
 }
 
 impl Config {
@@ -104,6 +115,7 @@ impl Config {
             limits,
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
+            settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
         })
     }
 }
@@ -165,6 +177,7 @@ mod tests {
         assert_eq!(config.limits, Limits::default());
         assert_eq!(config.grab_wait, None);
         assert_eq!(config.settle_shards, 16);
+        assert_eq!(config.settle_drain, Duration::ZERO);
     }
 
     #[test]

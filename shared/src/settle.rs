@@ -50,6 +50,34 @@ pub const PACKETS_IN_FLIGHT: usize = 16;
 /// How long before the Lambda deadline a run stops taking new packets.
 pub const DEADLINE_MARGIN_MS: Millis = 3_000;
 
+/// How often the recovery sweep reads each shard's open packets from the ledger: a slice of
+/// the shards at a time, so every shard once in this period.
+pub const SWEEP_PERIOD_MS: Millis = 60 * 60 * 1000;
+
+/// The pause between passes of an invocation that keeps draining.
+pub const DRAIN_PAUSE_MS: Millis = 1_000;
+
+/// Which shards a run reads from the ledger's open index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// Every shard of the run: Redis has no record of a sweep (first use, or it lost its data).
+    All,
+    /// One shard, its turn in the hourly rotation.
+    Shard(u32),
+    /// None this run.
+    Nothing,
+}
+
+impl Sweep {
+    fn covers(self, shard: u32) -> bool {
+        match self {
+            Sweep::All => true,
+            Sweep::Shard(swept) => swept == shard,
+            Sweep::Nothing => false,
+        }
+    }
+}
+
 /// Points where tests can make settle crash, in the order a packet passes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPoint {
@@ -108,9 +136,26 @@ pub struct SettleSummary {
     pub failed_packets: Vec<String>,
     /// True when the run stopped before its deadline with packets left for the next run.
     pub stopped_early: bool,
+    /// Shards whose open packets this run read from the ledger (the recovery sweep).
+    #[serde(default)]
+    pub swept_shards: u32,
+    /// Passes over the shards (more than one when the invocation keeps draining).
+    #[serde(default)]
+    pub passes: u32,
 }
 
 impl SettleSummary {
+    /// Adds a later pass's summary to this one.
+    fn add_pass(&mut self, pass: SettleSummary) {
+        self.packets += pass.packets;
+        self.absorb(&pass);
+        self.failed += pass.failed;
+        self.failed_packets.extend(pass.failed_packets);
+        self.stopped_early = pass.stopped_early;
+        self.swept_shards += pass.swept_shards;
+        self.passes += pass.passes;
+    }
+
     fn absorb(&mut self, packet: &SettleSummary) {
         self.grabs_persisted += packet.grabs_persisted;
         self.finalised += packet.finalised;
@@ -156,6 +201,7 @@ pub struct Settler {
     ledger: DynamoLedger,
     clock: Arc<dyn Clock>,
     crash_at: Option<FaultPoint>,
+    drain_ms: Millis,
 }
 
 /// How many times finalisation re-reads the ledger while grabs race its refund claims.
@@ -164,7 +210,23 @@ const FINALISE_ATTEMPTS: u32 = 3;
 impl Settler {
     /// A settler with the system clock.
     pub fn new(store: Arc<RedisStore>, ledger: DynamoLedger) -> Self {
-        Settler { store, ledger, clock: Arc::new(SystemClock), crash_at: None }
+        Settler { store, ledger, clock: Arc::new(SystemClock), crash_at: None, drain_ms: 0 }
+    }
+
+    /// The same settler, each invocation draining for `drain` ([`Settler::drain`]).
+    pub fn draining_for(mut self, drain: std::time::Duration) -> Self {
+        self.drain_ms = Millis::try_from(drain.as_millis()).unwrap_or(Millis::MAX);
+        self
+    }
+
+    /// Until when (epoch ms) an invocation started now with `deadline_ms` keeps draining:
+    /// `None` for a single pass.
+    pub fn drain_until(&self, deadline_ms: Option<Millis>) -> Option<Millis> {
+        if self.drain_ms == 0 {
+            return None;
+        }
+        let until = SystemClock.now_ms().saturating_add(self.drain_ms);
+        Some(deadline_ms.map_or(until, |deadline| until.min(deadline - DEADLINE_MARGIN_MS)))
     }
 
     /// The same settler reading time from `clock`.
@@ -198,8 +260,10 @@ impl Settler {
         deadline_ms: Option<Millis>,
     ) -> Result<SettleSummary, SettleError> {
         let range = [*shards.start(), *shards.end()];
-        let mut summary = SettleSummary { shards: range, ..SettleSummary::default() };
-        let (order, earlier_layouts) = match self.plan(range).await {
+        let mut summary = SettleSummary { shards: range, passes: 1, ..SettleSummary::default() };
+        let now_ms = self.clock.now_ms();
+        let planned = async { Ok::<_, ApiError>((self.plan(range).await?, self.sweep_plan(range, now_ms).await?)) };
+        let ((order, earlier_layouts), sweep) = match planned.await {
             Ok(plan) => plan,
             Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
         };
@@ -209,7 +273,9 @@ impl Settler {
         let halted = AtomicBool::new(false);
         let mut failure: Option<ApiError> = None;
         for shard in order {
-            let packets = match self.packets_in(shard).await {
+            let swept = sweep.covers(shard) && shard <= range[1];
+            summary.swept_shards += u32::from(swept);
+            let packets = match self.packets_in(shard, now_ms, swept).await {
                 Ok(packets) => packets,
                 Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
             };
@@ -255,6 +321,7 @@ impl Settler {
         }
         let finished = async {
             self.store.set_resume_shard(range, None).await?;
+            self.sweep_done(range, sweep, now_ms).await?;
             if drained_extra_shards {
                 for layout in earlier_layouts {
                     self.store.forget_settle_layout(layout).await?;
@@ -273,6 +340,28 @@ impl Settler {
         Ok(summary)
     }
 
+    /// Runs passes over `shards` until `until_ms` (epoch ms, real time) is near, pausing
+    /// [`DRAIN_PAUSE_MS`] between them, so grabs reach the ledger within seconds although the
+    /// schedule fires once a minute; a single pass when `until_ms` is `None`. Stops at the
+    /// first pass that fails or stops early.
+    pub async fn drain(
+        &self,
+        shards: RangeInclusive<u32>,
+        deadline_ms: Option<Millis>,
+        until_ms: Option<Millis>,
+    ) -> Result<SettleSummary, SettleError> {
+        let mut total = self.run(shards.clone(), deadline_ms).await?;
+        while let Some(until) = until_ms {
+            let pass_started = SystemClock.now_ms();
+            if total.stopped_early || pass_started + DRAIN_PAUSE_MS >= until {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(DRAIN_PAUSE_MS as u64)).await;
+            total.add_pass(self.run(shards.clone(), deadline_ms).await?);
+        }
+        Ok(total)
+    }
+
     /// Settles one packet unless `deadline_ms` is too near or the run is `halted`: `None` then.
     async fn settle_before(
         &self,
@@ -286,7 +375,10 @@ impl Settler {
             return (id, None);
         }
         let mut delta = SettleSummary::default();
-        let result = self.settle_packet(&id, shard, &mut delta).await;
+        let mut result = self.settle_packet(&id, shard, &mut delta).await;
+        if result.is_ok() {
+            result = self.store.settled_pass(&id, shard).await.map_err(Stop::from);
+        }
         (id, Some((delta, result)))
     }
 
@@ -307,11 +399,38 @@ impl Settler {
         Ok((order, earlier))
     }
 
-    /// The packets of `shard`: indexed in Redis or open in the ledger (which survives a Redis loss).
-    async fn packets_in(&self, shard: u32) -> Result<BTreeSet<PacketId>, ApiError> {
-        let mut packets: BTreeSet<PacketId> = self.store.indexed_packets(shard).await?.into_iter().collect();
-        packets.extend(self.ledger.open_packets(shard).await?);
+    /// The packets of `shard` with work: grabs not yet persisted or due at `now_ms` (Redis's
+    /// queues), plus, when the shard is `swept`, every packet the ledger holds open (which
+    /// survives a Redis loss). An idle open packet costs a run nothing.
+    async fn packets_in(&self, shard: u32, now_ms: Millis, swept: bool) -> Result<BTreeSet<PacketId>, ApiError> {
+        let mut packets: BTreeSet<PacketId> = self.store.packets_with_work(shard, now_ms).await?.into_iter().collect();
+        if swept {
+            packets.extend(self.ledger.open_packets(shard).await?);
+        }
         Ok(packets)
+    }
+
+    /// Which shards of `range` this run sweeps: all when Redis has no record of a sweep (first
+    /// use, or Redis lost its data), else the next shard once its turn has come.
+    async fn sweep_plan(&self, range: [u32; 2], now_ms: Millis) -> Result<Sweep, ApiError> {
+        Ok(match self.store.sweep_state(range).await? {
+            None => Sweep::All,
+            Some((shard, due_ms)) if now_ms >= due_ms => Sweep::Shard(shard.clamp(range[0], range[1])),
+            Some(_) => Sweep::Nothing,
+        })
+    }
+
+    /// Records a completed sweep: the next shard of the rotation and when it is due.
+    async fn sweep_done(&self, range: [u32; 2], sweep: Sweep, now_ms: Millis) -> Result<(), ApiError> {
+        let shards = Millis::from(range[1] - range[0] + 1);
+        let every_ms = SWEEP_PERIOD_MS / shards;
+        let next = match sweep {
+            Sweep::All => range[0],
+            Sweep::Shard(shard) if shard >= range[1] => range[0],
+            Sweep::Shard(shard) => shard + 1,
+            Sweep::Nothing => return Ok(()),
+        };
+        self.store.set_sweep_state(range, next, now_ms + every_ms).await
     }
 
     fn checkpoint(&self, point: FaultPoint) -> Result<(), Stop> {

@@ -165,7 +165,7 @@ mod tests {
     }
 
     async fn ledger(config: &Config) -> DynamoLedger {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         ledger
     }

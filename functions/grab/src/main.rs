@@ -1,6 +1,7 @@
 //! Lambda entry point of `grab`.
 
 use lambda_http::{service_fn, Error};
+use red_packets::adapters::dynamo::client::Connection;
 use red_packets::adapters::{LazyLedger, RedisStore};
 use red_packets::{telemetry, Config};
 
@@ -9,6 +10,6 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     // The ledger answers only packets Redis no longer holds: its client is built when first needed.
-    let service = grab::GrabService::new(RedisStore::new(&config), LazyLedger::new(&config));
+    let service = grab::GrabService::new(RedisStore::new(&config), LazyLedger::new(&config, Connection::from_env()));
     lambda_http::run(service_fn(|request| grab::handle(&service, request))).await
 }

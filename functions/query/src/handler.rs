@@ -94,7 +94,7 @@ mod tests {
 
     async fn service() -> QueryService<RedisStore, DynamoLedger> {
         let config = Config::from_env().unwrap();
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         QueryService::new(RedisStore::new(&config), ledger)
     }

@@ -8,7 +8,7 @@ use red_packets::{telemetry, Config};
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let service = query::QueryService::new(RedisStore::new(&config), ledger);
     lambda_http::run(service_fn(|request| query::handle(&service, request))).await
 }

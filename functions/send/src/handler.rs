@@ -90,7 +90,7 @@ mod tests {
     const SEND_EVENT: &str = include_str!("../../../events/send.json");
 
     async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         SendService::new(ledger, RedisStore::new(config), config.limits)
     }
@@ -164,7 +164,7 @@ mod tests {
     #[tokio::test]
     async fn unreachable_dynamodb_is_503_with_retry_after() {
         let config = Config::from_env().unwrap();
-        let reachable = DynamoLedger::client_from_env().await;
+        let reachable = DynamoLedger::client_from_env().expect("a DynamoDB client");
         let unreachable = aws_sdk_dynamodb::Client::from_conf(
             reachable.config().to_builder().endpoint_url("http://127.0.0.1:1").build(),
         );

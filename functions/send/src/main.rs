@@ -8,7 +8,7 @@ use red_packets::{telemetry, Config};
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let service = send::SendService::new(ledger, RedisStore::new(&config), config.limits);
     lambda_http::run(service_fn(|request| send::handle(&service, request))).await
 }

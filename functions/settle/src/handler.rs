@@ -1,5 +1,6 @@
-//! The scheduled settle run: reads the shard range from the payload, stops before the Lambda
-//! deadline, and returns the run's summary. A run that cannot reach a store fails (so Lambda's
+//! The scheduled settle run: reads the shard range from the payload, keeps draining for
+//! `SETTLE_DRAIN_SECONDS` (a pass every second), stops before the Lambda deadline, and returns
+//! the summary of its passes. A run that cannot reach a store fails (so Lambda's
 //! retry and the on-failure destination see it); what it did stays done. A failure's
 //! `errorType` names what went wrong (`InvalidSettleRequest`, `StoreUnavailable`), never a Rust
 //! type name.
@@ -37,7 +38,7 @@ pub async fn handle(settler: &Settler, event: LambdaEvent<Value>) -> Result<Sett
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
-    Ok(settler.run(settler.shards_of(&request), deadline_ms).await?)
+    Ok(settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await?)
 }
 
 #[cfg(test)]
@@ -53,7 +54,7 @@ mod tests {
 
     async fn settler() -> Settler {
         let config = Config::from_env().unwrap();
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         Settler::new(Arc::new(RedisStore::new(&config)), ledger)
     }

@@ -11,7 +11,7 @@ use red_packets::{telemetry, Config};
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
-    let settler = Settler::new(Arc::new(RedisStore::new(&config)), ledger);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
+    let settler = Settler::new(Arc::new(RedisStore::new(&config)), ledger).draining_for(config.settle_drain);
     lambda_runtime::run(service_fn(|event| settle::handle(&settler, event))).await
 }

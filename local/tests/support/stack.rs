@@ -44,7 +44,7 @@ impl Stack {
         let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone())
             .await
             .expect("DynamoDB Local is reachable");
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().await, &config);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         Stack { config, clock, functions: Arc::new(functions), ledger }
     }
 
@@ -75,8 +75,11 @@ impl Stack {
     pub async fn empty_redis(&self, ids: &[&str]) {
         let store = self.store();
         let mut conn = store.connection().await.expect("Redis is reachable");
-        let mut doomed: Vec<String> =
-            (0..self.config.settle_shards).map(|shard| store.settle_index_key(shard)).collect();
+        // Everything settle keeps besides the packets: a Redis that lost its data lost these too.
+        let mut doomed: Vec<String> = (0..self.config.settle_shards)
+            .flat_map(|shard| [store.settle_index_key(shard), store.settle_dirty_key(shard)])
+            .chain([store.sweep_key()])
+            .collect();
         for id in ids {
             let keys = store.keys(&PacketId::parse(id).unwrap());
             doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.lookup]);

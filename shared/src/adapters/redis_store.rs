@@ -14,7 +14,9 @@ use tokio::sync::OnceCell;
 
 use std::collections::HashMap;
 
-use super::scripts::{self, settle_index_key, CloseOutcome, LoadFields, LoadMode, PacketKeys};
+use super::scripts::{
+    self, settle_dirty_key, settle_index_key, CloseOutcome, LoadFields, LoadMode, PacketKeys, ScriptGrab,
+};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis, SystemClock};
 use crate::config::{Config, RedisConfig, ReplicaWait};
@@ -124,6 +126,7 @@ pub struct RedisStore {
     settle_shards: u32,
     grab_wait: Option<ReplicaWait>,
     sold_out: Option<SoldOutMemo>,
+    marks_for_settle: bool,
 }
 
 impl RedisStore {
@@ -135,7 +138,15 @@ impl RedisStore {
             settle_shards: config.settle_shards,
             grab_wait: config.grab_wait,
             sold_out: Some(SoldOutMemo::default()),
+            marks_for_settle: true,
         }
+    }
+
+    /// The same store, never marking packets for settle after a grab: what a grab whose mark
+    /// failed between the script and the mark leaves behind (tests prove the expiry backstop).
+    pub fn without_settle_marks(mut self) -> Self {
+        self.marks_for_settle = false;
+        self
     }
 
     /// The same store without the hot-packet fast path: every grab runs the script (benchmarks
@@ -159,6 +170,11 @@ impl RedisStore {
     /// The settle index key of `shard`.
     pub fn settle_index_key(&self, shard: u32) -> String {
         settle_index_key(&self.config.key_prefix, shard)
+    }
+
+    /// The set of packets in `shard` with grabs settle has not persisted.
+    pub fn settle_dirty_key(&self, shard: u32) -> String {
+        settle_dirty_key(&self.config.key_prefix, shard)
     }
 
     /// How many shard keys index open packets.
@@ -209,7 +225,23 @@ impl RedisStore {
         Ok(())
     }
 
-    /// The packets indexed for settle in `shard`.
+    /// The packets of `shard` with work for settle: grabs not yet persisted (the dirty set),
+    /// or due at `now_ms` (expired by the index's `expires_at` scores). Two commands, whatever
+    /// the number of open packets.
+    pub async fn packets_with_work(&self, shard: u32, now_ms: Millis) -> Result<Vec<PacketId>, ApiError> {
+        let mut conn = self.connection().await?;
+        let mut pipe = redis::pipe();
+        pipe.smembers(self.settle_dirty_key(shard));
+        pipe.cmd("ZRANGE").arg(self.settle_index_key(shard)).arg("-inf").arg(now_ms).arg("BYSCORE");
+        let (dirty, due): (Vec<String>, Vec<String>) = self.run(pipe.query_async(&mut conn)).await?;
+        let mut ids: Vec<PacketId> = dirty.iter().chain(&due).filter_map(|id| PacketId::parse(id)).collect();
+        ids.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Every packet indexed for settle in `shard` (open, not retired or quarantined): for
+    /// checks and operators; settle itself reads only [`RedisStore::packets_with_work`].
     pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
         let mut conn = self.connection().await?;
         let mut range = redis::cmd("ZRANGE");
@@ -218,11 +250,47 @@ impl RedisStore {
         Ok(ids.iter().filter_map(|id| PacketId::parse(id)).collect())
     }
 
+    /// After settle's pass over `id`: takes it out of `shard`'s dirty set, then puts it back if
+    /// it still has grabs not persisted (made during the pass, or deferred) and is still indexed.
+    /// A grab after the removal sees a clean packet and marks it itself; one before it is seen
+    /// here, so no grab is left unmarked.
+    pub async fn settled_pass(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let dirty = self.settle_dirty_key(shard);
+        let mut unmark = redis::pipe();
+        unmark.srem(&dirty, id.as_str()).ignore().zscore(self.settle_index_key(shard), id.as_str());
+        let (indexed,): (Option<f64>,) = self.run(unmark.query_async(&mut conn)).await?;
+        if indexed.is_none() {
+            return Ok(());
+        }
+        let keys = self.keys(id);
+        let mut progress = redis::pipe();
+        progress.hget(&keys.meta, "persisted").llen(&keys.log);
+        let (persisted, logged): (Option<u64>, u64) = self.run(progress.query_async(&mut conn)).await?;
+        if logged > persisted.unwrap_or(0) {
+            self.run(redis::Cmd::sadd(&dirty, id.as_str()).query_async::<()>(&mut conn)).await?;
+        }
+        Ok(())
+    }
+
+    /// Marks `id` for settle after a grab made it dirty. A failure is logged, not returned: the
+    /// grab is done and acknowledged, and the packet's expiry brings settle to it regardless.
+    async fn mark_dirty(&self, conn: &mut RedisConnection, id: &PacketId) {
+        if !self.marks_for_settle {
+            return;
+        }
+        let dirty = self.settle_dirty_key(id.settle_shard(self.settle_shards));
+        if let Err(error) = self.run(redis::Cmd::sadd(dirty, id.as_str()).query_async::<()>(conn)).await {
+            tracing::warn!(packet_id = %id, %error, "could not mark a grabbed packet for settle; it is persisted by its expiry at the latest");
+        }
+    }
+
     /// Takes a finalised packet out of settle index `shard` and lets its keys expire shortly.
     pub async fn retire(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
-        let unindex = redis::Cmd::zrem(self.settle_index_key(shard), id.as_str());
+        let mut unindex = redis::pipe();
+        unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
         self.run(unindex.query_async::<()>(&mut conn)).await?;
         // One key per command: in cluster mode every command stays within the packet's slot.
         for key in [&keys.meta, &keys.shares, &keys.users, &keys.log] {
@@ -239,7 +307,8 @@ impl RedisStore {
         let mut conn = self.connection().await?;
         let add = redis::Cmd::zadd(self.quarantine_key(), id.as_str(), now_ms);
         self.run(add.query_async::<()>(&mut conn)).await?;
-        let unindex = redis::Cmd::zrem(self.settle_index_key(shard), id.as_str());
+        let mut unindex = redis::pipe();
+        unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
         self.run(unindex.query_async::<()>(&mut conn)).await
     }
 
@@ -265,6 +334,33 @@ impl RedisStore {
             None => redis::Cmd::hdel(self.settle_progress_key(), field),
         };
         self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// The recovery sweep's place for the run over `range`: the next shard to read from the
+    /// ledger and when (epoch ms). `None` when Redis has no record of it: never swept, or Redis
+    /// lost its data since, which is how settle notices a flushed or replaced Redis.
+    pub async fn sweep_state(&self, range: [u32; 2]) -> Result<Option<(u32, Millis)>, ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let state: Option<String> = self.run(redis::Cmd::hget(self.sweep_key(), field).query_async(&mut conn)).await?;
+        Ok(state.and_then(|state| {
+            let (shard, due) = state.split_once(':')?;
+            Some((shard.parse().ok()?, due.parse().ok()?))
+        }))
+    }
+
+    /// Records the recovery sweep's next shard for `range` and when it is due.
+    pub async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let command = redis::Cmd::hset(self.sweep_key(), field, format!("{next_shard}:{due_ms}"));
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// The recovery sweep's state, one field per shard range; a Redis without it is one settle
+    /// has not swept, or one that lost its data.
+    pub fn sweep_key(&self) -> String {
+        format!("{}:settle:sweep", self.config.key_prefix)
     }
 
     fn settle_progress_key(&self) -> String {
@@ -441,7 +537,10 @@ impl LiveStore for RedisStore {
             }
         }
         let lease_ms = LOOKUP_LEASE.as_millis() as u64;
-        let outcome = self.run(scripts::grab(&mut conn, &keys, user, now_ms, lease_ms)).await?;
+        let ScriptGrab { outcome, dirtied } = self.run(scripts::grab(&mut conn, &keys, user, now_ms, lease_ms)).await?;
+        if dirtied {
+            self.mark_dirty(&mut conn, packet).await;
+        }
         if let (Some(memo), true) = (&self.sold_out, outcome.sold_out()) {
             memo.learn(packet, Instant::now());
         }

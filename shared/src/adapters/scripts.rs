@@ -56,6 +56,12 @@ pub fn settle_index_key(prefix: &str, shard: u32) -> String {
     format!("{prefix}:settle:{{{shard}}}")
 }
 
+/// `<prefix>:settle:{<shard>}:dirty`: the shard's packets with grabs settle has not persisted
+/// (a set, in the index's slot).
+pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
+    format!("{prefix}:settle:{{{shard}}}:dirty")
+}
+
 /// What `load.lua` stores of a packet, besides its shares.
 #[derive(Debug, serde::Serialize)]
 pub struct LoadFields<'a> {
@@ -161,6 +167,15 @@ pub async fn snapshot<C: ConnectionLike>(
     Ok((!meta.is_empty()).then_some((meta, log)))
 }
 
+/// What `grab.lua` answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScriptGrab {
+    /// The outcome for the caller.
+    pub outcome: GrabOutcome,
+    /// This grab is the packet's only one not yet persisted: mark the packet for settle.
+    pub dirtied: bool,
+}
+
 /// Runs `grab.lua` for `user` at `now_ms`; a caller that claims an unknown id's lookup holds it
 /// for `lookup_lease_ms`.
 pub async fn grab<C: ConnectionLike>(
@@ -169,8 +184,8 @@ pub async fn grab<C: ConnectionLike>(
     user: &UserId,
     now_ms: Millis,
     lookup_lease_ms: u64,
-) -> RedisResult<GrabOutcome> {
-    let (outcome, amount_cents, grabbed_at_ms, remaining_count): (i64, Cents, Millis, u32) = GRAB
+) -> RedisResult<ScriptGrab> {
+    let (outcome, amount_cents, grabbed_at_ms, remaining_count, dirtied): (i64, Cents, Millis, u32, i64) = GRAB
         .key(&keys.meta)
         .key(&keys.shares)
         .key(&keys.users)
@@ -181,7 +196,7 @@ pub async fn grab<C: ConnectionLike>(
         .arg(lookup_lease_ms)
         .invoke_async(conn)
         .await?;
-    Ok(match outcome {
+    let outcome = match outcome {
         0 => GrabOutcome::AskLedger(Lookup::Claimed),
         7 => GrabOutcome::AskLedger(Lookup::Recorded),
         6 => GrabOutcome::LookupPending,
@@ -197,7 +212,8 @@ pub async fn grab<C: ConnectionLike>(
                 other.to_string(),
             )))
         }
-    })
+    };
+    Ok(ScriptGrab { outcome, dirtied: dirtied == 1 })
 }
 
 /// Parses a users-hash value `"<amount>:<grabbed_at_ms>"` of a sold-out packet as the

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: u64 = std::env::var("SOAK_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(600);
     let config = Config::from_env()?;
     let store = RedisStore::new(&config);
-    let dynamodb = DynamoLedger::client_from_env().await;
+    let dynamodb = DynamoLedger::client_from_env().expect("a DynamoDB client");
     let ledger = DynamoLedger::new(dynamodb.clone(), &config);
 
     eprintln!("[soak] {seconds} s of traffic against {url}");

@@ -1,15 +1,13 @@
 //! The DynamoDB ledger: one table holding packets, grabs, refunds and idempotency claims
 //! (layout in [`items`]). Every failure to reach DynamoDB becomes a 503.
 
+pub mod client;
 mod history;
 mod items;
 mod settle;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{retry::RetryConfig, BehaviorVersion};
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -23,7 +21,7 @@ pub use history::{HistoryItem, HistoryPage, Role};
 use items::{packet_pk, IdempotencyItem, PacketItem, META};
 
 use crate::clock::Millis;
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::{Packet, PacketId, UserId};
 use crate::error::ApiError;
@@ -52,21 +50,11 @@ impl DynamoLedger {
         DynamoLedger { client, table: config.table_name.clone(), settle_shards: config.settle_shards }
     }
 
-    /// A DynamoDB client from the environment (`AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local),
-    /// with short timeouts and two attempts, so an unreachable DynamoDB is a prompt 503.
-    pub async fn client_from_env() -> Client {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .timeout_config(
-                TimeoutConfig::builder()
-                    .connect_timeout(Duration::from_secs(1))
-                    .operation_attempt_timeout(Duration::from_secs(2))
-                    .operation_timeout(Duration::from_secs(5))
-                    .build(),
-            )
-            .retry_config(RetryConfig::standard().with_max_attempts(2))
-            .load()
-            .await;
-        Client::new(&config)
+    /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
+    /// `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local), with short timeouts and two attempts, so
+    /// an unreachable DynamoDB is a prompt 503.
+    pub fn client_from_env() -> Result<Client, ConfigError> {
+        client::client(&client::Connection::from_env())
     }
 
     /// Creates the table with its GSIs and TTL if it does not exist (local runs and tests; in AWS
@@ -254,29 +242,33 @@ impl Ledger for DynamoLedger {
 /// packet Redis no longer holds, so most grab instances never pay for building a client at init.
 pub struct LazyLedger {
     config: Config,
+    connection: client::Connection,
     ledger: tokio::sync::OnceCell<DynamoLedger>,
 }
 
 impl LazyLedger {
-    /// A ledger on `config`'s table, connecting when first needed.
-    pub fn new(config: &Config) -> Self {
-        LazyLedger { config: config.clone(), ledger: tokio::sync::OnceCell::new() }
+    /// A ledger on `config`'s table through `connection`, connecting when first needed.
+    pub fn new(config: &Config, connection: client::Connection) -> Self {
+        LazyLedger { config: config.clone(), connection, ledger: tokio::sync::OnceCell::new() }
     }
 
-    async fn ledger(&self) -> &DynamoLedger {
+    async fn ledger(&self) -> Result<&DynamoLedger, ApiError> {
         self.ledger
-            .get_or_init(|| async { DynamoLedger::new(DynamoLedger::client_from_env().await, &self.config) })
+            .get_or_try_init(|| async {
+                let client = client::client(&self.connection).map_err(|error| ApiError::Internal(error.to_string()))?;
+                Ok(DynamoLedger::new(client, &self.config))
+            })
             .await
     }
 }
 
 impl Ledger for LazyLedger {
     async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
-        self.ledger().await.record_packet(packet, claim).await
+        self.ledger().await?.record_packet(packet, claim).await
     }
 
     async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
-        DynamoLedger::ledger_packet(self.ledger().await, id).await
+        DynamoLedger::ledger_packet(self.ledger().await?, id).await
     }
 
     async fn history(
@@ -286,6 +278,6 @@ impl Ledger for LazyLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<HistoryPage, ApiError> {
-        DynamoLedger::history(self.ledger().await, user, role, limit, cursor).await
+        DynamoLedger::history(self.ledger().await?, user, role, limit, cursor).await
     }
 }
