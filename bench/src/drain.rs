@@ -1,8 +1,10 @@
-//! Settle against a naive drain: grab items persisted per second into DynamoDB Local.
+//! Settle's persisting against the bare ceiling of the same DynamoDB calls on the same items,
+//! and the whole run against a naive drain: grabs persisted per second into DynamoDB Local.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures::StreamExt;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::rfc3339;
 use red_packets::config::Config;
@@ -18,13 +20,21 @@ use crate::grab_path::load_packet;
 /// Packets per run, each with 100 grabs.
 const PACKETS: usize = 100;
 
-/// Items per second for settle and for the naive drain, on the same shape of data.
+/// Grabs persisted per second by settle, by the bare calls, and by the naive drain, on the same
+/// shape of data.
 #[derive(Debug, Clone, Serialize)]
 pub struct Drain {
-    /// Grab items settle wrote.
+    /// Grabs settle persisted from open packets (100 of 200 shares grabbed): persisting only.
     pub settle_items: u64,
-    /// Settle's rate (the whole run: persist, close, finalise, reconcile, retire).
+    /// Settle's persisting rate: the run over those packets (snapshot, two conditional
+    /// PutItems per grab, the persisted mark, the dirty set), grabs per second.
     pub settle_items_per_s: f64,
+    /// The same two conditional PutItems per grab on the same shape of items, through the
+    /// ledger adapter alone (no Redis, no settle logic), [`PACKETS_IN_FLIGHT`] packets at a time.
+    pub settle_ceiling_items_per_s: f64,
+    /// Grabs of finished packets a whole run took (persist, close, claim the refund's shares,
+    /// finalise, reconcile, retire), per second.
+    pub settle_full_run_items_per_s: f64,
     /// Grab items the naive drain wrote.
     pub naive_items: u64,
     /// One PutItem per grab, one grab after another.
@@ -33,11 +43,12 @@ pub struct Drain {
     pub batch_ceiling_items_per_s: f64,
 }
 
-/// 100 finished packets of 100 grabs each, recorded in the ledger and grabbed in Redis.
-async fn prepare(store: &RedisStore, ledger: &DynamoLedger) -> Vec<Packet> {
+/// 100 packets of `shares` shares with 100 grabs each, recorded in the ledger and grabbed in
+/// Redis: finished when `shares` is 100, open (not due) when more.
+async fn prepare(store: &RedisStore, ledger: &DynamoLedger, shares: u32) -> Vec<Packet> {
     let mut packets = Vec::new();
     for _ in 0..PACKETS {
-        let packet = load_packet(store, PacketKind::Lucky, 10_000, 100).await;
+        let packet = load_packet(store, PacketKind::Lucky, 20_000, shares).await;
         ledger.record_packet(&packet, None).await.expect("record packet");
         for user in 0..100 {
             let user = UserId::from_claim(&format!("drain-u{user}")).expect("user");
@@ -50,10 +61,46 @@ async fn prepare(store: &RedisStore, ledger: &DynamoLedger) -> Vec<Packet> {
 
 /// Runs both on fresh key prefixes of the same Redis and the same table.
 pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dynamodb::Client) -> Drain {
-    let mut settle_config = config.clone();
-    settle_config.redis.key_prefix = format!("{}-settle", config.redis.key_prefix);
-    let store = Arc::new(RedisStore::new(&settle_config));
-    prepare(&store, ledger).await;
+    // Each run on a key prefix of its own, whose Redis already holds a sweep record: the table
+    // is shared with the other sections' packets, which a first run's recovery sweep would read.
+    let on_prefix = |suffix: &str| {
+        let mut config = config.clone();
+        config.redis.key_prefix = format!("{}-{suffix}", config.redis.key_prefix);
+        Arc::new(RedisStore::new(&config))
+    };
+    let swept = |store: Arc<RedisStore>| async move {
+        store.set_sweep_state([0, store.settle_shards() - 1], 0, i64::MAX).await.expect("sweep record");
+        store
+    };
+    let (persisting, persisting_elapsed) = {
+        let store = swept(on_prefix("persist")).await;
+        prepare(&store, ledger, 200).await;
+        let settler = Settler::new(store.clone(), ledger.clone());
+        let started = Instant::now();
+        let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
+        (summary.grabs_persisted, started.elapsed())
+    };
+    let ceiling = {
+        let store = on_prefix("ceiling");
+        let packets = prepare(&store, ledger, 200).await;
+        let mut work = Vec::new();
+        for packet in packets {
+            let live = store.snapshot(&packet.id).await.expect("snapshot").expect("packet in Redis");
+            work.push((packet, live.grabs));
+        }
+        let started = Instant::now();
+        let written: usize = futures::stream::iter(&work)
+            .map(|(packet, grabs)| async move {
+                let refused = ledger.record_grabs(packet, grabs).await.expect("record grabs");
+                grabs.len() - refused.len()
+            })
+            .buffer_unordered(red_packets::settle::PACKETS_IN_FLIGHT)
+            .fold(0, |sum, n| async move { sum + n })
+            .await;
+        written as f64 / started.elapsed().as_secs_f64()
+    };
+    let store = swept(on_prefix("settle")).await;
+    prepare(&store, ledger, 100).await;
     let settler = Settler::new(store.clone(), ledger.clone());
     let started = Instant::now();
     let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
@@ -62,7 +109,7 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
     let mut naive_config = config.clone();
     naive_config.redis.key_prefix = format!("{}-naive", config.redis.key_prefix);
     let naive_store = RedisStore::new(&naive_config);
-    let packets = prepare(&naive_store, ledger).await;
+    let packets = prepare(&naive_store, ledger, 100).await;
     let started = Instant::now();
     let mut naive_items = 0u64;
     for packet in &packets {
@@ -90,8 +137,10 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
     let naive_elapsed = started.elapsed();
     let batch_ceiling_items_per_s = batch_ceiling(config, client).await;
     Drain {
-        settle_items: summary.grabs_persisted,
-        settle_items_per_s: summary.grabs_persisted as f64 / settle_elapsed.as_secs_f64(),
+        settle_items: persisting,
+        settle_items_per_s: persisting as f64 / persisting_elapsed.as_secs_f64(),
+        settle_ceiling_items_per_s: ceiling,
+        settle_full_run_items_per_s: summary.grabs_persisted as f64 / settle_elapsed.as_secs_f64(),
         naive_items,
         naive_items_per_s: naive_items as f64 / naive_elapsed.as_secs_f64(),
         batch_ceiling_items_per_s,
@@ -101,7 +150,6 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
 /// 10,000 grab-sized items in 400 BatchWriteItem calls of 25, 16 in flight: items per second.
 async fn batch_ceiling(config: &Config, client: &aws_sdk_dynamodb::Client) -> f64 {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-    use futures::StreamExt;
     let batches: Vec<Vec<WriteRequest>> = (0..400)
         .map(|batch| {
             (0..25)

@@ -267,12 +267,11 @@ impl Settler {
             Ok(plan) => plan,
             Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
         };
+        // Every shard's work first (a few commands per shard, whatever is open), then all of it
+        // PACKETS_IN_FLIGHT at a time, in shard order from where the last run stopped.
         let mut drained_extra_shards = true;
-        // Once a store fails, no new packet starts, but those in flight finish: their writes
-        // are idempotent, and what they record is not left for the next run.
-        let halted = AtomicBool::new(false);
-        let mut failure: Option<ApiError> = None;
-        for shard in order {
+        let mut work: Vec<(u32, PacketId)> = Vec::new();
+        for &shard in &order {
             let swept = sweep.covers(shard) && shard <= range[1];
             summary.swept_shards += u32::from(swept);
             let packets = match self.packets_in(shard, now_ms, swept).await {
@@ -282,42 +281,54 @@ impl Settler {
             if shard > range[1] && !packets.is_empty() {
                 drained_extra_shards = false;
             }
-            let runs: Vec<_> =
-                packets.into_iter().map(|id| self.settle_before(id, shard, deadline_ms, &halted)).collect();
-            let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
-            while let Some((id, outcome)) = settled.next().await {
-                let Some((delta, result)) = outcome else {
-                    summary.stopped_early |= failure.is_none();
-                    continue;
-                };
-                summary.packets += 1;
-                summary.absorb(&delta);
-                match result {
-                    Ok(()) => {}
-                    Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
-                    Err(Stop::Api(ApiError::Internal(detail))) => {
-                        summary.failed += 1;
-                        summary.failed_packets.push(id.to_string());
-                        tracing::error!(packet_id = %id, detail, "settle skipped a packet it cannot settle; the run goes on");
-                    }
-                    Err(Stop::Api(error)) => {
-                        tracing::error!(packet_id = %id, %error, "settle stopping: a store is unreachable");
-                        halted.store(true, Ordering::Relaxed);
-                        failure.get_or_insert(error);
-                    }
+            work.extend(packets.into_iter().map(|id| (shard, id)));
+        }
+        // Once a store fails, no new packet starts, but those in flight finish: their writes
+        // are idempotent, and what they record is not left for the next run.
+        let halted = AtomicBool::new(false);
+        let mut failure: Option<ApiError> = None;
+        let mut resume: Option<(usize, u32)> = None;
+        let runs = work.into_iter().enumerate().map(|(position, (shard, id))| {
+            let halted = &halted;
+            async move { (position, shard, self.settle_before(id, shard, deadline_ms, halted).await) }
+        });
+        let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
+        while let Some((position, shard, (id, outcome))) = settled.next().await {
+            let Some((delta, result)) = outcome else {
+                if failure.is_none() && resume.is_none_or(|(first, _)| position < first) {
+                    resume = Some((position, shard));
+                }
+                continue;
+            };
+            summary.packets += 1;
+            summary.absorb(&delta);
+            match result {
+                Ok(()) => {}
+                Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
+                Err(Stop::Api(ApiError::Internal(detail))) => {
+                    summary.failed += 1;
+                    summary.failed_packets.push(id.to_string());
+                    tracing::error!(packet_id = %id, detail, "settle skipped a packet it cannot settle; the run goes on");
+                }
+                Err(Stop::Api(error)) => {
+                    tracing::error!(packet_id = %id, %error, "settle stopping: a store is unreachable");
+                    halted.store(true, Ordering::Relaxed);
+                    failure.get_or_insert(error);
                 }
             }
-            if let Some(error) = failure {
+        }
+        drop(settled);
+        if let Some(error) = failure {
+            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+        }
+        if let Some((_, shard)) = resume {
+            summary.stopped_early = true;
+            let resume = shard.min(range[1]);
+            if let Err(error) = self.store.set_resume_shard(range, Some(resume)).await {
                 return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
             }
-            if summary.stopped_early {
-                let resume = shard.min(range[1]);
-                if let Err(error) = self.store.set_resume_shard(range, Some(resume)).await {
-                    return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
-                }
-                tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
-                return Ok(summary);
-            }
+            tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
+            return Ok(summary);
         }
         let finished = async {
             self.store.set_resume_shard(range, None).await?;

@@ -51,6 +51,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "packets": outcome.packets.len(),
         "acknowledged_grabs": outcome.acknowledged.len(),
         "violations": report.violations,
+        "history_freshness_p50_ms": report.freshness_p50_ms,
+        "history_freshness_p99_ms": report.freshness_p99_ms,
+        "freshness_probes": outcome.freshness_ms.len(),
         "memory": memory,
         "samples": samples,
     });

@@ -31,6 +31,13 @@ const HOT_PACKETS: usize = 30;
 const IN_FLIGHT: usize = 64;
 /// Errors kept word for word (the count is exact either way).
 const ERRORS_KEPT: usize = 100;
+/// One fresh grab in so many is followed until it shows in its grabber's `received` history.
+const FRESHNESS_PROBE_EVERY: u32 = 50;
+/// How often a probe reads the history, and how long it waits at most.
+const FRESHNESS_POLL: Duration = Duration::from_millis(100);
+const FRESHNESS_GIVE_UP: Duration = Duration::from_secs(30);
+/// DESIGN's freshness promise: a grab in its grabber's history within 5 s, p99.
+pub const FRESHNESS_P99_LIMIT_MS: f64 = 5_000.0;
 
 /// A packet the soak sent, as the send answer described it.
 #[derive(Debug, Clone)]
@@ -66,6 +73,10 @@ pub struct Outcome {
     pub error_count: u64,
     /// Requests by route and status.
     pub statuses: HashMap<(&'static str, u16), u64>,
+    /// Probed grabs: ms from the grab's 200 to the grab in its grabber's `received` history.
+    pub freshness_ms: Vec<f64>,
+    /// Probed grabs that never showed in the history within [`FRESHNESS_GIVE_UP`].
+    pub never_fresh: Vec<String>,
 }
 
 impl Outcome {
@@ -179,11 +190,20 @@ impl Clients {
         match status {
             StatusCode::OK => {
                 let amount = body["amount_cents"].as_u64().unwrap_or_default();
-                let mut outcome = self.lock();
-                if body["already_grabbed"] == true {
-                    outcome.repeats.push((packet, user, amount));
-                } else if let Some(earlier) = outcome.acknowledged.insert((packet.clone(), user.clone()), amount) {
-                    outcome.paid_twice.push(format!("{user} on {packet}: {earlier} then {amount}"));
+                let fresh = {
+                    let mut outcome = self.lock();
+                    if body["already_grabbed"] == true {
+                        outcome.repeats.push((packet.clone(), user.clone(), amount));
+                        false
+                    } else if let Some(earlier) = outcome.acknowledged.insert((packet.clone(), user.clone()), amount) {
+                        outcome.paid_twice.push(format!("{user} on {packet}: {earlier} then {amount}"));
+                        false
+                    } else {
+                        true
+                    }
+                };
+                if fresh && rand::rng().random_ratio(1, FRESHNESS_PROBE_EVERY) {
+                    self.follow_to_history(&packet, &user, token).await;
                 }
             }
             StatusCode::CONFLICT | StatusCode::GONE => {}
@@ -212,6 +232,23 @@ impl Clients {
         {
             self.lock().bad_views.push(format!("{}: {view}", packet.id));
         }
+    }
+
+    /// Reads `user`'s `received` history until the grab of `packet` answered just now shows.
+    async fn follow_to_history(&self, packet: &str, user: &str, token: &str) {
+        let granted = Instant::now();
+        while granted.elapsed() < FRESHNESS_GIVE_UP {
+            let request = self.http.get(format!("{}/me/packets?role=received&limit=5", self.url)).bearer_auth(token);
+            if let Some((StatusCode::OK, page)) = self.call("history", request).await {
+                let items = page["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+                if items.iter().any(|item| item["packet_id"] == packet) {
+                    self.lock().freshness_ms.push(granted.elapsed().as_secs_f64() * 1000.0);
+                    return;
+                }
+            }
+            tokio::time::sleep(FRESHNESS_POLL).await;
+        }
+        self.lock().never_fresh.push(format!("{user} on {packet}"));
     }
 
     async fn history(&self) {

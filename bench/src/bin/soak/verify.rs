@@ -53,6 +53,9 @@ pub struct Report {
     /// One line per broken promise.
     pub violations: Vec<String>,
     checks: Vec<(&'static str, usize)>,
+    /// Median and p99 ms from a probed grab's 200 to the grab in its grabber's history.
+    pub freshness_p50_ms: f64,
+    pub freshness_p99_ms: f64,
 }
 
 impl Report {
@@ -64,7 +67,7 @@ impl Report {
     /// The report, as a markdown table.
     pub fn markdown(&self, outcome: &Outcome, seconds: u64) -> String {
         let mut md = format!(
-            "Soak: {seconds} s, {} requests ({:.0}/s), {} packets, {} acknowledged grabs, {} repeat grabs, {} errors.\n\nRequests by route and status: {}\n\n| check | violations |\n|---|---|\n",
+            "Soak: {seconds} s, {} requests ({:.0}/s), {} packets, {} acknowledged grabs, {} repeat grabs, {} errors.\n\nRequests by route and status: {}\n\n",
             outcome.requests(),
             outcome.requests() as f64 / seconds as f64,
             outcome.packets.len(),
@@ -73,6 +76,12 @@ impl Report {
             outcome.error_count,
             outcome.tally()
         );
+        md.push_str(&format!(
+            "Freshness, grab 200 to the grabber's `received` history ({} grabs probed): p50 {:.0} ms, p99 {:.0} ms.\n\n| check | violations |\n|---|---|\n",
+            outcome.freshness_ms.len(),
+            self.freshness_p50_ms,
+            self.freshness_p99_ms
+        ));
         for (name, broken) in &self.checks {
             md.push_str(&format!("| {name} | {broken} |\n"));
         }
@@ -106,7 +115,8 @@ pub async fn check(
     (dynamodb, table): (&aws_sdk_dynamodb::Client, &str),
     log: &str,
 ) -> Report {
-    let mut report = Report { violations: Vec::new(), checks: Vec::new() };
+    let mut report =
+        Report { violations: Vec::new(), checks: Vec::new(), freshness_p50_ms: 0.0, freshness_p99_ms: 0.0 };
     let packets: Vec<(&SentPacket, &LedgerPacket)> =
         outcome.packets.iter().filter_map(|sent| Some((sent, settled.get(&sent.id)?))).collect();
     report.check(
@@ -221,6 +231,19 @@ pub async fn check(
 
     let views_and_replays: Vec<String> = outcome.bad_views.iter().chain(&outcome.bad_replays).cloned().collect();
     report.check("views add up; replayed sends name the same packet", views_and_replays);
+    let mut freshness = outcome.freshness_ms.clone();
+    freshness.sort_by(f64::total_cmp);
+    let p99 = freshness.get((freshness.len() * 99).div_ceil(100).saturating_sub(1)).copied().unwrap_or(0.0);
+    let mut stale: Vec<String> = outcome.never_fresh.clone();
+    if p99 > crate::traffic::FRESHNESS_P99_LIMIT_MS {
+        stale.push(format!("p99 {p99:.0} ms over {} probed grabs", freshness.len()));
+    }
+    if freshness.is_empty() {
+        stale.push("no grab was probed".into());
+    }
+    report.check("freshness: a grab in its grabber's history within 5 s, p99", stale);
+    report.freshness_p50_ms = freshness.get(freshness.len() / 2).copied().unwrap_or(0.0);
+    report.freshness_p99_ms = p99;
 
     let log = std::fs::read_to_string(log).unwrap_or_else(|error| format!("ERROR the log could not be read: {error}"));
     report.check(

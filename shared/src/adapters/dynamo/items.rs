@@ -2,7 +2,7 @@
 //!
 //! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
 //! |---|---|---|---|---|
-//! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>` while open |
+//! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>#<id's last hex digit>` while open |
 //! | grab | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
 //! | share claim | `PKT#<id>` | `SHARE#<seq, 5 digits>` | | |
 //! | refund | `PKT#<id>` | `REFUND` | | |
@@ -41,9 +41,20 @@ pub fn history_pk(user: &UserId) -> String {
     format!("USER#{user}")
 }
 
-/// `OPEN#<shard>`, the open GSI's partition.
-pub fn open_shard_key(shard: u32) -> String {
-    format!("OPEN#{shard}")
+/// `OPEN#<shard>#<bucket>`, the open GSI's partition of packet `id` in settle shard `shard`:
+/// the bucket is the id's last hex digit (the shard comes from its first eight), so sends
+/// spread over 16 partitions per shard (256 with the default 16 shards) instead of writing
+/// into 16 hot ones.
+pub fn open_partition(shard: u32, id: &PacketId) -> String {
+    let bucket = id.as_str().chars().last().unwrap_or('0');
+    format!("OPEN#{shard}#{bucket}")
+}
+
+/// Every open-GSI partition of settle shard `shard`: its 16 buckets, and `OPEN#<shard>`, where
+/// packets recorded before the spread sit.
+pub fn open_partitions(shard: u32) -> Vec<String> {
+    let buckets = "0123456789abcdef".chars().map(|bucket| format!("OPEN#{shard}#{bucket}"));
+    buckets.chain([format!("OPEN#{shard}")]).collect()
 }
 
 /// The packet item (`PKT#<id>` / `META`).
@@ -101,7 +112,7 @@ impl PacketItem {
             created_at_ms: packet.created_at_ms,
             expires_at: rfc3339(packet.expires_at_ms),
             expires_at_ms: packet.expires_at_ms,
-            open_shard: Some(open_shard_key(packet.id.settle_shard(settle_shards))),
+            open_shard: Some(open_partition(packet.id.settle_shard(settle_shards), &packet.id)),
             refund_cents: None,
             best_luck: None,
             settled_at: None,
@@ -259,4 +270,22 @@ pub struct IdempotencyItem {
     pub packet_id: PacketId,
     /// Epoch seconds; the table's TTL attribute.
     pub expires_at_epoch: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn open_packets_spread_over_sixteen_partitions_per_shard_and_the_sweep_reads_them_all() {
+        let ids: Vec<PacketId> = (0..2_000).map(|_| PacketId::random()).collect();
+        let shard0: Vec<&PacketId> = ids.iter().filter(|id| id.settle_shard(16) == 0).collect();
+        let partitions: HashSet<String> = shard0.iter().map(|id| open_partition(0, id)).collect();
+        assert_eq!(partitions.len(), 16, "one shard's packets use all 16 of its partitions");
+        let swept: HashSet<String> = open_partitions(0).into_iter().collect();
+        assert!(partitions.is_subset(&swept));
+        assert!(swept.contains("OPEN#0"), "packets recorded before the spread are still swept");
+    }
 }

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
 
-use super::items::{open_shard_key, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
+use super::items::{open_partitions, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
 use super::{condition_failed, from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
@@ -246,25 +246,28 @@ impl DynamoLedger {
         }))
     }
 
-    /// The packets still open in settle shard `shard`, by the ledger's sparse open index.
+    /// The packets still open in settle shard `shard`, by the ledger's sparse open index (one
+    /// query per partition of the shard; only the recovery sweep reads it).
     pub async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(OPEN_INDEX)
-            .key_condition_expression("open_shard = :shard")
-            .expression_attribute_values(":shard", AttributeValue::S(open_shard_key(shard)))
-            .projection_expression("pk")
-            .into_paginator()
-            .items()
-            .send();
         let mut ids = Vec::new();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(unavailable)?;
-            let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
-            if let Some(id) = pk.and_then(|pk| pk.strip_prefix("PKT#")).and_then(PacketId::parse) {
-                ids.push(id);
+        for partition in open_partitions(shard) {
+            let mut pages = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(OPEN_INDEX)
+                .key_condition_expression("open_shard = :partition")
+                .expression_attribute_values(":partition", AttributeValue::S(partition))
+                .projection_expression("pk")
+                .into_paginator()
+                .items()
+                .send();
+            while let Some(item) = pages.next().await {
+                let item = item.map_err(unavailable)?;
+                let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
+                if let Some(id) = pk.and_then(|pk| pk.strip_prefix("PKT#")).and_then(PacketId::parse) {
+                    ids.push(id);
+                }
             }
         }
         Ok(ids)
