@@ -12,6 +12,7 @@ mod hot_packet;
 mod redis_benchmark;
 mod report;
 mod seeds;
+mod settle_scale;
 mod stats;
 mod throughput;
 
@@ -82,6 +83,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let send = throughput::sends(send_service).await;
     step("settle against a naive drain");
     let drain = drain::compare(&config, &ledger, &client).await;
+    step("settle against open packets and new grabs; freshness while draining");
+    let settle_scale = settle_scale::measure(&config, &ledger).await;
     step("fairness (100,000 packets per rule)");
     let fairness = vec![fairness::simulate(SplitRule::DoubleAverage), fairness::simulate(SplitRule::LineCut)];
     let results_dir = workspace.join("bench/results");
@@ -99,6 +102,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         splits,
         send,
         drain,
+        settle_scale,
         binaries,
         binaries_before,
         grab_peak_rss_mib,

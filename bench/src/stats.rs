@@ -51,3 +51,11 @@ pub fn median(values: &mut [f64]) -> f64 {
         values[middle]
     }
 }
+
+/// The `p`th percentile of `values` (nearest rank), 0 when empty.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.saturating_sub(1)).copied().unwrap_or(0.0)
+}

@@ -1,0 +1,215 @@
+//! Settle's cost against what is open and what is new: one run over 1,000, 10,000 and 100,000
+//! idle open packets (run time, Redis commands, DynamoDB requests: flat is the goal), runs after
+//! 100, 1,000 and 10,000 new grabs (linear in grabs), and how fresh a grab is in its grabber's
+//! history while an invocation drains under a steady grab rate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use futures::StreamExt;
+use red_packets::adapters::dynamo::Role;
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::config::Config;
+use red_packets::domain::{Packet, PacketKind, UserId};
+use red_packets::ports::{Ledger, LiveStore};
+use red_packets::settle::Settler;
+use red_packets::{Clock, SystemClock};
+use serde::Serialize;
+
+use crate::grab_path::load_packet;
+use crate::stats::percentile;
+
+/// One measured run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// Open packets with no new grab.
+    pub idle_packets: u64,
+    /// Grabs made since the previous run.
+    pub new_grabs: u64,
+    /// The run's wall time, ms.
+    pub run_ms: f64,
+    /// Redis commands the run sent (`INFO commandstats`).
+    pub redis_commands: u64,
+    /// DynamoDB requests the run sent.
+    pub dynamodb_requests: u64,
+}
+
+/// The section's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettleScale {
+    /// Runs over idle packets only.
+    pub idle: Vec<Run>,
+    /// Runs after a number of new grabs, among 100,000 idle packets.
+    pub busy: Vec<Run>,
+    /// Grabs made per second while settle drained.
+    pub steady_grabs_per_s: f64,
+    /// Probed grabs.
+    pub freshness_probes: usize,
+    /// From a grab's answer to the grab in its grabber's `received` history, ms.
+    pub freshness_p50_ms: f64,
+    pub freshness_p99_ms: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct RequestCounter(Arc<AtomicU64>);
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+async fn commands_executed(store: &RedisStore) -> u64 {
+    let mut conn = store.connection().await.expect("Redis");
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.expect("INFO");
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info:"))
+        .filter_map(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+async fn measured(settler: &Settler, store: &RedisStore, counter: &RequestCounter, idle: u64, new_grabs: u64) -> Run {
+    let (commands, requests) = (commands_executed(store).await, counter.0.load(Ordering::Relaxed));
+    let started = Instant::now();
+    let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
+    let run_ms = started.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(summary.grabs_persisted, new_grabs, "{summary:?}");
+    Run {
+        idle_packets: idle,
+        new_grabs,
+        run_ms,
+        redis_commands: commands_executed(store).await - commands,
+        dynamodb_requests: counter.0.load(Ordering::Relaxed) - requests,
+    }
+}
+
+async fn load_idle(store: &RedisStore, count: usize) -> Vec<Packet> {
+    futures::stream::iter(0..count)
+        .map(|_| load_packet(store, PacketKind::Fixed, 1_000, 10))
+        .buffer_unordered(64)
+        .collect()
+        .await
+}
+
+/// Every figure of the section, on a key prefix of its own.
+pub async fn measure(config: &Config, ledger: &DynamoLedger) -> SettleScale {
+    let mut config = config.clone();
+    config.redis.key_prefix = format!("{}-scale", config.redis.key_prefix);
+    let store = Arc::new(RedisStore::new(&config));
+    // The table holds the other sections' packets; this Redis has swept them already.
+    store.set_sweep_state([0, store.settle_shards() - 1], 0, i64::MAX).await.expect("sweep record");
+    let counter = RequestCounter::default();
+    let client = DynamoLedger::client_from_env().expect("a DynamoDB client");
+    let counted =
+        aws_sdk_dynamodb::Client::from_conf(client.config().to_builder().interceptor(counter.clone()).build());
+    let settler = Settler::new(store.clone(), DynamoLedger::new(counted, &config));
+
+    let mut idle = Vec::new();
+    let mut open = Vec::new();
+    for level in [1_000usize, 10_000, 100_000] {
+        open.extend(load_idle(&store, level - open.len()).await);
+        idle.push(measured(&settler, &store, &counter, open.len() as u64, 0).await);
+    }
+
+    // New grabs among the 100,000 idle packets, recorded in the ledger first as a send would.
+    let mut busy = Vec::new();
+    let mut next = 0;
+    for grabs in [100usize, 1_000, 10_000] {
+        let packets = &open[next..next + grabs / 5];
+        next += grabs / 5;
+        futures::stream::iter(packets)
+            .map(|packet| async move { ledger.record_packet(packet, None).await.expect("record") })
+            .buffer_unordered(16)
+            .collect::<Vec<_>>()
+            .await;
+        futures::stream::iter(packets.iter().flat_map(|packet| (0..5).map(move |n| (packet, n))))
+            .map(|(packet, n)| {
+                let store = store.clone();
+                async move {
+                    let user = UserId::from_claim(&format!("scale-u{n}")).expect("user");
+                    store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+                }
+            })
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+            .await;
+        busy.push(measured(&settler, &store, &counter, (open.len() - grabs / 5) as u64, grabs as u64).await);
+    }
+
+    let (steady_grabs_per_s, freshness) = freshness(&config, ledger).await;
+    SettleScale {
+        idle,
+        busy,
+        steady_grabs_per_s,
+        freshness_probes: freshness.len(),
+        freshness_p50_ms: percentile(&freshness, 50.0),
+        freshness_p99_ms: percentile(&freshness, 99.0),
+    }
+}
+
+/// 15 s of 200 grabs a second on 30 packets while settle drains; one grab in ten followed to
+/// its grabber's history.
+async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
+    let mut config = config.clone();
+    config.redis.key_prefix = format!("{}-fresh", config.redis.key_prefix);
+    let store = Arc::new(RedisStore::new(&config));
+    store.set_sweep_state([0, store.settle_shards() - 1], 0, i64::MAX).await.expect("sweep record");
+    let mut packets = Vec::new();
+    for _ in 0..30 {
+        let packet = load_packet(&store, PacketKind::Lucky, 100_000, 1_000).await;
+        ledger.record_packet(&packet, None).await.expect("record");
+        packets.push(packet);
+    }
+    let settler = Arc::new(Settler::new(store.clone(), ledger.clone()).draining_for(Duration::from_secs(25)));
+    let draining = tokio::spawn({
+        let settler = settler.clone();
+        async move { settler.drain(settler.shards_of(&Default::default()), None, settler.drain_until(None)).await }
+    });
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval(Duration::from_millis(5));
+    let mut probes = tokio::task::JoinSet::new();
+    let mut grabs = 0u64;
+    while started.elapsed() < Duration::from_secs(15) {
+        ticks.tick().await;
+        let packet = packets[grabs as usize % packets.len()].clone();
+        let user = UserId::from_claim(&format!("fresh-u{grabs}")).expect("user");
+        grabs += 1;
+        let (store, ledger) = (store.clone(), ledger.clone());
+        let probe = grabs % 10 == 0;
+        probes.spawn(async move {
+            store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+            let granted = Instant::now();
+            if !probe {
+                return None;
+            }
+            while granted.elapsed() < Duration::from_secs(30) {
+                let page = ledger.history(&user, Role::Received, 5, None).await.expect("history");
+                if page.items.iter().any(|item| item.packet_id == packet.id) {
+                    return Some(granted.elapsed().as_secs_f64() * 1000.0);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            None
+        });
+    }
+    let rate = grabs as f64 / started.elapsed().as_secs_f64();
+    let mut delays = Vec::new();
+    while let Some(delay) = probes.join_next().await {
+        delays.extend(delay.expect("probe"));
+    }
+    draining.abort();
+    (rate, delays)
+}
