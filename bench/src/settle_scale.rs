@@ -188,7 +188,7 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
         let user = UserId::from_claim(&format!("fresh-u{grabs}")).expect("user");
         grabs += 1;
         let (store, ledger) = (store.clone(), ledger.clone());
-        let probe = grabs % 10 == 0;
+        let probe = grabs.is_multiple_of(10);
         probes.spawn(async move {
             store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
             let granted = Instant::now();
