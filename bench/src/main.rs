@@ -90,6 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let results_dir = workspace.join("bench/results");
     std::fs::create_dir_all(&results_dir)?;
     fairness::chart(&fairness, &results_dir.join("fairness.png"))?;
+    settle_scale::chart(&settle_scale, &results_dir.join("settle-scale.png"))?;
 
     let results = report::Results {
         machine: report::Machine::detect(),
@@ -110,7 +111,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     std::fs::write(results_dir.join("latest.json"), serde_json::to_string_pretty(&results.json())?)?;
     std::fs::write(workspace.join("BENCHMARKS.md"), results.markdown())?;
-    step("wrote bench/results/latest.json, bench/results/fairness.png and BENCHMARKS.md");
+    step(
+        "wrote bench/results/latest.json, bench/results/fairness.png, bench/results/settle-scale.png and BENCHMARKS.md",
+    );
     println!("{}", serde_json::to_string_pretty(&results.json()["grab_handler_ops_per_s_c64"])?);
     Ok(())
 }

@@ -359,7 +359,9 @@ impl Results {
                 run.idle_packets, run.new_grabs, run.run_ms, run.redis_commands, run.dynamodb_requests
             );
         }
-        let _ = writeln!(md, "\nFreshness: {:.0} grabs/s for 15 s on 30 packets while one invocation drains (a pass a second); {} grabs followed to their grabber's `received` history (the ledger's history index): p50 {:.0} ms, p99 {:.0} ms.\n", scale.steady_grabs_per_s, scale.freshness_probes, scale.freshness_p50_ms, scale.freshness_p99_ms);
+        let _ =
+            writeln!(md, "\n![Redis commands and DynamoDB requests per settle run](bench/results/settle-scale.png)\n");
+        let _ = writeln!(md, "Freshness: {:.0} grabs/s for 15 s on 30 packets while one invocation drains (a pass a second); {} grabs followed to their grabber's `received` history (the ledger's history index): p50 {:.0} ms, p99 {:.0} ms.\n", scale.steady_grabs_per_s, scale.freshness_probes, scale.freshness_p50_ms, scale.freshness_p99_ms);
         let _ = writeln!(md, "{}", self.capacity_model());
 
         let _ = writeln!(md, "## Cold start and footprint\n");

@@ -213,3 +213,51 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
     draining.abort();
     (rate, delays)
 }
+
+/// A figure of a run, for one axis of the chart.
+type Axis = fn(&Run) -> u64;
+
+/// `settle-scale.png`: Redis commands and DynamoDB requests per run against idle open packets
+/// (log scale: flat is the goal), and against new grabs (linear).
+pub fn chart(scale: &SettleScale, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let root = BitMapBackend::new(path, (900, 800)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let panels = root.split_evenly((2, 1));
+    let series: [(&str, RGBColor, Axis); 2] = [
+        ("Redis commands per run", RGBColor(200, 30, 40), |run| run.redis_commands),
+        ("DynamoDB requests per run", RGBColor(30, 90, 200), |run| run.dynamodb_requests),
+    ];
+    let panel_data: [(&str, &str, &[Run], Axis); 2] = [
+        ("a settle run over idle open packets", "open idle packets", &scale.idle, |run| run.idle_packets),
+        ("a settle run after new grabs (among 100,000 open packets)", "new grabs", &scale.busy, |run| run.new_grabs),
+    ];
+    for (panel, (title, x_desc, runs, x_of)) in panels.iter().zip(panel_data) {
+        let top = runs.iter().flat_map(|run| series.iter().map(move |(_, _, y)| y(run))).max().unwrap_or(1).max(10)
+            as f64
+            * 2.0;
+        let (x_min, x_max) = (
+            runs.iter().map(x_of).min().unwrap_or(1) as f64 / 2.0,
+            runs.iter().map(x_of).max().unwrap_or(1) as f64 * 2.0,
+        );
+        let mut chart = ChartBuilder::on(panel)
+            .caption(title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(35)
+            .y_label_area_size(70)
+            .build_cartesian_2d((x_min..x_max).log_scale(), (0.5f64..top).log_scale())?;
+        chart.configure_mesh().x_desc(x_desc).draw()?;
+        for (label, color, y_of) in series {
+            let points: Vec<(f64, f64)> =
+                runs.iter().map(|run| (x_of(run) as f64, (y_of(run) as f64).max(0.5))).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(points.into_iter().map(|point| Circle::new(point, 4, color.filled())))?;
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    }
+    root.present()?;
+    Ok(())
+}
