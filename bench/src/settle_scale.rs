@@ -3,13 +3,11 @@
 //! 100, 1,000 and 10,000 new grabs (linear in grabs), and how fresh a grab is in its grabber's
 //! history while an invocation drains under a steady grab rate.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::BoxError;
 use futures::StreamExt;
+use local::probe::{redis_commands_executed, RequestCounter};
 use red_packets::adapters::dynamo::Role;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
@@ -53,36 +51,12 @@ pub struct SettleScale {
     pub freshness_p99_ms: f64,
 }
 
-#[derive(Debug, Clone, Default)]
-struct RequestCounter(Arc<AtomicU64>);
-
-impl Intercept for RequestCounter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
-    }
-
-    fn read_before_attempt(
-        &self,
-        _context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
 async fn commands_executed(store: &RedisStore) -> u64 {
-    let mut conn = store.connection().await.expect("Redis");
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.expect("INFO");
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info:"))
-        .filter_map(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
-        .sum()
+    redis_commands_executed(store).await.expect("INFO commandstats")
 }
 
 async fn measured(settler: &Settler, store: &RedisStore, counter: &RequestCounter, idle: u64, new_grabs: u64) -> Run {
-    let (commands, requests) = (commands_executed(store).await, counter.0.load(Ordering::Relaxed));
+    let (commands, requests) = (commands_executed(store).await, counter.count());
     let started = Instant::now();
     let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
     let run_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -92,7 +66,7 @@ async fn measured(settler: &Settler, store: &RedisStore, counter: &RequestCounte
         new_grabs,
         run_ms,
         redis_commands: commands_executed(store).await - commands,
-        dynamodb_requests: counter.0.load(Ordering::Relaxed) - requests,
+        dynamodb_requests: counter.count() - requests,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod gateway;
+pub mod probe;
 pub mod rie;
 pub mod tls_front;
 

@@ -8,63 +8,33 @@
 mod support;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::BoxError;
 use futures::stream::{self, StreamExt};
+use local::probe::{redis_commands_executed, RequestCounter};
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::settle::{SettleSummary, Settler};
 use serde_json::{json, Value};
 use support::stack::{reply, request, Stack};
 use support::OwnRedis;
 
-/// Counts the DynamoDB requests a client sends.
-#[derive(Debug, Clone, Default)]
-struct RequestCounter(Arc<AtomicU64>);
-
-impl Intercept for RequestCounter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
-    }
-
-    fn read_before_attempt(
-        &self,
-        _context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
 /// A settler of `stack` whose DynamoDB requests `counter` counts.
 fn counted_settler(stack: &Stack, counter: &RequestCounter) -> Settler {
-    let client = DynamoLedger::client_from_env().expect("a DynamoDB client");
-    let counted =
-        aws_sdk_dynamodb::Client::from_conf(client.config().to_builder().interceptor(counter.clone()).build());
+    let counted = counter.on(&DynamoLedger::client_from_env().expect("a DynamoDB client"));
     Settler::new(Arc::new(stack.store()), DynamoLedger::new(counted, &stack.config)).with_clock(stack.clock.clone())
 }
 
-/// Commands Redis has executed (its `INFO commandstats`, without the INFO calls themselves).
 async fn commands_executed(store: &RedisStore) -> u64 {
-    let mut conn = store.connection().await.unwrap();
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info:"))
-        .filter_map(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
-        .sum()
+    redis_commands_executed(store).await.expect("INFO commandstats")
 }
 
 /// One run's Redis commands and DynamoDB requests.
 async fn measured_run(settler: &Settler, store: &RedisStore, counter: &RequestCounter) -> (SettleSummary, u64, u64) {
-    let (commands, requests) = (commands_executed(store).await, counter.0.load(Ordering::Relaxed));
+    let (commands, requests) = (commands_executed(store).await, counter.count());
     let summary = settler.run(0..=15, None).await.expect("settle run");
     let commands = commands_executed(store).await - commands;
-    (summary, commands, counter.0.load(Ordering::Relaxed) - requests)
+    (summary, commands, counter.count() - requests)
 }
 
 async fn send_many(stack: &Stack, count: usize) -> Vec<String> {
