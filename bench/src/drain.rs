@@ -10,6 +10,7 @@ use red_packets::clock::rfc3339;
 use red_packets::config::Config;
 use red_packets::domain::{Packet, PacketKind, UserId};
 use red_packets::ports::{Ledger, LiveStore};
+use red_packets::ports::{SettleLedger, SettleQueue};
 use red_packets::settle::Settler;
 use red_packets::{Clock, SystemClock};
 use serde::Serialize;
@@ -52,7 +53,7 @@ async fn prepare(store: &RedisStore, ledger: &DynamoLedger, shares: u32) -> Vec<
         ledger.record_packet(&packet, None).await.expect("record packet");
         for user in 0..100 {
             let user = UserId::from_claim(&format!("drain-u{user}")).expect("user");
-            store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+            store.grab(&packet.id, &user, &SystemClock, ledger).await.expect("grab");
         }
         packets.push(packet);
     }

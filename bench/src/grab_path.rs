@@ -119,11 +119,10 @@ pub async fn storm(service: Arc<GrabService<Arc<RedisStore>, DynamoLedger>>, sto
     }
     let grabbed: u64 = per_packet.values().sum();
     let mut violations: u64 = per_packet.values().map(|&n| n.saturating_sub(100)).sum();
-    let mut conn = store.connection().await.expect("Redis");
     for id in &packets {
-        let keys = store.keys(&PacketId::parse(id).expect("id"));
-        let users: u64 = redis::cmd("HLEN").arg(&keys.users).query_async(&mut conn).await.expect("HLEN");
-        violations += users.saturating_sub(100);
+        let live = store.snapshot(&PacketId::parse(id).expect("id")).await.expect("Redis").expect("loaded");
+        let users: std::collections::HashSet<&UserId> = live.grabs.iter().map(|grab| &grab.user).collect();
+        violations += (live.grabs.len() - users.len()) as u64 + (live.grabs.len() as u64).saturating_sub(100);
     }
     Storm { stats: summarize(&latencies, elapsed), grabbed, violations }
 }

@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redis_benchmark_unpipelined = redis_benchmark::evalsha(&store, redis_port, 1).await?;
     let redis_benchmark_pipelined = redis_benchmark::evalsha(&store, redis_port, 16).await?;
     step("the seeds' designs and ours, 3 rounds in rotating order");
-    let seeds = seeds::rounds(store.clone(), 3).await?;
+    let seeds = seeds::rounds(&config, &ledger, 3).await?;
     step("split and send throughput");
     let splits = throughput::splits();
     let send_service = Arc::new(send::SendService::new(ledger.clone(), store.clone(), config.limits));

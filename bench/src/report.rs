@@ -135,6 +135,13 @@ impl Results {
             "seed_check_then_act_ops_per_s": self.design("check_then_act").stats.ops_per_s,
             "seed_check_then_act_violations": self.design("check_then_act").violations(),
             "seed_two_list_ops_per_s": self.design("two_list").stats.ops_per_s,
+            "ours_ops_per_s": ours.stats.ops_per_s,
+            "redis_cpu_us_per_fresh_grab": ours.redis_cpu_us_per_fresh_grab,
+            "redis_cpu_us_per_repeat": ours.redis_cpu_us_per_repeat,
+            "seed_two_list_redis_cpu_us_per_grab": self.design("two_list").redis_cpu_us_per_fresh_grab,
+            "seed_two_list_redis_cpu_us_per_repeat": self.design("two_list").redis_cpu_us_per_repeat,
+            "ours_redis_commands_per_attempt": ours.redis_commands_per_attempt,
+            "seed_two_list_redis_commands_per_attempt": self.design("two_list").redis_commands_per_attempt,
             "ours_violations": ours.violations() + self.storm.violations,
             "settle_items_per_s": self.drain.settle_items_per_s,
             "settle_ceiling_items_per_s": self.drain.settle_ceiling_items_per_s,
@@ -186,6 +193,41 @@ impl Results {
         let _ = writeln!(md, "## Targets\n");
         let _ = writeln!(md, "| target | figure | verdict |\n|---|---|---|");
         let verdict = |ok: bool| if ok { "met" } else { "missed (see below)" };
+        let two_list = self.design("two_list");
+        let ratio_two_list = ours.stats.ops_per_s / two_list.stats.ops_per_s;
+        let _ = writeln!(
+            md,
+            "| ours >= 1.0 x the fastest seed design (two-list), same harness | {:.0} / {:.0} = {:.2} x | {} |",
+            ours.stats.ops_per_s,
+            two_list.stats.ops_per_s,
+            ratio_two_list,
+            verdict(ratio_two_list >= 1.0)
+        );
+        let ratio_ours_lock = ours.stats.ops_per_s / lock.stats.ops_per_s;
+        let _ = writeln!(
+            md,
+            "| ours >= 2 x the lock flow, same harness | {:.0} / {:.0} = {:.2} x | {} |",
+            ours.stats.ops_per_s,
+            lock.stats.ops_per_s,
+            ratio_ours_lock,
+            verdict(ratio_ours_lock >= 2.0)
+        );
+        let _ = writeln!(
+            md,
+            "| Redis CPU per fresh grab <= two-list's | {:.2} us vs {:.2} us | {} |",
+            ours.redis_cpu_us_per_fresh_grab,
+            two_list.redis_cpu_us_per_fresh_grab,
+            verdict(ours.redis_cpu_us_per_fresh_grab <= two_list.redis_cpu_us_per_fresh_grab)
+        );
+        let ratio_pipelined = c64 / self.redis_benchmark_pipelined;
+        let _ = writeln!(
+            md,
+            "| grab handler at c=64 >= 0.8 x redis-benchmark's pipelined EVALSHA of grab.lua | {:.0} / {:.0} = {:.2} x | {} |",
+            c64,
+            self.redis_benchmark_pipelined,
+            ratio_pipelined,
+            verdict(ratio_pipelined >= 0.8)
+        );
         let ratio_rb = c64 / self.redis_benchmark_unpipelined;
         let _ = writeln!(
             md,
@@ -274,7 +316,7 @@ impl Results {
             let _ = writeln!(md, "- **Handler vs redis-benchmark ({ratio_rb:.2} x, target 1.0 x).** `redis-benchmark` is a C client that builds one command and reads one reply per request; the handler, on the same two cores as Redis, also parses a real API Gateway request, checks the caller and renders a JSON answer per grab, and tokio schedules 64 callers over one multiplexed connection. Whichever side gets the second core wins: across runs on this machine the ratio has ranged from 0.71 x to 1.78 x. On Lambda the handler's part runs on each instance's own CPU.");
         }
         let lock_commands = lock.redis_commands_per_attempt;
-        let _ = writeln!(md, "- **Handler vs the lock-based flow ({ratio_lock:.2} x, target 4 x).** Both runs share two cores: Redis takes one, the client the other, and with one multiplexed connection and 64 callers the round trips pipeline, so what bounds each design is Redis CPU per attempt, not round trips. The lock flow makes about five round trips per attempt ({lock_commands:.2} Redis commands, counting the calls inside its two scripts), but they are cheap and it records nothing but a set member and a counter; ours is one round trip whose script does the bookkeeping settle needs ({:.2} commands: the user's share and time, the settle log entry, the counters), the EVALSHA figures above being its ceiling on this Redis. Through the same bare harness as the seeds, ours runs at {:.0} attempts/s, {:.2} x the lock flow; the handler figure adds, on the client's shared core, a real API Gateway request and a rendered JSON answer per grab. On Lambda each instance has its own CPU for that part, so the Redis-side cost per grab is what limits a deployment.", ours.redis_commands_per_attempt, ours.stats.ops_per_s, ours.stats.ops_per_s / lock.stats.ops_per_s);
+        let _ = writeln!(md, "- **Handler vs the lock-based flow ({ratio_lock:.2} x, target 4 x).** Both runs share two cores: Redis takes one, the client the other, and with one multiplexed connection and 64 callers the round trips pipeline, so what bounds each design is Redis CPU per attempt, not round trips. The lock flow makes about five round trips per attempt ({lock_commands:.2} Redis commands, counting the calls inside its two scripts), but they are cheap and it records nothing but a set member and a counter; ours is one round trip whose script does the bookkeeping settle needs ({:.2} commands per attempt: the user's share and time in the packet hash, the grab-log entry), the EVALSHA figures above being its ceiling on this Redis. Through the same bare harness as the seeds, ours runs at {:.0} attempts/s, {:.2} x the lock flow; the handler figure adds, on the client's shared core, a real API Gateway request and a rendered JSON answer per grab. On Lambda each instance has its own CPU for that part, so the Redis-side cost per grab is what limits a deployment.", ours.redis_commands_per_attempt, ours.stats.ops_per_s, ours.stats.ops_per_s / lock.stats.ops_per_s);
         let _ = writeln!(md, "- **Settle's whole run vs the naive drain ({ratio_settle:.2} x, target 5 x).** Settle records each grab with two conditional PutItems (the share's claim, then the grab item: the conditions are what refuse paying a share or a user twice, and BatchWriteItem takes none), 32 writes in flight per packet and {} packets in flight; the naive drain pays one unconditional round trip per item. DynamoDB Local itself tops out at {:.0} items/s for bare BatchWriteItem calls of 25 with 16 in flight (last table row): it writes each item to SQLite on the same two cores. The whole run also finalises each packet: it claims the shares nobody took, reads the packet back and writes the refund transaction, all on the same SQLite; its persisting alone runs at {:.2} x the bare calls (table below). Real DynamoDB spreads writes over partitions and does not have this ceiling.", red_packets::settle::PACKETS_IN_FLIGHT, self.drain.batch_ceiling_items_per_s, ratio_ceiling);
         let _ = writeln!(md, "- **Init vs hello-world (grab {cold_ratio:.2} x, the others {slowest_ratio:.2} x; target 1.5 x).** Beyond hello-world's runtime, send, query and settle build their DynamoDB client at init (`shared/src/adapters/dynamo/client.rs`): credentials and region from the environment Lambda sets, and a rustls client trusting the five Amazon Trust Services roots compiled in, where `aws_config::load_from_env` resolved a provider chain and read and parsed the platform's ~140 root certificates. grab builds that client on first need, only for a packet Redis no longer holds. The x86_64 binaries are {:.1}-{:.1} MiB against hello-world's {:.1} MiB: the AWS SDK and rustls.\n", self.binaries.iter().filter(|b| b.name != "hello").map(|b| b.size_mib).fold(f64::MAX, f64::min), self.binaries.iter().map(|b| b.size_mib).fold(0.0, f64::max), self.binaries.iter().find(|b| b.name == "hello").map(|b| b.size_mib).unwrap_or(0.0));
 
@@ -292,7 +334,7 @@ impl Results {
         let _ = writeln!(md, "\nStorm: 100 packets of 100 shares, 20,000 users racing at concurrency 256: {:.0} grabs/s, p50 {} us, p99 {} us, p99.9 {} us; {} shares paid (of 10,000), {} violations.\n", s.stats.ops_per_s, s.stats.p50_us, s.stats.p99_us, s.stats.p999_us, s.grabbed, s.violations);
 
         let _ = writeln!(md, "## Hot packet: the sold-out fast path\n");
-        let _ = writeln!(md, "{} users grab one packet of 100 shares through the real handler at concurrency {}, in random order; three rounds per variant, alternating, each on a fresh packet and a fresh store (so the fast path starts knowing nothing), the median round shown. *Fast path*: once this instance saw the packet sell out, a grab is one pipelined `HGET` + `EXISTS` of the users hash; *script only*: every grab runs `grab.lua`. Redis CPU is the server's `used_cpu_user + used_cpu_sys` over the round, per grab.\n", hot_packet::USERS, hot_packet::CONCURRENCY);
+        let _ = writeln!(md, "{} users grab one packet of 100 shares through the real handler at concurrency {}, in random order; three rounds per variant, alternating, each on a fresh packet and a fresh store (so the fast path starts knowing nothing), the median round shown. *Fast path*: once this instance saw the packet sell out, a grab is one `HMGET` of the packet hash (the caller's grab and the packet's count); *script only*: every grab runs `grab.lua`. Redis CPU is the server's `used_cpu_user + used_cpu_sys` over the round, per grab.\n", hot_packet::USERS, hot_packet::CONCURRENCY);
         let _ = writeln!(md, "| variant | grabs/s | p50 | p99 | p99.9 | grab-script runs | Redis CPU per grab | shares paid |\n|---|---|---|---|---|---|---|---|");
         for h in &self.hot_packet {
             let _ = writeln!(
@@ -312,26 +354,32 @@ impl Results {
         let _ = writeln!(md, "\nThe fast path ran the script {} times instead of {} and spent {:.0}% of the Redis CPU per grab ({:.1} us vs {:.1} us); throughput {:.2} x.\n", fast.script_runs, script.script_runs, 100.0 * fast.redis_cpu_us_per_grab / script.redis_cpu_us_per_grab, fast.redis_cpu_us_per_grab, script.redis_cpu_us_per_grab, fast.stats.ops_per_s / script.stats.ops_per_s);
 
         let _ = writeln!(md, "## The limit: redis-benchmark on the same script\n");
-        let _ = writeln!(md, "`redis-benchmark -n 200000 -c 50 -r 1000000000 EVALSHA <grab.lua> 5 <keys> bench-user:__rand_int__ <now> <lease>` on the same server:\n");
+        let _ = writeln!(md, "`redis-benchmark -n 200000 -c 50 -r 1000000000 EVALSHA <grab.lua> 4 <keys> bench-user:__rand_int__ <now> <lease>` on the same server:\n");
         let _ = writeln!(md, "| mode | EVALSHA/s |\n|---|---|\n| unpipelined, 50 clients | {:.0} |\n| pipelined (-P 16), 50 clients | {:.0} |\n", self.redis_benchmark_unpipelined, self.redis_benchmark_pipelined);
 
         let _ = writeln!(md, "## The seeds' designs, side by side\n");
         let _ = writeln!(md, "Same Redis, same harness: 100 packets of 100 shares, 10,000 users each clicking twice (20,000 attempts), concurrency {}; three rounds in rotating order, each design's median round shown, shares paid and violations summed over the three rounds (30,000 shares in all).\n", crate::seeds::CONCURRENCY);
-        let _ = writeln!(md, "| design | attempts/s (median round) | p50 | p99 | Redis commands per attempt | shares paid (3 rounds) | oversells | double grabs |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "| design | attempts/s (median round) | p50 | p99 | Redis commands per attempt | Redis CPU per attempt | per fresh grab: commands, CPU | per repeat: commands, CPU | shares paid (3 rounds) | oversells | double grabs |\n|---|---|---|---|---|---|---|---|---|---|---|");
         for d in &self.seeds {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {} us | {} us | {:.2} | {} | {} | {} |",
+                "| {} | {:.0} | {} us | {} us | {:.2} | {:.2} us | {:.2}, {:.2} us | {:.2}, {:.2} us | {} | {} | {} |",
                 d.design,
                 d.stats.ops_per_s,
                 d.stats.p50_us,
                 d.stats.p99_us,
                 d.redis_commands_per_attempt,
+                d.redis_cpu_us_per_attempt,
+                d.redis_commands_per_fresh_grab,
+                d.redis_cpu_us_per_fresh_grab,
+                d.redis_commands_per_repeat,
+                d.redis_cpu_us_per_repeat,
                 d.grabbed,
                 d.oversells,
                 d.double_grabs
             );
         }
+        let _ = writeln!(md, "\nCommands are `INFO stats` `total_commands_processed` (a script counts once plus once per `redis.call`), Redis CPU the server's `used_cpu_user + used_cpu_sys`, both over the run divided by its attempts. The fresh and repeat columns come from a second run per design and round on fresh keys: every user once (all fresh grabs: 10,000 shares for 10,000 users), then every user again (all repeats).");
         let _ = writeln!(md, "\n`lock` is 003's pre-check + per-user SETNX lock + re-check + Lua SADD/DECR + Lua unlock; `check_then_act` is 002's flow without its lock; `two_list` is 004's JSON two-list Lua; `ours` is `grab.lua` through the store.\n");
 
         let _ = writeln!(md, "## Split and send\n");

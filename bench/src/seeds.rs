@@ -8,17 +8,23 @@
 //!   count, `RPOP` a share, `DECR` the count, `SET` the user's key: up to five round trips, no atomicity.
 //! - `two_list`: 004_a34bb8da67039d28 — JSON shares in an unconsumed list, one Lua script moving
 //!   one to the consumed list and marking the user in a dedupe hash.
+//!
+//! Each design runs twice per round on fresh keys: the double-tap run above (throughput,
+//! latency, violations, commands and Redis CPU per attempt), then a split run measuring Redis
+//! CPU and commands per fresh grab (every user once) and per repeat (every user again).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use rand::seq::SliceRandom;
 use rand::Rng;
-use red_packets::adapters::redis_store::RedisConnection;
-use red_packets::adapters::RedisStore;
-use red_packets::domain::{PacketId, PacketKind, UserId};
-use red_packets::ports::{GrabOutcome, LiveStore};
-use red_packets::{Clock, SystemClock};
+use red_packets::adapters::redis::RedisConnection;
+use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::domain::{GrabOutcome, PacketId, PacketKind, UserId};
+use red_packets::ports::LiveStore;
+use red_packets::{Config, SystemClock};
 use redis::{AsyncCommands, Script};
 use serde::Serialize;
 
@@ -48,6 +54,16 @@ pub struct DesignResult {
     pub double_grabs: u64,
     /// Redis commands executed per attempt (INFO stats, scripts counting with the calls inside them).
     pub redis_commands_per_attempt: f64,
+    /// Redis CPU (`used_cpu_user + used_cpu_sys`) per attempt, microseconds.
+    pub redis_cpu_us_per_attempt: f64,
+    /// Redis CPU per fresh grab (every user's first attempt), microseconds.
+    pub redis_cpu_us_per_fresh_grab: f64,
+    /// Redis CPU per repeat (every user's second attempt, after the first was answered).
+    pub redis_cpu_us_per_repeat: f64,
+    /// Redis commands per fresh grab.
+    pub redis_commands_per_fresh_grab: f64,
+    /// Redis commands per repeat.
+    pub redis_commands_per_repeat: f64,
 }
 
 impl DesignResult {
@@ -87,6 +103,13 @@ fn attempts() -> Vec<(usize, String)> {
     attempts
 }
 
+/// Every user once, on packet `user % 100`, shuffled: the split run's phases.
+fn each_user_once() -> Vec<(usize, String)> {
+    let mut attempts: Vec<(usize, String)> = (0..USERS).map(|user| (user % PACKETS, format!("u{user}"))).collect();
+    attempts.shuffle(&mut rand::rng());
+    attempts
+}
+
 fn tally(design: &'static str, outcomes: &[(usize, String, bool)], stats: RunStats) -> DesignResult {
     let mut per_packet: HashMap<usize, u64> = HashMap::new();
     let mut per_user: HashMap<(usize, &str), u64> = HashMap::new();
@@ -103,6 +126,11 @@ fn tally(design: &'static str, outcomes: &[(usize, String, bool)], stats: RunSta
         oversells: per_packet.values().map(|&n| n.saturating_sub(SHARES)).sum(),
         double_grabs: per_user.values().map(|&n| n - 1).sum(),
         redis_commands_per_attempt: 0.0,
+        redis_cpu_us_per_attempt: 0.0,
+        redis_cpu_us_per_fresh_grab: 0.0,
+        redis_cpu_us_per_repeat: 0.0,
+        redis_commands_per_fresh_grab: 0.0,
+        redis_commands_per_repeat: 0.0,
     }
 }
 
@@ -114,14 +142,29 @@ async fn commands_processed(conn: &mut RedisConnection) -> u64 {
         .expect("total_commands_processed")
 }
 
-async fn measure<F, Fut>(design: &'static str, mut probe: RedisConnection, work: F) -> DesignResult
-where
-    F: Fn(usize, String) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = bool> + Send,
-{
-    let before = commands_processed(&mut probe).await;
-    let attempts = attempts();
+/// The Redis server's CPU time so far (user + sys), seconds.
+async fn redis_cpu_seconds(conn: &mut RedisConnection) -> f64 {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await.expect("INFO");
+    info.lines()
+        .filter(|line| line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:"))
+        .filter_map(|line| line.split_once(':')?.1.trim().parse::<f64>().ok())
+        .sum()
+}
+
+/// One attempt of a design: grab a share of packet `n` for a user; true when it paid one.
+pub type Work = Arc<dyn Fn(usize, String) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// What one batch of attempts cost and came to.
+struct Batch {
+    outcomes: Vec<(usize, String, bool)>,
+    stats: RunStats,
+    commands_per_attempt: f64,
+    cpu_us_per_attempt: f64,
+}
+
+async fn batch(probe: &mut RedisConnection, attempts: Vec<(usize, String)>, work: Work) -> Batch {
     let count = attempts.len() as f64;
+    let (commands_before, cpu_before) = (commands_processed(probe).await, redis_cpu_seconds(probe).await);
     let (latencies, outcomes, elapsed) = harness::run(attempts, CONCURRENCY, move |(packet, user)| {
         let work = work.clone();
         async move {
@@ -130,25 +173,50 @@ where
         }
     })
     .await;
-    // INFO itself is one command; scripts count once plus once per redis.call inside them.
-    let after = commands_processed(&mut probe).await;
-    let mut result = tally(design, &outcomes, summarize(&latencies, elapsed));
-    result.redis_commands_per_attempt = after.saturating_sub(before + 1) as f64 / count;
+    let cpu_after = redis_cpu_seconds(probe).await;
+    // INFO itself is a command: the two CPU reads and the first count are three.
+    let commands_after = commands_processed(probe).await;
+    Batch {
+        outcomes,
+        stats: summarize(&latencies, elapsed),
+        commands_per_attempt: commands_after.saturating_sub(commands_before + 3) as f64 / count,
+        cpu_us_per_attempt: (cpu_after - cpu_before) * 1e6 / count,
+    }
+}
+
+/// A design's round: the double-tap run on keys set up by `setup(0)`, then the split run
+/// (every user once, then every user again) on keys set up by `setup(1)`.
+async fn measure<S, Fut>(design: &'static str, mut probe: RedisConnection, setup: S) -> DesignResult
+where
+    S: Fn(u32) -> Fut,
+    Fut: std::future::Future<Output = Work>,
+{
+    let work = setup(0).await;
+    let double_tap = batch(&mut probe, attempts(), work).await;
+    let mut result = tally(design, &double_tap.outcomes, double_tap.stats);
+    result.redis_commands_per_attempt = double_tap.commands_per_attempt;
+    result.redis_cpu_us_per_attempt = double_tap.cpu_us_per_attempt;
+    let work = setup(1).await;
+    let fresh = batch(&mut probe, each_user_once(), work.clone()).await;
+    let repeat = batch(&mut probe, each_user_once(), work).await;
+    result.redis_cpu_us_per_fresh_grab = fresh.cpu_us_per_attempt;
+    result.redis_commands_per_fresh_grab = fresh.commands_per_attempt;
+    result.redis_cpu_us_per_repeat = repeat.cpu_us_per_attempt;
+    result.redis_commands_per_repeat = repeat.commands_per_attempt;
     result
 }
 
-/// 003's lock-based flow.
-pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
+/// 003's lock-based flow, on keys under `run`.
+async fn lock_work(conn: RedisConnection, run: String) -> Work {
     let mut setup = conn.clone();
     for packet in 0..PACKETS {
         let _: () = setup.set(format!("{run}:red_packet:{packet}:total"), SHARES).await.expect("SET");
     }
     let sadd_decr = Arc::new(Script::new(SADD_DECR));
     let unlock = Arc::new(Script::new(UNLOCK));
-    let run = run.to_owned();
-    measure("lock", conn.clone(), move |packet, user| {
+    Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
         let (mut conn, sadd_decr, unlock, run) = (conn.clone(), sadd_decr.clone(), unlock.clone(), run.clone());
-        async move {
+        Box::pin(async move {
             let total = format!("{run}:red_packet:{packet}:total");
             let grabbed_set = format!("{run}:red_packet:{packet}:grabbed");
             let remaining: i64 = conn.decr(&total, 0).await.expect("pre-check");
@@ -190,23 +258,21 @@ pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
             .await;
             let _: i64 = unlock.key(&lock).arg(&token).invoke_async(&mut conn).await.expect("unlock");
             grabbed
-        }
+        })
     })
-    .await
 }
 
-/// 002's check-then-act flow, without its lock.
-pub async fn check_then_act(conn: RedisConnection, run: &str) -> DesignResult {
+/// 002's check-then-act flow without its lock, on keys under `run`.
+async fn check_then_act_work(conn: RedisConnection, run: String) -> Work {
     let mut setup = conn.clone();
     for packet in 0..PACKETS {
         let shares: Vec<u64> = (0..SHARES).map(|n| 50 + n).collect();
         let _: () = setup.lpush(format!("{run}:red:{packet}"), shares).await.expect("LPUSH");
         let _: () = setup.set(format!("{run}:totalNum:{packet}"), SHARES).await.expect("SET");
     }
-    let run = run.to_owned();
-    measure("check_then_act", conn.clone(), move |packet, user| {
+    Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
         let (mut conn, run) = (conn.clone(), run.clone());
-        async move {
+        Box::pin(async move {
             let mine = format!("{run}:rob:{packet}:{user}");
             let prior: Option<String> = conn.get(&mine).await.expect("GET rob");
             if prior.is_some() {
@@ -221,13 +287,12 @@ pub async fn check_then_act(conn: RedisConnection, run: &str) -> DesignResult {
             let _: i64 = conn.decr(format!("{run}:totalNum:{packet}"), 1).await.expect("DECR");
             let _: () = conn.set(&mine, money).await.expect("SET rob");
             true
-        }
+        })
     })
-    .await
 }
 
-/// 004's two-list Lua flow with JSON shares.
-pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
+/// 004's two-list Lua flow with JSON shares, on keys under `run`.
+async fn two_list_work(conn: RedisConnection, run: String) -> Work {
     let mut setup = conn.clone();
     for packet in 0..PACKETS {
         let shares: Vec<String> =
@@ -235,10 +300,9 @@ pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
         let _: () = setup.lpush(format!("{run}:hongBao:{packet}"), shares).await.expect("LPUSH");
     }
     let script = Arc::new(Script::new(TWO_LIST));
-    let run = run.to_owned();
-    measure("two_list", conn.clone(), move |packet, user| {
+    Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
         let (mut conn, script, run) = (conn.clone(), script.clone(), run.clone());
-        async move {
+        Box::pin(async move {
             let taken: Option<String> = script
                 .key(format!("{run}:hongBao:{packet}"))
                 .key(format!("{run}:consumed:{packet}"))
@@ -248,34 +312,57 @@ pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
                 .await
                 .expect("two-list script");
             taken.is_some()
-        }
+        })
     })
-    .await
 }
 
-/// Ours, through the same harness: `grab.lua` through the store.
-pub async fn ours(store: Arc<RedisStore>) -> DesignResult {
+/// Ours: `grab.lua` through the store (the same call the grab handler makes), on fresh packets.
+async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger) -> Work {
     let mut packets = Vec::new();
     for _ in 0..PACKETS {
         packets.push(load_packet(&store, PacketKind::Lucky, 10_000, SHARES as u32).await.id);
     }
     let packets: Arc<Vec<PacketId>> = Arc::new(packets);
-    let probe = store.connection().await.expect("Redis");
-    measure("ours", probe, move |packet, user| {
-        let (store, packets) = (store.clone(), packets.clone());
-        async move {
+    Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
+        let (store, packets, ledger) = (store.clone(), packets.clone(), ledger.clone());
+        Box::pin(async move {
             let user = UserId::from_claim(&user).expect("user");
-            let outcome = store.grab(&packets[packet], &user, SystemClock.now_ms()).await.expect("grab");
+            let outcome = store.grab(&packets[packet], &user, &SystemClock, &ledger).await.expect("grab");
             matches!(outcome, GrabOutcome::Grabbed { .. })
-        }
+        })
     })
-    .await
+}
+
+/// 003's lock-based flow.
+pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
+    measure("lock", conn.clone(), |phase| lock_work(conn.clone(), format!("{run}-{phase}"))).await
+}
+
+/// 002's check-then-act flow, without its lock.
+pub async fn check_then_act(conn: RedisConnection, run: &str) -> DesignResult {
+    measure("check_then_act", conn.clone(), |phase| check_then_act_work(conn.clone(), format!("{run}-{phase}"))).await
+}
+
+/// 004's two-list Lua flow with JSON shares.
+pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
+    measure("two_list", conn.clone(), |phase| two_list_work(conn.clone(), format!("{run}-{phase}"))).await
+}
+
+/// Ours, through the same harness: `grab.lua` through the store, each phase with a store of its
+/// own (so the sold-out memo starts empty).
+pub async fn ours(config: &Config, ledger: DynamoLedger) -> DesignResult {
+    let probe = RedisStore::new(config).connection().await.expect("Redis");
+    measure("ours", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone())).await
 }
 
 /// Every design `rounds` times, the order rotating each round (the machine's other load drifts),
 /// each on fresh keys. Reports each design's median round; violations are summed over rounds.
-pub async fn rounds(store: Arc<RedisStore>, rounds: usize) -> Result<Vec<DesignResult>, red_packets::ApiError> {
-    let conn = store.connection().await?;
+pub async fn rounds(
+    config: &Config,
+    ledger: &DynamoLedger,
+    rounds: usize,
+) -> Result<Vec<DesignResult>, red_packets::ApiError> {
+    let conn = RedisStore::new(config).connection().await?;
     let mut all: HashMap<&'static str, Vec<DesignResult>> = HashMap::new();
     for round in 0..rounds {
         let run = format!("seed-{}-{round}", &PacketId::random().as_str()[..6]);
@@ -284,7 +371,7 @@ pub async fn rounds(store: Arc<RedisStore>, rounds: usize) -> Result<Vec<DesignR
                 0 => lock_based(conn.clone(), &run).await,
                 1 => check_then_act(conn.clone(), &run).await,
                 2 => two_list(conn.clone(), &run).await,
-                _ => ours(store.clone()).await,
+                _ => ours(config, ledger.clone()).await,
             };
             all.entry(result.design).or_default().push(result);
         }

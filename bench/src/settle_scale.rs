@@ -8,13 +8,15 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use local::probe::{redis_commands_executed, RequestCounter};
-use red_packets::adapters::dynamo::Role;
+use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
+use red_packets::domain::history::Role;
 use red_packets::domain::{Packet, PacketKind, UserId};
+use red_packets::ports::SettleQueue;
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::settle::Settler;
-use red_packets::{Clock, SystemClock};
+use red_packets::SystemClock;
 use serde::Serialize;
 
 use crate::grab_path::load_packet;
@@ -55,7 +57,13 @@ async fn commands_executed(store: &RedisStore) -> u64 {
     redis_commands_executed(store).await.expect("INFO commandstats")
 }
 
-async fn measured(settler: &Settler, store: &RedisStore, counter: &RequestCounter, idle: u64, new_grabs: u64) -> Run {
+async fn measured(
+    settler: &DeployedSettler,
+    store: &RedisStore,
+    counter: &RequestCounter,
+    idle: u64,
+    new_grabs: u64,
+) -> Run {
     let (commands, requests) = (commands_executed(store).await, counter.count());
     let started = Instant::now();
     let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
@@ -114,7 +122,7 @@ pub async fn measure(config: &Config, ledger: &DynamoLedger) -> SettleScale {
                 let store = store.clone();
                 async move {
                     let user = UserId::from_claim(&format!("scale-u{n}")).expect("user");
-                    store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+                    store.grab(&packet.id, &user, &SystemClock, ledger).await.expect("grab");
                 }
             })
             .buffer_unordered(64)
@@ -164,7 +172,7 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
         let (store, ledger) = (store.clone(), ledger.clone());
         let probe = grabs.is_multiple_of(10);
         probes.spawn(async move {
-            store.grab(&packet.id, &user, SystemClock.now_ms()).await.expect("grab");
+            store.grab(&packet.id, &user, &SystemClock, &ledger).await.expect("grab");
             let granted = Instant::now();
             if !probe {
                 return None;

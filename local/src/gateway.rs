@@ -13,9 +13,9 @@ use axum::routing::{get, post};
 use axum::Router;
 use base64::Engine;
 use lambda_http::{Body, Error as LambdaError};
+use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::http::error_response;
-use red_packets::settle::Settler;
 use red_packets::{events, ApiError};
 use serde_json::{json, Map, Value};
 
@@ -34,7 +34,7 @@ pub struct Functions {
     /// `GET /packets/{packet_id}` and `GET /me/packets`.
     pub query: query::QueryService<Arc<RedisStore>, DynamoLedger>,
     /// The scheduled settle run.
-    pub settler: Settler,
+    pub settler: DeployedSettler,
     /// The JWT authorizer's stand-in.
     pub authorizer: LocalAuthorizer,
 }

@@ -167,9 +167,12 @@ async fn lost_grabs(store: &red_packets::adapters::RedisStore, acknowledged: &[(
     let mut lost = 0;
     for (id, user, amount) in acknowledged {
         let keys = store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
+        let user = red_packets::domain::UserId::from_claim(user).unwrap();
+        let field = red_packets::adapters::redis::scripts::PacketKeys::grabber_field(&user);
         let recorded: Option<String> =
-            redis::cmd("HGET").arg(&keys.users).arg(user).query_async(&mut conn).await.unwrap();
-        if recorded.as_deref().and_then(|r| r.split(':').next()).and_then(|a| a.parse::<u64>().ok()) != Some(*amount) {
+            redis::cmd("HGET").arg(&keys.packet).arg(field).query_async(&mut conn).await.unwrap();
+        let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::scripts::grab_entry);
+        if recorded_amount.map(|(amount, _)| amount) != Some(*amount) {
             lost += 1;
         }
     }

@@ -12,6 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::settlement::ShareHolder;
 use red_packets::domain::{PacketId, PacketStatus};
+use red_packets::ports::SettleQueue;
 use red_packets::settle::Settler;
 use red_packets::Clock;
 use serde_json::{json, Value};
@@ -25,7 +26,7 @@ async fn expire_keys(stack: &Stack, id: &str) {
     let store = stack.store();
     let mut conn = store.connection().await.unwrap();
     let keys = store.keys(&PacketId::parse(id).unwrap());
-    for key in [keys.meta, keys.shares, keys.users, keys.log, keys.lookup] {
+    for key in [keys.packet, keys.pool, keys.grabs, keys.lookup] {
         let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
     }
 }
@@ -193,6 +194,12 @@ async fn a_full_redis_answers_503_and_loses_no_acknowledged_grab() {
     let (status, full) = stack.grab(&id, "late").await;
     let grab_ms = started.elapsed().as_millis();
     assert_eq!((status, full["error"]["code"].as_str()), (503, Some("unavailable")), "{full}");
+    let (status, repeat) = stack.grab(&id, "early-3").await;
+    assert_eq!(
+        (status, repeat["already_grabbed"].as_bool(), repeat["amount_cents"].as_u64()),
+        (200, Some(true), paid.get("early-3").copied()),
+        "a full Redis refuses the script, and the repeat is answered from a read: {repeat}"
+    );
 
     // Settle still records the grabs; it cannot move the persisted mark, so the run stops.
     let settled =
@@ -232,7 +239,7 @@ async fn a_poison_packet_never_stops_settle() {
     assert_eq!(stack.grab(&poison, "bob").await.0, 200);
     let store = stack.store();
     let mut conn = store.connection().await.unwrap();
-    let log = store.keys(&PacketId::parse(&poison).unwrap()).log;
+    let log = store.keys(&PacketId::parse(&poison).unwrap()).grabs;
     let _: () = redis::cmd("LSET").arg(&log).arg(0).arg("{not a grab").query_async(&mut conn).await.unwrap();
 
     stack.clock.advance(61_000);
@@ -277,7 +284,7 @@ async fn a_packet_whose_ledger_record_vanished_is_reported_and_kept() {
     let store = stack.store();
     let mut conn = store.connection().await.unwrap();
     let keys = store.keys(&PacketId::parse(&id).unwrap());
-    let ttl: i64 = redis::cmd("PTTL").arg(&keys.meta).query_async(&mut conn).await.unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg(&keys.packet).query_async(&mut conn).await.unwrap();
     assert_eq!(ttl, -1, "the packet's keys are kept for inspection");
     let quarantined: Option<f64> =
         redis::cmd("ZSCORE").arg(store.quarantine_key()).arg(&id).query_async(&mut conn).await.unwrap();

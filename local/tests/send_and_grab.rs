@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
+use red_packets::adapters::redis::scripts::parse_log_entry;
 use red_packets::adapters::RedisStore;
 use red_packets::clock::{parse_rfc3339, ManualClock};
 use red_packets::domain::PacketId;
@@ -110,14 +111,13 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
     let store = RedisStore::new(&config);
     let mut conn = store.connection().await.unwrap();
     let keys = store.keys(&PacketId::parse(&id).unwrap());
-    let users: HashMap<String, String> = redis::cmd("HGETALL").arg(&keys.users).query_async(&mut conn).await.unwrap();
-    let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.log).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
-    let shares_left: u64 = redis::cmd("LLEN").arg(&keys.shares).query_async(&mut conn).await.unwrap();
-    assert_eq!((users.len(), log.len(), shares_left), (100, 100, 0));
-    let logged: HashSet<String> = log
-        .iter()
-        .map(|entry| serde_json::from_str::<Value>(entry).unwrap()["user"].as_str().unwrap().to_owned())
-        .collect();
+    let fields: HashMap<String, String> = redis::cmd("HGETALL").arg(&keys.packet).query_async(&mut conn).await.unwrap();
+    let users = fields.keys().filter(|field| field.starts_with('@')).count();
+    let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.grabs).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+    let shares_left: u64 = redis::cmd("LLEN").arg(&keys.pool).query_async(&mut conn).await.unwrap();
+    assert_eq!((users, log.len(), shares_left), (100, 100, 0));
+    let logged: HashSet<String> =
+        log.iter().map(|entry| parse_log_entry(entry).expect("a log entry").user.as_str().to_owned()).collect();
     assert_eq!(logged, grabbed.keys().cloned().collect::<HashSet<_>>());
 }
 

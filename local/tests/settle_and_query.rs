@@ -118,13 +118,17 @@ async fn a_crash_at_any_step_of_settle_loses_and_doubles_nothing() {
 
         let crashed = stack.settler(Some(point)).run(0..=15, None).await;
         assert!(matches!(crashed, Err(SettleError::Crashed(at)) if at == point), "{point:?}: {crashed:?}");
-        let refunded_before_the_crash = stack.recorded(&expiring).await.status != PacketStatus::Open;
         let first = stack.settle().await;
         let second = stack.settle().await;
 
+        // The crashed run may have finalised the expiring packet, or had its refund transaction
+        // in flight when another packet crashed (DynamoDB applies a request the client dropped):
+        // the next run pays the refund or finds it paid, never both; the books below hold one.
         let expected_refund = 1_000 - acknowledged[&expiring].values().sum::<u64>();
-        let refunded_after_crash = if refunded_before_the_crash { 0 } else { expected_refund };
-        assert_eq!(first.refunded_cents, refunded_after_crash, "{point:?}: the refund is paid exactly once");
+        assert!(
+            [0, expected_refund].contains(&first.refunded_cents),
+            "{point:?}: the refund is paid exactly once: {first:?}"
+        );
         assert_eq!((second.finalised, second.refunded_cents, second.mismatches), (0, 0, 0), "{point:?}");
         let expired = stack.assert_settled_books(&expiring, &acknowledged[&expiring]).await;
         assert_eq!((expired.status, expired.refund_item_cents), (PacketStatus::Expired, Some(expected_refund)));

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use local::probe::{redis_commands_executed, RequestCounter};
+use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::settle::{SettleSummary, Settler};
 use serde_json::{json, Value};
@@ -20,7 +21,7 @@ use support::stack::{reply, request, Stack};
 use support::OwnRedis;
 
 /// A settler of `stack` whose DynamoDB requests `counter` counts.
-fn counted_settler(stack: &Stack, counter: &RequestCounter) -> Settler {
+fn counted_settler(stack: &Stack, counter: &RequestCounter) -> DeployedSettler {
     let counted = counter.on(&DynamoLedger::client_from_env().expect("a DynamoDB client"));
     Settler::new(Arc::new(stack.store()), DynamoLedger::new(counted, &stack.config)).with_clock(stack.clock.clone())
 }
@@ -30,7 +31,11 @@ async fn commands_executed(store: &RedisStore) -> u64 {
 }
 
 /// One run's Redis commands and DynamoDB requests.
-async fn measured_run(settler: &Settler, store: &RedisStore, counter: &RequestCounter) -> (SettleSummary, u64, u64) {
+async fn measured_run(
+    settler: &DeployedSettler,
+    store: &RedisStore,
+    counter: &RequestCounter,
+) -> (SettleSummary, u64, u64) {
     let (commands, requests) = (commands_executed(store).await, counter.count());
     let summary = settler.run(0..=15, None).await.expect("settle run");
     let commands = commands_executed(store).await - commands;

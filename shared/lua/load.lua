@@ -1,35 +1,31 @@
--- load.lua: makes a packet grabbable: its meta, its shares not yet taken, and (when a packet is
--- reloaded from the ledger) the grabs the ledger already holds.
+-- load.lua: makes a packet grabbable: its fields, its shares not yet taken, and (when a packet
+-- is reloaded from the ledger) the grabs the ledger already holds.
 --
--- KEYS[1]  rp:{<id>}:meta    hash, created here (see grab.lua for its fields)
--- KEYS[2]  rp:{<id>}:shares  list of shares in cents, created here
--- KEYS[3]  rp:{<id>}:users   hash user -> "<amount>:<grabbed_at_ms>", filled from ARGV[3]
--- KEYS[4]  rp:{<id>}:log     list of grabs, filled from ARGV[3] (all already in the ledger)
+-- KEYS[1]  rp:{<id>}:packet  hash, created here: sender, kind, split and greeting (each only
+--                            when set), seed, total_cents, count, created_at, expires_at,
+--                            status ('open' until close.lua), persisted (log entries the ledger
+--                            holds), and '@<user>' = '<seq>:<amount>:<at_ms>' per grab
+-- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>', created here from ARGV[5..]
+-- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<at_ms>:<user>', filled from ARGV[4]
 -- ARGV[1]  'add': load unless Redis holds the packet already (send, restore); or 'replace':
 --          whatever Redis holds of the packet gives way to the ledger's state (settle's re-sync)
 -- ARGV[2]  a JSON object of the packet's fields: sender, kind, split and greeting (each only
 --          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms)
--- ARGV[3]  a JSON array of grabs already made, [{seq, user, amount, at}] in seq order; [] at send
--- ARGV[4..] the shares not yet taken, in the order they are handed out
+-- ARGV[3]  the seq of the first share in ARGV[5..] (1 at send; shares before it are taken)
+-- ARGV[4]  a JSON array of the grabs the ledger holds, ['<seq>:<amount>:<at_ms>:<user>'] in
+--          seq order; [] at send
+-- ARGV[5..] the shares not yet taken, in cents, in the order they are handed out
 --
 -- The keys get no TTL here: they live until settle has finalised the packet and retires them.
 -- Returns 1 when loaded now, 0 when the packet was already loaded (nothing is changed).
 
 if ARGV[1] == 'replace' then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 elseif redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 local packet = cjson.decode(ARGV[2])
-local grabs = cjson.decode(ARGV[3])
--- Sequence numbers continue after the last share taken: grab `seq` takes share `seq`.
-local last_seq = tonumber(packet.shares_taken)
-local shares = {}
-local remaining_cents = 0
-for i = 4, #ARGV do
-  shares[#shares + 1] = ARGV[i]
-  remaining_cents = remaining_cents + tonumber(ARGV[i])
-end
+local grabs = cjson.decode(ARGV[4])
 
 local fields = {
   'sender', packet.sender,
@@ -40,9 +36,6 @@ local fields = {
   'created_at', packet.created_at,
   'expires_at', packet.expires_at,
   'status', 'open',
-  'remaining_cents', remaining_cents,
-  'remaining_count', #shares,
-  'grabbed', last_seq,
   'persisted', #grabs,
 }
 for _, optional in ipairs({'split', 'greeting'}) do
@@ -52,11 +45,25 @@ for _, optional in ipairs({'split', 'greeting'}) do
   end
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+local grabbers = {}
+for _, entry in ipairs(grabs) do
+  local grab, user = string.match(entry, '^(%d+:%d+:%d+):(.+)$')
+  grabbers[#grabbers + 1] = '@' .. user
+  grabbers[#grabbers + 1] = grab
+end
+for first = 1, #grabbers, 500 do
+  redis.call('HSET', KEYS[1], unpack(grabbers, first, math.min(first + 499, #grabbers)))
+end
+
+local first_seq = tonumber(ARGV[3])
+local shares = {}
+for i = 5, #ARGV do
+  shares[#shares + 1] = (first_seq + i - 5) .. ':' .. ARGV[i]
+end
 for first = 1, #shares, 500 do
   redis.call('RPUSH', KEYS[2], unpack(shares, first, math.min(first + 499, #shares)))
 end
-for _, grab in ipairs(grabs) do
-  redis.call('HSET', KEYS[3], grab.user, string.format('%d:%d', grab.amount, grab.at))
-  redis.call('RPUSH', KEYS[4], cjson.encode(grab))
+for first = 1, #grabs, 500 do
+  redis.call('RPUSH', KEYS[3], unpack(grabs, first, math.min(first + 499, #grabs)))
 end
 return 1

@@ -1,9 +1,14 @@
--- snapshot.lua: a packet's meta and its whole grab log, read at one instant.
+-- snapshot.lua: a packet's fields, how many shares are left and its whole grab log, read at
+-- one instant.
 --
--- KEYS[1]  rp:{<id>}:meta
--- KEYS[2]  rp:{<id>}:log
+-- KEYS[1]  rp:{<id>}:packet
+-- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
+-- KEYS[3]  rp:{<id>}:grabs (the grab log)
 --
--- Returns {meta as HGETALL's flat field/value list, log entries in grab order}; {} for the
--- meta when Redis holds no such packet.
+-- Returns {fields, shares left, log entries in grab order}: fields are the values of sender,
+-- kind, split, greeting, seed, total_cents, count, created_at, expires_at, status, persisted
+-- in that order (false where unset); all false when Redis holds no such packet.
 
-return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}
+local fields = redis.call('HMGET', KEYS[1], 'sender', 'kind', 'split', 'greeting', 'seed', 'total_cents',
+  'count', 'created_at', 'expires_at', 'status', 'persisted')
+return {fields, redis.call('LLEN', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1)}

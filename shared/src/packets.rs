@@ -2,9 +2,9 @@
 //! and reloading a packet the ledger holds open into the live store. The ledger is the truth:
 //! nothing here loads a packet the ledger has settled, or loads one without the ledger's grabs.
 
-use crate::adapters::redis_store::LivePacket;
 use crate::clock::Millis;
 use crate::domain::packet::LedgerPacket;
+use crate::domain::LivePacket;
 use crate::domain::{PacketId, PacketStatus, PacketView};
 use crate::error::ApiError;
 use crate::ports::{Ledger, LiveStore};

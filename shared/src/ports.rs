@@ -1,86 +1,15 @@
-//! The narrow traits the handlers see: what they need of Redis and of DynamoDB, nothing more.
+//! The narrow traits the handlers and settle see: what they need of the live store (Redis) and
+//! of the ledger (DynamoDB), nothing more. The domain knows nothing of these; the adapters
+//! implement them; the handlers, `packets` and `settle` use them.
 
 use std::future::Future;
-use std::time::Duration;
 
-use crate::adapters::dynamo::{HistoryPage, Role};
-use crate::adapters::redis_store::LivePacket;
-use crate::clock::Millis;
+use crate::clock::{Clock, Millis};
+use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
-use crate::domain::settlement::LoggedGrab;
-use crate::domain::{Cents, IdempotencyKey, Packet, PacketId, UserId};
+use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
+use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
 use crate::error::ApiError;
-
-/// How long one caller may take to ask the ledger about a packet the live store does not hold;
-/// meanwhile every other grab on that id waits for its verdict instead of asking too.
-pub const LOOKUP_LEASE: Duration = Duration::from_secs(5);
-
-/// The answer of one grab attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GrabOutcome {
-    /// The live store holds no such packet: the ledger decides.
-    AskLedger(Lookup),
-    /// Another caller is asking the ledger about this packet right now: try again shortly.
-    LookupPending,
-    /// No such packet (the ledger said so lately).
-    NotFound,
-    /// At or after `expires_at`, with shares left.
-    Expired,
-    /// This user grabbed before; the amount and time of that grab.
-    Already {
-        /// The share this user got.
-        amount_cents: Cents,
-        /// When they got it.
-        grabbed_at_ms: Millis,
-        /// Shares left now.
-        remaining_count: u32,
-    },
-    /// Every share is taken.
-    SoldOut,
-    /// A share was taken just now.
-    Grabbed {
-        /// The share.
-        amount_cents: Cents,
-        /// Now.
-        grabbed_at_ms: Millis,
-        /// Shares left after this one.
-        remaining_count: u32,
-    },
-}
-
-impl GrabOutcome {
-    /// True when this answer shows every share taken: a sold-out packet stays sold out.
-    pub fn sold_out(&self) -> bool {
-        match self {
-            GrabOutcome::SoldOut => true,
-            GrabOutcome::Grabbed { remaining_count, .. } | GrabOutcome::Already { remaining_count, .. } => {
-                *remaining_count == 0
-            }
-            _ => false,
-        }
-    }
-}
-
-/// Why a caller asks the ledger about a packet the live store does not hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lookup {
-    /// This caller holds the id's lookup lease: it asks, then records the verdict with
-    /// [`LiveStore::settle_lookup`].
-    Claimed,
-    /// The ledger recorded the packet lately: ask it, nothing to record.
-    Recorded,
-}
-
-/// What asking the ledger about an id came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LookupVerdict {
-    /// The ledger has no such packet.
-    Absent,
-    /// The ledger holds the packet.
-    Recorded,
-    /// The ledger could not be asked: the next caller may ask again.
-    Failed,
-}
 
 /// The live, atomic side of packets (Redis).
 pub trait LiveStore: Send + Sync {
@@ -101,16 +30,15 @@ pub trait LiveStore: Send + Sync {
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
 
-    /// Records what the ledger said of `id` after a [`Lookup::Claimed`], releasing the lease.
-    fn settle_lookup(&self, id: &PacketId, verdict: LookupVerdict)
-        -> impl Future<Output = Result<(), ApiError>> + Send;
-
-    /// One grab by `user` at `now_ms`: atomic, at most one share per user.
-    fn grab(
+    /// One grab by `user`, decided at `clock`'s now: atomic, at most one share per user. A
+    /// packet the live store does not hold (settled and retired, or lost) is answered from
+    /// `ledger`, which one caller at a time is asked about per id.
+    fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
         user: &UserId,
-        now_ms: Millis,
+        clock: &dyn Clock,
+        ledger: &L,
     ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send;
 }
 
@@ -155,6 +83,125 @@ pub trait Ledger: Send + Sync {
     ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send;
 }
 
+/// What closing a packet to grabs came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// The live store holds no such packet.
+    Missing,
+    /// Neither finished nor expired: still open.
+    StillOpen,
+    /// Closed to grabs, now or earlier.
+    Closed,
+}
+
+/// The settle side of the live store: which packets have work, closing, progress marks,
+/// re-sync and retirement, and a run's own bookkeeping. Shards split the open packets so that
+/// several settle invocations share them; a range is `[first, last]` shard.
+pub trait SettleQueue: LiveStore {
+    /// How many shards index open packets (`SETTLE_SHARDS`).
+    fn settle_shards(&self) -> u32;
+
+    /// The packets of `shard` with work: grabs not yet persisted, or due at `now_ms` (expired).
+    fn packets_with_work(
+        &self,
+        shard: u32,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<Vec<PacketId>, ApiError>> + Send;
+
+    /// After settle's pass over `id`: clears its mark, and marks it again if grabs made since
+    /// are not persisted.
+    fn settled_pass(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Closes the packet to grabs if it is finished or expired at `now_ms`.
+    fn close(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CloseOutcome, ApiError>> + Send;
+
+    /// True when the replicas hold every write made to `id` so far (always, without replicas
+    /// to wait for): only such grabs are persisted, so a failover cannot take one back.
+    fn replicas_hold(&self, id: &PacketId) -> impl Future<Output = Result<bool, ApiError>> + Send;
+
+    /// Records that the first `confirmed` grabs of `id`'s log are in the ledger.
+    fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Replaces whatever the live store holds of `packet` with the ledger's state.
+    fn resync(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Takes a finalised packet out of `shard` and lets its keys lapse shortly.
+    fn retire(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Sets a packet whose books cannot balance aside for an operator, out of `shard`.
+    fn quarantine(
+        &self,
+        id: &PacketId,
+        shard: u32,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Where a run over `range` that stopped early left off.
+    fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, ApiError>> + Send;
+
+    /// Records where the next run over `range` starts (`None` after a complete run).
+    fn set_resume_shard(
+        &self,
+        range: [u32; 2],
+        shard: Option<u32>,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// The recovery sweep's next shard for `range` and when it is due; `None` when the live
+    /// store has no record of it (never swept, or it lost its data).
+    fn sweep_state(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<(u32, Millis)>, ApiError>> + Send;
+
+    /// Records the recovery sweep's next shard for `range` and when it is due.
+    fn set_sweep_state(
+        &self,
+        range: [u32; 2],
+        next_shard: u32,
+        due_ms: Millis,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// Every `SETTLE_SHARDS` value packets were indexed under since its shards last drained.
+    fn settle_layouts(&self) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
+
+    /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
+    fn forget_settle_layout(&self, shards: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
+/// The settle side of the ledger: recording grabs under conditions, and finalising.
+pub trait SettleLedger: Ledger {
+    /// The packets of `shard` the ledger holds open (the recovery sweep).
+    fn open_packets(&self, shard: u32) -> impl Future<Output = Result<Vec<PacketId>, ApiError>> + Send;
+
+    /// Records grabs, each claiming its share then writing its grab item under conditions that
+    /// refuse paying a share or a user twice. Returns the grabs refused.
+    fn record_grabs(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+    ) -> impl Future<Output = Result<Vec<Refusal>, ApiError>> + Send;
+
+    /// Writes the grab item of a grab whose share claim is written; true when written now.
+    fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> impl Future<Output = Result<bool, ApiError>> + Send;
+
+    /// Claims `shares` (seq, amount) for the refund; returns the seqs a grab claimed first.
+    fn claim_for_refund(
+        &self,
+        packet: &Packet,
+        shares: &[(u32, Cents)],
+    ) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
+
+    /// Writes the refund and closes the packet in one transaction; false when it was finalised already.
+    fn finalise(
+        &self,
+        packet: &Packet,
+        result: &Finalisation,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<bool, ApiError>> + Send;
+}
+
 impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
         (**self).load(packet, shares)
@@ -173,21 +220,14 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         (**self).snapshot(id)
     }
 
-    fn settle_lookup(
-        &self,
-        id: &PacketId,
-        verdict: LookupVerdict,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).settle_lookup(id, verdict)
-    }
-
-    fn grab(
+    fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
         user: &UserId,
-        now_ms: Millis,
+        clock: &dyn Clock,
+        ledger: &L,
     ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
-        (**self).grab(packet, user, now_ms)
+        (**self).grab(packet, user, clock, ledger)
     }
 }
 

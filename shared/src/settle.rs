@@ -31,15 +31,14 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::adapters::redis_store::LivePacket;
-use crate::adapters::scripts::CloseOutcome;
-use crate::adapters::{DynamoLedger, RedisStore};
 use crate::clock::{Clock, Millis, SystemClock};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, LoggedGrab, Mismatch};
+use crate::domain::LivePacket;
 use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
 use crate::packets::reload_from_ledger;
+use crate::ports::{CloseOutcome, LiveStore, SettleLedger, SettleQueue};
 
 /// The marker on every reconciliation failure's log line (alarms filter on it).
 pub const RECONCILIATION_MISMATCH: &str = "RECONCILIATION_MISMATCH";
@@ -195,10 +194,11 @@ impl From<ApiError> for Stop {
     }
 }
 
-/// The settle engine, on the live store and the ledger.
-pub struct Settler {
-    store: Arc<RedisStore>,
-    ledger: DynamoLedger,
+/// The settle engine, on the live store's settle queue and the ledger (the ports; the
+/// deployed pair is `adapters::DeployedSettler`).
+pub struct Settler<S, L> {
+    store: Arc<S>,
+    ledger: L,
     clock: Arc<dyn Clock>,
     crash_at: Option<FaultPoint>,
     drain_ms: Millis,
@@ -207,9 +207,9 @@ pub struct Settler {
 /// How many times finalisation re-reads the ledger while grabs race its refund claims.
 const FINALISE_ATTEMPTS: u32 = 3;
 
-impl Settler {
+impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     /// A settler with the system clock.
-    pub fn new(store: Arc<RedisStore>, ledger: DynamoLedger) -> Self {
+    pub fn new(store: Arc<S>, ledger: L) -> Self {
         Settler { store, ledger, clock: Arc::new(SystemClock), crash_at: None, drain_ms: 0 }
     }
 

@@ -2,20 +2,18 @@
 //!
 //! 200 with the share (or, for a repeat, the share this user already has), 409 sold out,
 //! 410 expired, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
-//! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger.
-//! One caller at a time asks the ledger about such an id (a lease in Redis); the others wait
-//! for its verdict, which Redis keeps for a minute, so a flood of grabs on unknown ids costs one
+//! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger by
+//! the store itself, one caller per id at a time, so a flood of grabs on unknown ids costs one
 //! DynamoDB read per id per minute, however many arrive at once.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
-use red_packets::clock::{rfc3339, Millis};
-use red_packets::domain::{Cents, PacketId, UserId};
+use red_packets::clock::rfc3339;
+use red_packets::domain::{Cents, GrabOutcome, PacketId, UserId};
 use red_packets::http::{caller, json_response, packet_id, respond};
-use red_packets::ports::{GrabOutcome, Ledger, LiveStore, Lookup, LookupVerdict, LOOKUP_LEASE};
+use red_packets::ports::{Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
@@ -69,10 +67,7 @@ async fn grab<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let outcome = match grab_in_redis(service, &packet_id, &user).await? {
-        (GrabOutcome::AskLedger(lookup), now_ms) => ask_ledger(service, &packet_id, &user, now_ms, lookup).await?,
-        (outcome, _) => outcome,
-    };
+    let outcome = service.store.grab(&packet_id, &user, service.clock.as_ref(), &service.ledger).await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
             (amount_cents, grabbed_at_ms, remaining_count, false)
@@ -83,9 +78,6 @@ async fn grab<S: LiveStore, L: Ledger>(
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
-        GrabOutcome::AskLedger(_) | GrabOutcome::LookupPending => {
-            return Err(ApiError::Internal(format!("grab on {packet_id} left undecided: {outcome:?}")))
-        }
     };
     let body = GrabResponse {
         packet_id,
@@ -96,53 +88,6 @@ async fn grab<S: LiveStore, L: Ledger>(
         already_grabbed,
     };
     Ok(json_response(StatusCode::OK, &body))
-}
-
-/// How often a grab waiting for another caller's lookup asks Redis again.
-const LOOKUP_POLL: Duration = Duration::from_millis(20);
-
-/// The grab as Redis decides it, and the time it was decided at, waiting while another caller
-/// asks the ledger about this id. The wait ends within the lease: once it lapses, a waiter
-/// claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
-/// before its packet's expiry.
-async fn grab_in_redis<S: LiveStore, L: Ledger>(
-    service: &GrabService<S, L>,
-    packet_id: &PacketId,
-    user: &UserId,
-) -> Result<(GrabOutcome, Millis), ApiError> {
-    let polls = (LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) as u32 + 10;
-    for _ in 0..polls {
-        let now_ms = service.clock.now_ms();
-        match service.store.grab(packet_id, user, now_ms).await? {
-            GrabOutcome::LookupPending => tokio::time::sleep(LOOKUP_POLL).await,
-            outcome => return Ok((outcome, now_ms)),
-        }
-    }
-    Err(ApiError::redis_unavailable(format!("packet {packet_id} is being looked up; no verdict within the lease")))
-}
-
-/// The grab on a packet Redis does not hold, as the ledger answers it. The holder of the
-/// lookup records the verdict, also when the ledger could not be asked.
-async fn ask_ledger<S: LiveStore, L: Ledger>(
-    service: &GrabService<S, L>,
-    packet_id: &PacketId,
-    user: &UserId,
-    now_ms: Millis,
-    lookup: Lookup,
-) -> Result<GrabOutcome, ApiError> {
-    let recorded = service.ledger.ledger_packet(packet_id).await;
-    if lookup == Lookup::Claimed {
-        let verdict = match &recorded {
-            Ok(Some(_)) => LookupVerdict::Recorded,
-            Ok(None) => LookupVerdict::Absent,
-            Err(_) => LookupVerdict::Failed,
-        };
-        service.store.settle_lookup(packet_id, verdict).await?;
-    }
-    match recorded? {
-        Some(recorded) => recorded.grab_outcome(user, now_ms),
-        None => Ok(GrabOutcome::NotFound),
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
-use red_packets::adapters::dynamo::Role;
+use red_packets::domain::history::Role;
 use red_packets::http::{caller, json_response, packet_id, respond};
 use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore};

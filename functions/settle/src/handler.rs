@@ -6,6 +6,7 @@
 //! type name.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
+use red_packets::ports::{SettleLedger, SettleQueue};
 use red_packets::settle::{SettleError, SettleRequest, SettleSummary, Settler};
 use serde_json::Value;
 
@@ -32,7 +33,10 @@ impl From<SettleFailure> for Diagnostic {
 }
 
 /// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard.
-pub async fn handle(settler: &Settler, event: LambdaEvent<Value>) -> Result<SettleSummary, SettleFailure> {
+pub async fn handle<S: SettleQueue, L: SettleLedger>(
+    settler: &Settler<S, L>,
+    event: LambdaEvent<Value>,
+) -> Result<SettleSummary, SettleFailure> {
     let request: SettleRequest = match event.payload {
         Value::Null => SettleRequest::default(),
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
@@ -52,7 +56,7 @@ mod tests {
 
     const SETTLE_EVENT: &str = include_str!("../../../events/settle.json");
 
-    async fn settler() -> Settler {
+    async fn settler() -> red_packets::adapters::DeployedSettler {
         let config = Config::from_env().unwrap();
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");

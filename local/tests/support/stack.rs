@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
+use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::ManualClock;
 use red_packets::domain::packet::LedgerPacket;
@@ -82,14 +83,14 @@ impl Stack {
             .collect();
         for id in ids {
             let keys = store.keys(&PacketId::parse(id).unwrap());
-            doomed.extend([keys.meta, keys.shares, keys.users, keys.log, keys.lookup]);
+            doomed.extend([keys.packet, keys.pool, keys.grabs, keys.lookup]);
         }
         for key in doomed {
             let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
         }
     }
 
-    pub fn settler(&self, crash_at: Option<FaultPoint>) -> Settler {
+    pub fn settler(&self, crash_at: Option<FaultPoint>) -> DeployedSettler {
         Settler::new(Arc::new(self.store()), self.ledger.clone()).with_clock(self.clock.clone()).crashing_at(crash_at)
     }
 

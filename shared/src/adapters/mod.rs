@@ -1,9 +1,11 @@
-//! The stores: Redis for the live, atomic side; DynamoDB for the durable ledger.
+//! The stores: Redis for the live, atomic side; DynamoDB for the durable ledger. Adapters
+//! depend on the ports and the domain, never the reverse.
 
 pub mod dynamo;
-pub mod redis_store;
-pub mod scripts;
-pub mod sold_out;
+pub mod redis;
 
+pub use self::redis::RedisStore;
 pub use dynamo::{DynamoLedger, LazyLedger};
-pub use redis_store::RedisStore;
+
+/// Settle on the deployed stores: ElastiCache (Redis, Valkey) and DynamoDB.
+pub type DeployedSettler = crate::settle::Settler<RedisStore, DynamoLedger>;

@@ -1,14 +1,19 @@
 //! The pure domain: money in integer cents, limits, splitters and packet rules. No I/O here.
 
+pub mod grab;
+pub mod history;
 pub mod ids;
 pub mod limits;
+pub mod live;
 pub mod packet;
 pub mod settlement;
 pub mod split;
 pub mod validate;
 
+pub use grab::GrabOutcome;
 pub use ids::{IdempotencyKey, PacketId, UserId};
 pub use limits::Limits;
+pub use live::LivePacket;
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
 pub use split::{Seed, SplitRule};
 

@@ -2,12 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::grab::GrabOutcome;
 use super::settlement::{best_luck, LoggedGrab, ShareClaim, ShareHolder};
 use super::split::{self, Seed, SplitRule};
 use super::{Cents, PacketId, UserId};
 use crate::clock::{rfc3339, Millis};
-use crate::error::ApiError;
-use crate::ports::GrabOutcome;
 
 /// Lucky (random shares) or fixed (equal shares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -243,23 +242,22 @@ impl LedgerPacket {
         self.claims.iter().any(|claim| claim.holder == ShareHolder::Refund)
     }
 
-    /// What a grab by `user` at `now_ms` comes to, for a packet Redis no longer holds. An open,
-    /// unexpired packet with shares left is a 503: settle is restoring it into Redis.
-    pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Result<GrabOutcome, ApiError> {
+    /// What a grab by `user` at `now_ms` comes to, decided by the ledger alone (for a packet
+    /// the live store no longer holds). `None` for an open, unexpired packet with shares left:
+    /// only the live store hands out shares, and settle is restoring the packet into it.
+    pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Option<GrabOutcome> {
         let remaining_count = self.packet.count.saturating_sub(self.grabs.len() as u32);
         if let Some(grab) = self.grabs.iter().find(|grab| &grab.user == user) {
-            return Ok(GrabOutcome::Already {
+            return Some(GrabOutcome::Already {
                 amount_cents: grab.amount_cents,
                 grabbed_at_ms: grab.at_ms,
                 remaining_count,
             });
         }
         match self.view_status(now_ms) {
-            PacketStatus::Finished => Ok(GrabOutcome::SoldOut),
-            PacketStatus::Expired => Ok(GrabOutcome::Expired),
-            PacketStatus::Open => {
-                Err(ApiError::redis_unavailable(format!("packet {} is not loaded in Redis yet", self.packet.id)))
-            }
+            PacketStatus::Finished => Some(GrabOutcome::SoldOut),
+            PacketStatus::Expired => Some(GrabOutcome::Expired),
+            PacketStatus::Open => None,
         }
     }
 

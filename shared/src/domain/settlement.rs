@@ -22,6 +22,41 @@ pub struct LoggedGrab {
     pub at_ms: Millis,
 }
 
+/// A grab the ledger refused, because recording it would pay a share or a user twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its share is claimed by another user (or by the refund).
+    ShareHeld(LoggedGrab),
+    /// Its user already holds another share of the packet.
+    UserPaid(LoggedGrab),
+}
+
+impl Refusal {
+    /// The grab refused.
+    pub fn grab(&self) -> &LoggedGrab {
+        match self {
+            Refusal::ShareHeld(grab) | Refusal::UserPaid(grab) => grab,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::ShareHeld(grab) => {
+                write!(
+                    f,
+                    "share {} ({} cents) grabbed by {} is held by another in the ledger",
+                    grab.seq, grab.amount_cents, grab.user
+                )
+            }
+            Refusal::UserPaid(grab) => {
+                write!(f, "{} grabbed share {} but the ledger already pays them another share", grab.user, grab.seq)
+            }
+        }
+    }
+}
+
 /// Who holds one share in the ledger. Each share is claimed at most once, by the write itself
 /// (`SHARE#<seq>` under a condition), so two users can never be paid the same share.
 #[derive(Debug, Clone, PartialEq, Eq)]

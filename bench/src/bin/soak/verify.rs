@@ -10,6 +10,7 @@ use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::{parse_rfc3339, Millis};
 use red_packets::domain::packet::{LedgerPacket, PacketStatus};
 use red_packets::domain::PacketId;
+use red_packets::ports::SettleQueue;
 use red_packets::{Clock, SystemClock};
 
 use crate::traffic::{Outcome, SentPacket};

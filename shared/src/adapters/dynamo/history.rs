@@ -6,70 +6,20 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::items::{history_pk, packet_pk, GrabItem, PacketItem, META};
 use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
-use crate::domain::{Cents, PacketId, PacketStatus, UserId};
+use crate::domain::history::{HistoryItem, HistoryPage, Role};
+use crate::domain::{PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 
-/// Which side of the caller's packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Packets the caller sent (listed at once).
-    Sent,
-    /// Packets the caller grabbed from (listed once settle recorded the grab).
-    Received,
-}
-
-impl Role {
-    /// `sent` or `received`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "sent" => Some(Role::Sent),
-            "received" => Some(Role::Received),
-            _ => None,
-        }
+/// The history index's sort key prefix of `role`'s items.
+fn sort_key_prefix(role: Role) -> &'static str {
+    match role {
+        Role::Sent => "SENT#",
+        Role::Received => "RECV#",
     }
-
-    fn sort_key_prefix(self) -> &'static str {
-        match self {
-            Role::Sent => "SENT#",
-            Role::Received => "RECV#",
-        }
-    }
-}
-
-/// One packet in the caller's history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistoryItem {
-    /// The packet.
-    pub packet_id: PacketId,
-    /// Who sent it.
-    pub sender: UserId,
-    /// Its whole amount.
-    pub total_cents: Cents,
-    /// Its shares.
-    pub count: u32,
-    /// Open, finished or expired.
-    pub status: PacketStatus,
-    /// When it was sent.
-    pub created_at: String,
-    /// The caller's share (received only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub amount_cents: Option<Cents>,
-    /// When the caller grabbed (received only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub grabbed_at: Option<String>,
-}
-
-/// One page of history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistoryPage {
-    /// Newest first.
-    pub items: Vec<HistoryItem>,
-    /// Pass back as `cursor` for the next page; `null` on the last.
-    pub next_cursor: Option<String>,
 }
 
 fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
@@ -85,7 +35,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
     // DynamoDB answers a start key outside the query's key condition with a ValidationException:
     // check every part here, so a forged or misplaced cursor is the caller's 400, never a 503.
     let owned = strings.get("history_pk") == Some(&history_pk(owner));
-    let in_role = strings.get("history_sk").is_some_and(|sk| sk.starts_with(role.sort_key_prefix()));
+    let in_role = strings.get("history_sk").is_some_and(|sk| sk.starts_with(sort_key_prefix(role)));
     let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with("PKT#"))
         && strings.get("sk").is_some_and(|sk| match role {
             Role::Sent => sk == "META",
@@ -114,7 +64,7 @@ impl DynamoLedger {
             .index_name(HISTORY_INDEX)
             .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
             .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(role.sort_key_prefix().into()))
+            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into()))
             .scan_index_forward(false)
             .limit(limit as i32)
             .set_exclusive_start_key(start)

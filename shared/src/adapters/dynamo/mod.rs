@@ -17,11 +17,11 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
 
-pub use history::{HistoryItem, HistoryPage, Role};
 use items::{packet_pk, IdempotencyItem, PacketItem, META};
 
 use crate::clock::Millis;
 use crate::config::{Config, ConfigError};
+use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::{Packet, PacketId, UserId};
 use crate::error::ApiError;

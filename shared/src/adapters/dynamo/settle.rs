@@ -12,67 +12,15 @@ use super::items::{open_partitions, packet_pk, GrabItem, PacketItem, RefundItem,
 use super::{condition_failed, from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
-use crate::domain::settlement::{Finalisation, LoggedGrab};
+use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
 use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
+use crate::ports::SettleLedger;
 
 /// Conditional writes one packet's settle keeps in flight at once.
 const WRITES_IN_FLIGHT: usize = 32;
 
-/// A grab the ledger refused, because recording it would pay a share or a user twice.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Its share is claimed by another user (or by the refund).
-    ShareHeld(LoggedGrab),
-    /// Its user already holds another share of the packet.
-    UserPaid(LoggedGrab),
-}
-
-impl Refusal {
-    /// The grab refused.
-    pub fn grab(&self) -> &LoggedGrab {
-        match self {
-            Refusal::ShareHeld(grab) | Refusal::UserPaid(grab) => grab,
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::ShareHeld(grab) => {
-                write!(
-                    f,
-                    "share {} ({} cents) grabbed by {} is held by another in the ledger",
-                    grab.seq, grab.amount_cents, grab.user
-                )
-            }
-            Refusal::UserPaid(grab) => {
-                write!(f, "{} grabbed share {} but the ledger already pays them another share", grab.user, grab.seq)
-            }
-        }
-    }
-}
-
 impl DynamoLedger {
-    /// Records grabs, each with two conditional writes, up to [`WRITES_IN_FLIGHT`] at a time:
-    /// first the claim on its share (`SHARE#<seq>`: new, or held by this user for this amount),
-    /// then the grab item (`GRAB#<user>`: new, or the same share and amount). The conditions
-    /// make the writes idempotent for the same grab and refuse any other: no share is paid to
-    /// two users, no user is paid two shares, no amount changes. Returns the grabs refused.
-    pub async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
-        // The futures are built first: a stream holding a closure over borrowed items trips
-        // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
-        let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
-        let outcomes: Vec<Result<Option<Refusal>, ApiError>> =
-            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
-        let mut refused = Vec::new();
-        for outcome in outcomes {
-            refused.extend(outcome?);
-        }
-        Ok(refused)
-    }
-
     async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
         let claim = self
             .client
@@ -95,9 +43,67 @@ impl DynamoLedger {
         Ok(self.put_grab_item(packet, grab).await?.then(|| Refusal::UserPaid(grab.clone())))
     }
 
+    /// Every item of packet `id`: record, grabs and refund (strongly consistent).
+    pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+        let mut meta: Option<PacketItem> = None;
+        let mut grabs: Vec<LoggedGrab> = Vec::new();
+        let mut claims = Vec::new();
+        let mut refund_item_cents = None;
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(unavailable)?;
+            match item.get("sk").and_then(|sk| sk.as_s().ok()).map(String::as_str) {
+                Some(META) => meta = Some(from_item(item)?),
+                Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
+                Some(sk) if sk.starts_with("GRAB#") => grabs.push(from_item::<GrabItem>(item)?.logged()),
+                Some(sk) if sk.starts_with("SHARE#") => claims.push(from_item::<ShareItem>(item)?.claim()?),
+                _ => {}
+            }
+        }
+        let Some(meta) = meta else { return Ok(None) };
+        grabs.sort_by_key(|grab| grab.seq);
+        Ok(Some(LedgerPacket {
+            packet: meta.packet()?,
+            status: meta.status,
+            refund_cents: meta.refund_cents,
+            refund_item_cents,
+            grabs,
+            claims,
+        }))
+    }
+}
+
+impl SettleLedger for DynamoLedger {
+    /// Records grabs, each with two conditional writes, up to [`WRITES_IN_FLIGHT`] at a time:
+    /// first the claim on its share (`SHARE#<seq>`: new, or held by this user for this amount),
+    /// then the grab item (`GRAB#<user>`: new, or the same share and amount). The conditions
+    /// make the writes idempotent for the same grab and refuse any other: no share is paid to
+    /// two users, no user is paid two shares, no amount changes. Returns the grabs refused.
+    async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+        // The futures are built first: a stream holding a closure over borrowed items trips
+        // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
+        let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
+        let outcomes: Vec<Result<Option<Refusal>, ApiError>> =
+            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
+        let mut refused = Vec::new();
+        for outcome in outcomes {
+            refused.extend(outcome?);
+        }
+        Ok(refused)
+    }
+
     /// Writes the grab item of a grab whose share claim is written: returns true when the
     /// user already holds a grab item for another share or amount (nothing is written then).
-    pub async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
+    async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
         let written = self
             .client
             .put_item()
@@ -120,7 +126,7 @@ impl DynamoLedger {
     /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
     /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
     /// claimed first.
-    pub async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, ApiError> {
+    async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, ApiError> {
         let writes: Vec<_> = shares
             .iter()
             .map(|&(seq, amount_cents)| async move {
@@ -156,7 +162,7 @@ impl DynamoLedger {
     /// Finalises a packet once: one transaction writes the refund (when there is one) and moves
     /// the packet out of `open`, conditional on it still being open. Returns false when another
     /// run finalised it first: nothing is written twice.
-    pub async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, ApiError> {
+    async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, ApiError> {
         let now = rfc3339(now_ms);
         let mut values = HashMap::from([
             (":open".to_owned(), AttributeValue::S(PacketStatus::Open.as_str().into())),
@@ -208,47 +214,9 @@ impl DynamoLedger {
         }
     }
 
-    /// Every item of packet `id`: record, grabs and refund (strongly consistent).
-    pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
-        let mut meta: Option<PacketItem> = None;
-        let mut grabs: Vec<LoggedGrab> = Vec::new();
-        let mut claims = Vec::new();
-        let mut refund_item_cents = None;
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(unavailable)?;
-            match item.get("sk").and_then(|sk| sk.as_s().ok()).map(String::as_str) {
-                Some(META) => meta = Some(from_item(item)?),
-                Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
-                Some(sk) if sk.starts_with("GRAB#") => grabs.push(from_item::<GrabItem>(item)?.logged()),
-                Some(sk) if sk.starts_with("SHARE#") => claims.push(from_item::<ShareItem>(item)?.claim()?),
-                _ => {}
-            }
-        }
-        let Some(meta) = meta else { return Ok(None) };
-        grabs.sort_by_key(|grab| grab.seq);
-        Ok(Some(LedgerPacket {
-            packet: meta.packet()?,
-            status: meta.status,
-            refund_cents: meta.refund_cents,
-            refund_item_cents,
-            grabs,
-            claims,
-        }))
-    }
-
     /// The packets still open in settle shard `shard`, by the ledger's sparse open index (one
     /// query per partition of the shard; only the recovery sweep reads it).
-    pub async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
+    async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
         let mut ids = Vec::new();
         for partition in open_partitions(shard) {
             let mut pages = self

@@ -1,0 +1,16 @@
+//! The Redis adapter: the live, atomic side of packets.
+//!
+//! - [`connection`]: one node or a cluster, every call bounded in time, `WAIT` routing.
+//! - [`scripts`]: the packet's layout in Redis and the Lua scripts over it, behind typed wrappers.
+//! - [`store`]: [`RedisStore`], the [`crate::ports::LiveStore`] (grabs, loads, snapshots).
+//! - `settle_queue`: the same store's settle side (index, dirty sets, marks, retirement).
+//! - [`sold_out`]: the per-instance memo of packets seen sold out.
+
+pub mod connection;
+pub mod scripts;
+mod settle_queue;
+pub mod sold_out;
+pub mod store;
+
+pub use connection::RedisConnection;
+pub use store::RedisStore;

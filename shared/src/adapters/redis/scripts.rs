@@ -1,0 +1,344 @@
+//! The Redis layout of a packet and the Lua scripts over it, each loaded once as a
+//! [`redis::Script`] (EVALSHA, falling back to EVAL on NOSCRIPT) and called only through a typed
+//! function here: no call site passes positional arguments. Every key a script touches carries
+//! the packet's hash tag and goes in KEYS.
+//!
+//! Entries are compact strings rather than JSON: a share is `<seq>:<amount>`, a grab
+//! `<seq>:<amount>:<at_ms>`, a log entry `<seq>:<amount>:<at_ms>:<user>` (the user last, so it
+//! may hold any character). [`grab_entry`] and [`parse_log_entry`] are their only readers here.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{RedisResult, Script};
+
+use crate::clock::Millis;
+use crate::domain::settlement::LoggedGrab;
+use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
+use crate::ports::CloseOutcome;
+
+/// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
+pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
+
+static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_LUA));
+static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/load.lua")));
+static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/close.lua")));
+static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/persisted.lua")));
+static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/snapshot.lua")));
+
+/// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketKeys {
+    /// Hash: the packet's fields, and `@<user>` = `<seq>:<amount>:<at_ms>` per grabber.
+    pub packet: String,
+    /// List: the shares not yet taken, `<seq>:<amount>`, in seq order.
+    pub pool: String,
+    /// List: the grab log, every grab as `<seq>:<amount>:<at_ms>:<user>`, in grab order;
+    /// settle persists it.
+    pub grabs: String,
+    /// String: what the ledger said of an id Redis does not hold (`pending`, `absent`, `recorded`).
+    pub lookup: String,
+}
+
+impl PacketKeys {
+    /// The keys of packet `id` under `prefix` (`REDIS_KEY_PREFIX`, `rp` by default).
+    pub fn of(prefix: &str, id: &PacketId) -> Self {
+        PacketKeys {
+            packet: format!("{prefix}:{{{id}}}:packet"),
+            pool: format!("{prefix}:{{{id}}}:pool"),
+            grabs: format!("{prefix}:{{{id}}}:grabs"),
+            lookup: format!("{prefix}:{{{id}}}:lookup"),
+        }
+    }
+
+    /// The packet hash's field holding `user`'s grab.
+    pub fn grabber_field(user: &UserId) -> String {
+        format!("@{user}")
+    }
+}
+
+/// The settle index key of shard `shard` under `prefix`: a sorted set of open packet ids
+/// scored by expiry, in a slot of its own.
+pub fn settle_index_key(prefix: &str, shard: u32) -> String {
+    format!("{prefix}:settle:{{{shard}}}")
+}
+
+/// `<prefix>:settle:{<shard>}:dirty`: the shard's packets with grabs settle has not persisted
+/// (a set, in the index's slot).
+pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
+    format!("{prefix}:settle:{{{shard}}}:dirty")
+}
+
+/// A log entry: `<seq>:<amount>:<at_ms>:<user>`.
+pub fn log_entry(grab: &LoggedGrab) -> String {
+    format!("{}:{}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user)
+}
+
+/// Reads a log entry back; `None` when it is not one.
+pub fn parse_log_entry(entry: &str) -> Option<LoggedGrab> {
+    let mut parts = entry.splitn(4, ':');
+    let seq = parts.next()?.parse().ok()?;
+    let amount_cents = parts.next()?.parse().ok()?;
+    let at_ms = parts.next()?.parse().ok()?;
+    let user = UserId::from_claim(parts.next()?)?;
+    Some(LoggedGrab { seq, user, amount_cents, at_ms })
+}
+
+/// Reads a grabber's `<seq>:<amount>:<at_ms>` as (amount, at_ms); `None` when it is not one.
+pub fn grab_entry(value: &str) -> Option<(Cents, Millis)> {
+    let mut parts = value.split(':');
+    let _seq: u32 = parts.next()?.parse().ok()?;
+    let amount = parts.next()?.parse().ok()?;
+    let at_ms = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((amount, at_ms))
+}
+
+/// What `load.lua` stores of a packet, besides its shares.
+#[derive(Debug, serde::Serialize)]
+pub struct LoadFields<'a> {
+    /// Who sent it.
+    pub sender: &'a str,
+    /// "lucky" or "fixed".
+    pub kind: &'a str,
+    /// The lucky rule, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<&'a str>,
+    /// The greeting, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub greeting: Option<&'a str>,
+    /// The split seed, hex, so Redis alone can describe the packet.
+    pub seed: &'a str,
+    /// The whole amount.
+    pub total_cents: Cents,
+    /// How many shares.
+    pub count: u32,
+    /// Epoch ms.
+    pub created_at: Millis,
+    /// Epoch ms.
+    pub expires_at: Millis,
+}
+
+/// How `load.lua` treats a packet Redis already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Leave it as it is (send, restore).
+    Add,
+    /// Replace it with the state given (settle's re-sync from the ledger).
+    Replace,
+}
+
+/// Runs `load.lua`: returns true when the packet was loaded now, false when it already was.
+/// `grabs` are the grabs the ledger already holds (empty at send, filled on a reload); `shares`
+/// are the shares not yet taken, the first of them share `first_seq`.
+pub async fn load<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    mode: LoadMode,
+    fields: &LoadFields<'_>,
+    grabs: &[LoggedGrab],
+    first_seq: u32,
+    shares: &[Cents],
+) -> RedisResult<bool> {
+    let fields = serde_json::to_string(fields).expect("load fields serialize");
+    let grabs = serde_json::to_string(&grabs.iter().map(log_entry).collect::<Vec<_>>()).expect("grabs serialize");
+    let loaded: i64 = LOAD
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .key(&keys.grabs)
+        .arg(match mode {
+            LoadMode::Add => "add",
+            LoadMode::Replace => "replace",
+        })
+        .arg(fields)
+        .arg(first_seq)
+        .arg(grabs)
+        .arg(shares)
+        .invoke_async(conn)
+        .await?;
+    Ok(loaded == 1)
+}
+
+/// Runs `close.lua` at `now_ms`.
+pub async fn close<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: Millis) -> RedisResult<CloseOutcome> {
+    let state: i64 = CLOSE.key(&keys.packet).key(&keys.pool).arg(now_ms).invoke_async(conn).await?;
+    Ok(match state {
+        0 => CloseOutcome::Missing,
+        1 => CloseOutcome::StillOpen,
+        _ => CloseOutcome::Closed,
+    })
+}
+
+/// Runs `persisted.lua`: the first `confirmed` log entries are in the ledger. Returns the mark.
+pub async fn mark_persisted<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    confirmed: usize,
+) -> RedisResult<usize> {
+    PERSISTED.key(&keys.packet).arg(confirmed).invoke_async(conn).await
+}
+
+/// The packet hash's fields `snapshot.lua` reads, in its order.
+pub const SNAPSHOT_FIELDS: [&str; 11] = [
+    "sender",
+    "kind",
+    "split",
+    "greeting",
+    "seed",
+    "total_cents",
+    "count",
+    "created_at",
+    "expires_at",
+    "status",
+    "persisted",
+];
+
+/// What `snapshot.lua` read at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSnapshot {
+    /// The values of [`SNAPSHOT_FIELDS`], in order.
+    pub fields: Vec<Option<String>>,
+    /// Shares not yet taken.
+    pub shares_left: u32,
+    /// Every log entry, in grab order.
+    pub log: Vec<String>,
+}
+
+impl RawSnapshot {
+    /// The value of packet field `name`, if set.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        let index = SNAPSHOT_FIELDS.iter().position(|field| *field == name)?;
+        self.fields.get(index)?.as_deref()
+    }
+}
+
+/// Runs `snapshot.lua`: `None` when Redis holds no such packet.
+pub async fn snapshot<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys) -> RedisResult<Option<RawSnapshot>> {
+    let (fields, shares_left, log): (Vec<Option<String>>, u32, Vec<String>) =
+        SNAPSHOT.key(&keys.packet).key(&keys.pool).key(&keys.grabs).invoke_async(conn).await?;
+    let snapshot = RawSnapshot { fields, shares_left, log };
+    Ok(snapshot.field("sender").is_some().then_some(snapshot))
+}
+
+/// Why a grab must ask the ledger about a packet Redis does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// This caller now holds the id's lookup lease: it asks, then records the verdict.
+    Claimed,
+    /// The ledger recorded the packet lately: ask it, nothing to record.
+    Recorded,
+}
+
+/// What `grab.lua` answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptGrab {
+    /// Redis decided. `dirtied`: this grab is the packet's only one not yet persisted, so the
+    /// packet must be marked for settle.
+    Decided {
+        /// The outcome for the caller.
+        outcome: GrabOutcome,
+        /// Mark the packet for settle.
+        dirtied: bool,
+    },
+    /// Redis does not hold the packet and knows nothing lately: ask the ledger.
+    AskLedger(Lookup),
+    /// Redis does not hold the packet; another caller is asking the ledger right now.
+    LookupPending,
+}
+
+/// Runs `grab.lua` for `user` at `now_ms`; a caller that claims an unknown id's lookup holds it
+/// for `lookup_lease_ms`.
+pub async fn grab<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    user: &UserId,
+    now_ms: Millis,
+    lookup_lease_ms: u64,
+) -> RedisResult<ScriptGrab> {
+    let (code, grab, remaining_count, dirtied): (i64, String, u32, i64) = GRAB
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .key(&keys.grabs)
+        .key(&keys.lookup)
+        .arg(user.as_str())
+        .arg(now_ms)
+        .arg(lookup_lease_ms)
+        .invoke_async(conn)
+        .await?;
+    let unreadable = |what: &str, detail: String| {
+        redis::RedisError::from((redis::ErrorKind::Client, "grab.lua", format!("{what}: {detail}")))
+    };
+    let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: dirtied == 1 };
+    let share = || grab_entry(&grab).ok_or_else(|| unreadable("an unreadable grab", grab.clone()));
+    Ok(match code {
+        0 => ScriptGrab::AskLedger(Lookup::Claimed),
+        7 => ScriptGrab::AskLedger(Lookup::Recorded),
+        6 => ScriptGrab::LookupPending,
+        5 => decided(GrabOutcome::NotFound),
+        1 => {
+            let (amount_cents, grabbed_at_ms) = share()?;
+            decided(GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count })
+        }
+        2 => {
+            let (amount_cents, grabbed_at_ms) = share()?;
+            decided(GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count })
+        }
+        3 => decided(GrabOutcome::SoldOut),
+        4 => decided(GrabOutcome::Expired),
+        other => return Err(unreadable("an unknown outcome", other.to_string())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_of_a_packet_carries_its_hash_tag() {
+        let id = PacketId::random();
+        let keys = PacketKeys::of("rp", &id);
+        let tag = format!("{{{id}}}");
+        for key in [&keys.packet, &keys.pool, &keys.grabs, &keys.lookup] {
+            let start = key.find('{').unwrap();
+            let end = start + key[start..].find('}').unwrap();
+            assert_eq!(&key[start..=end], tag, "{key}: Redis Cluster hashes only the first {{...}}");
+        }
+    }
+
+    #[test]
+    fn a_log_entry_reads_back_as_the_grab_even_with_colons_in_the_user() {
+        for user in ["bob", "auth0|abc:def", "a:b:c:d"] {
+            let grab = LoggedGrab {
+                seq: 7,
+                user: UserId::from_claim(user).unwrap(),
+                amount_cents: 125,
+                at_ms: 1_700_000_000_000,
+            };
+            assert_eq!(log_entry(&grab), format!("7:125:1700000000000:{user}"));
+            assert_eq!(parse_log_entry(&log_entry(&grab)), Some(grab));
+        }
+        for bad in ["", "7:125:1700", "x:1:2:bob", "7:-1:2:bob", "{\"seq\":1}"] {
+            assert_eq!(parse_log_entry(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_grabber_field_reads_back_as_amount_and_time() {
+        assert_eq!(grab_entry("3:125:1700000000000"), Some((125, 1_700_000_000_000)));
+        for bad in ["125:1700000000000", "3:125:17:9", "3:-1:5", ""] {
+            assert_eq!(grab_entry(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn scripts_declare_their_keys_arguments_and_answers() {
+        for source in [
+            GRAB_LUA,
+            include_str!("../../../lua/load.lua"),
+            include_str!("../../../lua/close.lua"),
+            include_str!("../../../lua/persisted.lua"),
+            include_str!("../../../lua/snapshot.lua"),
+        ] {
+            assert!(source.contains("-- KEYS[1]") && source.contains("-- Returns"), "{source}");
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The settle side of the Redis store, behind [`SettleQueue`]: the sharded index of open
+//! packets, the dirty sets of packets with grabs not yet persisted, closing, progress marks,
+//! re-sync, retirement and quarantine, and the run's own bookkeeping (resume shard, recovery
+//! sweep, layouts).
+
+use super::scripts::{self, LoadMode};
+use super::store::{RedisStore, RETIRED_KEEP_MS};
+use crate::clock::{Clock, Millis, SystemClock};
+use crate::domain::settlement::LoggedGrab;
+use crate::domain::{Cents, Packet, PacketId};
+use crate::error::ApiError;
+use crate::ports::{CloseOutcome, SettleQueue};
+
+impl RedisStore {
+    /// The settle index key of `shard`.
+    pub fn settle_index_key(&self, shard: u32) -> String {
+        scripts::settle_index_key(&self.config.key_prefix, shard)
+    }
+
+    /// The set of packets in `shard` with grabs settle has not persisted.
+    pub fn settle_dirty_key(&self, shard: u32) -> String {
+        scripts::settle_dirty_key(&self.config.key_prefix, shard)
+    }
+
+    /// Every packet indexed for settle in `shard` (open, not retired or quarantined): for
+    /// checks and operators; settle itself reads only [`RedisStore::packets_with_work`].
+    pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
+        let mut conn = self.connection().await?;
+        let mut range = redis::cmd("ZRANGE");
+        range.arg(self.settle_index_key(shard)).arg(0).arg(-1);
+        let ids: Vec<String> = self.run(range.query_async(&mut conn)).await?;
+        Ok(ids.iter().filter_map(|id| PacketId::parse(id)).collect())
+    }
+
+    /// The quarantine index: packets settle set aside for inspection, scored by when.
+    pub fn quarantine_key(&self) -> String {
+        format!("{}:settle:quarantine", self.config.key_prefix)
+    }
+
+    /// The recovery sweep's state, one field per shard range; a Redis without it is one settle
+    /// has not swept, or one that lost its data.
+    pub fn sweep_key(&self) -> String {
+        format!("{}:settle:sweep", self.config.key_prefix)
+    }
+
+    fn settle_progress_key(&self) -> String {
+        format!("{}:settle:progress", self.config.key_prefix)
+    }
+
+    pub(super) fn settle_layouts_key(&self) -> String {
+        format!("{}:settle:layouts", self.config.key_prefix)
+    }
+}
+
+impl SettleQueue for RedisStore {
+    /// How many shard keys index open packets.
+    fn settle_shards(&self) -> u32 {
+        self.settle_shards
+    }
+
+    /// Replaces whatever Redis holds of `packet` with the ledger's state: its grabs and the
+    /// shares still to hand out (settle's re-sync when Redis and the ledger disagree).
+    async fn resync(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, grabs, shares, LoadMode::Replace).await
+    }
+
+    /// Waits until the configured replicas hold every write made to `id`'s keys so far (a no-op
+    /// without `GRAB_WAIT_REPLICAS`): settle persists only grabs a failover cannot take back.
+    /// False when they did not acknowledge in time.
+    async fn replicas_hold(&self, id: &PacketId) -> Result<bool, ApiError> {
+        let Some(wait) = self.grab_wait else { return Ok(true) };
+        let mut conn = self.connection().await?;
+        let keys = self.keys(id);
+        // WAIT counts the replicas that reached this connection's last write; replication is
+        // ordered, so once they hold this write they hold every grab before it.
+        let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
+        let touch = redis::Cmd::pset_ex(probe, SystemClock.now_ms(), 60_000);
+        self.run(touch.query_async::<()>(&mut conn)).await?;
+        conn.replicas_acknowledge(&keys.packet, wait, self.limit()).await
+    }
+
+    /// Closes the packet to grabs if it is finished or expired at `now_ms`.
+    async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(scripts::close(&mut conn, &self.keys(id), now_ms)).await
+    }
+
+    /// Records that the first `confirmed` grabs of the log are in the ledger.
+    async fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(scripts::mark_persisted(&mut conn, &self.keys(id), confirmed)).await?;
+        Ok(())
+    }
+
+    /// The packets of `shard` with work for settle: grabs not yet persisted (the dirty set),
+    /// or due at `now_ms` (expired by the index's `expires_at` scores). Two commands, whatever
+    /// the number of open packets.
+    async fn packets_with_work(&self, shard: u32, now_ms: Millis) -> Result<Vec<PacketId>, ApiError> {
+        let mut conn = self.connection().await?;
+        let mut pipe = redis::pipe();
+        pipe.smembers(self.settle_dirty_key(shard));
+        pipe.cmd("ZRANGE").arg(self.settle_index_key(shard)).arg("-inf").arg(now_ms).arg("BYSCORE");
+        let (dirty, due): (Vec<String>, Vec<String>) = self.run(pipe.query_async(&mut conn)).await?;
+        let mut ids: Vec<PacketId> = dirty.iter().chain(&due).filter_map(|id| PacketId::parse(id)).collect();
+        ids.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// After settle's pass over `id`: takes it out of `shard`'s dirty set, then puts it back if
+    /// it still has grabs not persisted (made during the pass, or deferred) and is still indexed.
+    /// A grab after the removal sees a clean packet and marks it itself; one before it is seen
+    /// here, so no grab is left unmarked.
+    async fn settled_pass(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let dirty = self.settle_dirty_key(shard);
+        let mut unmark = redis::pipe();
+        unmark.srem(&dirty, id.as_str()).ignore().zscore(self.settle_index_key(shard), id.as_str());
+        let (indexed,): (Option<f64>,) = self.run(unmark.query_async(&mut conn)).await?;
+        if indexed.is_none() {
+            return Ok(());
+        }
+        let keys = self.keys(id);
+        let mut progress = redis::pipe();
+        progress.hget(&keys.packet, "persisted").llen(&keys.grabs);
+        let (persisted, logged): (Option<u64>, u64) = self.run(progress.query_async(&mut conn)).await?;
+        if logged > persisted.unwrap_or(0) {
+            self.run(redis::Cmd::sadd(&dirty, id.as_str()).query_async::<()>(&mut conn)).await?;
+        }
+        Ok(())
+    }
+
+    /// Takes a finalised packet out of settle index `shard` and lets its keys expire shortly.
+    async fn retire(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let keys = self.keys(id);
+        let mut unindex = redis::pipe();
+        unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
+        self.run(unindex.query_async::<()>(&mut conn)).await?;
+        // One key per command: in cluster mode every command stays within the packet's slot.
+        for key in [&keys.packet, &keys.pool, &keys.grabs] {
+            let mut expire = redis::cmd("PEXPIRE");
+            expire.arg(key).arg(RETIRED_KEEP_MS);
+            self.run(expire.query_async::<()>(&mut conn)).await?;
+        }
+        Ok(())
+    }
+
+    /// Moves a packet whose books settle cannot balance from settle index `shard` to the
+    /// quarantine index (scored by when), keeping its keys as they are for an operator.
+    async fn quarantine(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let add = redis::Cmd::zadd(self.quarantine_key(), id.as_str(), now_ms);
+        self.run(add.query_async::<()>(&mut conn)).await?;
+        let mut unindex = redis::pipe();
+        unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
+        self.run(unindex.query_async::<()>(&mut conn)).await
+    }
+
+    /// Where a run over `range` that stopped early left off, if it did.
+    async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        self.run(redis::Cmd::hget(self.settle_progress_key(), field).query_async(&mut conn)).await
+    }
+
+    /// Records where the next run over `range` starts: `Some(shard)` after a run that stopped
+    /// early, `None` after a complete one.
+    async fn set_resume_shard(&self, range: [u32; 2], shard: Option<u32>) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let command = match shard {
+            Some(shard) => redis::Cmd::hset(self.settle_progress_key(), field, shard),
+            None => redis::Cmd::hdel(self.settle_progress_key(), field),
+        };
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// The recovery sweep's place for the run over `range`: the next shard to read from the
+    /// ledger and when (epoch ms). `None` when Redis has no record of it: never swept, or Redis
+    /// lost its data since, which is how settle notices a flushed or replaced Redis.
+    async fn sweep_state(&self, range: [u32; 2]) -> Result<Option<(u32, Millis)>, ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let state: Option<String> = self.run(redis::Cmd::hget(self.sweep_key(), field).query_async(&mut conn)).await?;
+        Ok(state.and_then(|state| {
+            let (shard, due) = state.split_once(':')?;
+            Some((shard.parse().ok()?, due.parse().ok()?))
+        }))
+    }
+
+    /// Records the recovery sweep's next shard for `range` and when it is due.
+    async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let field = format!("{}-{}", range[0], range[1]);
+        let command = redis::Cmd::hset(self.sweep_key(), field, format!("{next_shard}:{due_ms}"));
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// Every `SETTLE_SHARDS` value packets were indexed under since its shards last drained
+    /// (each send records its own): a larger earlier value has index shards this one no longer lists.
+    async fn settle_layouts(&self) -> Result<Vec<u32>, ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(redis::Cmd::smembers(self.settle_layouts_key()).query_async(&mut conn)).await
+    }
+
+    /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
+    async fn forget_settle_layout(&self, shards: u32) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(redis::Cmd::srem(self.settle_layouts_key(), shards).query_async::<()>(&mut conn)).await
+    }
+}

@@ -1,0 +1,371 @@
+//! The live store: packets' shares and grabs in Redis, behind [`LiveStore`]. Every failure to
+//! reach Redis becomes a 503, within the configured timeout.
+//!
+//! A grab is one `grab.lua` call. What the script cannot decide alone stays in here: a packet
+//! Redis does not hold is answered from the ledger, one caller per id asking while the others
+//! wait for its verdict (the lookup lease); a packet this instance saw sell out is answered
+//! from one read (the sold-out memo); a Redis over `maxmemory` still answers repeats from a read.
+
+use std::time::{Duration, Instant};
+
+use redis::RedisResult;
+use tokio::sync::OnceCell;
+
+use super::connection::{within, RedisConnection};
+use super::scripts::{
+    self, grab_entry, parse_log_entry, LoadFields, LoadMode, Lookup, PacketKeys, RawSnapshot, ScriptGrab,
+};
+use super::sold_out::SoldOutMemo;
+use crate::clock::{Clock, Millis};
+use crate::config::{Config, RedisConfig, ReplicaWait};
+use crate::domain::settlement::LoggedGrab;
+use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, Seed, SplitRule, UserId};
+use crate::error::ApiError;
+use crate::ports::{Ledger, LiveStore};
+
+/// How long a finalised packet's keys stay, answering repeat grabs from Redis.
+pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
+
+/// How long Redis remembers what the ledger said of an id it does not hold (the lookup's cache window).
+pub const LOOKUP_VERDICT_KEEP_MS: Millis = 60 * 1000;
+
+/// How long one caller may take to ask the ledger about a packet Redis does not hold;
+/// meanwhile every other grab on that id waits for its verdict instead of asking too.
+pub const LOOKUP_LEASE: Duration = Duration::from_secs(5);
+
+/// How often a grab waiting for another caller's lookup asks Redis again.
+const LOOKUP_POLL: Duration = Duration::from_millis(20);
+
+/// The live store: packets' shares, grabs and the settle index, in Redis.
+pub struct RedisStore {
+    pub(super) config: RedisConfig,
+    connection: OnceCell<RedisConnection>,
+    pub(super) settle_shards: u32,
+    pub(super) grab_wait: Option<ReplicaWait>,
+    sold_out: Option<SoldOutMemo>,
+    marks_for_settle: bool,
+}
+
+impl RedisStore {
+    /// A store for `config`; it connects on first use, so a Lambda starts even while Redis is down.
+    pub fn new(config: &Config) -> Self {
+        RedisStore {
+            config: config.redis.clone(),
+            connection: OnceCell::new(),
+            settle_shards: config.settle_shards,
+            grab_wait: config.grab_wait,
+            sold_out: Some(SoldOutMemo::default()),
+            marks_for_settle: true,
+        }
+    }
+
+    /// The same store, never marking packets for settle after a grab: what a grab whose mark
+    /// failed between the script and the mark leaves behind (tests prove the expiry backstop).
+    pub fn without_settle_marks(mut self) -> Self {
+        self.marks_for_settle = false;
+        self
+    }
+
+    /// The same store without the hot-packet fast path: every grab runs the script (benchmarks
+    /// measure what the fast path saves against this).
+    pub fn without_sold_out_memo(mut self) -> Self {
+        self.sold_out = None;
+        self
+    }
+
+    /// The shared connection, opened on first use. Failing to open it is a 503; the next call tries again.
+    pub async fn connection(&self) -> Result<RedisConnection, ApiError> {
+        let limit = self.limit();
+        self.connection.get_or_try_init(|| within(limit, RedisConnection::open(&self.config))).await.cloned()
+    }
+
+    /// The Redis keys of packet `id`.
+    pub fn keys(&self, id: &PacketId) -> PacketKeys {
+        PacketKeys::of(&self.config.key_prefix, id)
+    }
+
+    /// How long one call to Redis may take before it is a 503: twice the configured timeout.
+    pub(super) fn limit(&self) -> Duration {
+        self.config.timeout * 2
+    }
+
+    /// Runs one operation against Redis within [`RedisStore::limit`].
+    pub(super) async fn run<T>(
+        &self,
+        operation: impl std::future::Future<Output = RedisResult<T>>,
+    ) -> Result<T, ApiError> {
+        within(self.limit(), operation).await
+    }
+
+    /// The packet's fields and whole grab log, read at one instant; `None` when Redis holds no such packet.
+    pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+        let mut conn = self.connection().await?;
+        let Some(raw) = self.run(scripts::snapshot(&mut conn, &self.keys(id))).await? else {
+            return Ok(None);
+        };
+        live_packet(id, &raw).map(Some)
+    }
+
+    pub(super) async fn load_with(
+        &self,
+        packet: &Packet,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+        mode: LoadMode,
+    ) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let keys = self.keys(&packet.id);
+        // Index first: a packet indexed whose keys are missing is restored by settle.
+        let index = self.settle_index_key(packet.id.settle_shard(self.settle_shards));
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(&index).arg(packet.expires_at_ms).arg(packet.id.as_str());
+        self.run(zadd.query_async::<()>(&mut conn)).await?;
+        let layout = redis::Cmd::sadd(self.settle_layouts_key(), self.settle_shards);
+        self.run(layout.query_async::<()>(&mut conn)).await?;
+
+        let seed = packet.seed.to_hex();
+        let fields = LoadFields {
+            sender: packet.sender.as_str(),
+            kind: packet.kind.as_str(),
+            split: packet.split.map(|rule| rule.as_str()),
+            greeting: packet.greeting.as_deref(),
+            seed: &seed,
+            total_cents: packet.total_cents,
+            count: packet.count,
+            created_at: packet.created_at_ms,
+            expires_at: packet.expires_at_ms,
+        };
+        let first_seq = packet.count.saturating_sub(shares.len() as u32) + 1;
+        self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, first_seq, shares)).await?;
+        Ok(())
+    }
+
+    /// Runs `grab.lua`. A Redis over `maxmemory` refuses the script whole (-OOM) before it
+    /// changes anything; a repeat is still answered then, from a read.
+    async fn grab_script(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        user: &UserId,
+        now_ms: Millis,
+    ) -> Result<ScriptGrab, ApiError> {
+        let lease_ms = LOOKUP_LEASE.as_millis() as u64;
+        let refused = match tokio::time::timeout(self.limit(), scripts::grab(conn, keys, user, now_ms, lease_ms)).await
+        {
+            Ok(Ok(answer)) => return Ok(answer),
+            Ok(Err(error)) if error.code() == Some("OOM") => error,
+            Ok(Err(error)) => return Err(ApiError::redis_unavailable(error)),
+            Err(_) => return Err(ApiError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
+        };
+        match self.answer_from_reads(conn, keys, user).await? {
+            Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
+            None => Err(ApiError::redis_unavailable(refused)),
+        }
+    }
+
+    /// A repeat grab or a sold-out packet answered by reads alone (no script, nothing written):
+    /// the caller's earlier share, or sold out. `None` when reads cannot decide (a fresh grab
+    /// on a packet with shares left, or a packet Redis does not hold).
+    async fn answer_from_reads(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        user: &UserId,
+    ) -> Result<Option<GrabOutcome>, ApiError> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("count").llen(&keys.pool);
+        let ((prior, count), shares_left): ((Option<String>, Option<u32>), u32) =
+            self.run(pipe.query_async(conn)).await?;
+        Ok(match (prior, count) {
+            (Some(prior), _) => Some(already(&prior, shares_left)?),
+            (None, Some(_)) if shares_left == 0 => Some(GrabOutcome::SoldOut),
+            _ => None,
+        })
+    }
+
+    /// The hot-packet fast path: on a packet this instance saw sell out, one `HMGET` of the
+    /// packet hash answers (the caller's earlier share, or sold out) instead of the script.
+    /// `None` when the hash is gone (the packet was retired): the script and the ledger decide then.
+    async fn grab_sold_out(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        user: &UserId,
+    ) -> Result<Option<GrabOutcome>, ApiError> {
+        let mut read = redis::cmd("HMGET");
+        read.arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("count");
+        let (prior, count): (Option<String>, Option<u32>) = self.run(read.query_async(conn)).await?;
+        Ok(match (prior, count) {
+            (Some(prior), _) => Some(already(&prior, 0)?),
+            (None, Some(_)) => Some(GrabOutcome::SoldOut),
+            (None, None) => None,
+        })
+    }
+
+    /// The grab on a packet Redis does not hold, as the ledger answers it. The holder of the
+    /// lookup records the verdict for the others, also when the ledger could not be asked.
+    async fn ask_ledger<L: Ledger>(
+        &self,
+        ledger: &L,
+        packet: &PacketId,
+        user: &UserId,
+        now_ms: Millis,
+        lookup: Lookup,
+    ) -> Result<GrabOutcome, ApiError> {
+        let recorded = ledger.ledger_packet(packet).await;
+        if lookup == Lookup::Claimed {
+            let verdict = match &recorded {
+                Ok(Some(_)) => Some("recorded"),
+                Ok(None) => Some("absent"),
+                Err(_) => None,
+            };
+            self.record_lookup(packet, verdict).await?;
+        }
+        match recorded? {
+            Some(recorded) => recorded.grab_outcome(user, now_ms).ok_or_else(|| {
+                ApiError::redis_unavailable(format!(
+                    "packet {packet} is open in the ledger but not loaded in Redis yet"
+                ))
+            }),
+            None => Ok(GrabOutcome::NotFound),
+        }
+    }
+
+    /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a
+    /// failed lookup (`None`) releases the lease so the next grab asks again.
+    async fn record_lookup(&self, id: &PacketId, verdict: Option<&str>) -> Result<(), ApiError> {
+        let mut conn = self.connection().await?;
+        let key = self.keys(id).lookup;
+        let command = match verdict {
+            Some(verdict) => redis::Cmd::pset_ex(key, verdict, LOOKUP_VERDICT_KEEP_MS as u64),
+            None => redis::Cmd::del(key),
+        };
+        self.run(command.query_async::<()>(&mut conn)).await
+    }
+
+    /// Marks `id` for settle after a grab made it dirty. A failure is logged, not returned: the
+    /// grab is done and acknowledged, and the packet's expiry brings settle to it regardless.
+    async fn mark_dirty(&self, conn: &mut RedisConnection, id: &PacketId) {
+        if !self.marks_for_settle {
+            return;
+        }
+        let dirty = self.settle_dirty_key(id.settle_shard(self.settle_shards));
+        if let Err(error) = self.run(redis::Cmd::sadd(dirty, id.as_str()).query_async::<()>(conn)).await {
+            tracing::warn!(packet_id = %id, %error, "could not mark a grabbed packet for settle; it is persisted by its expiry at the latest");
+        }
+    }
+
+    /// What Redis decided, followed through: the packet marked for settle when the grab made it
+    /// dirty, the memo taught a sold-out packet, and (with `GRAB_WAIT_REPLICAS`) a fresh grab
+    /// acknowledged by the replicas before it is answered.
+    async fn decided(
+        &self,
+        conn: &mut RedisConnection,
+        keys: &PacketKeys,
+        packet: &PacketId,
+        outcome: GrabOutcome,
+        dirtied: bool,
+    ) -> Result<GrabOutcome, ApiError> {
+        if dirtied {
+            self.mark_dirty(conn, packet).await;
+        }
+        if let (Some(memo), true) = (&self.sold_out, outcome.sold_out()) {
+            memo.learn(packet, Instant::now());
+        }
+        if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
+            // On timeout the client gets a 503; its retry finds the grab and returns the same share.
+            if !conn.replicas_acknowledge(&keys.packet, wait, self.limit()).await? {
+                return Err(ApiError::redis_unavailable(format!(
+                    "fewer than {} replicas acknowledged the grab within {:?}",
+                    wait.replicas, wait.timeout
+                )));
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// `Already` from a grabber's `<seq>:<amount>:<at_ms>`.
+fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, ApiError> {
+    let (amount_cents, grabbed_at_ms) =
+        grab_entry(prior).ok_or_else(|| ApiError::Internal(format!("unreadable grab {prior:?} in Redis")))?;
+    Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count })
+}
+
+/// The packet `snapshot.lua` read, as the domain sees it.
+fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError> {
+    let corrupt = |what: &str| ApiError::Internal(format!("packet {id} in Redis has a bad {what}"));
+    let text = |name: &str| raw.field(name).unwrap_or("");
+    let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
+    let packet = Packet {
+        id: id.clone(),
+        sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
+        kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
+        split: raw.field("split").map(|name| SplitRule::parse(name).ok_or_else(|| corrupt("split"))).transpose()?,
+        greeting: raw.field("greeting").map(str::to_owned),
+        seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
+        total_cents: number("total_cents")? as Cents,
+        count: number("count")? as u32,
+        created_at_ms: number("created_at")?,
+        expires_at_ms: number("expires_at")?,
+    };
+    let grabs = raw
+        .log
+        .iter()
+        .map(|entry| parse_log_entry(entry).ok_or_else(|| corrupt("log entry")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LivePacket {
+        packet,
+        open: text("status") == "open",
+        remaining_count: raw.shares_left,
+        grabs,
+        persisted: number("persisted").unwrap_or(0) as usize,
+    })
+}
+
+impl LiveStore for RedisStore {
+    async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, &[], shares, LoadMode::Add).await
+    }
+
+    async fn restore(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
+        self.load_with(packet, grabs, shares, LoadMode::Add).await
+    }
+
+    async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+        Self::snapshot(self, id).await
+    }
+
+    async fn grab<L: Ledger>(
+        &self,
+        packet: &PacketId,
+        user: &UserId,
+        clock: &dyn Clock,
+        ledger: &L,
+    ) -> Result<GrabOutcome, ApiError> {
+        let mut conn = self.connection().await?;
+        let keys = self.keys(packet);
+        if let Some(memo) = &self.sold_out {
+            if memo.contains(packet, Instant::now()) {
+                if let Some(outcome) = self.grab_sold_out(&mut conn, &keys, user).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+        // Waits while another caller asks the ledger, within the lease: once it lapses, a waiter
+        // claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
+        // before its packet's expiry.
+        let polls = (LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) as u32 + 10;
+        for _ in 0..polls {
+            let now_ms = clock.now_ms();
+            match self.grab_script(&mut conn, &keys, user, now_ms).await? {
+                ScriptGrab::Decided { outcome, dirtied } => {
+                    return self.decided(&mut conn, &keys, packet, outcome, dirtied).await
+                }
+                ScriptGrab::AskLedger(lookup) => return self.ask_ledger(ledger, packet, user, now_ms, lookup).await,
+                ScriptGrab::LookupPending => tokio::time::sleep(LOOKUP_POLL).await,
+            }
+        }
+        Err(ApiError::redis_unavailable(format!("packet {packet} is being looked up; no verdict within the lease")))
+    }
+}
