@@ -172,7 +172,7 @@ async fn lost_grabs(store: &red_packets::adapters::RedisStore, acknowledged: &[(
         let recorded: Option<String> =
             redis::cmd("HGET").arg(&keys.packet).arg(field).query_async(&mut conn).await.unwrap();
         let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::scripts::grab_entry);
-        if recorded_amount.map(|(amount, _)| amount) != Some(*amount) {
+        if recorded_amount.map(|grab| grab.amount_cents) != Some(*amount) {
             lost += 1;
         }
     }

@@ -112,7 +112,7 @@ async fn five_thousand_concurrent_grabs_on_a_hundred_shares() {
     let mut conn = store.connection().await.unwrap();
     let keys = store.keys(&PacketId::parse(&id).unwrap());
     let fields: HashMap<String, String> = redis::cmd("HGETALL").arg(&keys.packet).query_async(&mut conn).await.unwrap();
-    let users = fields.keys().filter(|field| field.starts_with('@')).count();
+    let users = fields.keys().filter(|field| field.starts_with(':')).count();
     let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.grabs).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
     let shares_left: u64 = redis::cmd("LLEN").arg(&keys.pool).query_async(&mut conn).await.unwrap();
     assert_eq!((users, log.len(), shares_left), (100, 100, 0));

@@ -1,22 +1,22 @@
 -- close.lua: closes a packet to grabs once it is finished (no share left) or expired; after
 -- this no grab succeeds. A packet neither finished nor expired is left open.
 --
--- KEYS[1]  rp:{<id>}:packet
+-- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed)
 -- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
 -- ARGV[1]  now, epoch milliseconds
 --
 -- Returns 0 when Redis holds no such packet, 1 when it is still open (nothing changed),
 -- 2 when it is closed (now, or by an earlier call).
 
-local packet = redis.call('HMGET', KEYS[1], 'status', 'expires_at')
-if not packet[1] then
+local open_until = redis.call('HGET', KEYS[1], 'open_until')
+if not open_until then
   return 0
 end
-if packet[1] == 'closed' then
+if open_until == '0' then
   return 2
 end
-if tonumber(ARGV[1]) < tonumber(packet[2]) and redis.call('LLEN', KEYS[2]) > 0 then
+if tonumber(ARGV[1]) < tonumber(open_until) and redis.call('LLEN', KEYS[2]) > 0 then
   return 1
 end
-redis.call('HSET', KEYS[1], 'status', 'closed')
+redis.call('HSET', KEYS[1], 'open_until', 0)
 return 2

@@ -1,19 +1,19 @@
 -- load.lua: makes a packet grabbable: its fields, its shares not yet taken, and (when a packet
 -- is reloaded from the ledger) the grabs the ledger already holds.
 --
--- KEYS[1]  rp:{<id>}:packet  hash, created here: sender, kind, split and greeting (each only
---                            when set), seed, total_cents, count, created_at, expires_at,
---                            status ('open' until close.lua), persisted (log entries the ledger
---                            holds), and '@<user>' = '<seq>:<amount>:<at_ms>' per grab
--- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>', created here from ARGV[5..]
--- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<at_ms>:<user>', filled from ARGV[4]
+-- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at; close.lua sets 0) and
+--                            persisted (log entries the ledger holds) first, as grab.lua reads
+--                            them; then sender, kind, split and greeting (each only when set),
+--                            seed, total_cents, count, created_at, expires_at; and
+--                            ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per grab
+-- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
+-- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<left>:<at_ms>:<user>', filled from ARGV[4]
 -- ARGV[1]  'add': load unless Redis holds the packet already (send, restore); or 'replace':
 --          whatever Redis holds of the packet gives way to the ledger's state (settle's re-sync)
 -- ARGV[2]  a JSON object of the packet's fields: sender, kind, split and greeting (each only
 --          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms)
 -- ARGV[3]  the seq of the first share in ARGV[5..] (1 at send; shares before it are taken)
--- ARGV[4]  a JSON array of the grabs the ledger holds, ['<seq>:<amount>:<at_ms>:<user>'] in
---          seq order; [] at send
+-- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order; [] at send
 -- ARGV[5..] the shares not yet taken, in cents, in the order they are handed out
 --
 -- The keys get no TTL here: they live until settle has finalised the packet and retires them.
@@ -28,6 +28,8 @@ local packet = cjson.decode(ARGV[2])
 local grabs = cjson.decode(ARGV[4])
 
 local fields = {
+  'open_until', packet.expires_at,
+  'persisted', #grabs,
   'sender', packet.sender,
   'kind', packet.kind,
   'seed', packet.seed,
@@ -35,8 +37,6 @@ local fields = {
   'count', packet.count,
   'created_at', packet.created_at,
   'expires_at', packet.expires_at,
-  'status', 'open',
-  'persisted', #grabs,
 }
 for _, optional in ipairs({'split', 'greeting'}) do
   if type(packet[optional]) == 'string' then
@@ -47,8 +47,8 @@ end
 redis.call('HSET', KEYS[1], unpack(fields))
 local grabbers = {}
 for _, entry in ipairs(grabs) do
-  local grab, user = string.match(entry, '^(%d+:%d+:%d+):(.+)$')
-  grabbers[#grabbers + 1] = '@' .. user
+  local grab, user = string.match(entry, '^(%d+:%d+:%d+:%d+)(:.+)$')
+  grabbers[#grabbers + 1] = user
   grabbers[#grabbers + 1] = grab
 end
 for first = 1, #grabbers, 500 do
@@ -56,9 +56,11 @@ for first = 1, #grabbers, 500 do
 end
 
 local first_seq = tonumber(ARGV[3])
+local count = tonumber(packet.count)
 local shares = {}
 for i = 5, #ARGV do
-  shares[#shares + 1] = (first_seq + i - 5) .. ':' .. ARGV[i]
+  local seq = first_seq + i - 5
+  shares[#shares + 1] = seq .. ':' .. ARGV[i] .. ':' .. (count - seq)
 end
 for first = 1, #shares, 500 do
   redis.call('RPUSH', KEYS[2], unpack(shares, first, math.min(first + 499, #shares)))

@@ -3,14 +3,15 @@
 //! function here: no call site passes positional arguments. Every key a script touches carries
 //! the packet's hash tag and goes in KEYS.
 //!
-//! Entries are compact strings rather than JSON: a share is `<seq>:<amount>`, a grab
-//! `<seq>:<amount>:<at_ms>`, a log entry `<seq>:<amount>:<at_ms>:<user>` (the user last, so it
-//! may hold any character). [`grab_entry`] and [`parse_log_entry`] are their only readers here.
+//! Entries are compact strings rather than JSON: a share in the pool is `<seq>:<amount>:<left>`
+//! (`left`: shares remaining once it is taken), a grabber's field `:<user>` holds
+//! `<seq>:<amount>:<left>:<at_ms>`, and a grab-log entry is that followed by `:<user>` (the user
+//! last, so it may hold any character). [`grab_entry`] and [`parse_log_entry`] read them.
 
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{RedisResult, Script};
+use redis::{RedisResult, Script, Value};
 
 use crate::clock::Millis;
 use crate::domain::settlement::LoggedGrab;
@@ -29,11 +30,11 @@ static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!(".
 /// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PacketKeys {
-    /// Hash: the packet's fields, and `@<user>` = `<seq>:<amount>:<at_ms>` per grabber.
+    /// Hash: the packet's fields, and `:<user>` = `<seq>:<amount>:<left>:<at_ms>` per grabber.
     pub packet: String,
-    /// List: the shares not yet taken, `<seq>:<amount>`, in seq order.
+    /// List: the shares not yet taken, `<seq>:<amount>:<left>`, in seq order.
     pub pool: String,
-    /// List: the grab log, every grab as `<seq>:<amount>:<at_ms>:<user>`, in grab order;
+    /// List: the grab log, every grab as `<seq>:<amount>:<left>:<at_ms>:<user>`, in grab order;
     /// settle persists it.
     pub grabs: String,
     /// String: what the ledger said of an id Redis does not hold (`pending`, `absent`, `recorded`).
@@ -53,7 +54,7 @@ impl PacketKeys {
 
     /// The packet hash's field holding `user`'s grab.
     pub fn grabber_field(user: &UserId) -> String {
-        format!("@{user}")
+        format!(":{user}")
     }
 }
 
@@ -69,28 +70,43 @@ pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
     format!("{prefix}:settle:{{{shard}}}:dirty")
 }
 
-/// A log entry: `<seq>:<amount>:<at_ms>:<user>`.
-pub fn log_entry(grab: &LoggedGrab) -> String {
-    format!("{}:{}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user)
+/// A grab-log entry: `<seq>:<amount>:<left>:<at_ms>:<user>`, `left` being what share `seq` left
+/// of a packet of `count` shares.
+pub fn log_entry(grab: &LoggedGrab, count: u32) -> String {
+    let left = count.saturating_sub(grab.seq);
+    format!("{}:{}:{left}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user)
 }
 
-/// Reads a log entry back; `None` when it is not one.
+/// Reads a grab-log entry back; `None` when it is not one.
 pub fn parse_log_entry(entry: &str) -> Option<LoggedGrab> {
-    let mut parts = entry.splitn(4, ':');
+    let mut parts = entry.splitn(5, ':');
     let seq = parts.next()?.parse().ok()?;
     let amount_cents = parts.next()?.parse().ok()?;
+    let _left: u32 = parts.next()?.parse().ok()?;
     let at_ms = parts.next()?.parse().ok()?;
     let user = UserId::from_claim(parts.next()?)?;
     Some(LoggedGrab { seq, user, amount_cents, at_ms })
 }
 
-/// Reads a grabber's `<seq>:<amount>:<at_ms>` as (amount, at_ms); `None` when it is not one.
-pub fn grab_entry(value: &str) -> Option<(Cents, Millis)> {
+/// A grabber's `<seq>:<amount>:<left>:<at_ms>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrabEntry {
+    /// The share taken.
+    pub amount_cents: Cents,
+    /// Shares left once it was taken.
+    pub left: u32,
+    /// When.
+    pub at_ms: Millis,
+}
+
+/// Reads a grabber's `<seq>:<amount>:<left>:<at_ms>`; `None` when it is not one.
+pub fn grab_entry(value: &str) -> Option<GrabEntry> {
     let mut parts = value.split(':');
     let _seq: u32 = parts.next()?.parse().ok()?;
-    let amount = parts.next()?.parse().ok()?;
+    let amount_cents = parts.next()?.parse().ok()?;
+    let left = parts.next()?.parse().ok()?;
     let at_ms = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some((amount, at_ms))
+    parts.next().is_none().then_some(GrabEntry { amount_cents, left, at_ms })
 }
 
 /// What `load.lua` stores of a packet, besides its shares.
@@ -139,8 +155,9 @@ pub async fn load<C: ConnectionLike>(
     first_seq: u32,
     shares: &[Cents],
 ) -> RedisResult<bool> {
+    let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, fields.count)).collect();
     let fields = serde_json::to_string(fields).expect("load fields serialize");
-    let grabs = serde_json::to_string(&grabs.iter().map(log_entry).collect::<Vec<_>>()).expect("grabs serialize");
+    let grabs = serde_json::to_string(&entries).expect("grabs serialize");
     let loaded: i64 = LOAD
         .key(&keys.packet)
         .key(&keys.pool)
@@ -188,7 +205,7 @@ pub const SNAPSHOT_FIELDS: [&str; 11] = [
     "count",
     "created_at",
     "expires_at",
-    "status",
+    "open_until",
     "persisted",
 ];
 
@@ -254,37 +271,44 @@ pub async fn grab<C: ConnectionLike>(
     now_ms: Millis,
     lookup_lease_ms: u64,
 ) -> RedisResult<ScriptGrab> {
-    let (code, grab, remaining_count, dirtied): (i64, String, u32, i64) = GRAB
+    let answer: Value = GRAB
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
         .key(&keys.lookup)
-        .arg(user.as_str())
+        .arg(PacketKeys::grabber_field(user))
         .arg(now_ms)
         .arg(lookup_lease_ms)
         .invoke_async(conn)
         .await?;
-    let unreadable = |what: &str, detail: String| {
-        redis::RedisError::from((redis::ErrorKind::Client, "grab.lua", format!("{what}: {detail}")))
+    read_grab_answer(answer)
+}
+
+/// `grab.lua`'s answer, by the type of its reply (see the script's header).
+fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
+    let unreadable = |detail: String| redis::RedisError::from((redis::ErrorKind::Client, "grab.lua", detail));
+    let entry = |text: &str| grab_entry(text).ok_or_else(|| unreadable(format!("an unreadable grab {text:?}")));
+    let grabbed = |text: &str, dirtied| {
+        let GrabEntry { amount_cents, left, at_ms } = entry(text)?;
+        let outcome = GrabOutcome::Grabbed { amount_cents, grabbed_at_ms: at_ms, remaining_count: left };
+        Ok::<_, redis::RedisError>(ScriptGrab::Decided { outcome, dirtied })
     };
-    let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: dirtied == 1 };
-    let share = || grab_entry(&grab).ok_or_else(|| unreadable("an unreadable grab", grab.clone()));
-    Ok(match code {
-        0 => ScriptGrab::AskLedger(Lookup::Claimed),
-        7 => ScriptGrab::AskLedger(Lookup::Recorded),
-        6 => ScriptGrab::LookupPending,
-        5 => decided(GrabOutcome::NotFound),
-        1 => {
-            let (amount_cents, grabbed_at_ms) = share()?;
-            decided(GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count })
+    let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: false };
+    Ok(match answer {
+        Value::BulkString(bytes) => grabbed(&String::from_utf8_lossy(&bytes), false)?,
+        Value::SimpleString(text) => grabbed(&text, true)?,
+        Value::Array(prior) => {
+            let (prior, remaining_count): (String, u32) = redis::from_redis_value(Value::Array(prior))?;
+            let GrabEntry { amount_cents, at_ms, .. } = entry(&prior)?;
+            decided(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
         }
-        2 => {
-            let (amount_cents, grabbed_at_ms) = share()?;
-            decided(GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count })
-        }
-        3 => decided(GrabOutcome::SoldOut),
-        4 => decided(GrabOutcome::Expired),
-        other => return Err(unreadable("an unknown outcome", other.to_string())),
+        Value::Int(0) => ScriptGrab::AskLedger(Lookup::Claimed),
+        Value::Int(3) => decided(GrabOutcome::SoldOut),
+        Value::Int(4) => decided(GrabOutcome::Expired),
+        Value::Int(5) => decided(GrabOutcome::NotFound),
+        Value::Int(6) => ScriptGrab::LookupPending,
+        Value::Int(7) => ScriptGrab::AskLedger(Lookup::Recorded),
+        other => return Err(unreadable(format!("an unknown answer {other:?}"))),
     })
 }
 
@@ -313,20 +337,58 @@ mod tests {
                 amount_cents: 125,
                 at_ms: 1_700_000_000_000,
             };
-            assert_eq!(log_entry(&grab), format!("7:125:1700000000000:{user}"));
-            assert_eq!(parse_log_entry(&log_entry(&grab)), Some(grab));
+            assert_eq!(log_entry(&grab, 10), format!("7:125:3:1700000000000:{user}"));
+            assert_eq!(parse_log_entry(&log_entry(&grab, 10)), Some(grab));
         }
-        for bad in ["", "7:125:1700", "x:1:2:bob", "7:-1:2:bob", "{\"seq\":1}"] {
+        for bad in ["", "7:125:3:1700", "x:1:0:2:bob", "7:-1:0:2:bob", "7:1:2:bob", "{\"seq\":1}"] {
             assert_eq!(parse_log_entry(bad), None, "{bad:?}");
         }
     }
 
     #[test]
-    fn a_grabber_field_reads_back_as_amount_and_time() {
-        assert_eq!(grab_entry("3:125:1700000000000"), Some((125, 1_700_000_000_000)));
-        for bad in ["125:1700000000000", "3:125:17:9", "3:-1:5", ""] {
+    fn a_grabber_field_reads_back_as_amount_left_and_time() {
+        assert_eq!(
+            grab_entry("3:125:7:1700000000000"),
+            Some(GrabEntry { amount_cents: 125, left: 7, at_ms: 1_700_000_000_000 })
+        );
+        for bad in ["125:1700000000000", "3:125:1700000000000", "3:125:7:17:9", "3:-1:0:5", ""] {
             assert_eq!(grab_entry(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn every_reply_type_of_grab_lua_reads_as_its_answer() {
+        let grabbed = |dirtied| ScriptGrab::Decided {
+            outcome: GrabOutcome::Grabbed { amount_cents: 125, grabbed_at_ms: 1_700_000_000_000, remaining_count: 7 },
+            dirtied,
+        };
+        let entry = "3:125:7:1700000000000";
+        let table = [
+            (Value::BulkString(entry.into()), grabbed(false)),
+            (Value::SimpleString(entry.into()), grabbed(true)),
+            (
+                Value::Array(vec![Value::BulkString(entry.into()), Value::Int(2)]),
+                ScriptGrab::Decided {
+                    outcome: GrabOutcome::Already {
+                        amount_cents: 125,
+                        grabbed_at_ms: 1_700_000_000_000,
+                        remaining_count: 2,
+                    },
+                    dirtied: false,
+                },
+            ),
+            (Value::Int(0), ScriptGrab::AskLedger(Lookup::Claimed)),
+            (Value::Int(3), ScriptGrab::Decided { outcome: GrabOutcome::SoldOut, dirtied: false }),
+            (Value::Int(4), ScriptGrab::Decided { outcome: GrabOutcome::Expired, dirtied: false }),
+            (Value::Int(5), ScriptGrab::Decided { outcome: GrabOutcome::NotFound, dirtied: false }),
+            (Value::Int(6), ScriptGrab::LookupPending),
+            (Value::Int(7), ScriptGrab::AskLedger(Lookup::Recorded)),
+        ];
+        for (reply, answer) in table {
+            assert_eq!(read_grab_answer(reply.clone()).unwrap(), answer, "{reply:?}");
+        }
+        assert!(read_grab_answer(Value::Int(9)).is_err());
+        assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio::sync::OnceCell;
 
 use super::connection::{within, RedisConnection};
 use super::scripts::{
-    self, grab_entry, parse_log_entry, LoadFields, LoadMode, Lookup, PacketKeys, RawSnapshot, ScriptGrab,
+    self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Lookup, PacketKeys, RawSnapshot, ScriptGrab,
 };
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
@@ -173,10 +173,10 @@ impl RedisStore {
         user: &UserId,
     ) -> Result<Option<GrabOutcome>, ApiError> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("count").llen(&keys.pool);
-        let ((prior, count), shares_left): ((Option<String>, Option<u32>), u32) =
+        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until").llen(&keys.pool);
+        let ((prior, held), shares_left): ((Option<String>, Option<String>), u32) =
             self.run(pipe.query_async(conn)).await?;
-        Ok(match (prior, count) {
+        Ok(match (prior, held) {
             (Some(prior), _) => Some(already(&prior, shares_left)?),
             (None, Some(_)) if shares_left == 0 => Some(GrabOutcome::SoldOut),
             _ => None,
@@ -193,9 +193,9 @@ impl RedisStore {
         user: &UserId,
     ) -> Result<Option<GrabOutcome>, ApiError> {
         let mut read = redis::cmd("HMGET");
-        read.arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("count");
-        let (prior, count): (Option<String>, Option<u32>) = self.run(read.query_async(conn)).await?;
-        Ok(match (prior, count) {
+        read.arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until");
+        let (prior, held): (Option<String>, Option<String>) = self.run(read.query_async(conn)).await?;
+        Ok(match (prior, held) {
             (Some(prior), _) => Some(already(&prior, 0)?),
             (None, Some(_)) => Some(GrabOutcome::SoldOut),
             (None, None) => None,
@@ -285,11 +285,11 @@ impl RedisStore {
     }
 }
 
-/// `Already` from a grabber's `<seq>:<amount>:<at_ms>`.
+/// `Already` from a grabber's `<seq>:<amount>:<left>:<at_ms>`.
 fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, ApiError> {
-    let (amount_cents, grabbed_at_ms) =
+    let GrabEntry { amount_cents, at_ms, .. } =
         grab_entry(prior).ok_or_else(|| ApiError::Internal(format!("unreadable grab {prior:?} in Redis")))?;
-    Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count })
+    Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
 }
 
 /// The packet `snapshot.lua` read, as the domain sees it.
@@ -316,7 +316,7 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
         .collect::<Result<Vec<_>, _>>()?;
     Ok(LivePacket {
         packet,
-        open: text("status") == "open",
+        open: raw.field("open_until").is_some_and(|open_until| open_until != "0"),
         remaining_count: raw.shares_left,
         grabs,
         persisted: number("persisted").unwrap_or(0) as usize,
