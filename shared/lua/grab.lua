@@ -13,14 +13,17 @@
 -- ARGV[2]  now, epoch milliseconds
 -- ARGV[3]  the lookup lease, milliseconds: how long one caller may take to ask the ledger
 --
--- Returns, by type (the hot answer is a bare string: no table to build):
---   bulk string '<seq>:<amount>:<left>:<at_ms>'    grabbed now
---   status reply, the same                         grabbed now, and this grab is the packet's only
---                                                  one settle has not persisted (the log held
---                                                  exactly `persisted` entries before it): the
---                                                  caller marks the packet for settle, once per
---                                                  batch of grabs rather than once per grab
---   array {'<seq>:<amount>:<left>:<at_ms>', left}  already grabbed: that grab, and shares left now
+-- Returns, by type (the answers grabs meet most are bare strings: no table to build, which
+-- measured ~3.6 us of Redis time per call):
+--   bulk string '<seq>:<amount>:<left>:<at_ms>'          grabbed now
+--   bulk string '<seq>:<amount>:<left>:<at_ms>/<left now>' already grabbed: that grab, and
+--                                                        shares left now
+--   array {'<seq>:<amount>:<left>:<at_ms>'}               grabbed now, and this grab is the
+--                                                        packet's only one settle has not
+--                                                        persisted (the log held exactly
+--                                                        `persisted` entries before it): the
+--                                                        caller marks the packet for settle,
+--                                                        once per batch of grabs, not per grab
 --   integer 3 sold out; 4 expired (at or after expires_at, or closed, with shares left);
 --           5 not in Redis, the ledger said lately there is no such packet;
 --           6 not in Redis, another caller is asking the ledger right now: try again shortly;
@@ -38,7 +41,7 @@
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1])
 local prior = packet[3]
 if prior then
-  return {prior, redis.call('LLEN', KEYS[2])}
+  return prior .. '/' .. redis.call('LLEN', KEYS[2])
 end
 if not packet[1] then
   local verdict = redis.call('GET', KEYS[4])
@@ -67,6 +70,6 @@ end
 local grab = share .. ':' .. ARGV[2]
 redis.call('HSET', KEYS[1], ARGV[1], grab)
 if redis.call('RPUSH', KEYS[3], grab .. ARGV[1]) - 1 == tonumber(packet[2]) then
-  return redis.status_reply(grab)
+  return {grab}
 end
 return grab

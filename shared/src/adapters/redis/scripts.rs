@@ -295,12 +295,21 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
     };
     let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: false };
     Ok(match answer {
-        Value::BulkString(bytes) => grabbed(&String::from_utf8_lossy(&bytes), false)?,
-        Value::SimpleString(text) => grabbed(&text, true)?,
-        Value::Array(prior) => {
-            let (prior, remaining_count): (String, u32) = redis::from_redis_value(Value::Array(prior))?;
-            let GrabEntry { amount_cents, at_ms, .. } = entry(&prior)?;
-            decided(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
+        Value::BulkString(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            match text.split_once('/') {
+                None => grabbed(&text, false)?,
+                Some((prior, left)) => {
+                    let GrabEntry { amount_cents, at_ms, .. } = entry(prior)?;
+                    let remaining_count =
+                        left.parse().map_err(|_| unreadable(format!("an unreadable answer {text:?}")))?;
+                    decided(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
+                }
+            }
+        }
+        Value::Array(dirtied) => {
+            let (grab,): (String,) = redis::from_redis_value(Value::Array(dirtied))?;
+            grabbed(&grab, true)?
         }
         Value::Int(0) => ScriptGrab::AskLedger(Lookup::Claimed),
         Value::Int(3) => decided(GrabOutcome::SoldOut),
@@ -365,9 +374,9 @@ mod tests {
         let entry = "3:125:7:1700000000000";
         let table = [
             (Value::BulkString(entry.into()), grabbed(false)),
-            (Value::SimpleString(entry.into()), grabbed(true)),
+            (Value::Array(vec![Value::BulkString(entry.into())]), grabbed(true)),
             (
-                Value::Array(vec![Value::BulkString(entry.into()), Value::Int(2)]),
+                Value::BulkString(format!("{entry}/2").into()),
                 ScriptGrab::Decided {
                     outcome: GrabOutcome::Already {
                         amount_cents: 125,
@@ -389,6 +398,7 @@ mod tests {
         }
         assert!(read_grab_answer(Value::Int(9)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
+        assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
     }
 
     #[test]
