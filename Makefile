@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token build deploy bench soak install invoke
+.PHONY: run test token build deploy bench soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -32,6 +32,12 @@ deploy: build
 ## make bench: the benchmarks (not part of make test); rewrites BENCHMARKS.md and bench/results/
 bench:
 	scripts/bench.sh
+
+## make profile-grab: Redis time per fresh grab, grab.lua vs the seeds' two-list script, per command (PERF=1: perf too)
+profile-grab:
+	scripts/stack.sh install-services
+	[ -x .local/profile/bin/python ] || { python3 -m venv .local/profile && .local/profile/bin/pip install -q 'redis>=5,<9'; }
+	.local/profile/bin/python bench/profile/grab_lua.py $(if $(PERF),--perf)
 
 ## make soak: 10 minutes of mixed traffic on the local stack (SOAK_SECONDS=600); memory flat, invariants hold
 soak:

@@ -1,7 +1,8 @@
 //! `make bench`: the grab path against Redis's own limit and the seeds' designs, in one run on
 //! the same Redis; split, send and settle throughput; cold starts and footprint; fairness.
 //! Expects the Redis and DynamoDB Local that `scripts/bench.sh` starts (REDIS_URL,
-//! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds.
+//! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds. With `BENCH_SEEDS_ONLY` set it
+//! runs the seeds' comparison alone and prints it (for `perf record` of the client side).
 
 mod cold;
 mod drain;
@@ -49,6 +50,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Arc::new(RedisStore::new(&config));
     let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone()));
 
+    if std::env::var_os("BENCH_SEEDS_ONLY").is_some() {
+        // For profiling the grab path (`perf record`): the seeds' comparison alone, printed.
+        let seeds = seeds::rounds(&config, &ledger, 3).await?;
+        println!("{}", serde_json::to_string_pretty(&seeds)?);
+        return Ok(());
+    }
     step("cold starts (20 per binary), DynamoDB Local over TLS");
     let ledger_over_tls = cold::Ledger::over_tls().await;
     let binaries = cold::all(&workspace, &workspace.join("target/release"), &ledger_over_tls).await;

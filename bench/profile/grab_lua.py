@@ -1,0 +1,140 @@
+"""Where Redis spends its time on a fresh grab: grab.lua against the seeds' two-list script.
+
+Starts a redis-server of its own, loads 100 packets of 100 shares for each design, makes
+10,000 fresh grabs per round (pipelined 100 at a time, one connection), six rounds alternating,
+and prints the medians of `INFO commandstats` (usec per call of EVALSHA and of each command the
+script runs) and of the server's `used_cpu_user + used_cpu_sys` per grab.
+
+    .local/venv/bin/python bench/profile/grab_lua.py          # `make profile-grab`
+
+With `--perf`, also records `perf record -g` of redis-server during one round of each and
+prints the top symbols (needs perf).
+"""
+
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRAB_LUA = open(os.path.join(ROOT, "shared", "lua", "grab.lua")).read()
+TWO_LIST = """
+if redis.call('hexists', KEYS[3], KEYS[4]) ~= 0 then
+  return nil
+else
+  local hongBao = redis.call('rpop', KEYS[1]);
+  if hongBao then
+    local x = cjson.decode(hongBao);
+    x['userId'] = KEYS[4];
+    local re = cjson.encode(x);
+    redis.call('hset', KEYS[3], KEYS[4], KEYS[4]);
+    redis.call('lpush', KEYS[2], re);
+    return re;
+  end
+end
+return nil
+"""
+PACKETS, SHARES, GRABS, ROUNDS = 100, 100, 10_000, 6
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ours(r, run):
+    """Packets laid out as load.lua lays them out; returns one grab's EVALSHA arguments per user."""
+    sha = r.script_load(GRAB_LUA)
+    keys = []
+    for p in range(PACKETS):
+        tag = f"{{{random.getrandbits(128):032x}}}"
+        k = [f"rp:{tag}:packet", f"rp:{tag}:pool", f"rp:{tag}:grabs", f"rp:{tag}:lookup"]
+        r.hset(k[0], mapping={"open_until": 4_000_000_000_000, "persisted": 0, "sender": "sender",
+                              "kind": "lucky", "seed": "ab" * 32, "total_cents": 10_000,
+                              "count": SHARES, "created_at": 1_700_000_000_000,
+                              "expires_at": 4_000_000_000_000, "split": "double_average"})
+        r.rpush(k[1], *[f"{i + 1}:{50 + i}:{SHARES - 1 - i}" for i in range(SHARES)])
+        keys.append(k)
+    return lambda u: (sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000, 5000)
+
+
+def two_list(r, run):
+    sha = r.script_load(TWO_LIST)
+    keys = []
+    for p in range(PACKETS):
+        k = [f"{run}:hongBao:{p}", f"{run}:consumed:{p}", f"{run}:dedupe:{p}"]
+        r.lpush(k[0], *[f'{{"id":{i},"money":{50 + i}}}' for i in range(SHARES)])
+        keys.append(k)
+    return lambda u: (sha, 4, *keys[u % PACKETS], f"u{u}")
+
+
+def cpu(r):
+    info = r.info("cpu")
+    return info["used_cpu_user"] + info["used_cpu_sys"]
+
+
+def round_of(r, design, run):
+    args = design(r, run)
+    r.config_resetstat()
+    before = cpu(r)
+    pipe = r.pipeline(transaction=False)
+    for u in range(GRABS):
+        pipe.evalsha(*args(u))
+        if len(pipe) >= 100:
+            pipe.execute()
+    pipe.execute()
+    spent = (cpu(r) - before) * 1e6 / GRABS
+    stats = {name.removeprefix("cmdstat_"): v["usec_per_call"] for name, v in r.info("commandstats").items()
+             if v["calls"] >= GRABS}
+    return spent, stats
+
+
+def main():
+    port = free_port()
+    workdir = tempfile.mkdtemp()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", workdir], stdout=subprocess.DEVNULL)
+    try:
+        r = redis.Redis(port=port, decode_responses=True)
+        for _ in range(100):
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        results = {"two_list": [], "ours": []}
+        for n in range(ROUNDS):
+            for name, design in [("two_list", two_list), ("ours", ours)][:: 1 if n % 2 == 0 else -1]:
+                results[name].append(round_of(r, design, f"r{n}"))
+        for name, rounds in results.items():
+            commands = sorted(set().union(*(stats.keys() for _, stats in rounds)))
+            per_call = ", ".join(f"{c} {statistics.median(s.get(c, 0) for _, s in rounds):.2f}" for c in commands)
+            print(f"{name}: Redis CPU per fresh grab {statistics.median(c for c, _ in rounds):.2f} us; "
+                  f"usec per call: {per_call}")
+        if "--perf" in sys.argv:
+            for name, design in [("two_list", two_list), ("ours", ours)]:
+                data = os.path.join(workdir, f"perf-{name}.data")
+                perf = subprocess.Popen(["perf", "record", "-q", "-g", "-F", "4999", "-p", str(server.pid),
+                                         "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.3)
+                round_of(r, design, f"perf-{name}")
+                perf.send_signal(2)
+                perf.wait()
+                report = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "symbol",
+                                         "--stdio", "-g", "none"], capture_output=True, text=True).stdout
+                top = [line for line in report.splitlines() if line.strip()[:1].isdigit()][:8]
+                print(f"{name}: top symbols\n" + "\n".join(top))
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
