@@ -24,22 +24,7 @@ import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRAB_LUA = open(os.path.join(ROOT, "shared", "lua", "grab.lua")).read()
-TWO_LIST = """
-if redis.call('hexists', KEYS[3], KEYS[4]) ~= 0 then
-  return nil
-else
-  local hongBao = redis.call('rpop', KEYS[1]);
-  if hongBao then
-    local x = cjson.decode(hongBao);
-    x['userId'] = KEYS[4];
-    local re = cjson.encode(x);
-    redis.call('hset', KEYS[3], KEYS[4], KEYS[4]);
-    redis.call('lpush', KEYS[2], re);
-    return re;
-  end
-end
-return nil
-"""
+TWO_LIST = open(os.path.join(ROOT, "bench", "lua", "two_list.lua")).read()
 PACKETS, SHARES, GRABS, ROUNDS = 100, 100, 10_000, 6
 
 

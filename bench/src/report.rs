@@ -194,24 +194,14 @@ impl Results {
         let _ = writeln!(md, "| target | figure | verdict |\n|---|---|---|");
         let verdict = |ok: bool| if ok { "met" } else { "missed (see below)" };
         let two_list = self.design("two_list");
-        let ratio_two_list = ours.stats.ops_per_s / two_list.stats.ops_per_s;
-        let _ = writeln!(
-            md,
-            "| ours >= 1.0 x the fastest seed design (two-list), same harness | {:.0} / {:.0} = {:.2} x | {} |",
+        let ratio_two_list = ratio_row(
+            &mut md,
+            "ours >= 1.0 x the fastest seed design (two-list), same harness",
             ours.stats.ops_per_s,
             two_list.stats.ops_per_s,
-            ratio_two_list,
-            verdict(ratio_two_list >= 1.0)
+            1.0,
         );
-        let ratio_ours_lock = ours.stats.ops_per_s / lock.stats.ops_per_s;
-        let _ = writeln!(
-            md,
-            "| ours >= 2 x the lock flow, same harness | {:.0} / {:.0} = {:.2} x | {} |",
-            ours.stats.ops_per_s,
-            lock.stats.ops_per_s,
-            ratio_ours_lock,
-            verdict(ratio_ours_lock >= 2.0)
-        );
+        ratio_row(&mut md, "ours >= 2 x the lock flow, same harness", ours.stats.ops_per_s, lock.stats.ops_per_s, 2.0);
         let _ = writeln!(
             md,
             "| Redis CPU per fresh grab <= two-list's | {:.2} us vs {:.2} us | {} |",
@@ -219,52 +209,37 @@ impl Results {
             two_list.redis_cpu_us_per_fresh_grab,
             verdict(ours.redis_cpu_us_per_fresh_grab <= two_list.redis_cpu_us_per_fresh_grab)
         );
-        let ratio_pipelined = c64 / self.redis_benchmark_pipelined;
-        let _ = writeln!(
-            md,
-            "| grab handler at c=64 >= 0.8 x redis-benchmark's pipelined EVALSHA of grab.lua | {:.0} / {:.0} = {:.2} x | {} |",
+        let ratio_pipelined = ratio_row(
+            &mut md,
+            "grab handler at c=64 >= 0.8 x redis-benchmark's pipelined EVALSHA of grab.lua",
             c64,
             self.redis_benchmark_pipelined,
-            ratio_pipelined,
-            verdict(ratio_pipelined >= 0.8)
+            0.8,
         );
-        let ratio_rb = c64 / self.redis_benchmark_unpipelined;
-        let _ = writeln!(
-            md,
-            "| grab handler at c=64 >= 1.0 x redis-benchmark EVALSHA (unpipelined) | {:.0} / {:.0} = {:.2} x | {} |",
+        let ratio_rb = ratio_row(
+            &mut md,
+            "grab handler at c=64 >= 1.0 x redis-benchmark EVALSHA (unpipelined)",
             c64,
             self.redis_benchmark_unpipelined,
-            ratio_rb,
-            verdict(ratio_rb >= 1.0)
+            1.0,
         );
-        let ratio_lock = c64 / lock.stats.ops_per_s;
-        let _ = writeln!(
-            md,
-            "| grab handler at c=64 >= 4 x the lock-based flow | {:.0} / {:.0} = {:.2} x | {} |",
-            c64,
-            lock.stats.ops_per_s,
-            ratio_lock,
-            verdict(ratio_lock >= 4.0)
-        );
+        let ratio_lock =
+            ratio_row(&mut md, "grab handler at c=64 >= 4 x the lock-based flow", c64, lock.stats.ops_per_s, 4.0);
         let violations = ours.violations() + self.storm.violations;
         let _ = writeln!(md, "| 0 violations for ours | {violations} | {} |", verdict(violations == 0));
-        let ratio_settle = self.drain.settle_full_run_items_per_s / self.drain.naive_items_per_s;
-        let _ = writeln!(
-            md,
-            "| settle (whole run) >= 5 x the naive drain | {:.0} / {:.0} = {:.2} x | {} |",
+        let ratio_settle = ratio_row(
+            &mut md,
+            "settle (whole run) >= 5 x the naive drain",
             self.drain.settle_full_run_items_per_s,
             self.drain.naive_items_per_s,
-            ratio_settle,
-            verdict(ratio_settle >= 5.0)
+            5.0,
         );
-        let ratio_ceiling = self.drain.settle_items_per_s / self.drain.settle_ceiling_items_per_s;
-        let _ = writeln!(
-            md,
-            "| settle's persisting >= 0.7 x the bare ceiling of the same calls | {:.0} / {:.0} = {:.2} x | {} |",
+        let ratio_ceiling = ratio_row(
+            &mut md,
+            "settle's persisting >= 0.7 x the bare ceiling of the same calls",
             self.drain.settle_items_per_s,
             self.drain.settle_ceiling_items_per_s,
-            ratio_ceiling,
-            verdict(ratio_ceiling >= 0.7)
+            0.7,
         );
         let scale = &self.settle_scale;
         let flat = scale
@@ -341,7 +316,7 @@ impl Results {
         let _ = writeln!(md, "\nStorm: 100 packets of 100 shares, 20,000 users racing at concurrency 256: {:.0} grabs/s, p50 {} us, p99 {} us, p99.9 {} us; {} shares paid (of 10,000), {} violations.\n", s.stats.ops_per_s, s.stats.p50_us, s.stats.p99_us, s.stats.p999_us, s.grabbed, s.violations);
 
         let _ = writeln!(md, "## Hot packet: the sold-out fast path\n");
-        let _ = writeln!(md, "{} users grab one packet of 100 shares through the real handler at concurrency {}, in random order; three rounds per variant, alternating, each on a fresh packet and a fresh store (so the fast path starts knowing nothing), the median round shown. *Fast path*: once this instance saw the packet sell out, a grab is one `HMGET` of the packet hash (the caller's grab and the packet's count); *script only*: every grab runs `grab.lua`. Redis CPU is the server's `used_cpu_user + used_cpu_sys` over the round, per grab.\n", hot_packet::USERS, hot_packet::CONCURRENCY);
+        let _ = writeln!(md, "{} users grab one packet of 100 shares through the real handler at concurrency {}, in random order; three rounds per variant, alternating, each on a fresh packet and a fresh store (so the fast path starts knowing nothing), the median round shown. *Fast path*: once this instance saw the packet sell out, a grab is one `HMGET` of the packet hash (the caller's grab and whether the packet is held); *script only*: every grab runs `grab.lua`. Redis CPU is the server's `used_cpu_user + used_cpu_sys` over the round, per grab.\n", hot_packet::USERS, hot_packet::CONCURRENCY);
         let _ = writeln!(md, "| variant | grabs/s | p50 | p99 | p99.9 | grab-script runs | Redis CPU per grab | shares paid |\n|---|---|---|---|---|---|---|---|");
         for h in &self.hot_packet {
             let _ = writeln!(
@@ -476,4 +451,12 @@ impl Results {
         }
         md
     }
+}
+
+/// A targets row `value / against = ratio x`, met when the ratio is at least `at_least`; returns the ratio.
+fn ratio_row(md: &mut String, target: &str, value: f64, against: f64, at_least: f64) -> f64 {
+    let ratio = value / against;
+    let verdict = if ratio >= at_least { "met" } else { "missed (see below)" };
+    let _ = writeln!(md, "| {target} | {value:.0} / {against:.0} = {ratio:.2} x | {verdict} |");
+    ratio
 }

@@ -77,22 +77,7 @@ const SADD_DECR: &str =
     "if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then return redis.call('DECR', KEYS[2]) else return -1 end";
 const UNLOCK: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
-const TWO_LIST: &str = r#"
-if redis.call('hexists', KEYS[3], KEYS[4]) ~= 0 then
-  return nil
-else
-  local hongBao = redis.call('rpop', KEYS[1]);
-  if hongBao then
-    local x = cjson.decode(hongBao);
-    x['userId'] = KEYS[4];
-    local re = cjson.encode(x);
-    redis.call('hset', KEYS[3], KEYS[4], KEYS[4]);
-    redis.call('lpush', KEYS[2], re);
-    return re;
-  end
-end
-return nil
-"#;
+const TWO_LIST: &str = include_str!("../lua/two_list.lua");
 
 /// The attempts: every user twice, on packet `user % 100`, shuffled.
 fn attempts() -> Vec<(usize, String)> {

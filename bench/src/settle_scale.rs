@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use local::probe::{redis_commands_executed, RequestCounter};
+use local::probe::{costs, RequestCounter};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
@@ -53,10 +53,6 @@ pub struct SettleScale {
     pub freshness_p99_ms: f64,
 }
 
-async fn commands_executed(store: &RedisStore) -> u64 {
-    redis_commands_executed(store).await.expect("INFO commandstats")
-}
-
 async fn measured(
     settler: &DeployedSettler,
     store: &RedisStore,
@@ -64,18 +60,15 @@ async fn measured(
     idle: u64,
     new_grabs: u64,
 ) -> Run {
-    let (commands, requests) = (commands_executed(store).await, counter.count());
-    let started = Instant::now();
-    let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
-    let run_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let run = async {
+        let started = Instant::now();
+        let summary = settler.run(settler.shards_of(&Default::default()), None).await;
+        (summary, started.elapsed().as_secs_f64() * 1000.0)
+    };
+    let ((summary, run_ms), redis_commands, dynamodb_requests) = costs(store, counter, run).await;
+    let summary = summary.expect("settle run");
     assert_eq!(summary.grabs_persisted, new_grabs, "{summary:?}");
-    Run {
-        idle_packets: idle,
-        new_grabs,
-        run_ms,
-        redis_commands: commands_executed(store).await - commands,
-        dynamodb_requests: counter.count() - requests,
-    }
+    Run { idle_packets: idle, new_grabs, run_ms, redis_commands, dynamodb_requests }
 }
 
 async fn load_idle(store: &RedisStore, count: usize) -> Vec<Packet> {

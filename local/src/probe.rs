@@ -55,3 +55,17 @@ pub async fn redis_commands_executed(store: &RedisStore) -> Result<u64, red_pack
         .filter_map(|line| line.split("calls=").nth(1)?.split(',').next()?.parse::<u64>().ok())
         .sum())
 }
+
+/// What `work` cost the stores: its output, the Redis commands executed meanwhile (on `store`'s
+/// server) and the DynamoDB requests `counter` saw.
+pub async fn costs<T>(
+    store: &RedisStore,
+    counter: &RequestCounter,
+    work: impl std::future::Future<Output = T>,
+) -> (T, u64, u64) {
+    let commands = redis_commands_executed(store).await.expect("INFO commandstats");
+    let requests = counter.count();
+    let output = work.await;
+    let commands = redis_commands_executed(store).await.expect("INFO commandstats") - commands;
+    (output, commands, counter.count() - requests)
+}

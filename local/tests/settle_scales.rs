@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
-use local::probe::{redis_commands_executed, RequestCounter};
+use local::probe::{costs, RequestCounter};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::settle::{SettleSummary, Settler};
@@ -26,20 +26,14 @@ fn counted_settler(stack: &Stack, counter: &RequestCounter) -> DeployedSettler {
     Settler::new(Arc::new(stack.store()), DynamoLedger::new(counted, &stack.config)).with_clock(stack.clock.clone())
 }
 
-async fn commands_executed(store: &RedisStore) -> u64 {
-    redis_commands_executed(store).await.expect("INFO commandstats")
-}
-
 /// One run's Redis commands and DynamoDB requests.
 async fn measured_run(
     settler: &DeployedSettler,
     store: &RedisStore,
     counter: &RequestCounter,
 ) -> (SettleSummary, u64, u64) {
-    let (commands, requests) = (commands_executed(store).await, counter.count());
-    let summary = settler.run(0..=15, None).await.expect("settle run");
-    let commands = commands_executed(store).await - commands;
-    (summary, commands, counter.count() - requests)
+    let (summary, commands, requests) = costs(store, counter, settler.run(0..=15, None)).await;
+    (summary.expect("settle run"), commands, requests)
 }
 
 async fn send_many(stack: &Stack, count: usize) -> Vec<String> {

@@ -183,7 +183,8 @@ pub trait SettleLedger: Ledger {
         grabs: &[LoggedGrab],
     ) -> impl Future<Output = Result<Vec<Refusal>, ApiError>> + Send;
 
-    /// Writes the grab item of a grab whose share claim is written; true when written now.
+    /// Writes the grab item of a grab whose share claim is written; true when the ledger
+    /// refused it (the user already holds a grab item for another share or amount).
     fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> impl Future<Output = Result<bool, ApiError>> + Send;
 
     /// Claims `shares` (seq, amount) for the refund; returns the seqs a grab claimed first.

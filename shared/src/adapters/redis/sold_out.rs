@@ -1,7 +1,7 @@
 //! The hot-packet fast path's memory: packets this instance has seen sell out.
 //!
 //! A sold-out packet never gets shares back, so once one grab learned it, the instance answers
-//! later grabs on it with a plain `HGET` of the users hash (the repeat grabber's share, or sold
+//! later grabs on it with a plain `HMGET` of the packet hash (the repeat grabber's share, or sold
 //! out) instead of the grab script. The memo is per instance, bounded in size and in time; the
 //! first grab after an entry lapses runs the script again and relearns it.
 

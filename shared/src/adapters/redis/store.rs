@@ -157,7 +157,7 @@ impl RedisStore {
             Ok(Err(error)) => return Err(ApiError::redis_unavailable(error)),
             Err(_) => return Err(ApiError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
         };
-        match self.answer_from_reads(conn, keys, user).await? {
+        match self.answer_from_reads(conn, keys, user, false).await? {
             Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
             None => Err(ApiError::redis_unavailable(refused)),
         }
@@ -165,40 +165,28 @@ impl RedisStore {
 
     /// A repeat grab or a sold-out packet answered by reads alone (no script, nothing written):
     /// the caller's earlier share, or sold out. `None` when reads cannot decide (a fresh grab
-    /// on a packet with shares left, or a packet Redis does not hold).
+    /// on a packet with shares left, or a packet Redis does not hold, e.g. retired). With
+    /// `known_sold_out` (the hot-packet memo) it is one `HMGET`: no share is left to count.
     async fn answer_from_reads(
         &self,
         conn: &mut RedisConnection,
         keys: &PacketKeys,
         user: &UserId,
+        known_sold_out: bool,
     ) -> Result<Option<GrabOutcome>, ApiError> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until").llen(&keys.pool);
-        let ((prior, held), shares_left): ((Option<String>, Option<String>), u32) =
-            self.run(pipe.query_async(conn)).await?;
+        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until");
+        let ((prior, held), shares_left): ((Option<String>, Option<String>), u32) = if known_sold_out {
+            let (read,) = self.run(pipe.query_async(conn)).await?;
+            (read, 0)
+        } else {
+            pipe.llen(&keys.pool);
+            self.run(pipe.query_async(conn)).await?
+        };
         Ok(match (prior, held) {
             (Some(prior), _) => Some(already(&prior, shares_left)?),
             (None, Some(_)) if shares_left == 0 => Some(GrabOutcome::SoldOut),
             _ => None,
-        })
-    }
-
-    /// The hot-packet fast path: on a packet this instance saw sell out, one `HMGET` of the
-    /// packet hash answers (the caller's earlier share, or sold out) instead of the script.
-    /// `None` when the hash is gone (the packet was retired): the script and the ledger decide then.
-    async fn grab_sold_out(
-        &self,
-        conn: &mut RedisConnection,
-        keys: &PacketKeys,
-        user: &UserId,
-    ) -> Result<Option<GrabOutcome>, ApiError> {
-        let mut read = redis::cmd("HMGET");
-        read.arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until");
-        let (prior, held): (Option<String>, Option<String>) = self.run(read.query_async(conn)).await?;
-        Ok(match (prior, held) {
-            (Some(prior), _) => Some(already(&prior, 0)?),
-            (None, Some(_)) => Some(GrabOutcome::SoldOut),
-            (None, None) => None,
         })
     }
 
@@ -347,7 +335,7 @@ impl LiveStore for RedisStore {
         let keys = self.keys(packet);
         if let Some(memo) = &self.sold_out {
             if memo.contains(packet, Instant::now()) {
-                if let Some(outcome) = self.grab_sold_out(&mut conn, &keys, user).await? {
+                if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, user, true).await? {
                     return Ok(outcome);
                 }
             }
