@@ -8,6 +8,7 @@ use futures::StreamExt;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::rfc3339;
 use red_packets::config::Config;
+use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{Packet, PacketKind, UserId};
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::ports::{SettleLedger, SettleQueue};
@@ -53,7 +54,7 @@ async fn prepare(store: &RedisStore, ledger: &DynamoLedger, shares: u32) -> Vec<
         ledger.record_packet(&packet, None).await.expect("record packet");
         for user in 0..100 {
             let user = UserId::from_claim(&format!("drain-u{user}")).expect("user");
-            store.grab(&packet.id, &user, &SystemClock, ledger).await.expect("grab");
+            store.grab(&packet.id, &GrabAttempt::by(user), &SystemClock, ledger).await.expect("grab");
         }
         packets.push(packet);
     }

@@ -59,6 +59,8 @@ pub async fn load_packet(store: &RedisStore, kind: PacketKind, total_cents: u64,
         split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
         greeting: None,
         expires_in_seconds: 86_400,
+        recipients: None,
+        passphrase: None,
     };
     let sender = UserId::from_claim("bench-sender").expect("user");
     let packet = Packet::new(PacketId::random(), sender, &spec, Seed::random(), SystemClock.now_ms());

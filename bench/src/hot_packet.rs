@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use grab::GrabService;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::domain::PacketKind;
+use red_packets::config::LOCAL_PASSPHRASE_KEY;
+use red_packets::domain::{PacketKind, PassphraseKey};
 use red_packets::Config;
 use serde::Serialize;
 
@@ -51,7 +52,7 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, rounds: usize) -> V
 
 async fn round(variant: &'static str, store: Arc<RedisStore>, ledger: &DynamoLedger) -> HotPacket {
     let packet = load_packet(&store, PacketKind::Lucky, 10_000, 100).await.id.to_string();
-    let service = Arc::new(GrabService::new(store.clone(), ledger.clone()));
+    let service = Arc::new(GrabService::new(store.clone(), ledger.clone(), PassphraseKey::new(LOCAL_PASSPHRASE_KEY)));
     let requests = (0..USERS).map(|user| request(&packet, &format!("hot-{variant}-u{user}"))).collect();
     let mut conn = store.connection().await.expect("Redis");
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.expect("RESETSTAT");

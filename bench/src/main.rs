@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ledger = DynamoLedger::new(client.clone(), &config);
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(&config));
-    let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone()));
+    let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone(), config.passphrase_key.clone()));
 
     if std::env::var_os("BENCH_SEEDS_ONLY").is_some() {
         // For profiling the grab path (`perf record`): the seeds' comparison alone, printed.
@@ -86,7 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seeds = seeds::rounds(&config, &ledger, 3).await?;
     step("split and send throughput");
     let splits = throughput::splits();
-    let send_service = Arc::new(send::SendService::new(ledger.clone(), store.clone(), config.limits));
+    let send_service = Arc::new(send::SendService::new(ledger.clone(), store.clone(), &config));
     let send = throughput::sends(send_service).await;
     step("settle against a naive drain");
     let drain = drain::compare(&config, &ledger, &client).await;

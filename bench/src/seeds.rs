@@ -22,6 +22,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use red_packets::adapters::redis::RedisConnection;
 use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{GrabOutcome, PacketId, PacketKind, UserId};
 use red_packets::ports::LiveStore;
 use red_packets::{Config, SystemClock};
@@ -312,7 +313,8 @@ async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger) -> Work {
         let (store, packets, ledger) = (store.clone(), packets.clone(), ledger.clone());
         Box::pin(async move {
             let user = UserId::from_claim(&user).expect("user");
-            let outcome = store.grab(&packets[packet], &user, &SystemClock, &ledger).await.expect("grab");
+            let outcome =
+                store.grab(&packets[packet], &GrabAttempt::by(user), &SystemClock, &ledger).await.expect("grab");
             matches!(outcome, GrabOutcome::Grabbed { .. })
         })
     })

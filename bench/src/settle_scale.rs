@@ -11,6 +11,7 @@ use local::probe::{costs, RequestCounter};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
+use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::Role;
 use red_packets::domain::{Packet, PacketKind, UserId};
 use red_packets::ports::SettleQueue;
@@ -115,7 +116,7 @@ pub async fn measure(config: &Config, ledger: &DynamoLedger) -> SettleScale {
                 let store = store.clone();
                 async move {
                     let user = UserId::from_claim(&format!("scale-u{n}")).expect("user");
-                    store.grab(&packet.id, &user, &SystemClock, ledger).await.expect("grab");
+                    store.grab(&packet.id, &GrabAttempt::by(user), &SystemClock, ledger).await.expect("grab");
                 }
             })
             .buffer_unordered(64)
@@ -165,7 +166,7 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
         let (store, ledger) = (store.clone(), ledger.clone());
         let probe = grabs.is_multiple_of(10);
         probes.spawn(async move {
-            store.grab(&packet.id, &user, &SystemClock, &ledger).await.expect("grab");
+            store.grab(&packet.id, &GrabAttempt::by(user.clone()), &SystemClock, &ledger).await.expect("grab");
             let granted = Instant::now();
             if !probe {
                 return None;

@@ -27,7 +27,7 @@ const MAX_FORWARDED_BODY: usize = 10 * 1024 * 1024;
 
 /// Every function of the template, built once.
 pub struct Functions {
-    /// `POST /packets`.
+    /// `POST /packets` and `POST /packets/{packet_id}/cancel`.
     pub send: send::SendService<DynamoLedger, Arc<RedisStore>>,
     /// `POST /packets/{packet_id}/grab`.
     pub grab: grab::GrabService<Arc<RedisStore>, DynamoLedger>,
@@ -40,14 +40,20 @@ pub struct Functions {
 }
 
 /// The template's routes, in the form API Gateway's route keys take.
-pub const ROUTES: &[&str] =
-    &["POST /packets", "POST /packets/{packet_id}/grab", "GET /packets/{packet_id}", "GET /me/packets"];
+pub const ROUTES: &[&str] = &[
+    "POST /packets",
+    "POST /packets/{packet_id}/grab",
+    "GET /packets/{packet_id}",
+    "GET /me/packets",
+    "POST /packets/{packet_id}/cancel",
+];
 
 /// The local API's router.
 pub fn router(functions: Arc<Functions>) -> Router {
     Router::new()
         .route("/packets", post(send_route))
         .route("/packets/{packet_id}/grab", post(grab_route))
+        .route("/packets/{packet_id}/cancel", post(cancel_route))
         .route("/packets/{packet_id}", get(packet_route))
         .route("/me/packets", get(history_route))
         .fallback(|| async { into_axum(error_response(&ApiError::NotFound)) })
@@ -64,6 +70,14 @@ async fn grab_route(
     request: Request,
 ) -> Response {
     invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| grab::handle(&functions.grab, event)).await
+}
+
+async fn cancel_route(
+    State(functions): State<Arc<Functions>>,
+    Path(packet_id): Path<String>,
+    request: Request,
+) -> Response {
+    invoke(&functions, ROUTES[4], Some(&packet_id), request, |event| send::handle(&functions.send, event)).await
 }
 
 async fn packet_route(

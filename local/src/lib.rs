@@ -37,8 +37,13 @@ pub async fn functions_with_clock(
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
-        send: send::SendService::with_clock(ledger.clone(), store.clone(), config.limits, clock.clone()),
-        grab: grab::GrabService::with_clock(store.clone(), ledger.clone(), clock.clone()),
+        send: send::SendService::with_clock(ledger.clone(), store.clone(), config, clock.clone()),
+        grab: grab::GrabService::with_clock(
+            store.clone(),
+            ledger.clone(),
+            config.passphrase_key.clone(),
+            clock.clone(),
+        ),
         query: query::QueryService::with_clock(store.clone(), ledger.clone(), clock.clone()),
         settler: Settler::new(store, ledger).with_clock(clock),
         authorizer,

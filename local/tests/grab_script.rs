@@ -1,7 +1,9 @@
-//! `grab.lua` against a straightforward model, on the real Redis: random sequences of grabs
-//! (repeats among them), clock moves, closes, persisted marks and re-syncs from the ledger's
-//! state, each answer compared with what the model says, and the packet's log and shares
-//! compared at the end. Unknown packets' lookup states in a table test.
+//! `grab.lua` against a straightforward model, on the real Redis: packets open to all, for
+//! recipients only, with a passphrase or both; random sequences of grabs (repeats, strangers,
+//! right, wrong and missing passphrases among them), clock moves, closes, cancels, persisted
+//! marks and re-syncs from the ledger's state, each answer compared with what the model says,
+//! and the packet's log and shares compared at the end. Unknown packets' lookup states in a
+//! table test; the commands a grab costs counted by Redis.
 
 mod support;
 
@@ -10,9 +12,13 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab};
 use red_packets::adapters::RedisStore;
+use red_packets::domain::access::{Passphrase, PassphraseCheck, PassphraseKey};
+use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::settlement::LoggedGrab;
-use red_packets::domain::{Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, Seed, SplitRule, UserId};
-use red_packets::ports::{CloseOutcome, LiveStore, SettleQueue};
+use red_packets::domain::{
+    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
+};
+use red_packets::ports::{CancelOutcome, CloseOutcome, LiveStore, SettleQueue};
 use red_packets::Config;
 
 const START_MS: i64 = 1_700_000_000_000;
@@ -26,7 +32,10 @@ struct Model {
     shares: Vec<(u32, Cents)>,
     grabs: Vec<LoggedGrab>,
     closed: bool,
+    cancelled: bool,
     persisted: usize,
+    access: Access,
+    wrong_tries: HashMap<UserId, u32>,
 }
 
 impl Model {
@@ -37,11 +46,15 @@ impl Model {
             shares: packet.shares().into_iter().enumerate().map(|(n, amount)| (n as u32 + 1, amount)).collect(),
             grabs: Vec::new(),
             closed: false,
+            cancelled: false,
             persisted: 0,
+            access: packet.access.clone(),
+            wrong_tries: HashMap::new(),
         }
     }
 
-    fn grab(&mut self, user: &UserId, now_ms: i64) -> ScriptGrab {
+    fn grab(&mut self, attempt: &GrabAttempt, now_ms: i64) -> ScriptGrab {
+        let user = &attempt.user;
         let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: false };
         if let Some(prior) = self.grabs.iter().find(|grab| &grab.user == user) {
             return decided(GrabOutcome::Already {
@@ -49,6 +62,21 @@ impl Model {
                 grabbed_at_ms: prior.at_ms,
                 remaining_count: self.shares.len() as u32,
             });
+        }
+        if !self.access.admits(user) {
+            return decided(GrabOutcome::NotEligible);
+        }
+        let tries = self.wrong_tries.entry(user.clone()).or_default();
+        match PassphraseCheck::of(self.access.passphrase.as_ref(), attempt.passphrase.as_ref(), *tries) {
+            PassphraseCheck::Passed => {}
+            PassphraseCheck::Wrong => {
+                *tries += 1;
+                return decided(GrabOutcome::WrongPassphrase);
+            }
+            PassphraseCheck::Locked => return decided(GrabOutcome::TooManyAttempts),
+        }
+        if self.cancelled {
+            return decided(GrabOutcome::Cancelled);
         }
         if self.shares.is_empty() {
             return decided(GrabOutcome::SoldOut);
@@ -65,8 +93,23 @@ impl Model {
         }
     }
 
+    fn cancel(&mut self, now_ms: i64) -> CancelOutcome {
+        if self.cancelled {
+            CancelOutcome::Cancelled
+        } else if self.shares.is_empty() {
+            CancelOutcome::Finished
+        } else if self.closed || now_ms >= self.expires_at_ms {
+            CancelOutcome::Expired
+        } else {
+            self.cancelled = true;
+            CancelOutcome::Cancelled
+        }
+    }
+
     fn close(&mut self, now_ms: i64) -> CloseOutcome {
-        if self.closed || self.shares.is_empty() || now_ms >= self.expires_at_ms {
+        if self.cancelled {
+            CloseOutcome::Closed
+        } else if self.closed || self.shares.is_empty() || now_ms >= self.expires_at_ms {
             self.closed = true;
             CloseOutcome::Closed
         } else {
@@ -75,12 +118,22 @@ impl Model {
     }
 }
 
+/// The passphrase a grab carries.
+#[derive(Debug, Clone, Copy)]
+enum Phrase {
+    None,
+    Right,
+    Wrong,
+}
+
 #[derive(Debug, Clone)]
 enum Step {
-    /// User `n` grabs after the clock moved `advance_ms`.
-    Grab { user: u8, advance_ms: i64 },
+    /// User `n` grabs after the clock moved `advance_ms`, carrying `phrase`.
+    Grab { user: u8, advance_ms: i64, phrase: Phrase },
     /// Settle's close at the current time.
     Close,
+    /// The sender cancels at the current time.
+    Cancel,
     /// Settle confirms the first `n` grabs (mod the log's length + 1).
     Persist(usize),
     /// Settle's re-sync: Redis replaced by the ledger's state (the model's).
@@ -89,11 +142,40 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        8 => (0u8..12, prop_oneof![3 => Just(0i64), 1 => 0i64..40_000]).prop_map(|(user, advance_ms)| Step::Grab { user, advance_ms }),
+        10 => (
+            0u8..12,
+            prop_oneof![3 => Just(0i64), 1 => 0i64..40_000],
+            prop_oneof![Just(Phrase::Right), Just(Phrase::Wrong), Just(Phrase::None)],
+        )
+            .prop_map(|(user, advance_ms, phrase)| Step::Grab { user, advance_ms, phrase }),
         1 => Just(Step::Close),
+        1 => Just(Step::Cancel),
         1 => (0usize..20).prop_map(Step::Persist),
         1 => Just(Step::Resync),
     ]
+}
+
+fn key() -> PassphraseKey {
+    PassphraseKey::new("grab-script-test")
+}
+
+fn digest(phrase: &str) -> PassphraseDigest {
+    key().digest(&Passphrase::new(phrase).unwrap())
+}
+
+fn user(n: u8) -> UserId {
+    UserId::from_claim(&format!("user:{n}")).unwrap()
+}
+
+/// Who may grab: `recipients` (a bit per user 0..8, none for a packet open to all) and a
+/// passphrase or not.
+fn access(recipients: Option<u8>, passphrase: bool) -> Access {
+    let recipients = recipients.map(|bits| {
+        let mut users: Vec<UserId> = (0..8).filter(|n| bits & (1 << n) != 0).map(user).collect();
+        users.sort();
+        users
+    });
+    Access { recipients, passphrase: passphrase.then(|| digest("芝麻开门")) }
 }
 
 fn packet(count: u32, kind: PacketKind) -> Packet {
@@ -104,6 +186,8 @@ fn packet(count: u32, kind: PacketKind) -> Packet {
         split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
         greeting: None,
         expires_in_seconds: (LIFETIME_MS / 1000) as u32,
+        recipients: None,
+        passphrase: None,
     };
     Packet::new(PacketId::random(), UserId::from_claim("sender").unwrap(), &spec, Seed::random(), START_MS)
 }
@@ -114,8 +198,15 @@ fn store() -> RedisStore {
     RedisStore::new(&config)
 }
 
-async fn run(store: &RedisStore, count: u32, kind: PacketKind, steps: &[Step]) -> Result<(), TestCaseError> {
-    let packet = packet(count, kind);
+async fn run(
+    store: &RedisStore,
+    count: u32,
+    kind: PacketKind,
+    access: Access,
+    steps: &[Step],
+) -> Result<(), TestCaseError> {
+    let mut packet = packet(count, kind);
+    packet.access = access;
     store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
     let mut model = Model::of(&packet);
     let mut conn = store.connection().await.unwrap();
@@ -123,11 +214,20 @@ async fn run(store: &RedisStore, count: u32, kind: PacketKind, steps: &[Step]) -
     let mut now_ms = START_MS;
     for (n, step) in steps.iter().enumerate() {
         match step {
-            Step::Grab { user, advance_ms } => {
+            Step::Grab { user: n_user, advance_ms, phrase } => {
                 now_ms += advance_ms;
-                let user = UserId::from_claim(&format!("user:{user}")).unwrap();
-                let answer = scripts::grab(&mut conn, &keys, &user, now_ms, 5_000).await.unwrap();
-                prop_assert_eq!(answer, model.grab(&user, now_ms), "step {} of {:?}", n, steps);
+                let passphrase = match phrase {
+                    Phrase::None => None,
+                    Phrase::Right => Some(digest("芝麻开门")),
+                    Phrase::Wrong => Some(digest("open sesame")),
+                };
+                let attempt = GrabAttempt { user: user(*n_user), passphrase };
+                let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms, 5_000).await.unwrap();
+                prop_assert_eq!(answer, model.grab(&attempt, now_ms), "step {} of {:?}", n, steps);
+            }
+            Step::Cancel => {
+                let cancelled = scripts::cancel(&mut conn, &keys, now_ms).await.unwrap();
+                prop_assert_eq!(cancelled, model.cancel(now_ms), "step {} of {:?}", n, steps);
             }
             Step::Close => {
                 let closed = scripts::close(&mut conn, &keys, now_ms).await.unwrap();
@@ -141,10 +241,12 @@ async fn run(store: &RedisStore, count: u32, kind: PacketKind, steps: &[Step]) -
             }
             Step::Resync => {
                 let shares: Vec<Cents> = model.shares.iter().map(|(_, amount)| *amount).collect();
-                store.resync(&packet, &model.grabs, &shares).await.unwrap();
-                // The ledger's state is all persisted; a closed packet reloads open, as settle's re-sync does.
+                store.resync(&packet, model.cancelled, &model.grabs, &shares).await.unwrap();
+                // The ledger's state is all persisted; a closed packet reloads open (a cancelled
+                // one closed), as settle's re-sync does; wrong tries are not ledger state.
                 model.persisted = model.grabs.len();
                 model.closed = false;
+                model.wrong_tries.clear();
             }
         }
     }
@@ -152,7 +254,9 @@ async fn run(store: &RedisStore, count: u32, kind: PacketKind, steps: &[Step]) -
     prop_assert_eq!(&live.grabs, &model.grabs);
     prop_assert_eq!(live.remaining_count, model.shares.len() as u32);
     prop_assert_eq!(live.persisted, model.persisted);
-    prop_assert_eq!(live.open, !model.closed);
+    prop_assert_eq!(live.open, !model.closed && !model.cancelled);
+    prop_assert_eq!(live.cancelled, model.cancelled);
+    prop_assert_eq!(&live.packet.access, &model.access, "Redis describes who may grab as it was loaded");
     let paid: Cents = live.grabs.iter().map(|grab| grab.amount_cents).sum::<Cents>()
         + model.shares.iter().map(|(_, amount)| amount).sum::<Cents>();
     prop_assert_eq!(paid, packet.total_cents, "grabs and shares left always add up to the total");
@@ -160,18 +264,20 @@ async fn run(store: &RedisStore, count: u32, kind: PacketKind, steps: &[Step]) -
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn grab_lua_answers_as_the_model_does(
         count in 1u32..8,
         lucky in any::<bool>(),
+        recipients in proptest::option::of(1u8..=255),
+        passphrase in any::<bool>(),
         steps in proptest::collection::vec(step(), 1..40),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let store = store();
         let kind = if lucky { PacketKind::Lucky } else { PacketKind::Fixed };
-        runtime.block_on(run(&store, count, kind, &steps))?;
+        runtime.block_on(run(&store, count, kind, access(recipients, passphrase), &steps))?;
     }
 }
 
@@ -181,7 +287,7 @@ proptest! {
 async fn unknown_ids_go_through_the_lookup_states() {
     let store = store();
     let mut conn = store.connection().await.unwrap();
-    let user = UserId::from_claim("bob").unwrap();
+    let user = GrabAttempt::by(UserId::from_claim("bob").unwrap());
     let mut asked = HashMap::new();
     for verdict in ["absent", "recorded"] {
         let keys = store.keys(&PacketId::random());
@@ -212,7 +318,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     store.load(&packet, &packet.shares()).await.unwrap();
     let keys = store.keys(&packet.id);
     let mut conn = store.connection().await.unwrap();
-    let user = UserId::from_claim("bob").unwrap();
+    let user = GrabAttempt::by(UserId::from_claim("bob").unwrap());
     // Loads the script (NOSCRIPT, SCRIPT LOAD) on another packet first.
     scripts::grab(&mut conn, &store.keys(&PacketId::random()), &user, START_MS, 5_000).await.unwrap();
     let mut commands = Vec::new();

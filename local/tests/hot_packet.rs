@@ -41,6 +41,10 @@ impl Ledger for CountingLedger {
         self.inner.record_packet(packet, claim).await
     }
 
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: i64) -> Result<(), ApiError> {
+        self.inner.cancel(id, sender, now_ms).await
+    }
+
     async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
         self.packet_reads.fetch_add(1, Ordering::SeqCst);
         if self.fail_next_read.swap(false, Ordering::SeqCst) {
@@ -170,8 +174,11 @@ async fn instances(
     inner.ensure_table().await.expect("DynamoDB Local is reachable");
     let ledger =
         Arc::new(CountingLedger { inner, packet_reads: AtomicUsize::new(0), fail_next_read: AtomicBool::new(false) });
-    let services =
-        (0..instances).map(|_| Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone()))).collect();
+    let services = (0..instances)
+        .map(|_| {
+            Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone(), config.passphrase_key.clone()))
+        })
+        .collect();
     (ledger, services)
 }
 

@@ -1,7 +1,8 @@
 -- close.lua: closes a packet to grabs once it is finished (no share left) or expired; after
--- this no grab succeeds. A packet neither finished nor expired is left open.
+-- this no grab succeeds. A packet neither finished nor expired is left open; a cancelled one
+-- is closed already.
 --
--- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed)
+-- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed, -1 once cancelled)
 -- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
 -- ARGV[1]  now, epoch milliseconds
 --
@@ -12,7 +13,7 @@ local open_until = redis.call('HGET', KEYS[1], 'open_until')
 if not open_until then
   return 0
 end
-if open_until == '0' then
+if open_until == '0' or open_until == '-1' then
   return 2
 end
 if tonumber(ARGV[1]) < tonumber(open_until) and redis.call('LLEN', KEYS[2]) > 0 then

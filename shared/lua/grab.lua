@@ -1,17 +1,27 @@
 #!lua
--- grab.lua: one user grabs one share of one packet, atomically, in one round trip.
+-- grab.lua: one user grabs one share of one packet, atomically, in one round trip. Every
+-- decision a grab meets is taken here: unknown, already grabbed, not eligible, passphrase,
+-- cancelled, expired, sold out, in that order.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash: the packet's fields (see load.lua), among them open_until
---                            (expires_at while open, 0 once closed) and persisted, and one
---                            field ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per user who grabbed
+--                            (expires_at while open, 0 once closed, -1 once cancelled),
+--                            persisted, gate (only on a packet with recipients or a passphrase:
+--                            '1' or '0' for recipients-only or not, then the passphrase's digest
+--                            if any), one field '+<user>' per recipient, '!<user>' = wrong
+--                            passphrases tried, and ':<user>' = '<seq>:<amount>:<left>:<at_ms>'
+--                            per user who grabbed
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken, '<seq>:<amount>:<left>', in seq
 --                            order (left: how many shares remain once this one is taken)
 -- KEYS[3]  rp:{<id>}:grabs   list: the grab log, '<seq>:<amount>:<left>:<at_ms>:<user>', in grab order
 -- KEYS[4]  rp:{<id>}:lookup  string: what the ledger said of an id Redis does not hold:
 --                            'pending' while one caller asks it, then 'absent' or 'recorded'
--- ARGV[1]  the caller's field, ':<user>' (the user is the caller's verified `sub`)
--- ARGV[2]  now, epoch milliseconds
--- ARGV[3]  the lookup lease, milliseconds: how long one caller may take to ask the ledger
+-- ARGV[1]  the caller's grab field, ':<user>' (the user is the caller's verified `sub`)
+-- ARGV[2]  the caller's recipient field, '+<user>'
+-- ARGV[3]  the caller's wrong-passphrase field, '!<user>'
+-- ARGV[4]  now, epoch milliseconds
+-- ARGV[5]  the lookup lease, milliseconds: how long one caller may take to ask the ledger
+-- ARGV[6]  the digest of the passphrase the grab carried; '' for none
+-- ARGV[7]  wrong passphrases allowed per user; every try after them is refused
 --
 -- Returns, by type (the answers grabs meet most are bare strings: no table to build, which
 -- measured ~3.6 us of Redis time per call):
@@ -25,25 +35,28 @@
 --                                                        caller marks the packet for settle,
 --                                                        once per batch of grabs, not per grab
 --   integer 3 sold out; 4 expired (at or after expires_at, or closed, with shares left);
+--           8 not eligible (not a recipient); 9 wrong or missing passphrase (counted);
+--           10 too many wrong passphrases; 11 cancelled by the sender;
 --           5 not in Redis, the ledger said lately there is no such packet;
 --           6 not in Redis, another caller is asking the ledger right now: try again shortly;
 --           7 not in Redis, the ledger recorded it lately: ask the ledger, nothing to record;
 --           0 not in Redis, and this caller now holds the lookup: ask the ledger, then record
 --             its verdict
--- Checks run in this order: unknown, already grabbed (answered whatever the packet's state),
--- expired or closed, sold out; only then is a share popped.
 --
--- Cost: a fresh grab is 4 commands (HMGET, LPOP, HSET, RPUSH), a repeat 2 (HMGET, LLEN). No
--- counter is kept and nothing is encoded: each share carries its seq and what is left after it.
--- The `#!lua` line makes Redis refuse the whole script with -OOM when it is over maxmemory
--- (noeviction), before anything changes; the store answers repeats from a read then.
+-- Cost: a fresh grab of a packet open to all is 4 commands (HMGET, LPOP, HSET, RPUSH), a
+-- repeat 2 (HMGET, LLEN): the gate and the caller's recipient and wrong-try fields come in the
+-- same HMGET, and cost nothing more when absent. No counter is kept and nothing is encoded:
+-- each share carries its seq and what is left after it. The `#!lua` line makes Redis refuse
+-- the whole script with -OOM when it is over maxmemory (noeviction), before anything changes;
+-- the store answers repeats from a read then.
 
-local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1])
+local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate', ARGV[2], ARGV[3])
 local prior = packet[3]
 if prior then
   return prior .. '/' .. redis.call('LLEN', KEYS[2])
 end
-if not packet[1] then
+local open_until = packet[1]
+if not open_until then
   local verdict = redis.call('GET', KEYS[4])
   if verdict == 'absent' then
     return 5
@@ -52,11 +65,30 @@ if not packet[1] then
   elseif verdict then
     return 6
   end
-  redis.call('SET', KEYS[4], 'pending', 'PX', ARGV[3])
+  redis.call('SET', KEYS[4], 'pending', 'PX', ARGV[5])
   return 0
 end
 
-if tonumber(ARGV[2]) >= tonumber(packet[1]) then
+local gate = packet[4]
+if gate then
+  if string.byte(gate) == 49 and not packet[5] then
+    return 8
+  end
+  if #gate > 1 then
+    if tonumber(packet[6] or 0) >= tonumber(ARGV[7]) then
+      return 10
+    end
+    if ARGV[6] ~= string.sub(gate, 2) then
+      redis.call('HINCRBY', KEYS[1], ARGV[3], 1)
+      return 9
+    end
+  end
+end
+
+if open_until == '-1' then
+  return 11
+end
+if tonumber(ARGV[4]) >= tonumber(open_until) then
   if redis.call('LLEN', KEYS[2]) == 0 then
     return 3
   end
@@ -67,7 +99,7 @@ local share = redis.call('LPOP', KEYS[2])
 if not share then
   return 3
 end
-local grab = share .. ':' .. ARGV[2]
+local grab = share .. ':' .. ARGV[4]
 redis.call('HSET', KEYS[1], ARGV[1], grab)
 if redis.call('RPUSH', KEYS[3], grab .. ARGV[1]) - 1 == tonumber(packet[2]) then
   return {grab}

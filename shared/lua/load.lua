@@ -1,17 +1,22 @@
 -- load.lua: makes a packet grabbable: its fields, its shares not yet taken, and (when a packet
 -- is reloaded from the ledger) the grabs the ledger already holds.
 --
--- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at; close.lua sets 0) and
---                            persisted (log entries the ledger holds) first, as grab.lua reads
---                            them; then sender, kind, split and greeting (each only when set),
---                            seed, total_cents, count, created_at, expires_at; and
---                            ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per grab
+-- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at, or -1 for a packet
+--                            the sender cancelled; close.lua sets 0) and persisted (log entries
+--                            the ledger holds) first, as grab.lua reads them; then sender,
+--                            kind, split and greeting (each only when set), seed, total_cents,
+--                            count, created_at, expires_at; for a packet with recipients or a
+--                            passphrase, gate ('1' recipients-only or '0', then the passphrase's
+--                            digest if any), recipients (their JSON array) and '+<user>' = 1 per
+--                            recipient; and ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per grab
 -- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
 -- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<left>:<at_ms>:<user>', filled from ARGV[4]
 -- ARGV[1]  'add': load unless Redis holds the packet already (send, restore); or 'replace':
 --          whatever Redis holds of the packet gives way to the ledger's state (settle's re-sync)
 -- ARGV[2]  a JSON object of the packet's fields: sender, kind, split and greeting (each only
---          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms)
+--          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms);
+--          cancelled (true when the sender cancelled it); recipients (a JSON array as a
+--          string) and passphrase (the digest), each only when set
 -- ARGV[3]  the seq of the first share in ARGV[5..] (1 at send; shares before it are taken)
 -- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order; [] at send
 -- ARGV[5..] the shares not yet taken, in cents, in the order they are handed out
@@ -28,7 +33,7 @@ local packet = cjson.decode(ARGV[2])
 local grabs = cjson.decode(ARGV[4])
 
 local fields = {
-  'open_until', packet.expires_at,
+  'open_until', packet.cancelled and -1 or packet.expires_at,
   'persisted', #grabs,
   'sender', packet.sender,
   'kind', packet.kind,
@@ -44,7 +49,25 @@ for _, optional in ipairs({'split', 'greeting'}) do
     fields[#fields + 1] = packet[optional]
   end
 end
+local recipients = type(packet.recipients) == 'string' and cjson.decode(packet.recipients) or {}
+local passphrase = type(packet.passphrase) == 'string' and packet.passphrase or ''
+if #recipients > 0 or passphrase ~= '' then
+  fields[#fields + 1] = 'gate'
+  fields[#fields + 1] = (#recipients > 0 and '1' or '0') .. passphrase
+end
+if #recipients > 0 then
+  fields[#fields + 1] = 'recipients'
+  fields[#fields + 1] = packet.recipients
+end
 redis.call('HSET', KEYS[1], unpack(fields))
+local members = {}
+for _, user in ipairs(recipients) do
+  members[#members + 1] = '+' .. user
+  members[#members + 1] = 1
+end
+for first = 1, #members, 500 do
+  redis.call('HSET', KEYS[1], unpack(members, first, math.min(first + 499, #members)))
+end
 local grabbers = {}
 for _, entry in ipairs(grabs) do
   local grab, user = string.match(entry, '^(%d+:%d+:%d+:%d+)(:.+)$')

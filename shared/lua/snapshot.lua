@@ -6,9 +6,9 @@
 -- KEYS[3]  rp:{<id>}:grabs (the grab log)
 --
 -- Returns {fields, shares left, log entries in grab order}: fields are the values of sender,
--- kind, split, greeting, seed, total_cents, count, created_at, expires_at, open_until, persisted
--- in that order (false where unset); all false when Redis holds no such packet.
+-- kind, split, greeting, seed, total_cents, count, created_at, expires_at, open_until, persisted,
+-- gate, recipients in that order (false where unset); all false when Redis holds no such packet.
 
 local fields = redis.call('HMGET', KEYS[1], 'sender', 'kind', 'split', 'greeting', 'seed', 'total_cents',
-  'count', 'created_at', 'expires_at', 'open_until', 'persisted')
+  'count', 'created_at', 'expires_at', 'open_until', 'persisted', 'gate', 'recipients')
 return {fields, redis.call('LLEN', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1)}

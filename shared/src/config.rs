@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::domain::Limits;
+use crate::domain::{DailyLimits, Limits, PassphraseKey};
 
 /// A variable that is set but unusable.
 #[derive(Debug, Error)]
@@ -55,6 +55,11 @@ pub struct Config {
     pub table_name: String,
     /// Packet limits.
     pub limits: Limits,
+    /// What one sender may send per UTC day.
+    pub daily: DailyLimits,
+    /// The secret passphrases are hashed under (`PASSPHRASE_KEY`; the template generates one
+    /// per deployment in Secrets Manager; local runs use a fixed development key).
+    pub passphrase_key: PassphraseKey,
     /// Replica acknowledgement of grabs; `None` when `GRAB_WAIT_REPLICAS` is 0.
     pub grab_wait: Option<ReplicaWait>,
     /// How many shard keys index open packets for settle.
@@ -85,6 +90,12 @@ impl Config {
                 defaults.default_expires_in_seconds,
                 1,
             )?,
+            max_recipients: env.number("MAX_RECIPIENTS", defaults.max_recipients, 1)?,
+        };
+        let daily_defaults = DailyLimits::default();
+        let daily = DailyLimits {
+            max_sends: env.number("MAX_SENDS_PER_DAY", daily_defaults.max_sends, 1)?,
+            max_sent_cents: env.number("MAX_SENT_CENTS_PER_DAY", daily_defaults.max_sent_cents, 1)?,
         };
         if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds).contains(&limits.default_expires_in_seconds)
         {
@@ -113,12 +124,17 @@ impl Config {
             },
             table_name: env.text("TABLE_NAME", "RedPackets"),
             limits,
+            daily,
+            passphrase_key: PassphraseKey::new(&env.text("PASSPHRASE_KEY", LOCAL_PASSPHRASE_KEY)),
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
         })
     }
 }
+
+/// The passphrase key of local runs and tests, when `PASSPHRASE_KEY` is not set.
+pub const LOCAL_PASSPHRASE_KEY: &str = "local-dev-passphrase-key";
 
 struct Env<'a, F: Fn(&str) -> Option<String>>(&'a F);
 
@@ -175,6 +191,9 @@ mod tests {
         assert_eq!(config.redis.key_prefix, "rp");
         assert_eq!(config.table_name, "RedPackets");
         assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.limits.max_recipients, 500);
+        assert_eq!(config.daily, DailyLimits { max_sends: 200, max_sent_cents: 2_000_000 });
+        assert_eq!(config.passphrase_key, PassphraseKey::new(LOCAL_PASSPHRASE_KEY));
         assert_eq!(config.grab_wait, None);
         assert_eq!(config.settle_shards, 16);
         assert_eq!(config.settle_drain, Duration::ZERO);

@@ -16,15 +16,30 @@ pub enum ApiError {
     /// 401: no verified identity.
     #[error("{0}")]
     Unauthorized(&'static str),
+    /// 403: only the sender may do this.
+    #[error("only the packet's sender may do this")]
+    Forbidden,
+    /// 403: the packet names its recipients and the caller is not one.
+    #[error("this packet is for its recipients only")]
+    NotEligible,
+    /// 403: the grab carried a wrong passphrase, or none.
+    #[error("the passphrase is wrong or missing")]
+    WrongPassphrase,
     /// 404: no such packet.
     #[error("no such packet")]
     NotFound,
     /// 409: every share is taken.
     #[error("every share of this packet has been taken")]
     SoldOut,
+    /// 409: the packet is finished or expired: there is nothing to cancel.
+    #[error("this packet is no longer open")]
+    NotOpen,
     /// 410: the packet expired.
     #[error("this packet has expired")]
     Expired,
+    /// 410: the sender cancelled the packet.
+    #[error("the sender cancelled this packet")]
+    Cancelled,
     /// 413: the body is over the limit.
     #[error("the request body is over {limit} bytes")]
     PayloadTooLarge {
@@ -34,6 +49,15 @@ pub enum ApiError {
     /// 422: an `Idempotency-Key` reused with a different body.
     #[error("this Idempotency-Key was already used with a different request body")]
     IdempotencyKeyReused,
+    /// 429: too many wrong passphrases from this caller on this packet.
+    #[error("too many wrong passphrases for this packet")]
+    TooManyAttempts,
+    /// 429: the send would pass one of the sender's daily limits; `field` names it.
+    #[error("this send would pass your daily limit {field}")]
+    LimitExceeded {
+        /// `max_sends_per_day` or `max_sent_cents_per_day`.
+        field: &'static str,
+    },
     /// 503: a store cannot be reached; the client should retry.
     #[error("{dependency} is unavailable, retry shortly")]
     Unavailable {
@@ -68,11 +92,13 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest { .. } => 400,
             ApiError::Unauthorized(_) => 401,
+            ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase => 403,
             ApiError::NotFound => 404,
-            ApiError::SoldOut => 409,
-            ApiError::Expired => 410,
+            ApiError::SoldOut | ApiError::NotOpen => 409,
+            ApiError::Expired | ApiError::Cancelled => 410,
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::IdempotencyKeyReused => 422,
+            ApiError::TooManyAttempts | ApiError::LimitExceeded { .. } => 429,
             ApiError::Unavailable { .. } => 503,
             ApiError::Internal(_) => 500,
         }
@@ -83,11 +109,18 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Forbidden => "forbidden",
+            ApiError::NotEligible => "not_eligible",
+            ApiError::WrongPassphrase => "wrong_passphrase",
             ApiError::NotFound => "not_found",
             ApiError::SoldOut => "sold_out",
+            ApiError::NotOpen => "not_open",
             ApiError::Expired => "expired",
+            ApiError::Cancelled => "cancelled",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::IdempotencyKeyReused => "idempotency_key_reused",
+            ApiError::TooManyAttempts => "too_many_attempts",
+            ApiError::LimitExceeded { .. } => "limit_exceeded",
             ApiError::Unavailable { .. } => "unavailable",
             ApiError::Internal(_) => "internal",
         }

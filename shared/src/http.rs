@@ -89,6 +89,7 @@ struct ErrorBody<'a> {
 pub fn error_response(error: &ApiError) -> Response<Body> {
     let field = match error {
         ApiError::InvalidRequest { field, .. } => field.as_deref(),
+        ApiError::LimitExceeded { field } => Some(*field),
         _ => None,
     };
     match error {

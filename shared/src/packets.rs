@@ -5,43 +5,47 @@
 use crate::clock::Millis;
 use crate::domain::packet::LedgerPacket;
 use crate::domain::LivePacket;
-use crate::domain::{PacketId, PacketStatus, PacketView};
+use crate::domain::{PacketId, PacketStatus, PacketView, UserId};
 use crate::error::ApiError;
 use crate::ports::{Ledger, LiveStore};
 
-/// The packet as it is at `now_ms`: live from Redis while open; from the ledger once settled;
-/// a closed packet not yet settled from Redis, which has every grab. `None` for an unknown id.
+/// The packet as `viewer` sees it at `now_ms`: live from Redis while open; from the ledger
+/// once settled; a closed packet not yet settled from Redis, which has every grab. `None` for
+/// an unknown id.
 pub async fn current_view<S: LiveStore, L: Ledger>(
     store: &S,
     ledger: &L,
     id: &PacketId,
+    viewer: &UserId,
     now_ms: Millis,
 ) -> Result<Option<PacketView>, ApiError> {
     let live = store.snapshot(id).await?;
     let live_view = |live: &LivePacket| {
-        let status = PacketStatus::at(live.remaining_count, live.packet.expires_at_ms, now_ms);
-        live.packet.view(&live.grabs, status, None)
+        let status = PacketStatus::at(live.remaining_count, live.packet.expires_at_ms, live.cancelled, now_ms);
+        live.packet.view(viewer, &live.grabs, status, None)
     };
     if let Some(live) = live.as_ref().filter(|live| live.open) {
         return Ok(Some(live_view(live)));
     }
     let recorded = ledger.ledger_packet(id).await?;
     Ok(match (recorded, live) {
-        (Some(recorded), _) if recorded.status != PacketStatus::Open => Some(recorded.view(now_ms)),
+        (Some(recorded), _) if recorded.status != PacketStatus::Open => Some(recorded.view(viewer, now_ms)),
         (_, Some(live)) => Some(live_view(&live)),
-        (Some(recorded), None) => Some(recorded.view(now_ms)),
+        (Some(recorded), None) => Some(recorded.view(viewer, now_ms)),
         (None, None) => None,
     })
 }
 
 /// Loads `recorded` into the live store if, and only if, the ledger holds it open: with the
-/// ledger's grabs, and the shares after the last one the ledger has claimed. A packet Redis
-/// still holds is left as it is. Returns true when the ledger holds it open.
+/// ledger's grabs, the shares after the last one the ledger has claimed, and closed to grabs
+/// if its sender cancelled it. A packet Redis still holds is left as it is. Returns true when
+/// the ledger holds it open.
 pub async fn reload_from_ledger<S: LiveStore>(store: &S, recorded: &LedgerPacket) -> Result<bool, ApiError> {
     if recorded.status != PacketStatus::Open || recorded.refund_claimed() {
         return Ok(false);
     }
     let shares = recorded.packet.shares();
-    store.restore(&recorded.packet, &recorded.grabs_to_reload(), &shares[recorded.shares_taken()..]).await?;
+    let cancelled = recorded.cancelled_at_ms.is_some();
+    store.restore(&recorded.packet, cancelled, &recorded.grabs_to_reload(), &shares[recorded.shares_taken()..]).await?;
     Ok(true)
 }

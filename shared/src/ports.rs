@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use crate::clock::{Clock, Millis};
+use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
@@ -17,12 +18,13 @@ pub trait LiveStore: Send + Sync {
     /// packet already loaded changes nothing and is not an error.
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
 
-    /// Loads a packet the ledger holds open, with the grabs the ledger already has and the shares
-    /// still to hand out (grab `seq` takes share `seq`, so `shares` is the tail of the packet's
-    /// shares). Idempotent, like [`LiveStore::load`].
+    /// Loads a packet the ledger holds open (closed to grabs when `cancelled`), with the grabs
+    /// the ledger already has and the shares still to hand out (grab `seq` takes share `seq`,
+    /// so `shares` is the tail of the packet's shares). Idempotent, like [`LiveStore::load`].
     fn restore(
         &self,
         packet: &Packet,
+        cancelled: bool,
         grabs: &[LoggedGrab],
         shares: &[Cents],
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
@@ -30,16 +32,34 @@ pub trait LiveStore: Send + Sync {
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
 
-    /// One grab by `user`, decided at `clock`'s now: atomic, at most one share per user. A
-    /// packet the live store does not hold (settled and retired, or lost) is answered from
-    /// `ledger`, which one caller at a time is asked about per id.
+    /// One grab attempt, decided at `clock`'s now: atomic, at most one share per user, only
+    /// for the packet's recipients and with its passphrase. A packet the live store does not
+    /// hold (settled and retired, or lost) is answered from `ledger`, which one caller at a
+    /// time is asked about per id.
     fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
-        user: &UserId,
+        attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
     ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send;
+
+    /// Closes an open packet to grabs as cancelled at `now_ms`, and marks it for settle, which
+    /// refunds the rest. Idempotent.
+    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, ApiError>> + Send;
+}
+
+/// What cancelling a packet in the live store came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The live store holds no such packet.
+    Missing,
+    /// Cancelled: closed to grabs, now or by an earlier call.
+    Cancelled,
+    /// Every share is taken: nothing to cancel.
+    Finished,
+    /// Expired (or closed) with shares left: settle refunds it as expired.
+    Expired,
 }
 
 /// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
@@ -62,8 +82,10 @@ pub enum Recorded {
 
 /// The durable side of packets (DynamoDB).
 pub trait Ledger: Send + Sync {
-    /// Records a new packet, at most once per id and per idempotency claim. A claim whose key
-    /// was used with another body is [`ApiError::IdempotencyKeyReused`].
+    /// Records a new packet, at most once per id and per idempotency claim, and counts it
+    /// against its sender's daily limits in the same write. A claim whose key was used with
+    /// another body is [`ApiError::IdempotencyKeyReused`]; a replay is not counted again; a
+    /// send over a limit is [`ApiError::LimitExceeded`] and records nothing.
     fn record_packet(
         &self,
         packet: &Packet,
@@ -72,6 +94,16 @@ pub trait Ledger: Send + Sync {
 
     /// Everything the ledger holds of packet `id`: record, grabs, refund.
     fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send;
+
+    /// Records that `sender` cancelled packet `id` at `now_ms`, under a condition: the packet
+    /// is theirs ([`ApiError::Forbidden`]), still open and not expired ([`ApiError::NotOpen`]).
+    /// Cancelling a cancelled packet again succeeds and changes nothing.
+    fn cancel(
+        &self,
+        id: &PacketId,
+        sender: &UserId,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// One page of `user`'s own history in `role`, newest first.
     fn history(
@@ -112,7 +144,8 @@ pub trait SettleQueue: LiveStore {
     /// are not persisted.
     fn settled_pass(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
 
-    /// Closes the packet to grabs if it is finished or expired at `now_ms`.
+    /// Closes the packet to grabs if it is finished or expired at `now_ms` (a cancelled packet
+    /// is closed already).
     fn close(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CloseOutcome, ApiError>> + Send;
 
     /// True when the replicas hold every write made to `id` so far (always, without replicas
@@ -126,6 +159,7 @@ pub trait SettleQueue: LiveStore {
     fn resync(
         &self,
         packet: &Packet,
+        cancelled: bool,
         grabs: &[LoggedGrab],
         shares: &[Cents],
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
@@ -211,10 +245,11 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
     fn restore(
         &self,
         packet: &Packet,
+        cancelled: bool,
         grabs: &[LoggedGrab],
         shares: &[Cents],
     ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).restore(packet, grabs, shares)
+        (**self).restore(packet, cancelled, grabs, shares)
     }
 
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send {
@@ -224,11 +259,15 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
     fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
-        user: &UserId,
+        attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
     ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
-        (**self).grab(packet, user, clock, ledger)
+        (**self).grab(packet, attempt, clock, ledger)
+    }
+
+    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, ApiError>> + Send {
+        (**self).cancel(id, now_ms)
     }
 }
 
@@ -243,6 +282,15 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
 
     fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send {
         (**self).ledger_packet(id)
+    }
+
+    fn cancel(
+        &self,
+        id: &PacketId,
+        sender: &UserId,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+        (**self).cancel(id, sender, now_ms)
     }
 
     fn history(

@@ -533,7 +533,8 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         }
         let shares = recorded.packet.shares();
         let left = &shares[recorded.shares_taken()..];
-        self.store.resync(&recorded.packet, &recorded.grabs_to_reload(), left).await?;
+        let cancelled = recorded.cancelled_at_ms.is_some();
+        self.store.resync(&recorded.packet, cancelled, &recorded.grabs_to_reload(), left).await?;
         summary.resynced += 1;
         tracing::warn!(packet_id = %packet.id, grabs_on_record = recorded.grabs.len(), shares_left = left.len(), "re-synced a packet in Redis from the ledger");
         Ok(())
@@ -579,8 +580,14 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             }
         };
         if recorded.status == PacketStatus::Open {
-            let result = match finalise_from_ledger(packet.total_cents, packet.count, &recorded.claims, &recorded.grabs)
-            {
+            let cancelled = recorded.cancelled_at_ms.is_some();
+            let result = match finalise_from_ledger(
+                packet.total_cents,
+                packet.count,
+                &recorded.claims,
+                &recorded.grabs,
+                cancelled,
+            ) {
                 Ok(result) => result,
                 Err(mismatch) => return self.quarantine(id, shard, summary, &mismatch.to_string()).await,
             };

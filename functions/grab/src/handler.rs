@@ -1,7 +1,10 @@
 //! `POST /packets/{packet_id}/grab`: one atomic Lua call decides the grab.
 //!
-//! 200 with the share (or, for a repeat, the share this user already has), 409 sold out,
-//! 410 expired, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
+//! 200 with the share (or, for a repeat, the share this user already has), 403 not a
+//! recipient or a wrong passphrase, 429 after too many wrong ones, 409 sold out, 410 expired
+//! or cancelled, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
+//! The body may carry `{"passphrase": "…"}`: it is digested under the deployment's key here
+//! and only the digest goes to Redis.
 //! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger by
 //! the store itself, one caller per id at a time, so a flood of grabs on unknown ids costs one
 //! DynamoDB read per id per minute, however many arrive at once.
@@ -11,28 +14,32 @@ use std::sync::Arc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::clock::rfc3339;
-use red_packets::domain::{Cents, GrabOutcome, PacketId, UserId};
-use red_packets::http::{caller, json_response, packet_id, respond};
+use red_packets::domain::grab::GrabAttempt;
+use red_packets::domain::validate::parse_grab_request;
+use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
+use red_packets::http::{caller, json_body, json_response, packet_id, respond};
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
-/// What the grab handler needs: the live store, the ledger (read only) and a clock.
+/// What the grab handler needs: the live store, the ledger (read only), the passphrase key and
+/// a clock.
 pub struct GrabService<S, L> {
     store: S,
     ledger: L,
+    passphrase_key: PassphraseKey,
     clock: Arc<dyn Clock>,
 }
 
 impl<S: LiveStore, L: Ledger> GrabService<S, L> {
-    /// A service with the system clock.
-    pub fn new(store: S, ledger: L) -> Self {
-        Self::with_clock(store, ledger, Arc::new(SystemClock))
+    /// A service digesting passphrases under `passphrase_key`, with the system clock.
+    pub fn new(store: S, ledger: L, passphrase_key: PassphraseKey) -> Self {
+        Self::with_clock(store, ledger, passphrase_key, Arc::new(SystemClock))
     }
 
     /// A service reading time from `clock`.
-    pub fn with_clock(store: S, ledger: L, clock: Arc<dyn Clock>) -> Self {
-        GrabService { store, ledger, clock }
+    pub fn with_clock(store: S, ledger: L, passphrase_key: PassphraseKey, clock: Arc<dyn Clock>) -> Self {
+        GrabService { store, ledger, passphrase_key, clock }
     }
 }
 
@@ -67,7 +74,10 @@ async fn grab<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let outcome = service.store.grab(&packet_id, &user, service.clock.as_ref(), &service.ledger).await?;
+    let passphrase = parse_grab_request(json_body(request)?)?;
+    let attempt =
+        GrabAttempt { user: user.clone(), passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)) };
+    let outcome = service.store.grab(&packet_id, &attempt, service.clock.as_ref(), &service.ledger).await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
             (amount_cents, grabbed_at_ms, remaining_count, false)
@@ -77,6 +87,10 @@ async fn grab<S: LiveStore, L: Ledger>(
         }
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
+        GrabOutcome::Cancelled => return Err(ApiError::Cancelled),
+        GrabOutcome::NotEligible => return Err(ApiError::NotEligible),
+        GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
+        GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
     };
     let body = GrabResponse {
@@ -116,7 +130,7 @@ mod tests {
     }
 
     async fn service(config: &Config) -> GrabService<RedisStore, DynamoLedger> {
-        GrabService::new(RedisStore::new(config), ledger(config).await)
+        GrabService::new(RedisStore::new(config), ledger(config).await, config.passphrase_key.clone())
     }
 
     async fn call(service: &GrabService<RedisStore, DynamoLedger>, request: Request) -> (u16, Value) {
@@ -134,6 +148,8 @@ mod tests {
             split: Some(SplitRule::DoubleAverage),
             greeting: None,
             expires_in_seconds: 60,
+            recipients: None,
+            passphrase: None,
         };
         let packet = Packet::new(
             PacketId::random(),
@@ -171,7 +187,7 @@ mod tests {
         let store = RedisStore::new(&config);
         let ledger = ledger(&config).await;
         let packet = loaded_packet(&store, &ledger, &clock).await;
-        let service = GrabService::with_clock(store, ledger, clock.clone());
+        let service = GrabService::with_clock(store, ledger, config.passphrase_key.clone(), clock.clone());
         let id = packet.id.to_string();
 
         let (status, first) = call(&service, grab_event(&id, Some("bob"))).await;
@@ -202,7 +218,7 @@ mod tests {
         let mut config = Config::from_env().unwrap();
         config.redis.url = "redis://127.0.0.1:1".into();
         config.redis.timeout = std::time::Duration::from_millis(200);
-        let service = GrabService::new(RedisStore::new(&config), ledger(&config).await);
+        let service = GrabService::new(RedisStore::new(&config), ledger(&config).await, config.passphrase_key.clone());
         let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");

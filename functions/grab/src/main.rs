@@ -10,6 +10,7 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     // The ledger answers only packets Redis no longer holds: its client is built when first needed.
-    let service = grab::GrabService::new(RedisStore::new(&config), LazyLedger::new(&config, Connection::from_env()));
+    let ledger = LazyLedger::new(&config, Connection::from_env());
+    let service = grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone());
     lambda_http::run(service_fn(|request| grab::handle(&service, request))).await
 }

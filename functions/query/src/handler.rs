@@ -51,10 +51,10 @@ async fn packet<S: LiveStore, L: Ledger>(
     service: &QueryService<S, L>,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
-    caller(request)?;
+    let viewer = caller(request)?;
     let id = packet_id(request)?;
-    let view =
-        current_view(&service.store, &service.ledger, &id, service.clock.now_ms()).await?.ok_or(ApiError::NotFound)?;
+    let now_ms = service.clock.now_ms();
+    let view = current_view(&service.store, &service.ledger, &id, &viewer, now_ms).await?.ok_or(ApiError::NotFound)?;
     Ok(json_response(StatusCode::OK, &view))
 }
 

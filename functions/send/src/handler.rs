@@ -1,48 +1,57 @@
-//! `POST /packets`: validate, split, record the packet in DynamoDB, load it into Redis, 201.
+//! `POST /packets`: validate, split, record the packet in DynamoDB (counted against the
+//! sender's daily limits in the same transaction), load it into Redis, 201.
 //!
 //! With an `Idempotency-Key`, the same sender, key and body get the same packet back, as it is
-//! now, and a retry after a failed Redis load finishes that load: never a second packet. A
-//! replay reloads the packet into Redis only while the ledger holds it open, and then with the
-//! ledger's grabs: a settled packet is never reopened, a grabbed share never handed out again.
+//! now, and a retry after a failed Redis load finishes that load: never a second packet, never
+//! counted twice. A replay reloads the packet into Redis only while the ledger holds it open,
+//! and then with the ledger's grabs: a settled packet is never reopened, a grabbed share never
+//! handed out again. A passphrase is digested under the deployment's key as the body is
+//! validated: the clear phrase is stored, logged and fingerprinted nowhere.
 
 use std::sync::Arc;
 
 use lambda_http::http::header::LOCATION;
 use lambda_http::http::{HeaderValue, StatusCode};
-use lambda_http::{Body, Error, Request, Response};
+use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::validate::parse_send_request;
-use red_packets::domain::{Limits, Packet, PacketId, Seed};
+use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
 use red_packets::http::{caller, idempotency_key, json_body, json_response, respond};
 use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded};
-use red_packets::{ApiError, Clock, SystemClock};
+use red_packets::{ApiError, Clock, Config, SystemClock};
 
-/// What the send handler needs: the ledger, the live store, the limits and a clock.
+/// What the send and cancel handlers need: the ledger, the live store, the limits, the
+/// passphrase key and a clock.
 pub struct SendService<L, S> {
-    ledger: L,
-    store: S,
+    pub(crate) ledger: L,
+    pub(crate) store: S,
     limits: Limits,
-    clock: Arc<dyn Clock>,
+    passphrase_key: PassphraseKey,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl<L: Ledger, S: LiveStore> SendService<L, S> {
-    /// A service with the system clock.
-    pub fn new(ledger: L, store: S, limits: Limits) -> Self {
-        Self::with_clock(ledger, store, limits, Arc::new(SystemClock))
+    /// A service with `config`'s limits and passphrase key, and the system clock.
+    pub fn new(ledger: L, store: S, config: &Config) -> Self {
+        Self::with_clock(ledger, store, config, Arc::new(SystemClock))
     }
 
     /// A service reading time from `clock`.
-    pub fn with_clock(ledger: L, store: S, limits: Limits, clock: Arc<dyn Clock>) -> Self {
-        SendService { ledger, store, limits, clock }
+    pub fn with_clock(ledger: L, store: S, config: &Config, clock: Arc<dyn Clock>) -> Self {
+        SendService { ledger, store, limits: config.limits, passphrase_key: config.passphrase_key.clone(), clock }
     }
 }
 
-/// The Lambda handler: every outcome, errors included, is an HTTP response.
+/// The Lambda handler of both routes: a request naming a `{packet_id}` is a cancel, any other
+/// a send. Every outcome, errors included, is an HTTP response.
 pub async fn handle<L: Ledger, S: LiveStore>(
     service: &SendService<L, S>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
-    Ok(respond(send(service, &request).await))
+    let names_packet = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
+    let result =
+        if names_packet { crate::cancel::cancel(service, &request).await } else { send(service, &request).await };
+    Ok(respond(result))
 }
 
 async fn send<L: Ledger, S: LiveStore>(
@@ -51,15 +60,15 @@ async fn send<L: Ledger, S: LiveStore>(
 ) -> Result<Response<Body>, ApiError> {
     let sender = caller(request)?;
     let key = idempotency_key(request)?;
-    let spec = parse_send_request(json_body(request)?, &service.limits)?;
+    let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key)?;
     let claim = key.map(|key| IdempotencyClaim { key, request_hash: spec.fingerprint() });
 
     let now_ms = service.clock.now_ms();
-    let fresh = Packet::new(PacketId::random(), sender, &spec, Seed::random(), now_ms);
+    let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms);
     let view = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
         Recorded::New => {
             service.store.load(&fresh, &fresh.shares()).await?;
-            fresh.fresh_view()
+            fresh.fresh_view(&sender)
         }
         Recorded::Replay(original) => {
             tracing::info!(packet_id = %original.id, "idempotent replay of a send");
@@ -68,7 +77,9 @@ async fn send<L: Ledger, S: LiveStore>(
                     ApiError::Internal(format!("replayed packet {} has no ledger record", original.id))
                 })?;
             reload_from_ledger(&service.store, &recorded).await?;
-            current_view(&service.store, &service.ledger, &original.id, now_ms).await?.unwrap_or(recorded.view(now_ms))
+            current_view(&service.store, &service.ledger, &original.id, &sender, now_ms)
+                .await?
+                .unwrap_or(recorded.view(&sender, now_ms))
         }
     };
 
@@ -92,7 +103,7 @@ mod tests {
     async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        SendService::new(ledger, RedisStore::new(config), config.limits)
+        SendService::new(ledger, RedisStore::new(config), config)
     }
 
     fn send_event(edit: impl FnOnce(&mut Value)) -> Request {
@@ -168,8 +179,7 @@ mod tests {
         let unreachable = aws_sdk_dynamodb::Client::from_conf(
             reachable.config().to_builder().endpoint_url("http://127.0.0.1:1").build(),
         );
-        let service =
-            SendService::new(DynamoLedger::new(unreachable, &config), RedisStore::new(&config), config.limits);
+        let service = SendService::new(DynamoLedger::new(unreachable, &config), RedisStore::new(&config), &config);
         let response = handle(&service, send_event(|_| {})).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");

@@ -9,6 +9,6 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
-    let service = send::SendService::new(ledger, RedisStore::new(&config), config.limits);
+    let service = send::SendService::new(ledger, RedisStore::new(&config), &config);
     lambda_http::run(service_fn(|request| send::handle(&service, request))).await
 }

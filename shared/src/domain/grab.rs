@@ -1,7 +1,24 @@
 //! What one grab attempt comes to, as the API answers it.
 
-use super::Cents;
+use super::access::PassphraseDigest;
+use super::{Cents, UserId};
 use crate::clock::Millis;
+
+/// Who grabs, and the digest of the passphrase their grab carried, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrabAttempt {
+    /// The caller.
+    pub user: UserId,
+    /// The digest of the passphrase the grab body carried.
+    pub passphrase: Option<PassphraseDigest>,
+}
+
+impl GrabAttempt {
+    /// A grab by `user` carrying no passphrase.
+    pub fn by(user: UserId) -> Self {
+        GrabAttempt { user, passphrase: None }
+    }
+}
 
 /// The answer of one grab attempt: a business outcome, never a transport state (the live
 /// store resolves those, such as asking the ledger about a packet it no longer holds).
@@ -29,6 +46,14 @@ pub enum GrabOutcome {
     SoldOut,
     /// At or after `expires_at`, with shares left.
     Expired,
+    /// The sender cancelled it.
+    Cancelled,
+    /// The packet names its recipients and the caller is not one.
+    NotEligible,
+    /// The packet has a passphrase and the grab carried another, or none.
+    WrongPassphrase,
+    /// The caller made too many wrong tries at the passphrase of this packet.
+    TooManyAttempts,
     /// No such packet.
     NotFound,
 }

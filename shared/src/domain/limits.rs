@@ -15,6 +15,8 @@ pub struct Limits {
     pub max_expires_in_seconds: u32,
     /// Lifetime when the sender does not say.
     pub default_expires_in_seconds: u32,
+    /// Most recipients one packet may name.
+    pub max_recipients: u32,
 }
 
 impl Default for Limits {
@@ -25,7 +27,81 @@ impl Default for Limits {
             min_expires_in_seconds: 60,
             max_expires_in_seconds: 86_400,
             default_expires_in_seconds: 86_400,
+            max_recipients: 500,
         }
+    }
+}
+
+/// What one sender may send per UTC day, across all their packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DailyLimits {
+    /// Packets per day (`MAX_SENDS_PER_DAY`).
+    pub max_sends: u32,
+    /// Cents per day (`MAX_SENT_CENTS_PER_DAY`).
+    pub max_sent_cents: Cents,
+}
+
+impl Default for DailyLimits {
+    fn default() -> Self {
+        DailyLimits { max_sends: 200, max_sent_cents: 2_000_000 }
+    }
+}
+
+/// Which daily limit a send would break, as the `field` of its `429 limit_exceeded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DailyLimit {
+    /// `MAX_SENDS_PER_DAY`.
+    Sends,
+    /// `MAX_SENT_CENTS_PER_DAY`.
+    SentCents,
+}
+
+impl DailyLimit {
+    /// The limit's name in the error's `field`.
+    pub fn field(self) -> &'static str {
+        match self {
+            DailyLimit::Sends => "max_sends_per_day",
+            DailyLimit::SentCents => "max_sent_cents_per_day",
+        }
+    }
+}
+
+impl DailyLimits {
+    /// The limit a send of `total_cents` breaks after `sends` packets and `sent_cents` today;
+    /// `None` when it fits. (The ledger enforces the same rule in its conditional write.)
+    pub fn broken_by(&self, sends: u32, sent_cents: Cents, total_cents: Cents) -> Option<DailyLimit> {
+        if sends >= self.max_sends {
+            Some(DailyLimit::Sends)
+        } else if sent_cents.saturating_add(total_cents) > self.max_sent_cents {
+            Some(DailyLimit::SentCents)
+        } else {
+            None
+        }
+    }
+}
+
+/// The UTC day of `at_ms` (epoch ms), `YYYY-MM-DD`: the period of the daily limits.
+pub fn utc_day(at_ms: crate::clock::Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default().format("%Y-%m-%d").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_fits_until_either_limit_would_be_passed() {
+        let limits = DailyLimits { max_sends: 3, max_sent_cents: 1_000 };
+        assert_eq!(limits.broken_by(2, 900, 100), None);
+        assert_eq!(limits.broken_by(3, 0, 1), Some(DailyLimit::Sends));
+        assert_eq!(limits.broken_by(1, 900, 101), Some(DailyLimit::SentCents));
+        assert_eq!(DailyLimit::SentCents.field(), "max_sent_cents_per_day");
+    }
+
+    #[test]
+    fn days_are_utc() {
+        assert_eq!(utc_day(1_795_219_199_999), "2026-11-20");
+        assert_eq!(utc_day(1_795_219_200_000), "2026-11-21");
     }
 }
 

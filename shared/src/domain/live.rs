@@ -11,6 +11,8 @@ pub struct LivePacket {
     pub packet: Packet,
     /// False once the packet was closed to grabs.
     pub open: bool,
+    /// True once the sender cancelled it.
+    pub cancelled: bool,
     /// Shares left.
     pub remaining_count: u32,
     /// Every grab, in grab order.

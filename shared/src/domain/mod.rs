@@ -1,5 +1,6 @@
 //! The pure domain: money in integer cents, limits, splitters and packet rules. No I/O here.
 
+pub mod access;
 pub mod grab;
 pub mod history;
 pub mod ids;
@@ -10,9 +11,10 @@ pub mod settlement;
 pub mod split;
 pub mod validate;
 
+pub use access::{Access, Passphrase, PassphraseDigest, PassphraseKey};
 pub use grab::GrabOutcome;
 pub use ids::{IdempotencyKey, PacketId, UserId};
-pub use limits::Limits;
+pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
 pub use split::{Seed, SplitRule};

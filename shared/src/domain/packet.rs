@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::access::{Access, PassphraseDigest};
 use super::grab::GrabOutcome;
 use super::settlement::{best_luck, LoggedGrab, ShareClaim, ShareHolder};
 use super::split::{self, Seed, SplitRule};
@@ -53,6 +54,12 @@ pub struct PacketSpec {
     pub greeting: Option<String>,
     /// Lifetime from creation.
     pub expires_in_seconds: u32,
+    /// The only users who may grab, sorted and distinct; `None` for anybody.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<UserId>>,
+    /// The passphrase's keyed digest, when grabs must carry it (never the phrase itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passphrase: Option<PassphraseDigest>,
 }
 
 impl PacketSpec {
@@ -75,6 +82,8 @@ pub enum PacketStatus {
     Finished,
     /// Expired with shares left.
     Expired,
+    /// The sender cancelled it with shares left.
+    Cancelled,
 }
 
 impl PacketStatus {
@@ -84,13 +93,18 @@ impl PacketStatus {
             PacketStatus::Open => "open",
             PacketStatus::Finished => "finished",
             PacketStatus::Expired => "expired",
+            PacketStatus::Cancelled => "cancelled",
         }
     }
 
-    /// The status as a packet with `remaining_count` shares left stands at `now`.
-    pub fn at(remaining_count: u32, expires_at_ms: Millis, now_ms: Millis) -> Self {
+    /// The status as a packet with `remaining_count` shares left, cancelled or not, stands at
+    /// `now`: every share taken is finished whatever else happened; a cancel ends it before
+    /// its expiry does.
+    pub fn at(remaining_count: u32, expires_at_ms: Millis, cancelled: bool, now_ms: Millis) -> Self {
         if remaining_count == 0 {
             PacketStatus::Finished
+        } else if cancelled {
+            PacketStatus::Cancelled
         } else if now_ms >= expires_at_ms {
             PacketStatus::Expired
         } else {
@@ -122,6 +136,8 @@ pub struct Packet {
     pub created_at_ms: Millis,
     /// From this instant on, no grab succeeds.
     pub expires_at_ms: Millis,
+    /// Who may grab it.
+    pub access: Access,
 }
 
 impl Packet {
@@ -138,6 +154,7 @@ impl Packet {
             seed,
             created_at_ms: now_ms,
             expires_at_ms: now_ms + Millis::from(spec.expires_in_seconds) * 1000,
+            access: Access { recipients: spec.recipients.clone(), passphrase: spec.passphrase.clone() },
         }
     }
 
@@ -151,14 +168,21 @@ impl Packet {
         }
     }
 
-    /// The view of this packet before anyone has grabbed.
-    pub fn fresh_view(&self) -> PacketView {
-        self.view(&[], PacketStatus::Open, None)
+    /// The view `viewer` gets of this packet before anyone has grabbed.
+    pub fn fresh_view(&self, viewer: &UserId) -> PacketView {
+        self.view(viewer, &[], PacketStatus::Open, None)
     }
 
-    /// The view of this packet with `grabs` (in grab order), in `status`; `refund_cents` is
-    /// `Some` once settle has finalised it. Best luck shows once every share is taken.
-    pub fn view(&self, grabs: &[LoggedGrab], status: PacketStatus, refund_cents: Option<Cents>) -> PacketView {
+    /// The view `viewer` gets of this packet with `grabs` (in grab order), in `status`;
+    /// `refund_cents` is `Some` once settle has finalised it. Best luck shows once every share
+    /// is taken. Only the sender sees the recipients; everybody sees whether they may grab.
+    pub fn view(
+        &self,
+        viewer: &UserId,
+        grabs: &[LoggedGrab],
+        status: PacketStatus,
+        refund_cents: Option<Cents>,
+    ) -> PacketView {
         let grabbed: Cents = grabs.iter().map(|grab| grab.amount_cents).sum();
         PacketView {
             packet_id: self.id.clone(),
@@ -184,6 +208,9 @@ impl Packet {
             best_luck: best_luck(self.count, grabs),
             settled: refund_cents.is_some(),
             refund_cents,
+            has_passphrase: self.access.passphrase.is_some(),
+            eligible: self.access.admits(viewer),
+            recipients: if viewer == &self.sender { self.access.recipients.clone() } else { None },
         }
     }
 }
@@ -203,6 +230,8 @@ pub struct LedgerPacket {
     pub grabs: Vec<LoggedGrab>,
     /// Every share claim, by share.
     pub claims: Vec<ShareClaim>,
+    /// When the sender cancelled it, if they did.
+    pub cancelled_at_ms: Option<Millis>,
 }
 
 impl LedgerPacket {
@@ -245,6 +274,11 @@ impl LedgerPacket {
     /// What a grab by `user` at `now_ms` comes to, decided by the ledger alone (for a packet
     /// the live store no longer holds). `None` for an open, unexpired packet with shares left:
     /// only the live store hands out shares, and settle is restoring the packet into it.
+    ///
+    /// A repeat gets its share; anybody not among the recipients is not eligible. The
+    /// passphrase is not tested here: every answer left is a packet that is over, and an
+    /// over packet answering its state to any phrase is no oracle for guessing it (the live
+    /// store, which counts wrong tries, tests it while shares can still be had).
     pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Option<GrabOutcome> {
         let remaining_count = self.packet.count.saturating_sub(self.grabs.len() as u32);
         if let Some(grab) = self.grabs.iter().find(|grab| &grab.user == user) {
@@ -254,9 +288,13 @@ impl LedgerPacket {
                 remaining_count,
             });
         }
+        if !self.packet.access.admits(user) {
+            return Some(GrabOutcome::NotEligible);
+        }
         match self.view_status(now_ms) {
             PacketStatus::Finished => Some(GrabOutcome::SoldOut),
             PacketStatus::Expired => Some(GrabOutcome::Expired),
+            PacketStatus::Cancelled => Some(GrabOutcome::Cancelled),
             PacketStatus::Open => None,
         }
     }
@@ -266,15 +304,16 @@ impl LedgerPacket {
             PacketStatus::Open => PacketStatus::at(
                 self.packet.count.saturating_sub(self.grabs.len() as u32),
                 self.packet.expires_at_ms,
+                self.cancelled_at_ms.is_some(),
                 now_ms,
             ),
             settled => settled,
         }
     }
 
-    /// The packet view from the ledger's side.
-    pub fn view(&self, now_ms: Millis) -> PacketView {
-        self.packet.view(&self.grabs, self.view_status(now_ms), self.refund_cents)
+    /// The packet view `viewer` gets from the ledger's side.
+    pub fn view(&self, viewer: &UserId, now_ms: Millis) -> PacketView {
+        self.packet.view(viewer, &self.grabs, self.view_status(now_ms), self.refund_cents)
     }
 }
 
@@ -319,7 +358,7 @@ pub struct PacketView {
     pub remaining_cents: Cents,
     /// Shares not yet grabbed.
     pub remaining_count: u32,
-    /// Open, finished or expired.
+    /// Open, finished, expired or cancelled.
     pub status: PacketStatus,
     /// When it was sent.
     pub created_at: String,
@@ -333,6 +372,13 @@ pub struct PacketView {
     pub settled: bool,
     /// Returned to the sender, once settled.
     pub refund_cents: Option<Cents>,
+    /// True when a grab must carry the passphrase.
+    pub has_passphrase: bool,
+    /// True when the viewer may grab it (a recipient, or a packet naming none).
+    pub eligible: bool,
+    /// The recipients, shown to the sender only; absent for a packet naming none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<UserId>>,
 }
 
 #[cfg(test)]
@@ -347,6 +393,8 @@ mod tests {
             split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
             greeting: None,
             expires_in_seconds: 60,
+            recipients: None,
+            passphrase: None,
         }
     }
 
@@ -400,6 +448,7 @@ mod tests {
             // bob's grab item is written; carol's share 3 is claimed, her item not yet.
             grabs: vec![grabbed(1, "bob")],
             claims: vec![claimed(1, "bob"), claimed(3, "carol")],
+            cancelled_at_ms: None,
         };
         assert_eq!(recorded.shares_taken(), 3, "share 2 is gone too: a grab between was lost");
         assert_eq!(recorded.incomplete_claims(), vec![grabbed(3, "carol")]);
@@ -410,8 +459,24 @@ mod tests {
 
     #[test]
     fn status_follows_shares_then_expiry() {
-        assert_eq!(PacketStatus::at(0, 100, 200), PacketStatus::Finished);
-        assert_eq!(PacketStatus::at(3, 100, 100), PacketStatus::Expired);
-        assert_eq!(PacketStatus::at(3, 100, 99), PacketStatus::Open);
+        assert_eq!(PacketStatus::at(0, 100, false, 200), PacketStatus::Finished);
+        assert_eq!(PacketStatus::at(3, 100, false, 100), PacketStatus::Expired);
+        assert_eq!(PacketStatus::at(3, 100, false, 99), PacketStatus::Open);
+        assert_eq!(PacketStatus::at(3, 100, true, 99), PacketStatus::Cancelled);
+        assert_eq!(PacketStatus::at(3, 100, true, 200), PacketStatus::Cancelled, "cancelled before it expired");
+        assert_eq!(PacketStatus::at(0, 100, true, 99), PacketStatus::Finished, "the last share won the race");
+    }
+
+    #[test]
+    fn only_the_sender_sees_the_recipients_and_each_viewer_whether_they_may_grab() {
+        let user = |name: &str| UserId::from_claim(name).unwrap();
+        let mut exclusive = spec(PacketKind::Fixed, 100, 1);
+        exclusive.recipients = Some(vec![user("bob")]);
+        let packet = Packet::new(PacketId::random(), user("alice"), &exclusive, Seed::random(), 0);
+        let by_sender = packet.fresh_view(&user("alice"));
+        assert_eq!((by_sender.recipients.as_deref(), by_sender.eligible), (Some(&[user("bob")][..]), false));
+        let by_bob = packet.fresh_view(&user("bob"));
+        assert_eq!((by_bob.recipients, by_bob.eligible, by_bob.has_passphrase), (None, true, false));
+        assert!(!packet.fresh_view(&user("mallory")).eligible);
     }
 }

@@ -111,7 +111,7 @@ pub fn check_against_shares(grab: &LoggedGrab, shares: &[Cents]) -> Result<(), M
 /// What a packet is finalised as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finalisation {
-    /// `Finished` when every share was taken, else `Expired`.
+    /// `Finished` when every share was taken, else `Cancelled` or `Expired`.
     pub status: PacketStatus,
     /// What goes back to the sender: total minus every grab.
     pub refund_cents: Cents,
@@ -135,8 +135,14 @@ pub fn best_luck(count: u32, grabs: &[LoggedGrab]) -> Option<BestLuck> {
         .map(|grab| BestLuck { user: grab.user.clone(), amount_cents: grab.amount_cents })
 }
 
-/// Finalises a closed packet from every grab it ever had.
-pub fn finalise(total_cents: Cents, count: u32, grabs: &[LoggedGrab]) -> Result<Finalisation, Mismatch> {
+/// Finalises a closed packet from every grab it ever had; `cancelled` when its sender
+/// cancelled it (a packet whose every share was taken is finished all the same).
+pub fn finalise(
+    total_cents: Cents,
+    count: u32,
+    grabs: &[LoggedGrab],
+    cancelled: bool,
+) -> Result<Finalisation, Mismatch> {
     let amounts: Vec<Cents> = grabs.iter().map(|grab| grab.amount_cents).collect();
     let grabbed = checked_sum(&amounts)?;
     let refund_cents = total_cents
@@ -145,7 +151,11 @@ pub fn finalise(total_cents: Cents, count: u32, grabs: &[LoggedGrab]) -> Result<
     if grabs.len() > count as usize {
         return Err(Mismatch(format!("{} grabs of a {count}-share packet", grabs.len())));
     }
-    let status = if grabs.len() == count as usize { PacketStatus::Finished } else { PacketStatus::Expired };
+    let status = match (grabs.len() == count as usize, cancelled) {
+        (true, _) => PacketStatus::Finished,
+        (false, true) => PacketStatus::Cancelled,
+        (false, false) => PacketStatus::Expired,
+    };
     if status == PacketStatus::Finished && refund_cents != 0 {
         return Err(Mismatch(format!("every share taken yet {refund_cents} cents left")));
     }
@@ -161,6 +171,7 @@ pub fn finalise_from_ledger(
     count: u32,
     claims: &[ShareClaim],
     grabs: &[LoggedGrab],
+    cancelled: bool,
 ) -> Result<Finalisation, Mismatch> {
     let claimed: Vec<Cents> = claims.iter().map(|claim| claim.amount_cents).collect();
     if claims.len() != count as usize || checked_sum(&claimed)? != total_cents {
@@ -179,7 +190,7 @@ pub fn finalise_from_ledger(
             )));
         }
     }
-    finalise(total_cents, count, grabs)
+    finalise(total_cents, count, grabs, cancelled)
 }
 
 /// The finance check: the recorded grabs and refund account for the total exactly, and there
@@ -213,7 +224,7 @@ mod tests {
     #[test]
     fn a_finished_packet_refunds_nothing_and_names_the_earliest_best_luck() {
         let grabs = [grab(1, "a", 30), grab(2, "b", 50), grab(3, "c", 50), grab(4, "d", 20)];
-        let done = finalise(150, 4, &grabs).unwrap();
+        let done = finalise(150, 4, &grabs, false).unwrap();
         assert_eq!(done.status, PacketStatus::Finished);
         assert_eq!(done.refund_cents, 0);
         assert_eq!(done.best_luck.unwrap().user.as_str(), "b", "the earliest grab wins a tie");
@@ -221,19 +232,27 @@ mod tests {
 
     #[test]
     fn an_expired_packet_refunds_the_rest_and_has_no_best_luck() {
-        let done = finalise(1_000, 10, &[grab(1, "a", 120), grab(2, "b", 80)]).unwrap();
+        let done = finalise(1_000, 10, &[grab(1, "a", 120), grab(2, "b", 80)], false).unwrap();
         assert_eq!(done.status, PacketStatus::Expired);
         assert_eq!(done.refund_cents, 800);
         assert_eq!(done.best_luck, None);
-        let untouched = finalise(1_000, 10, &[]).unwrap();
+        let untouched = finalise(1_000, 10, &[], false).unwrap();
         assert_eq!(untouched.refund_cents, 1_000);
     }
 
     #[test]
+    fn a_cancelled_packet_refunds_the_rest_unless_its_last_share_went_first() {
+        let cancelled = finalise(1_000, 10, &[grab(1, "a", 120)], true).unwrap();
+        assert_eq!((cancelled.status, cancelled.refund_cents), (PacketStatus::Cancelled, 880));
+        let raced = finalise(150, 2, &[grab(1, "a", 100), grab(2, "b", 50)], true).unwrap();
+        assert_eq!((raced.status, raced.refund_cents), (PacketStatus::Finished, 0));
+    }
+
+    #[test]
     fn impossible_books_are_mismatches() {
-        assert!(finalise(100, 2, &[grab(1, "a", 60), grab(2, "b", 60)]).is_err());
-        assert!(finalise(100, 1, &[grab(1, "a", 50), grab(2, "b", 50)]).is_err());
-        assert!(finalise(100, 2, &[grab(1, "a", 50), grab(2, "b", 40)]).is_err(), "finished with money left");
+        assert!(finalise(100, 2, &[grab(1, "a", 60), grab(2, "b", 60)], false).is_err());
+        assert!(finalise(100, 1, &[grab(1, "a", 50), grab(2, "b", 50)], false).is_err());
+        assert!(finalise(100, 2, &[grab(1, "a", 50), grab(2, "b", 40)], false).is_err(), "finished with money left");
     }
 
     fn claim(seq: u32, amount_cents: Cents, user: Option<&str>) -> ShareClaim {
@@ -258,17 +277,17 @@ mod tests {
     #[test]
     fn the_ledger_finalises_from_its_claims_and_grab_items() {
         let claims = [claim(1, 30, Some("a")), claim(2, 50, Some("b")), claim(3, 20, None)];
-        let done = finalise_from_ledger(100, 3, &claims, &[grab(1, "a", 30), grab(2, "b", 50)]).unwrap();
+        let done = finalise_from_ledger(100, 3, &claims, &[grab(1, "a", 30), grab(2, "b", 50)], false).unwrap();
         assert_eq!((done.status, done.refund_cents), (PacketStatus::Expired, 20));
 
         // b holds share 2's claim but was paid share 3 (a failover): share 2 goes to the refund.
         let orphan = [claim(1, 30, Some("a")), claim(2, 50, Some("b")), claim(3, 20, Some("b"))];
-        let done = finalise_from_ledger(100, 3, &orphan, &[grab(1, "a", 30), grab(3, "b", 20)]).unwrap();
+        let done = finalise_from_ledger(100, 3, &orphan, &[grab(1, "a", 30), grab(3, "b", 20)], false).unwrap();
         assert_eq!(done.refund_cents, 50);
 
-        assert!(finalise_from_ledger(100, 3, &claims[..2], &[]).is_err(), "a share unclaimed");
+        assert!(finalise_from_ledger(100, 3, &claims[..2], &[], false).is_err(), "a share unclaimed");
         let stranger = [grab(1, "a", 30), grab(2, "c", 50)];
-        assert!(finalise_from_ledger(100, 3, &claims, &stranger).is_err(), "a grab item without its claim");
+        assert!(finalise_from_ledger(100, 3, &claims, &stranger, false).is_err(), "a grab item without its claim");
     }
 
     #[test]

@@ -2,9 +2,11 @@
 
 use serde::Deserialize;
 
+use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIENT_CHARS};
 use super::limits::{Limits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec};
 use super::split::SplitRule;
+use super::UserId;
 use crate::error::ApiError;
 
 /// The body of `POST /packets` as sent, before validation. Unknown fields are refused.
@@ -17,12 +19,31 @@ struct SendRequest {
     split: Option<String>,
     greeting: Option<String>,
     expires_in_seconds: Option<u64>,
+    recipients: Option<Vec<String>>,
+    passphrase: Option<String>,
 }
 
-/// Parses and validates a send body against `limits`, applying DESIGN.md's defaults.
-pub fn parse_send_request(body: &[u8], limits: &Limits) -> Result<PacketSpec, ApiError> {
+/// Parses and validates a send body against `limits`, applying DESIGN.md's defaults. A
+/// passphrase leaves here as its digest under `key`; the clear phrase goes no further.
+pub fn parse_send_request(body: &[u8], limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, ApiError> {
     let request: SendRequest = parse_json(body)?;
-    validate(request, limits)
+    validate(request, limits, key)
+}
+
+/// The body of a grab: empty, or `{"passphrase": "…"}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrabRequest {
+    passphrase: Option<String>,
+}
+
+/// The passphrase a grab body carries, if any (an empty body carries none).
+pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let request: GrabRequest = parse_json(body)?;
+    Ok(request.passphrase.as_deref().map(Passphrase::offered))
 }
 
 /// Deserializes a JSON body, turning serde's complaint into a 400 that names the field.
@@ -48,7 +69,7 @@ fn backticked(message: &str) -> Option<String> {
     Some(message[start..end].to_owned())
 }
 
-fn validate(request: SendRequest, limits: &Limits) -> Result<PacketSpec, ApiError> {
+fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, ApiError> {
     let total_cents = request.total_cents.ok_or_else(|| ApiError::invalid("total_cents", "total_cents is required"))?;
     if !(1..=limits.max_total_cents).contains(&total_cents) {
         return Err(ApiError::invalid(
@@ -104,6 +125,14 @@ fn validate(request: SendRequest, limits: &Limits) -> Result<PacketSpec, ApiErro
         ));
     }
 
+    let recipients = request.recipients.map(|names| recipients(names, count, limits)).transpose()?;
+    let passphrase = match request.passphrase.as_deref() {
+        None => None,
+        Some(text) => Some(key.digest(&Passphrase::new(text).ok_or_else(|| {
+            ApiError::invalid("passphrase", format!("passphrase must be 1 to {MAX_PASSPHRASE_CHARS} characters"))
+        })?)),
+    };
+
     Ok(PacketSpec {
         total_cents,
         count,
@@ -111,15 +140,53 @@ fn validate(request: SendRequest, limits: &Limits) -> Result<PacketSpec, ApiErro
         split,
         greeting: request.greeting,
         expires_in_seconds: expires_in_seconds as u32,
+        recipients,
+        passphrase,
     })
+}
+
+/// The recipients named, validated: 1..=`max_recipients` distinct user ids of 1..=128
+/// characters, at least `count` of them. Sorted, so the packet's record does not depend on the
+/// order the app listed them in.
+fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<UserId>, ApiError> {
+    if !(1..=limits.max_recipients as usize).contains(&names.len()) {
+        return Err(ApiError::invalid(
+            "recipients",
+            format!("recipients must list 1 to {} user ids", limits.max_recipients),
+        ));
+    }
+    let mut users = Vec::with_capacity(names.len());
+    for name in &names {
+        let user = UserId::from_claim(name)
+            .filter(|_| name.chars().count() <= MAX_RECIPIENT_CHARS)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "recipients",
+                    format!("each recipient must be a user id of 1 to {MAX_RECIPIENT_CHARS} characters without control characters"),
+                )
+            })?;
+        users.push(user);
+    }
+    users.sort_unstable();
+    if users.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Err(ApiError::invalid("recipients", "recipients must be distinct"));
+    }
+    if users.len() < count as usize {
+        return Err(ApiError::invalid("count", "count must not exceed the number of recipients"));
+    }
+    Ok(users)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn key() -> PassphraseKey {
+        PassphraseKey::new("test-key")
+    }
+
     fn field_of(body: &str) -> Option<String> {
-        match parse_send_request(body.as_bytes(), &Limits::default()) {
+        match parse_send_request(body.as_bytes(), &Limits::default(), &key()) {
             Err(ApiError::InvalidRequest { field, .. }) => field,
             other => panic!("expected a 400 for {body}, got {other:?}"),
         }
@@ -130,6 +197,7 @@ mod tests {
         let spec = parse_send_request(
             r#"{"total_cents":10000,"count":10,"kind":"lucky","split":"line_cut","greeting":"恭喜发财","expires_in_seconds":3600}"#.as_bytes(),
             &Limits::default(),
+            &key(),
         )
         .unwrap();
         assert_eq!(spec.split, Some(SplitRule::LineCut));
@@ -139,7 +207,7 @@ mod tests {
 
     #[test]
     fn defaults_are_lucky_double_average_for_a_day() {
-        let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default()).unwrap();
+        let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key()).unwrap();
         assert_eq!(spec.kind, PacketKind::Lucky);
         assert_eq!(spec.split, Some(SplitRule::DoubleAverage));
         assert_eq!(spec.expires_in_seconds, 86_400);
@@ -167,27 +235,68 @@ mod tests {
             (r#"{"total_cents":100,"count":3,"expires_in_seconds":59}"#, "expires_in_seconds"),
             (r#"{"total_cents":100,"count":3,"expires_in_seconds":86401}"#, "expires_in_seconds"),
             (r#"{"total_cents":100,"count":3,"sender":"mallory"}"#, "sender"),
+            (r#"{"total_cents":100,"count":3,"recipients":[]}"#, "recipients"),
+            (r#"{"total_cents":100,"count":2,"recipients":["bob","bob"]}"#, "recipients"),
+            (r#"{"total_cents":100,"count":1,"recipients":[""]}"#, "recipients"),
+            (r#"{"total_cents":100,"count":1,"recipients":["a\u0007"]}"#, "recipients"),
+            (r#"{"total_cents":100,"count":3,"recipients":["bob","carol"]}"#, "count"),
+            (r#"{"total_cents":100,"count":1,"recipients":"bob"}"#, "recipients"),
+            (r#"{"total_cents":100,"count":1,"passphrase":""}"#, "passphrase"),
+            (r#"{"total_cents":100,"count":1,"passphrase":7}"#, "passphrase"),
         ];
         for (body, field) in cases {
             assert_eq!(field_of(body).as_deref(), Some(field), "{body}");
         }
         let long = format!(r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#, "福".repeat(65));
         assert_eq!(field_of(&long).as_deref(), Some("greeting"));
+        let phrase = format!(r#"{{"total_cents":100,"count":3,"passphrase":"{}"}}"#, "福".repeat(33));
+        assert_eq!(field_of(&phrase).as_deref(), Some("passphrase"));
+        let name = format!(r#"{{"total_cents":100,"count":1,"recipients":["{}"]}}"#, "b".repeat(129));
+        assert_eq!(field_of(&name).as_deref(), Some("recipients"));
+        let crowd: Vec<String> = (0..501).map(|n| format!("u{n}")).collect();
+        let crowd =
+            format!(r#"{{"total_cents":100,"count":1,"recipients":{}}}"#, serde_json::to_string(&crowd).unwrap());
+        assert_eq!(field_of(&crowd).as_deref(), Some("recipients"));
     }
 
     #[test]
     fn non_objects_and_junk_are_400s() {
         for body in ["", "   ", "null", "[]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#] {
             assert!(
-                matches!(parse_send_request(body.as_bytes(), &Limits::default()), Err(ApiError::InvalidRequest { .. })),
+                matches!(
+                    parse_send_request(body.as_bytes(), &Limits::default(), &key()),
+                    Err(ApiError::InvalidRequest { .. })
+                ),
                 "{body}"
             );
         }
     }
 
     #[test]
+    fn recipients_are_sorted_and_the_phrase_kept_only_as_its_digest() {
+        let body = r#"{"total_cents":100,"count":2,"recipients":["carol","bob"],"passphrase":"恭喜发财"}"#;
+        let spec = parse_send_request(body.as_bytes(), &Limits::default(), &key()).unwrap();
+        let names: Vec<&str> = spec.recipients.as_ref().unwrap().iter().map(|user| user.as_str()).collect();
+        assert_eq!(names, ["bob", "carol"]);
+        assert_eq!(spec.passphrase, Some(key().digest(&Passphrase::new("恭喜发财").unwrap())));
+        assert!(!serde_json::to_string(&spec).unwrap().contains("恭喜发财"), "the fingerprint never holds the phrase");
+    }
+
+    #[test]
+    fn grab_bodies_carry_an_optional_phrase() {
+        assert_eq!(parse_grab_request(b"").unwrap(), None);
+        assert_eq!(parse_grab_request(b"{}").unwrap(), None);
+        assert_eq!(
+            parse_grab_request(r#"{"passphrase":"cafe\u0301"}"#.as_bytes()).unwrap(),
+            Passphrase::new("caf\u{e9}")
+        );
+        assert!(parse_grab_request(br#"{"phrase":"x"}"#).is_err());
+        assert!(parse_grab_request(b"[1]").is_err());
+    }
+
+    #[test]
     fn sixty_four_character_greetings_pass() {
         let body = format!(r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#, "福".repeat(64));
-        assert!(parse_send_request(body.as_bytes(), &Limits::default()).is_ok());
+        assert!(parse_send_request(body.as_bytes(), &Limits::default(), &key()).is_ok());
     }
 }

@@ -183,7 +183,7 @@ pub async fn check(
         let refund_item = recorded.refund_item_cents.unwrap_or(0);
         let consistent = match recorded.status {
             PacketStatus::Finished => full && refund == 0 && recorded.refund_item_cents.is_none(),
-            PacketStatus::Expired => !full && refund > 0 && refund_item == refund,
+            PacketStatus::Expired | PacketStatus::Cancelled => !full && refund > 0 && refund_item == refund,
             PacketStatus::Open => false,
         };
         if !consistent {

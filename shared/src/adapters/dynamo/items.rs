@@ -7,13 +7,16 @@
 //! | share claim | `PKT#<id>` | `SHARE#<seq, 5 digits>` | | |
 //! | refund | `PKT#<id>` | `REFUND` | | |
 //! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
+//! | daily sends | `LIMIT#<sender>#<UTC day>` | `LIMIT` | | |
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::BestLuck;
 use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
-use crate::domain::{Cents, Packet, PacketId, PacketKind, PacketStatus, Seed, SplitRule, UserId};
+use crate::domain::{
+    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
+};
 use crate::error::ApiError;
 
 /// Sort key of a packet's own item.
@@ -88,6 +91,17 @@ pub struct PacketItem {
     pub best_luck: Option<BestLuck>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<String>,
+    /// The only users who may grab, when the sender named them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<UserId>>,
+    /// The passphrase's keyed digest (never the phrase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passphrase_digest: Option<PassphraseDigest>,
+    /// Set once the sender cancelled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at_ms: Option<Millis>,
 }
 
 impl PacketItem {
@@ -116,6 +130,10 @@ impl PacketItem {
             refund_cents: None,
             best_luck: None,
             settled_at: None,
+            recipients: packet.access.recipients.clone(),
+            passphrase_digest: packet.access.passphrase.clone(),
+            cancelled_at: None,
+            cancelled_at_ms: None,
         }
     }
 
@@ -134,6 +152,7 @@ impl PacketItem {
             seed,
             created_at_ms: self.created_at_ms,
             expires_at_ms: self.expires_at_ms,
+            access: Access { recipients: self.recipients.clone(), passphrase: self.passphrase_digest.clone() },
         })
     }
 }
@@ -270,6 +289,26 @@ pub struct IdempotencyItem {
     pub packet_id: PacketId,
     /// Epoch seconds; the table's TTL attribute.
     pub expires_at_epoch: i64,
+}
+
+/// `LIMIT#<sender>#<day>`: one sender's sends on one UTC day, counted in the same transaction
+/// that records each packet, under a condition that keeps them within the daily limits.
+pub fn daily_limit_pk(sender: &UserId, day: &str) -> String {
+    format!("LIMIT#{sender}#{day}")
+}
+
+/// Sort key of a daily-sends counter.
+pub const LIMIT: &str = "LIMIT";
+
+/// A daily-sends counter as DynamoDB returns it when its condition fails.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct DailySendsItem {
+    /// Packets recorded that day.
+    #[serde(default)]
+    pub sends: u32,
+    /// Their totals.
+    #[serde(default)]
+    pub sent_cents: Cents,
 }
 
 #[cfg(test)]

@@ -10,20 +10,23 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
 
-use items::{packet_pk, IdempotencyItem, PacketItem, META};
+use items::{daily_limit_pk, packet_pk, DailySendsItem, IdempotencyItem, PacketItem, LIMIT, META};
 
-use crate::clock::Millis;
+use crate::clock::{rfc3339, Millis};
 use crate::config::{Config, ConfigError};
 use crate::domain::history::{HistoryPage, Role};
+use crate::domain::limits::{utc_day, DailyLimit};
 use crate::domain::packet::LedgerPacket;
-use crate::domain::{Packet, PacketId, UserId};
+use crate::domain::{DailyLimits, Packet, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 use crate::ports::{IdempotencyClaim, Ledger, Recorded};
 
@@ -36,18 +39,31 @@ pub const OPEN_INDEX: &str = "open";
 /// How long an idempotency claim holds.
 pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
 
+/// How long a daily-sends counter stays after its day began (TTL): two days.
+pub const DAILY_SENDS_KEEP_MS: Millis = 2 * 24 * 60 * 60 * 1000;
+
+/// How many times a send retries its transaction when concurrent sends of the same sender
+/// conflict on their daily counter (`TransactionConflict`) before it is a 503.
+const SEND_CONFLICT_ATTEMPTS: u32 = 8;
+
 /// The ledger on a DynamoDB table.
 #[derive(Clone, Debug)]
 pub struct DynamoLedger {
     client: Client,
     table: String,
     settle_shards: u32,
+    daily: DailyLimits,
 }
 
 impl DynamoLedger {
     /// A ledger on `config`'s table through `client`.
     pub fn new(client: Client, config: &Config) -> Self {
-        DynamoLedger { client, table: config.table_name.clone(), settle_shards: config.settle_shards }
+        DynamoLedger {
+            client,
+            table: config.table_name.clone(),
+            settle_shards: config.settle_shards,
+            daily: config.daily,
+        }
     }
 
     /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
@@ -168,36 +184,50 @@ fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>
 
 /// True when a transaction was cancelled because one of its conditions failed.
 fn condition_failed(error: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
-    matches!(
-        error.as_service_error(),
-        Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
-            if cancelled.cancellation_reasons().iter().any(|reason| reason.code() == Some("ConditionalCheckFailed"))
-    )
+    cancellation_reasons(error).is_some_and(|reasons| reasons.iter().any(|reason| is_condition(reason)))
 }
 
-impl Ledger for DynamoLedger {
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
-        let packet_item = to_item(&PacketItem::open(packet, self.settle_shards));
-        let Some(claim) = claim else {
-            self.client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(packet_item))
-                .condition_expression("attribute_not_exists(pk)")
-                .send()
-                .await
-                .map_err(unavailable)?;
-            return Ok(Recorded::New);
-        };
+/// Why a cancelled transaction was cancelled, one reason per item in order; `None` for any
+/// other error.
+fn cancellation_reasons<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<&[CancellationReason]> {
+    match error.as_service_error() {
+        Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+            Some(cancelled.cancellation_reasons())
+        }
+        _ => None,
+    }
+}
 
-        let claim_item = to_item(&IdempotencyItem {
-            pk: idempotency_pk(&packet.sender, claim),
-            sk: "IDEM".into(),
-            request_hash: claim.request_hash.clone(),
-            packet_id: packet.id.clone(),
-            expires_at_epoch: (packet.created_at_ms + IDEMPOTENCY_TTL_MS) / 1000,
-        });
-        let now_epoch = AttributeValue::N((packet.created_at_ms / 1000).to_string());
+fn is_condition(reason: &CancellationReason) -> bool {
+    reason.code() == Some("ConditionalCheckFailed")
+}
+
+impl DynamoLedger {
+    /// The send's transaction: its daily counter (first), its idempotency claim (when it has
+    /// one), its packet item, each under its condition.
+    fn send_transaction(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Vec<TransactWriteItem> {
+        let day_started_ms = packet.created_at_ms - packet.created_at_ms.rem_euclid(24 * 60 * 60 * 1000);
+        let n = |value: String| AttributeValue::N(value);
+        // Within the limits after this send: fewer sends than the limit so far, and room left
+        // for this total. A counter not yet written is a day's first send (the total alone was
+        // checked against the cents limit before).
+        let counter = Update::builder()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(daily_limit_pk(&packet.sender, &utc_day(packet.created_at_ms))))
+            .key("sk", AttributeValue::S(LIMIT.into()))
+            .update_expression("ADD sends :one, sent_cents :total SET expires_at_epoch = :ttl")
+            .condition_expression("attribute_not_exists(sends) OR (sends < :max_sends AND sent_cents <= :room)")
+            .expression_attribute_values(":one", n("1".into()))
+            .expression_attribute_values(":total", n(packet.total_cents.to_string()))
+            .expression_attribute_values(":ttl", n(((day_started_ms + DAILY_SENDS_KEEP_MS) / 1000).to_string()))
+            .expression_attribute_values(":max_sends", n(self.daily.max_sends.to_string()))
+            .expression_attribute_values(
+                ":room",
+                n(self.daily.max_sent_cents.saturating_sub(packet.total_cents).to_string()),
+            )
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("daily counter update");
         let put = |item, condition: &str, now: Option<AttributeValue>| {
             let put = Put::builder()
                 .table_name(&self.table)
@@ -208,18 +238,104 @@ impl Ledger for DynamoLedger {
                 .expect("transaction put");
             TransactWriteItem::builder().put(put).build()
         };
-        // A claim past its TTL that DynamoDB has not yet removed counts as absent.
-        let written = self
+        let mut items = vec![TransactWriteItem::builder().update(counter).build()];
+        if let Some(claim) = claim {
+            let claim_item = to_item(&IdempotencyItem {
+                pk: idempotency_pk(&packet.sender, claim),
+                sk: "IDEM".into(),
+                request_hash: claim.request_hash.clone(),
+                packet_id: packet.id.clone(),
+                expires_at_epoch: (packet.created_at_ms + IDEMPOTENCY_TTL_MS) / 1000,
+            });
+            let now_epoch = AttributeValue::N((packet.created_at_ms / 1000).to_string());
+            // A claim past its TTL that DynamoDB has not yet removed counts as absent.
+            items.push(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)));
+        }
+        items.push(put(to_item(&PacketItem::open(packet, self.settle_shards)), "attribute_not_exists(pk)", None));
+        items
+    }
+}
+
+impl Ledger for DynamoLedger {
+    /// One transaction: the sender's daily counter, the idempotency claim and the packet item.
+    /// The counter's condition is the limit, so concurrent sends can never pass it together
+    /// (DynamoDB serialises them; a conflict is retried); a replay fails on its claim and is
+    /// answered with the original packet, counted once.
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+        if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
+            return Err(ApiError::LimitExceeded { field: limit.field() });
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let written = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(self.send_transaction(packet, claim)))
+                .send()
+                .await;
+            let Err(error) = written else { return Ok(Recorded::New) };
+            let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
+            if let (Some(claim), Some(reason)) = (claim, reasons.get(1)) {
+                if is_condition(reason) {
+                    return self.replay(packet, claim).await;
+                }
+            }
+            if let Some(reason) = reasons.first().filter(|reason| is_condition(reason)) {
+                let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
+                let limit = self
+                    .daily
+                    .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
+                    .unwrap_or(DailyLimit::Sends);
+                return Err(ApiError::LimitExceeded { field: limit.field() });
+            }
+            let conflict = reasons.iter().any(|reason| reason.code() == Some("TransactionConflict"));
+            if !conflict || attempt >= SEND_CONFLICT_ATTEMPTS {
+                return Err(unavailable(error));
+            }
+            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+        }
+    }
+
+    /// One conditional update of the packet item: the caller is its sender, it is open, not
+    /// expired and not cancelled yet. When the condition fails, the item as it was says why.
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), ApiError> {
+        let s = |value: &str| AttributeValue::S(value.to_owned());
+        let updated = self
             .client
-            .transact_write_items()
-            .transact_items(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)))
-            .transact_items(put(packet_item, "attribute_not_exists(pk)", None))
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&packet_pk(id)))
+            .key("sk", s(META))
+            .update_expression("SET cancelled_at = :at, cancelled_at_ms = :at_ms")
+            .condition_expression(
+                "attribute_exists(pk) AND sender = :sender AND #status = :open AND expires_at_ms > :at_ms \
+                 AND attribute_not_exists(cancelled_at_ms)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":at", s(&rfc3339(now_ms)))
+            .expression_attribute_values(":at_ms", AttributeValue::N(now_ms.to_string()))
+            .expression_attribute_values(":sender", s(sender.as_str()))
+            .expression_attribute_values(":open", s(PacketStatus::Open.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match written {
-            Ok(_) => Ok(Recorded::New),
-            Err(error) if condition_failed(&error) => self.replay(packet, claim).await,
-            Err(error) => Err(unavailable(error)),
+        let error = match updated {
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        let Some(UpdateItemError::ConditionalCheckFailedException(failed)) = error.as_service_error() else {
+            return Err(unavailable(error));
+        };
+        let Some(item) = failed.item().cloned() else { return Err(ApiError::NotFound) };
+        let recorded: PacketItem = from_item(item)?;
+        if &recorded.sender != sender {
+            return Err(ApiError::Forbidden);
+        }
+        match (recorded.status, recorded.cancelled_at_ms) {
+            (PacketStatus::Cancelled, _) | (PacketStatus::Open, Some(_)) => Ok(()),
+            _ => Err(ApiError::NotOpen),
         }
     }
 
@@ -269,6 +385,10 @@ impl Ledger for LazyLedger {
 
     async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
         DynamoLedger::ledger_packet(self.ledger().await?, id).await
+    }
+
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), ApiError> {
+        self.ledger().await?.cancel(id, sender, now_ms).await
     }
 
     async fn history(

@@ -72,6 +72,7 @@ impl DynamoLedger {
         let Some(meta) = meta else { return Ok(None) };
         grabs.sort_by_key(|grab| grab.seq);
         Ok(Some(LedgerPacket {
+            cancelled_at_ms: meta.cancelled_at_ms,
             packet: meta.packet()?,
             status: meta.status,
             refund_cents: meta.refund_cents,

@@ -14,9 +14,11 @@ use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
 
 use crate::clock::Millis;
+use crate::domain::access::MAX_WRONG_PASSPHRASES;
+use crate::domain::grab::GrabAttempt;
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
-use crate::ports::CloseOutcome;
+use crate::ports::{CancelOutcome, CloseOutcome};
 
 /// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
 pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
@@ -24,6 +26,7 @@ pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
 static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_LUA));
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/load.lua")));
 static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/close.lua")));
+static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/cancel.lua")));
 static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/persisted.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/snapshot.lua")));
 
@@ -55,6 +58,16 @@ impl PacketKeys {
     /// The packet hash's field holding `user`'s grab.
     pub fn grabber_field(user: &UserId) -> String {
         format!(":{user}")
+    }
+
+    /// The packet hash's field marking `user` a recipient.
+    pub fn recipient_field(user: &UserId) -> String {
+        format!("+{user}")
+    }
+
+    /// The packet hash's field counting `user`'s wrong passphrases.
+    pub fn wrong_tries_field(user: &UserId) -> String {
+        format!("!{user}")
     }
 }
 
@@ -132,6 +145,14 @@ pub struct LoadFields<'a> {
     pub created_at: Millis,
     /// Epoch ms.
     pub expires_at: Millis,
+    /// True once the sender cancelled it: it loads closed.
+    pub cancelled: bool,
+    /// The recipients as a JSON array, when the packet names them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<String>,
+    /// The passphrase's digest, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passphrase: Option<&'a str>,
 }
 
 /// How `load.lua` treats a packet Redis already holds.
@@ -185,6 +206,17 @@ pub async fn close<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: M
     })
 }
 
+/// Runs `cancel.lua` at `now_ms`.
+pub async fn cancel<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: Millis) -> RedisResult<CancelOutcome> {
+    let state: i64 = CANCEL.key(&keys.packet).key(&keys.pool).arg(now_ms).invoke_async(conn).await?;
+    Ok(match state {
+        0 => CancelOutcome::Missing,
+        1 => CancelOutcome::Cancelled,
+        2 => CancelOutcome::Finished,
+        _ => CancelOutcome::Expired,
+    })
+}
+
 /// Runs `persisted.lua`: the first `confirmed` log entries are in the ledger. Returns the mark.
 pub async fn mark_persisted<C: ConnectionLike>(
     conn: &mut C,
@@ -195,7 +227,7 @@ pub async fn mark_persisted<C: ConnectionLike>(
 }
 
 /// The packet hash's fields `snapshot.lua` reads, in its order.
-pub const SNAPSHOT_FIELDS: [&str; 11] = [
+pub const SNAPSHOT_FIELDS: [&str; 13] = [
     "sender",
     "kind",
     "split",
@@ -207,6 +239,8 @@ pub const SNAPSHOT_FIELDS: [&str; 11] = [
     "expires_at",
     "open_until",
     "persisted",
+    "gate",
+    "recipients",
 ];
 
 /// What `snapshot.lua` read at one instant.
@@ -262,12 +296,12 @@ pub enum ScriptGrab {
     LookupPending,
 }
 
-/// Runs `grab.lua` for `user` at `now_ms`; a caller that claims an unknown id's lookup holds it
-/// for `lookup_lease_ms`.
+/// Runs `grab.lua` for `attempt` at `now_ms`; a caller that claims an unknown id's lookup holds
+/// it for `lookup_lease_ms`.
 pub async fn grab<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
-    user: &UserId,
+    attempt: &GrabAttempt,
     now_ms: Millis,
     lookup_lease_ms: u64,
 ) -> RedisResult<ScriptGrab> {
@@ -276,9 +310,13 @@ pub async fn grab<C: ConnectionLike>(
         .key(&keys.pool)
         .key(&keys.grabs)
         .key(&keys.lookup)
-        .arg(PacketKeys::grabber_field(user))
+        .arg(PacketKeys::grabber_field(&attempt.user))
+        .arg(PacketKeys::recipient_field(&attempt.user))
+        .arg(PacketKeys::wrong_tries_field(&attempt.user))
         .arg(now_ms)
         .arg(lookup_lease_ms)
+        .arg(attempt.passphrase.as_ref().map_or("", |digest| digest.as_str()))
+        .arg(MAX_WRONG_PASSPHRASES)
         .invoke_async(conn)
         .await?;
     read_grab_answer(answer)
@@ -317,6 +355,10 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
         Value::Int(5) => decided(GrabOutcome::NotFound),
         Value::Int(6) => ScriptGrab::LookupPending,
         Value::Int(7) => ScriptGrab::AskLedger(Lookup::Recorded),
+        Value::Int(8) => decided(GrabOutcome::NotEligible),
+        Value::Int(9) => decided(GrabOutcome::WrongPassphrase),
+        Value::Int(10) => decided(GrabOutcome::TooManyAttempts),
+        Value::Int(11) => decided(GrabOutcome::Cancelled),
         other => return Err(unreadable(format!("an unknown answer {other:?}"))),
     })
 }
@@ -392,11 +434,15 @@ mod tests {
             (Value::Int(5), ScriptGrab::Decided { outcome: GrabOutcome::NotFound, dirtied: false }),
             (Value::Int(6), ScriptGrab::LookupPending),
             (Value::Int(7), ScriptGrab::AskLedger(Lookup::Recorded)),
+            (Value::Int(8), ScriptGrab::Decided { outcome: GrabOutcome::NotEligible, dirtied: false }),
+            (Value::Int(9), ScriptGrab::Decided { outcome: GrabOutcome::WrongPassphrase, dirtied: false }),
+            (Value::Int(10), ScriptGrab::Decided { outcome: GrabOutcome::TooManyAttempts, dirtied: false }),
+            (Value::Int(11), ScriptGrab::Decided { outcome: GrabOutcome::Cancelled, dirtied: false }),
         ];
         for (reply, answer) in table {
             assert_eq!(read_grab_answer(reply.clone()).unwrap(), answer, "{reply:?}");
         }
-        assert!(read_grab_answer(Value::Int(9)).is_err());
+        assert!(read_grab_answer(Value::Int(12)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
     }
@@ -407,6 +453,7 @@ mod tests {
             GRAB_LUA,
             include_str!("../../../lua/load.lua"),
             include_str!("../../../lua/close.lua"),
+            include_str!("../../../lua/cancel.lua"),
             include_str!("../../../lua/persisted.lua"),
             include_str!("../../../lua/snapshot.lua"),
         ] {

@@ -60,8 +60,14 @@ impl SettleQueue for RedisStore {
 
     /// Replaces whatever Redis holds of `packet` with the ledger's state: its grabs and the
     /// shares still to hand out (settle's re-sync when Redis and the ledger disagree).
-    async fn resync(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, grabs, shares, LoadMode::Replace).await
+    async fn resync(
+        &self,
+        packet: &Packet,
+        cancelled: bool,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+    ) -> Result<(), ApiError> {
+        self.load_with(packet, cancelled, grabs, shares, LoadMode::Replace).await
     }
 
     /// Waits until the configured replicas hold every write made to `id`'s keys so far (a no-op

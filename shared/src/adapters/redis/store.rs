@@ -18,10 +18,13 @@ use super::scripts::{
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
+use crate::domain::grab::GrabAttempt;
 use crate::domain::settlement::LoggedGrab;
-use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, Seed, SplitRule, UserId};
+use crate::domain::{
+    Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
+};
 use crate::error::ApiError;
-use crate::ports::{Ledger, LiveStore};
+use crate::ports::{CancelOutcome, Ledger, LiveStore};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -106,9 +109,11 @@ impl RedisStore {
         live_packet(id, &raw).map(Some)
     }
 
+    /// Loads `packet` (cancelled or not) with the grabs and shares given, and indexes it for settle.
     pub(super) async fn load_with(
         &self,
         packet: &Packet,
+        cancelled: bool,
         grabs: &[LoggedGrab],
         shares: &[Cents],
         mode: LoadMode,
@@ -124,6 +129,11 @@ impl RedisStore {
         self.run(layout.query_async::<()>(&mut conn)).await?;
 
         let seed = packet.seed.to_hex();
+        let recipients = packet
+            .access
+            .recipients
+            .as_ref()
+            .map(|recipients| serde_json::to_string(recipients).expect("user ids serialize"));
         let fields = LoadFields {
             sender: packet.sender.as_str(),
             kind: packet.kind.as_str(),
@@ -134,6 +144,9 @@ impl RedisStore {
             count: packet.count,
             created_at: packet.created_at_ms,
             expires_at: packet.expires_at_ms,
+            cancelled,
+            recipients,
+            passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
         };
         let first_seq = packet.count.saturating_sub(shares.len() as u32) + 1;
         self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, first_seq, shares)).await?;
@@ -146,18 +159,18 @@ impl RedisStore {
         &self,
         conn: &mut RedisConnection,
         keys: &PacketKeys,
-        user: &UserId,
+        attempt: &GrabAttempt,
         now_ms: Millis,
     ) -> Result<ScriptGrab, ApiError> {
         let lease_ms = LOOKUP_LEASE.as_millis() as u64;
-        let refused = match tokio::time::timeout(self.limit(), scripts::grab(conn, keys, user, now_ms, lease_ms)).await
-        {
+        let script = scripts::grab(conn, keys, attempt, now_ms, lease_ms);
+        let refused = match tokio::time::timeout(self.limit(), script).await {
             Ok(Ok(answer)) => return Ok(answer),
             Ok(Err(error)) if error.code() == Some("OOM") => error,
             Ok(Err(error)) => return Err(ApiError::redis_unavailable(error)),
             Err(_) => return Err(ApiError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
         };
-        match self.answer_from_reads(conn, keys, user, false).await? {
+        match self.answer_from_reads(conn, keys, &attempt.user, false).await? {
             Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
             None => Err(ApiError::redis_unavailable(refused)),
         }
@@ -165,7 +178,8 @@ impl RedisStore {
 
     /// A repeat grab or a sold-out packet answered by reads alone (no script, nothing written):
     /// the caller's earlier share, or sold out. `None` when reads cannot decide (a fresh grab
-    /// on a packet with shares left, or a packet Redis does not hold, e.g. retired). With
+    /// on a packet with shares left, a packet with recipients or a passphrase, whose checks
+    /// come first and are the script's, or a packet Redis does not hold, e.g. retired). With
     /// `known_sold_out` (the hot-packet memo) it is one `HMGET`: no share is left to count.
     async fn answer_from_reads(
         &self,
@@ -175,17 +189,18 @@ impl RedisStore {
         known_sold_out: bool,
     ) -> Result<Option<GrabOutcome>, ApiError> {
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until");
-        let ((prior, held), shares_left): ((Option<String>, Option<String>), u32) = if known_sold_out {
+        pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until").arg("gate");
+        type Fields = (Option<String>, Option<String>, Option<String>);
+        let ((prior, held, gate), shares_left): (Fields, u32) = if known_sold_out {
             let (read,) = self.run(pipe.query_async(conn)).await?;
             (read, 0)
         } else {
             pipe.llen(&keys.pool);
             self.run(pipe.query_async(conn)).await?
         };
-        Ok(match (prior, held) {
-            (Some(prior), _) => Some(already(&prior, shares_left)?),
-            (None, Some(_)) if shares_left == 0 => Some(GrabOutcome::SoldOut),
+        Ok(match (prior, held, gate) {
+            (Some(prior), _, _) => Some(already(&prior, shares_left)?),
+            (None, Some(_), None) if shares_left == 0 => Some(GrabOutcome::SoldOut),
             _ => None,
         })
     }
@@ -196,11 +211,12 @@ impl RedisStore {
         &self,
         ledger: &L,
         packet: &PacketId,
-        user: &UserId,
+        attempt: &GrabAttempt,
         now_ms: Millis,
         lookup: Lookup,
     ) -> Result<GrabOutcome, ApiError> {
         let recorded = ledger.ledger_packet(packet).await;
+        let user = &attempt.user;
         if lookup == Lookup::Claimed {
             let verdict = match &recorded {
                 Ok(Some(_)) => Some("recorded"),
@@ -285,6 +301,15 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
     let corrupt = |what: &str| ApiError::Internal(format!("packet {id} in Redis has a bad {what}"));
     let text = |name: &str| raw.field(name).unwrap_or("");
     let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
+    let gate = raw.field("gate").unwrap_or("");
+    let recipients = raw
+        .field("recipients")
+        .map(|json| serde_json::from_str::<Vec<UserId>>(json).map_err(|_| corrupt("recipients")))
+        .transpose()?;
+    let passphrase = match gate.get(1..) {
+        None | Some("") => None,
+        Some(digest) => Some(PassphraseDigest::parse(digest).ok_or_else(|| corrupt("gate"))?),
+    };
     let packet = Packet {
         id: id.clone(),
         sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
@@ -296,6 +321,7 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
         count: number("count")? as u32,
         created_at_ms: number("created_at")?,
         expires_at_ms: number("expires_at")?,
+        access: Access { recipients, passphrase },
     };
     let grabs = raw
         .log
@@ -304,7 +330,8 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
         .collect::<Result<Vec<_>, _>>()?;
     Ok(LivePacket {
         packet,
-        open: raw.field("open_until").is_some_and(|open_until| open_until != "0"),
+        open: raw.field("open_until").is_some_and(|open_until| open_until != "0" && open_until != "-1"),
+        cancelled: raw.field("open_until") == Some("-1"),
         remaining_count: raw.shares_left,
         grabs,
         persisted: number("persisted").unwrap_or(0) as usize,
@@ -313,11 +340,17 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
 
 impl LiveStore for RedisStore {
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, &[], shares, LoadMode::Add).await
+        self.load_with(packet, false, &[], shares, LoadMode::Add).await
     }
 
-    async fn restore(&self, packet: &Packet, grabs: &[LoggedGrab], shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, grabs, shares, LoadMode::Add).await
+    async fn restore(
+        &self,
+        packet: &Packet,
+        cancelled: bool,
+        grabs: &[LoggedGrab],
+        shares: &[Cents],
+    ) -> Result<(), ApiError> {
+        self.load_with(packet, cancelled, grabs, shares, LoadMode::Add).await
     }
 
     async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
@@ -327,7 +360,7 @@ impl LiveStore for RedisStore {
     async fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
-        user: &UserId,
+        attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
     ) -> Result<GrabOutcome, ApiError> {
@@ -335,7 +368,7 @@ impl LiveStore for RedisStore {
         let keys = self.keys(packet);
         if let Some(memo) = &self.sold_out {
             if memo.contains(packet, Instant::now()) {
-                if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, user, true).await? {
+                if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, &attempt.user, true).await? {
                     return Ok(outcome);
                 }
             }
@@ -346,14 +379,26 @@ impl LiveStore for RedisStore {
         let polls = (LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) as u32 + 10;
         for _ in 0..polls {
             let now_ms = clock.now_ms();
-            match self.grab_script(&mut conn, &keys, user, now_ms).await? {
+            match self.grab_script(&mut conn, &keys, attempt, now_ms).await? {
                 ScriptGrab::Decided { outcome, dirtied } => {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await
                 }
-                ScriptGrab::AskLedger(lookup) => return self.ask_ledger(ledger, packet, user, now_ms, lookup).await,
+                ScriptGrab::AskLedger(lookup) => return self.ask_ledger(ledger, packet, attempt, now_ms, lookup).await,
                 ScriptGrab::LookupPending => tokio::time::sleep(LOOKUP_POLL).await,
             }
         }
         Err(ApiError::redis_unavailable(format!("packet {packet} is being looked up; no verdict within the lease")))
+    }
+
+    /// Runs `cancel.lua`, then marks a cancelled packet for settle. Unlike a grab's mark, a
+    /// failed mark fails the call (503): the sender retries, and the retry marks it.
+    async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, ApiError> {
+        let mut conn = self.connection().await?;
+        let outcome = self.run(scripts::cancel(&mut conn, &self.keys(id), now_ms)).await?;
+        if outcome == CancelOutcome::Cancelled {
+            let dirty = self.settle_dirty_key(id.settle_shard(self.settle_shards));
+            self.run(redis::Cmd::sadd(dirty, id.as_str()).query_async::<()>(&mut conn)).await?;
+        }
+        Ok(outcome)
     }
 }
