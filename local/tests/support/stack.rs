@@ -19,6 +19,7 @@ const SEND_EVENT: &str = include_str!("../../../events/send.json");
 const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 const QUERY_EVENT: &str = include_str!("../../../events/query.json");
 const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
+const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
 
 /// One test's own stack: its Redis database, its table, its clock.
 pub struct Stack {
@@ -110,10 +111,35 @@ impl Stack {
     }
 
     pub async fn grab(&self, id: &str, user: &str) -> (u16, Value) {
+        self.grab_with(id, user, None).await
+    }
+
+    /// A grab whose body is `body` (`{"passphrase": …}`), or none.
+    pub async fn grab_with(&self, id: &str, user: &str, body: Option<&Value>) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
         events::set_packet_id(&mut event, id);
         events::set_caller(&mut event, Some(user));
+        if let Some(body) = body {
+            events::set_body(&mut event, &body.to_string());
+        }
         reply(grab::handle(&self.functions.grab, request(&event)).await).await
+    }
+
+    /// `POST /packets/{id}/cancel` by `user`.
+    pub async fn cancel(&self, id: &str, user: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(CANCEL_EVENT).unwrap();
+        events::set_packet_id(&mut event, id);
+        events::set_caller(&mut event, Some(user));
+        reply(send::handle(&self.functions.send, request(&event)).await).await
+    }
+
+    /// `POST /packets` by `sender` without a key: the status and body, whatever they are.
+    pub async fn try_send(&self, sender: &str, body: &Value) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
+        events::set_caller(&mut event, Some(sender));
+        events::set_header(&mut event, "Idempotency-Key", None);
+        events::set_body(&mut event, &body.to_string());
+        reply(send::handle(&self.functions.send, request(&event)).await).await
     }
 
     pub async fn view(&self, id: &str, user: &str) -> (u16, Value) {
