@@ -45,7 +45,7 @@ fn openapi_routes() -> BTreeSet<String> {
 #[test]
 fn template_openapi_and_local_api_list_the_same_routes() {
     let local: BTreeSet<String> = local::gateway::ROUTES.iter().map(|route| route.to_string()).collect();
-    assert_eq!(local.len(), 4);
+    assert_eq!(local.len(), 5);
     assert_eq!(template_routes(), local, "template.yaml and the local API");
     assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
 }
@@ -64,9 +64,16 @@ fn every_error_code_of_the_api_is_in_openapi() {
     for error in [
         ApiError::invalid("x", "y"),
         ApiError::Unauthorized("x"),
+        ApiError::Forbidden,
+        ApiError::NotEligible,
+        ApiError::WrongPassphrase,
         ApiError::NotFound,
         ApiError::SoldOut,
+        ApiError::NotOpen,
         ApiError::Expired,
+        ApiError::Cancelled,
+        ApiError::TooManyAttempts,
+        ApiError::LimitExceeded { field: "max_sends_per_day" },
         ApiError::PayloadTooLarge { limit: 1 },
         ApiError::IdempotencyKeyReused,
         ApiError::redis_unavailable("x"),
@@ -78,7 +85,7 @@ fn every_error_code_of_the_api_is_in_openapi() {
 
 /// The DynamoDB actions each function needs, and nothing more.
 const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
-    ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]),
+    ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
     ("GrabFunction", &["dynamodb:Query"]),
     ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:Query"]),
     ("SettleFunction", &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
@@ -123,6 +130,24 @@ fn every_function_holds_only_the_permissions_it_needs() {
         let needed: BTreeSet<String> = needed.iter().map(|action| action.to_string()).collect();
         assert_eq!(granted, needed, "{function} holds exactly what it needs");
     }
+}
+
+/// Every variable the template sets is one the functions read, and every limit of DESIGN.md's
+/// configuration is settable; the passphrase key comes from a generated secret, never a default.
+#[test]
+fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
+    let template = read("template.yaml");
+    let variables = &template["Globals"]["Function"]["Environment"]["Variables"];
+    for name in ["MAX_RECIPIENTS", "MAX_SENDS_PER_DAY", "MAX_SENT_CENTS_PER_DAY", "MAX_TOTAL_CENTS", "MAX_COUNT"] {
+        assert!(variables[name].as_mapping().is_some(), "{name} comes from a parameter");
+    }
+    let key = format!("{:?}", variables["PASSPHRASE_KEY"]);
+    assert!(key.contains("resolve:secretsmanager") && key.contains("PassphraseKey"), "{key}");
+    assert_eq!(
+        template["Resources"]["PassphraseKey"]["Type"].as_str(),
+        Some("AWS::SecretsManager::Secret"),
+        "a key of the deployment's own, generated"
+    );
 }
 
 #[test]
