@@ -7,10 +7,11 @@
 //!    paid to two users, a user paid two shares or a changed amount, then advance the packet's
 //!    persisted mark in Redis. A grab the ledger refuses is reported ([`RECONCILIATION_MISMATCH`])
 //!    and the packet is re-synced in Redis from the ledger;
-//! 2. if the packet is finished or expired, close it in Redis (no grab succeeds after), record
-//!    the last grabs, claim every share nobody holds for the refund (after which no grab of
-//!    them can be recorded), and compute the refund from the ledger's own grabs; one conditional
-//!    transaction writes the refund and moves the packet out of `open`, so no run refunds twice;
+//! 2. if the packet is finished, expired or cancelled, close it in Redis (no grab succeeds
+//!    after; a cancelled packet is closed already), record the last grabs, claim every share
+//!    nobody holds for the refund (after which no grab of them can be recorded), and compute
+//!    the refund from the ledger's own grabs; one conditional transaction writes the refund and
+//!    moves the packet out of `open`, so no run refunds twice;
 //! 3. reconcile it against the ledger (grabs + refund == total, grabs <= count);
 //! 4. retire it from Redis; a packet whose ledger record is missing or whose books do not
 //!    balance is quarantined instead, its keys kept for inspection.
