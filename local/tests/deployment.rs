@@ -138,8 +138,15 @@ fn every_function_holds_only_the_permissions_it_needs() {
 fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
     let template = read("template.yaml");
     let variables = &template["Globals"]["Function"]["Environment"]["Variables"];
-    for name in ["MAX_RECIPIENTS", "MAX_SENDS_PER_DAY", "MAX_SENT_CENTS_PER_DAY", "MAX_TOTAL_CENTS", "MAX_COUNT"] {
-        assert!(variables[name].as_mapping().is_some(), "{name} comes from a parameter");
+    let parameters = template["Parameters"].as_mapping().unwrap();
+    for (name, parameter) in [
+        ("MAX_RECIPIENTS", "MaxRecipients"),
+        ("MAX_SENDS_PER_DAY", "MaxSendsPerDay"),
+        ("MAX_SENT_CENTS_PER_DAY", "MaxSentCentsPerDay"),
+    ] {
+        let value = format!("{:?}", variables[name]);
+        assert!(value.contains("Ref") && value.contains(parameter), "{name} comes from {parameter}: {value}");
+        assert!(parameters.contains_key(parameter), "{parameter} is a parameter");
     }
     let key = format!("{:?}", variables["PASSPHRASE_KEY"]);
     assert!(key.contains("resolve:secretsmanager") && key.contains("PassphraseKey"), "{key}");

@@ -18,6 +18,7 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("query.json", "query"),
     ("history.json", "query"),
     ("settle.json", "settle"),
+    ("cancel.json", "send"),
 ];
 
 fn workspace() -> PathBuf {
@@ -108,6 +109,14 @@ async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
     assert_eq!(status, 200, "{history}");
     let items = history["items"].as_array().unwrap();
     assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{history}");
+
+    // cancel.json: 404 for its own id; alice cancels the packet just sent: 200, cancelled.
+    let mut cancel_event = event("cancel.json");
+    events::set_packet_id(&mut cancel_event, id);
+    let cancels = on_emulator("send", vec![event("cancel.json"), cancel_event]).await;
+    assert_eq!(status_and_body(&cancels[0]).0, 404);
+    let (status, cancelled) = status_and_body(&cancels[1]);
+    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
 
     // settle.json: a summary of the shards it names; a malformed payload is an error whose
     // errorType says what went wrong (lambda_runtime's Diagnostic), not a Rust type name.
