@@ -7,7 +7,7 @@ use grab::GrabService;
 use lambda_http::Request;
 use rand::seq::SliceRandom;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::domain::{Packet, PacketId, PacketKind, PacketSpec, Seed, SplitRule, UserId};
+use red_packets::domain::{Access, Packet, PacketId, PacketKind, PacketSpec, Seed, SplitRule, UserId};
 use red_packets::ports::LiveStore;
 use red_packets::{events, Clock, SystemClock};
 use serde::Serialize;
@@ -52,6 +52,17 @@ pub fn request(packet: &str, user: &str) -> Request {
 
 /// Loads a packet of `count` shares straight into Redis (the ledger is not on the grab path).
 pub async fn load_packet(store: &RedisStore, kind: PacketKind, total_cents: u64, count: u32) -> Packet {
+    load_packet_with(store, kind, total_cents, count, Access::default()).await
+}
+
+/// [`load_packet`] for a packet with `access` (recipients, a passphrase).
+pub async fn load_packet_with(
+    store: &RedisStore,
+    kind: PacketKind,
+    total_cents: u64,
+    count: u32,
+    access: Access,
+) -> Packet {
     let spec = PacketSpec {
         total_cents,
         count,
@@ -59,8 +70,8 @@ pub async fn load_packet(store: &RedisStore, kind: PacketKind, total_cents: u64,
         split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
         greeting: None,
         expires_in_seconds: 86_400,
-        recipients: None,
-        passphrase: None,
+        recipients: access.recipients,
+        passphrase: access.passphrase,
     };
     let sender = UserId::from_claim("bench-sender").expect("user");
     let packet = Packet::new(PacketId::random(), sender, &spec, Seed::random(), SystemClock.now_ms());

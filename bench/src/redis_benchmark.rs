@@ -26,7 +26,9 @@ pub async fn evalsha(store: &RedisStore, port: u16, pipeline: u32) -> Result<f64
     let output = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-n", &REQUESTS.to_string(), "-c", "50"])
         .args(["-P", &pipeline.to_string(), "-r", "1000000000", "--csv"])
-        .args(["EVALSHA", &sha, "4", &packet_key, &pool, &grabs, &lookup, ":bench-user:__rand_int__", &now, &lease])
+        .args(["EVALSHA", &sha, "4", &packet_key, &pool, &grabs, &lookup])
+        .args([":bench-user:__rand_int__", "+bench-user:__rand_int__", "!bench-user:__rand_int__"])
+        .args([now.as_str(), lease.as_str(), "", "5"])
         .output()
         .map_err(|e| format!("redis-benchmark: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);

@@ -77,6 +77,11 @@ pub struct Results {
     pub fairness: Vec<Fairness>,
 }
 
+/// Redis commands of `ours` in the last run before who-may-grab (stop 18's `make bench`, commit
+/// d6c89cc): per attempt of the double-tap run, per fresh grab, per repeat. The rules must not
+/// add a command to a plain packet's grab.
+const COMMANDS_BEFORE_WHO_MAY_GRAB: [f64; 3] = [3.84, 5.01, 1.00];
+
 impl Results {
     fn level(&self, concurrency: usize) -> f64 {
         self.levels.iter().find(|l| l.concurrency == concurrency).map(|l| l.stats.ops_per_s).unwrap_or(0.0)
@@ -141,6 +146,10 @@ impl Results {
             "seed_two_list_redis_cpu_us_per_grab": self.design("two_list").redis_cpu_us_per_fresh_grab,
             "seed_two_list_redis_cpu_us_per_repeat": self.design("two_list").redis_cpu_us_per_repeat,
             "ours_redis_commands_per_attempt": ours.redis_commands_per_attempt,
+            "ours_redis_commands_per_fresh_grab": ours.redis_commands_per_fresh_grab,
+            "ours_redis_commands_per_repeat": ours.redis_commands_per_repeat,
+            "ours_phrase_redis_commands_per_fresh_grab": self.design("ours_phrase").redis_commands_per_fresh_grab,
+            "ours_phrase_redis_cpu_us_per_fresh_grab": self.design("ours_phrase").redis_cpu_us_per_fresh_grab,
             "seed_two_list_redis_commands_per_attempt": self.design("two_list").redis_commands_per_attempt,
             "ours_violations": ours.violations() + self.storm.violations,
             "settle_items_per_s": self.drain.settle_items_per_s,
@@ -227,6 +236,17 @@ impl Results {
             ratio_row(&mut md, "grab handler at c=64 >= 4 x the lock-based flow", c64, lock.stats.ops_per_s, 4.0);
         let violations = ours.violations() + self.storm.violations;
         let _ = writeln!(md, "| 0 violations for ours | {violations} | {} |", verdict(violations == 0));
+        let [before_attempt, before_fresh, before_repeat] = COMMANDS_BEFORE_WHO_MAY_GRAB;
+        let grew = ours.redis_commands_per_fresh_grab > before_fresh + 0.05
+            || ours.redis_commands_per_repeat > before_repeat + 0.05;
+        let _ = writeln!(
+            md,
+            "| Redis commands of a plain packet's grab do not grow with who-may-grab (per attempt, fresh grab, repeat; before: {before_attempt:.2}, {before_fresh:.2}, {before_repeat:.2}) | {:.2}, {:.2}, {:.2} | {} |",
+            ours.redis_commands_per_attempt,
+            ours.redis_commands_per_fresh_grab,
+            ours.redis_commands_per_repeat,
+            verdict(!grew)
+        );
         let ratio_settle = ratio_row(
             &mut md,
             "settle (whole run) >= 5 x the naive drain",
@@ -362,7 +382,7 @@ impl Results {
             );
         }
         let _ = writeln!(md, "\nCommands are `INFO stats` `total_commands_processed` (a script counts once plus once per `redis.call`), Redis CPU the server's `used_cpu_user + used_cpu_sys`, both over the run divided by its attempts. The fresh and repeat columns come from a second run per design and round on fresh keys: every user once (all fresh grabs: 10,000 shares for 10,000 users), then every user again (all repeats).");
-        let _ = writeln!(md, "\n`lock` is 003's pre-check + per-user SETNX lock + re-check + Lua SADD/DECR + Lua unlock; `check_then_act` is 002's flow without its lock; `two_list` is 004's JSON two-list Lua; `ours` is `grab.lua` through the store.\n");
+        let _ = writeln!(md, "\n`lock` is 003's pre-check + per-user SETNX lock + re-check + Lua SADD/DECR + Lua unlock; `check_then_act` is 002's flow without its lock; `two_list` is 004's JSON two-list Lua; `ours` is `grab.lua` through the store; `ours_phrase` is the same on phrase packets, every grab carrying the right phrase: the gate, the caller's recipient mark and wrong-try count come in the same `HMGET`, so a passphrase costs a string comparison, not a command.\n");
 
         let _ = writeln!(md, "## Split and send\n");
         let _ = writeln!(md, "| rule | shares/s (100-share packets) |\n|---|---|");

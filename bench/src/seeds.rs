@@ -8,6 +8,9 @@
 //!   count, `RPOP` a share, `DECR` the count, `SET` the user's key: up to five round trips, no atomicity.
 //! - `two_list`: 004_a34bb8da67039d28 — JSON shares in an unconsumed list, one Lua script moving
 //!   one to the consumed list and marking the user in a dedupe hash.
+//! - `ours`: `grab.lua` through the store; `ours_phrase` the same on phrase packets, every grab
+//!   carrying the right phrase (what a passphrase check costs: the same commands, the gate read
+//!   in the same `HMGET`).
 //!
 //! Each design runs twice per round on fresh keys: the double-tap run above (throughput,
 //! latency, violations, commands and Redis CPU per attempt), then a split run measuring Redis
@@ -23,13 +26,13 @@ use rand::Rng;
 use red_packets::adapters::redis::RedisConnection;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::grab::GrabAttempt;
-use red_packets::domain::{GrabOutcome, PacketId, PacketKind, UserId};
+use red_packets::domain::{Access, GrabOutcome, PacketId, PacketKind, Passphrase, UserId};
 use red_packets::ports::LiveStore;
 use red_packets::{Config, SystemClock};
 use redis::{AsyncCommands, Script};
 use serde::Serialize;
 
-use crate::grab_path::load_packet;
+use crate::grab_path::load_packet_with;
 use crate::harness;
 use crate::stats::{summarize, RunStats};
 
@@ -302,19 +305,20 @@ async fn two_list_work(conn: RedisConnection, run: String) -> Work {
     })
 }
 
-/// Ours: `grab.lua` through the store (the same call the grab handler makes), on fresh packets.
-async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger) -> Work {
+/// Ours: `grab.lua` through the store (the same call the grab handler makes), on fresh packets
+/// with `access`; every grab carries the packet's passphrase digest, if it has one.
+async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger, access: Access) -> Work {
     let mut packets = Vec::new();
     for _ in 0..PACKETS {
-        packets.push(load_packet(&store, PacketKind::Lucky, 10_000, SHARES as u32).await.id);
+        packets.push(load_packet_with(&store, PacketKind::Lucky, 10_000, SHARES as u32, access.clone()).await.id);
     }
     let packets: Arc<Vec<PacketId>> = Arc::new(packets);
     Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
-        let (store, packets, ledger) = (store.clone(), packets.clone(), ledger.clone());
+        let (store, packets, ledger, passphrase) =
+            (store.clone(), packets.clone(), ledger.clone(), access.passphrase.clone());
         Box::pin(async move {
-            let user = UserId::from_claim(&user).expect("user");
-            let outcome =
-                store.grab(&packets[packet], &GrabAttempt::by(user), &SystemClock, &ledger).await.expect("grab");
+            let attempt = GrabAttempt { user: UserId::from_claim(&user).expect("user"), passphrase };
+            let outcome = store.grab(&packets[packet], &attempt, &SystemClock, &ledger).await.expect("grab");
             matches!(outcome, GrabOutcome::Grabbed { .. })
         })
     })
@@ -339,8 +343,20 @@ pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
 /// own (so the sold-out memo starts empty).
 pub async fn ours(config: &Config, ledger: DynamoLedger) -> DesignResult {
     let probe = RedisStore::new(config).connection().await.expect("Redis");
-    measure("ours", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone())).await
+    measure("ours", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone(), Access::default())).await
 }
+
+/// Ours on phrase packets (口令红包), every grab carrying the right phrase.
+pub async fn ours_phrase(config: &Config, ledger: DynamoLedger) -> DesignResult {
+    let probe = RedisStore::new(config).connection().await.expect("Redis");
+    let phrase = Passphrase::new("恭喜发财").expect("a phrase");
+    let access = Access { recipients: None, passphrase: Some(config.passphrase_key.digest(&phrase)) };
+    measure("ours_phrase", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone(), access.clone()))
+        .await
+}
+
+/// Every design measured, in the order the tables show them.
+pub const DESIGNS: [&str; 5] = ["lock", "check_then_act", "two_list", "ours", "ours_phrase"];
 
 /// Every design `rounds` times, the order rotating each round (the machine's other load drifts),
 /// each on fresh keys. Reports each design's median round; violations are summed over rounds.
@@ -353,18 +369,19 @@ pub async fn rounds(
     let mut all: HashMap<&'static str, Vec<DesignResult>> = HashMap::new();
     for round in 0..rounds {
         let run = format!("seed-{}-{round}", &PacketId::random().as_str()[..6]);
-        for turn in 0..4 {
-            let result = match (round + turn) % 4 {
+        for turn in 0..DESIGNS.len() {
+            let result = match (round + turn) % DESIGNS.len() {
                 0 => lock_based(conn.clone(), &run).await,
                 1 => check_then_act(conn.clone(), &run).await,
                 2 => two_list(conn.clone(), &run).await,
-                _ => ours(config, ledger.clone()).await,
+                3 => ours(config, ledger.clone()).await,
+                _ => ours_phrase(config, ledger.clone()).await,
             };
             all.entry(result.design).or_default().push(result);
         }
     }
     let mut results = Vec::new();
-    for design in ["lock", "check_then_act", "two_list", "ours"] {
+    for design in DESIGNS {
         let mut runs = all.remove(design).unwrap_or_default();
         runs.sort_by(|a, b| a.stats.ops_per_s.total_cmp(&b.stats.ops_per_s));
         let oversells = runs.iter().map(|r| r.oversells).sum();

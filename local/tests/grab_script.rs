@@ -330,4 +330,37 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     }
     eprintln!("figure: grab.lua commands, fresh and repeat (EVALSHA included): {commands:?}");
     assert_eq!(commands, [5, 3], "EVALSHA + HMGET LPOP HSET RPUSH, then EVALSHA + HMGET LLEN");
+
+    // A chat's phrase packet: the rules ride in the same HMGET.
+    let mut gated = crate::packet(5, PacketKind::Lucky);
+    gated.access = Access {
+        recipients: Some(vec![UserId::from_claim("bob").unwrap(), UserId::from_claim("carol").unwrap()]),
+        passphrase: Some(digest("芝麻开门")),
+    };
+    store.load(&gated, &gated.shares()).await.unwrap();
+    let keys = store.keys(&gated.id);
+    let attempts = [
+        ("a member with the phrase", GrabAttempt { user: user_named("bob"), passphrase: Some(digest("芝麻开门")) }),
+        ("a stranger", GrabAttempt { user: user_named("mallory"), passphrase: Some(digest("芝麻开门")) }),
+        ("a wrong phrase", GrabAttempt { user: user_named("carol"), passphrase: Some(digest("open sesame")) }),
+    ];
+    let mut gated_commands = Vec::new();
+    for (_, attempt) in &attempts {
+        let before = local::probe::redis_commands_executed(&store).await.unwrap();
+        scripts::grab(&mut conn, &keys, attempt, START_MS, 5_000).await.unwrap();
+        let after = local::probe::redis_commands_executed(&store).await.unwrap();
+        gated_commands.push(after - before);
+    }
+    eprintln!(
+        "figure: grab.lua commands on a chat's phrase packet (member, stranger, wrong phrase): {gated_commands:?}"
+    );
+    assert_eq!(
+        gated_commands,
+        [5, 2, 3],
+        "the same 4 for a grab; HMGET alone refuses; HMGET HINCRBY counts a wrong try"
+    );
+}
+
+fn user_named(name: &str) -> UserId {
+    UserId::from_claim(name).unwrap()
 }

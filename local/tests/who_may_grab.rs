@@ -125,7 +125,7 @@ async fn a_phrase_packet_takes_the_phrase_in_any_normal_form_and_locks_guessers(
     stack.clock.advance(60_000);
     assert_eq!(stack.settle().await.finalised, 1);
 
-    let redis = redis_values(&stack).await;
+    let redis = redis_values(&stack, &id).await;
     let ledger = ledger_items(&stack).await;
     let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
     let digest = stack.config.passphrase_key.digest(&red_packets::domain::Passphrase::new(composed).unwrap());
@@ -262,42 +262,20 @@ async fn daily_limits_hold_under_concurrent_sends() {
     assert_eq!(stack.try_send("alice", &first).await.0, 201, "a new UTC day, a new allowance");
 }
 
-/// Every value the test's Redis keys hold, as one string.
-async fn redis_values(stack: &Stack) -> String {
+/// Every value Redis holds of packet `id` (its keys are all in one slot, so this reads them on
+/// one node of a cluster too), as one string.
+async fn redis_values(stack: &Stack, id: &str) -> String {
     let store = stack.store();
     let mut conn = store.connection().await.unwrap();
-    let pattern = format!("{}:*", stack.config.redis.key_prefix);
-    let mut keys: Vec<String> = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        keys.extend(batch);
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
+    let keys = store.keys(&PacketId::parse(id).unwrap());
+    let packet: Vec<String> = redis::cmd("HGETALL").arg(&keys.packet).query_async(&mut conn).await.unwrap();
+    let mut dump = format!("{} {packet:?}\n", keys.packet);
+    for list in [&keys.pool, &keys.grabs] {
+        let entries: Vec<String> = redis::cmd("LRANGE").arg(list).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+        dump.push_str(&format!("{list} {entries:?}\n"));
     }
-    let mut dump = String::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await.unwrap();
-        let values: Vec<String> = match kind.as_str() {
-            "hash" => redis::cmd("HGETALL").arg(&key).query_async(&mut conn).await.unwrap(),
-            "list" => redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query_async(&mut conn).await.unwrap(),
-            "set" => redis::cmd("SMEMBERS").arg(&key).query_async(&mut conn).await.unwrap(),
-            "zset" => redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).query_async(&mut conn).await.unwrap(),
-            "string" => vec![redis::cmd("GET").arg(&key).query_async(&mut conn).await.unwrap()],
-            _ => Vec::new(),
-        };
-        dump.push_str(&format!("{key} {values:?}\n"));
-    }
+    let lookup: Option<String> = redis::cmd("GET").arg(&keys.lookup).query_async(&mut conn).await.unwrap();
+    dump.push_str(&format!("{} {lookup:?}\n", keys.lookup));
     dump
 }
 

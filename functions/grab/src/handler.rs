@@ -17,7 +17,7 @@ use red_packets::clock::rfc3339;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::validate::parse_grab_request;
 use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
-use red_packets::http::{caller, json_body, json_response, packet_id, respond};
+use red_packets::http::{caller, json_response, optional_json_body, packet_id, respond};
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
@@ -74,7 +74,10 @@ async fn grab<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
-    let passphrase = parse_grab_request(json_body(request)?)?;
+    let passphrase = match optional_json_body(request)? {
+        Some(body) => parse_grab_request(body)?,
+        None => None,
+    };
     let attempt =
         GrabAttempt { user: user.clone(), passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)) };
     let outcome = service.store.grab(&packet_id, &attempt, service.clock.as_ref(), &service.ledger).await?;
