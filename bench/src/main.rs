@@ -35,6 +35,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = Config::from_env()?;
     config.limits.max_count = 1_000_000;
     config.limits.max_total_cents = 1_000_000_000;
+    // A few bench senders record thousands of packets: the daily limits are who_may_grab.rs's subject.
+    config.daily.max_sends = u32::MAX;
+    config.daily.max_sent_cents = 1_000_000_000_000_000;
     config.redis.timeout = Duration::from_secs(5);
     config.redis.key_prefix = "bench".into();
     let redis_port: u16 = config
