@@ -108,7 +108,7 @@ impl Rie {
             .send()
             .await
             .map_err(|error| format!("invocation failed: {error}; emulator said: {}", self.output()))?;
-        response.json().await.map_err(|error| format!("unreadable answer: {error}"))
+        response.json().await.map_err(|error| format!("unreadable answer: {error}; emulator said: {}", self.output()))
     }
 
     /// Time since the emulator was started.
