@@ -101,11 +101,7 @@ impl Stack {
     }
 
     pub async fn send(&self, sender: &str, body: Value) -> String {
-        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-        events::set_caller(&mut event, Some(sender));
-        events::set_header(&mut event, "Idempotency-Key", None);
-        events::set_body(&mut event, &body.to_string());
-        let (status, packet) = reply(send::handle(&self.functions.send, request(&event)).await).await;
+        let (status, packet) = self.try_send(sender, &body).await;
         assert_eq!(status, 201, "{packet}");
         packet["packet_id"].as_str().unwrap().to_owned()
     }

@@ -1,4 +1,4 @@
-//! The per-packet limits a deployment sets, with DESIGN.md's defaults.
+//! The limits a deployment sets, per packet and per sender per UTC day, with DESIGN.md's defaults.
 
 use super::Cents;
 
@@ -31,6 +31,12 @@ impl Default for Limits {
         }
     }
 }
+
+/// Longest greeting, in characters.
+pub const MAX_GREETING_CHARS: usize = 64;
+
+/// Largest request body accepted, in bytes (16 KiB).
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// What one sender may send per UTC day, across all their packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,9 +110,3 @@ mod tests {
         assert_eq!(utc_day(1_795_219_200_000), "2026-11-21");
     }
 }
-
-/// Longest greeting, in characters.
-pub const MAX_GREETING_CHARS: usize = 64;
-
-/// Largest request body accepted, in bytes (16 KiB).
-pub const MAX_BODY_BYTES: usize = 16 * 1024;

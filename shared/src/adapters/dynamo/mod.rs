@@ -184,7 +184,7 @@ fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>
 
 /// True when a transaction was cancelled because one of its conditions failed.
 fn condition_failed(error: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
-    cancellation_reasons(error).is_some_and(|reasons| reasons.iter().any(|reason| is_condition(reason)))
+    cancellation_reasons(error).is_some_and(|reasons| reasons.iter().any(is_condition))
 }
 
 /// Why a cancelled transaction was cancelled, one reason per item in order; `None` for any
