@@ -46,9 +46,10 @@ pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, ApiError> {
     Ok(request.passphrase.as_deref().map(Passphrase::offered))
 }
 
-/// Deserializes a JSON body, turning serde's complaint into a 400 that names the field.
+/// Deserializes a JSON object body, turning serde's complaint into a 400 that names the field.
+/// Only an object will do: serde would also read a struct from an array of its fields in order.
 pub fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
         return Err(ApiError::InvalidRequest { field: None, message: "the body must be a JSON object".into() });
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
@@ -261,7 +262,9 @@ mod tests {
 
     #[test]
     fn non_objects_and_junk_are_400s() {
-        for body in ["", "   ", "null", "[]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#] {
+        for body in
+            ["", "   ", "null", "[]", "[100, 3]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#]
+        {
             assert!(
                 matches!(
                     parse_send_request(body.as_bytes(), &Limits::default(), &key()),
@@ -292,6 +295,7 @@ mod tests {
         );
         assert!(parse_grab_request(br#"{"phrase":"x"}"#).is_err());
         assert!(parse_grab_request(b"[1]").is_err());
+        assert!(parse_grab_request(b"[null]").is_err(), "serde would read a struct from an array");
     }
 
     #[test]
