@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use grab::GrabService;
 use local::LocalAuthorizer;
+use red_packets::domain::wallet::WalletPage;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::packet::LedgerPacket;
@@ -61,6 +62,10 @@ impl Ledger for CountingLedger {
         cursor: Option<&str>,
     ) -> Result<HistoryPage, ApiError> {
         self.inner.history(user, role, limit, cursor).await
+    }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+        self.inner.wallet(user, limit, cursor).await
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::domain::{DailyLimits, Limits, PassphraseKey};
+use crate::domain::{DailyLimits, Funds, Limits, PassphraseKey};
 
 /// A variable that is set but unusable.
 #[derive(Debug, Error)]
@@ -68,6 +68,8 @@ pub struct Config {
     /// `SETTLE_DRAIN_SECONDS`, 0 for a single pass. The template sets it just under the
     /// schedule's minute, so a grab reaches the ledger within seconds.
     pub settle_drain: Duration,
+    /// Whether sends, grabs and refunds move built-in balances (`FUNDS`: `wallet` or `none`).
+    pub funds: Funds,
 }
 
 impl Config {
@@ -113,6 +115,11 @@ impl Config {
                 reason: "use letters, digits and - _ . : only (braces would change cluster slots)".into(),
             });
         }
+        let funds = match env.raw("FUNDS") {
+            None => Funds::default(),
+            Some(value) => Funds::parse(&value)
+                .ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?,
+        };
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
         Ok(Config {
@@ -129,6 +136,7 @@ impl Config {
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
+            funds,
         })
     }
 }
@@ -197,6 +205,7 @@ mod tests {
         assert_eq!(config.grab_wait, None);
         assert_eq!(config.settle_shards, 16);
         assert_eq!(config.settle_drain, Duration::ZERO);
+        assert_eq!(config.funds, Funds::Wallet);
     }
 
     #[test]
@@ -215,5 +224,7 @@ mod tests {
         assert!(config(&[("REDIS_CLUSTER", "maybe")]).is_err());
         assert!(config(&[("REDIS_KEY_PREFIX", "a{b}")]).is_err());
         assert!(config(&[("DEFAULT_EXPIRES_IN_SECONDS", "10")]).is_err());
+        assert_eq!(config(&[("FUNDS", "none")]).unwrap().funds, Funds::None);
+        assert!(config(&[("FUNDS", "credit")]).unwrap_err().to_string().contains("FUNDS"));
     }
 }

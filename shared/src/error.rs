@@ -16,6 +16,9 @@ pub enum ApiError {
     /// 401: no verified identity.
     #[error("{0}")]
     Unauthorized(&'static str),
+    /// 402: the sender's balance is below the packet's total (`FUNDS=wallet`).
+    #[error("your balance is below this packet's total")]
+    InsufficientFunds,
     /// 403: only the sender may do this.
     #[error("only the packet's sender may do this")]
     Forbidden,
@@ -92,6 +95,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest { .. } => 400,
             ApiError::Unauthorized(_) => 401,
+            ApiError::InsufficientFunds => 402,
             ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase => 403,
             ApiError::NotFound => 404,
             ApiError::SoldOut | ApiError::NotOpen => 409,
@@ -109,6 +113,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::InsufficientFunds => "insufficient_funds",
             ApiError::Forbidden => "forbidden",
             ApiError::NotEligible => "not_eligible",
             ApiError::WrongPassphrase => "wrong_passphrase",

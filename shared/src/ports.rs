@@ -9,6 +9,7 @@ use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
+use crate::domain::wallet::WalletPage;
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
 use crate::error::ApiError;
 
@@ -113,6 +114,15 @@ pub trait Ledger: Send + Sync {
         limit: u32,
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send;
+
+    /// `user`'s balance and one page of their movements, newest first
+    /// ([`ApiError::NotFound`] when this deployment keeps no wallets).
+    fn wallet(
+        &self,
+        user: &UserId,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<WalletPage, ApiError>> + Send;
 }
 
 /// What closing a packet to grabs came to.
@@ -301,5 +311,14 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send {
         (**self).history(user, role, limit, cursor)
+    }
+
+    fn wallet(
+        &self,
+        user: &UserId,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<WalletPage, ApiError>> + Send {
+        (**self).wallet(user, limit, cursor)
     }
 }

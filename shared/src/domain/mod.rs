@@ -10,6 +10,7 @@ pub mod packet;
 pub mod settlement;
 pub mod split;
 pub mod validate;
+pub mod wallet;
 
 pub use access::{Access, Passphrase, PassphraseDigest, PassphraseKey};
 pub use grab::GrabOutcome;
@@ -18,6 +19,7 @@ pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
 pub use split::{Seed, SplitRule};
+pub use wallet::{EventType, Funds, LedgerEvent, Movement, MovementKind, TopUp};
 
 /// An amount of money in integer cents (分). Money never touches floating point.
 pub type Cents = u64;

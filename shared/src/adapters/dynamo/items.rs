@@ -8,12 +8,22 @@
 //! | refund | `PKT#<id>` | `REFUND` | | |
 //! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
 //! | daily sends | `LIMIT#<sender>#<UTC day>` | `LIMIT` | | |
+//! | balance | `WALLET#<user>` | `BALANCE` | | |
+//! | movement | `WALLET#<user>` | `MOVE#<at>#<kind>#<packet id or reference>` | | |
+//! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
+//!
+//! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
+//! `packet_id`, `user`, `amount_cents`, `occurred_at`): the packet item when recorded
+//! (`PacketSent`) and when finalised (`PacketFinished` / `PacketExpired` / `PacketCancelled`),
+//! each grab item, the refund item and each movement. The EventBridge Pipe of `template.yaml`
+//! reads them from the table's stream.
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::BestLuck;
 use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
+use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::{
     Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
 };
@@ -102,6 +112,9 @@ pub struct PacketItem {
     pub cancelled_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_at_ms: Option<Millis>,
+    /// `PacketSent` when recorded; the finalisation's event once settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<LedgerEvent>,
 }
 
 impl PacketItem {
@@ -134,6 +147,14 @@ impl PacketItem {
             passphrase_digest: packet.access.passphrase.clone(),
             cancelled_at: None,
             cancelled_at_ms: None,
+            event: Some(LedgerEvent::new(
+                EventType::PacketSent,
+                packet.id.as_str(),
+                Some(&packet.id),
+                &packet.sender,
+                packet.total_cents,
+                rfc3339(packet.created_at_ms),
+            )),
         }
     }
 
@@ -174,6 +195,9 @@ pub struct GrabItem {
     pub packet_created_at: String,
     pub history_pk: String,
     pub history_sk: String,
+    /// `GrabRecorded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<LedgerEvent>,
 }
 
 impl GrabItem {
@@ -195,6 +219,14 @@ impl GrabItem {
             total_cents: packet.total_cents,
             count: packet.count,
             packet_created_at: rfc3339(packet.created_at_ms),
+            event: Some(LedgerEvent::new(
+                EventType::GrabRecorded,
+                packet.id.as_str(),
+                Some(&packet.id),
+                &grab.user,
+                grab.amount_cents,
+                rfc3339(grab.at_ms),
+            )),
         }
     }
 
@@ -278,6 +310,9 @@ pub struct RefundItem {
     pub sender: UserId,
     pub amount_cents: Cents,
     pub refunded_at: String,
+    /// `PacketRefunded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<LedgerEvent>,
 }
 
 /// The idempotency item (`IDEM#<sender>#<key>` / `IDEM`); DynamoDB's TTL removes it after 24 h.
@@ -309,6 +344,108 @@ pub struct DailySendsItem {
     /// Their totals.
     #[serde(default)]
     pub sent_cents: Cents,
+}
+
+/// Sort key of a wallet's balance.
+pub const BALANCE: &str = "BALANCE";
+
+/// `WALLET#<user>`: a wallet's balance and movements.
+pub fn wallet_pk(user: &UserId) -> String {
+    format!("WALLET#{user}")
+}
+
+/// A wallet's balance (`WALLET#<user>` / `BALANCE`), changed only in the same write as a movement.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BalanceItem {
+    /// Never below 0: a debit's condition is `balance_cents >= :amount`.
+    #[serde(default)]
+    pub balance_cents: Cents,
+}
+
+/// One movement (`WALLET#<user>` / `MOVE#<at>#<kind>#<subject>`): written once, with its balance
+/// change, under the condition that it is new; the key is built from what happened (the grab's
+/// time and packet, the top-up's reference), so a retry writes the same key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MovementItem {
+    pub pk: String,
+    pub sk: String,
+    pub user: UserId,
+    pub kind: MovementKind,
+    pub amount_cents: Cents,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_id: Option<PacketId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub at: String,
+    pub at_ms: Millis,
+    /// `WalletCredited` or `WalletDebited`.
+    pub event: LedgerEvent,
+}
+
+impl MovementItem {
+    /// The movement of `amount_cents` of `kind` for `user` at `at_ms`, about a packet or a
+    /// top-up's reference.
+    pub fn new(
+        user: &UserId,
+        kind: MovementKind,
+        amount_cents: Cents,
+        packet_id: Option<&PacketId>,
+        reference: Option<&str>,
+        at_ms: Millis,
+    ) -> Self {
+        let at = rfc3339(at_ms);
+        let subject = packet_id.map(PacketId::as_str).or(reference).unwrap_or_default().to_owned();
+        MovementItem {
+            pk: wallet_pk(user),
+            sk: format!("MOVE#{at}#{}#{subject}", kind.as_str()),
+            user: user.clone(),
+            kind,
+            amount_cents,
+            packet_id: packet_id.cloned(),
+            reference: reference.map(str::to_owned),
+            event: LedgerEvent::new(
+                kind.event(),
+                &format!("{}:{subject}", kind.as_str()),
+                packet_id,
+                user,
+                amount_cents,
+                at.clone(),
+            ),
+            at,
+            at_ms,
+        }
+    }
+
+    /// The movement as `GET /me/wallet` lists it.
+    pub fn movement(&self) -> Movement {
+        Movement {
+            kind: self.kind,
+            amount_cents: self.amount_cents,
+            packet_id: self.packet_id.clone(),
+            reference: self.reference.clone(),
+            at: self.at.clone(),
+        }
+    }
+}
+
+/// `TOPUP#<reference>`: a top-up applied, keyed by the payments system's reference, so a second
+/// delivery of it is refused by the write itself.
+pub fn topup_pk(reference: &str) -> String {
+    format!("TOPUP#{reference}")
+}
+
+/// Sort key of a top-up.
+pub const TOPUP: &str = "TOPUP";
+
+/// A top-up applied (`TOPUP#<reference>` / `TOPUP`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopupItem {
+    pub pk: String,
+    pub sk: String,
+    pub user: UserId,
+    pub amount_cents: Cents,
+    pub reference: String,
+    pub at: String,
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod client;
 mod history;
 mod items;
 mod settle;
+mod wallet;
 
 use std::collections::HashMap;
 
@@ -26,7 +27,8 @@ use crate::config::{Config, ConfigError};
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::limits::{utc_day, DailyLimit};
 use crate::domain::packet::LedgerPacket;
-use crate::domain::{DailyLimits, Packet, PacketId, PacketStatus, UserId};
+use crate::domain::wallet::WalletPage;
+use crate::domain::{DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 use crate::ports::{IdempotencyClaim, Ledger, Recorded};
 
@@ -53,6 +55,7 @@ pub struct DynamoLedger {
     table: String,
     settle_shards: u32,
     daily: DailyLimits,
+    funds: Funds,
 }
 
 impl DynamoLedger {
@@ -63,6 +66,7 @@ impl DynamoLedger {
             table: config.table_name.clone(),
             settle_shards: config.settle_shards,
             daily: config.daily,
+            funds: config.funds,
         }
     }
 
@@ -204,7 +208,8 @@ fn is_condition(reason: &CancellationReason) -> bool {
 
 impl DynamoLedger {
     /// The send's transaction: its daily counter (first), its idempotency claim (when it has
-    /// one), its packet item, each under its condition.
+    /// one), its packet item, and with the wallet the debit of the sender's balance and its
+    /// movement, each under its condition.
     fn send_transaction(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Vec<TransactWriteItem> {
         let day_started_ms = packet.created_at_ms - packet.created_at_ms.rem_euclid(24 * 60 * 60 * 1000);
         let n = |value: String| AttributeValue::N(value);
@@ -252,12 +257,22 @@ impl DynamoLedger {
             items.push(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)));
         }
         items.push(put(to_item(&PacketItem::open(packet, self.settle_shards)), "attribute_not_exists(pk)", None));
+        if self.funds == Funds::Wallet {
+            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms));
+        }
         items
+    }
+
+    /// Where the sender's balance sits in [`Self::send_transaction`], with the wallet.
+    fn debit_index(&self, claim: Option<&IdempotencyClaim>) -> Option<usize> {
+        (self.funds == Funds::Wallet).then_some(if claim.is_some() { 3 } else { 2 })
     }
 }
 
 impl Ledger for DynamoLedger {
-    /// One transaction: the sender's daily counter, the idempotency claim and the packet item.
+    /// One transaction: the sender's daily counter, the idempotency claim, the packet item and
+    /// (with the wallet) the debit; a balance short of the total is
+    /// [`ApiError::InsufficientFunds`] and records nothing.
     /// The counter's condition is the limit, so concurrent sends can never pass it together
     /// (DynamoDB serialises them; a conflict is retried); a replay fails on its claim and is
     /// answered with the original packet, counted once.
@@ -280,6 +295,10 @@ impl Ledger for DynamoLedger {
                 if is_condition(reason) {
                     return self.replay(packet, claim).await;
                 }
+            }
+            let debit = self.debit_index(claim).and_then(|index| reasons.get(index));
+            if debit.is_some_and(is_condition) {
+                return Err(ApiError::InsufficientFunds);
             }
             if let Some(reason) = reasons.first().filter(|reason| is_condition(reason)) {
                 let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
@@ -352,6 +371,10 @@ impl Ledger for DynamoLedger {
     ) -> Result<HistoryPage, ApiError> {
         Self::history(self, user, role, limit, cursor).await
     }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+        Self::wallet(self, user, limit, cursor).await
+    }
 }
 
 /// A ledger whose DynamoDB client is built on first use. `grab` reads the ledger only for a
@@ -399,5 +422,9 @@ impl Ledger for LazyLedger {
         cursor: Option<&str>,
     ) -> Result<HistoryPage, ApiError> {
         DynamoLedger::history(self.ledger().await?, user, role, limit, cursor).await
+    }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+        DynamoLedger::wallet(self.ledger().await?, user, limit, cursor).await
     }
 }

@@ -5,15 +5,16 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
 
 use super::items::{open_partitions, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
-use super::{condition_failed, from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
+use super::{cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
-use crate::domain::{Cents, Packet, PacketId, PacketStatus};
+use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
+use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
 use crate::ports::SettleLedger;
 
@@ -104,7 +105,38 @@ impl SettleLedger for DynamoLedger {
 
     /// Writes the grab item of a grab whose share claim is written: returns true when the
     /// user already holds a grab item for another share or amount (nothing is written then).
+    /// With the wallet, the grab item, the grabber's movement and their balance change are one
+    /// transaction: the grab item's condition (new) guards the credit, so a grab recorded again
+    /// (a retry, a parallel run) is never credited twice.
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
+        let same_grab = |item: Option<&HashMap<String, AttributeValue>>| -> Result<bool, ApiError> {
+            let Some(item) = item else { return Ok(false) };
+            let recorded: GrabItem = from_item(item.clone())?;
+            Ok(recorded.seq == grab.seq && recorded.amount_cents == grab.amount_cents)
+        };
+        if self.funds == Funds::Wallet {
+            let grab_item = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(to_item(&GrabItem::new(packet, grab))))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .build()
+                .expect("grab item put");
+            let mut items = vec![TransactWriteItem::builder().put(grab_item).build()];
+            items.extend(self.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), None, grab.at_ms));
+            let written = self.transact_retrying_conflicts(items).await;
+            let Err(error) = written else { return Ok(false) };
+            let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
+            return match reasons.first() {
+                // Recorded before, with its credit: the same grab is done; another is refused.
+                Some(reason) if is_condition(reason) => Ok(!same_grab(reason.item())?),
+                _ if reasons.iter().any(is_condition) => Err(ApiError::Internal(format!(
+                    "packet {}: {}'s grab item is missing but its credit is written",
+                    packet.id, grab.user
+                ))),
+                _ => Err(unavailable(error)),
+            };
+        }
         let written = self
             .client
             .put_item()
@@ -160,8 +192,9 @@ impl SettleLedger for DynamoLedger {
         Ok(taken)
     }
 
-    /// Finalises a packet once: one transaction writes the refund (when there is one) and moves
-    /// the packet out of `open`, conditional on it still being open. Returns false when another
+    /// Finalises a packet once: one transaction writes the refund (when there is one) with its
+    /// credit to the sender's wallet, sets the packet's finalisation event and moves the packet
+    /// out of `open`, conditional on it still being open. Returns false when another
     /// run finalised it first: nothing is written twice.
     async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, ApiError> {
         let now = rfc3339(now_ms);
@@ -171,7 +204,15 @@ impl SettleLedger for DynamoLedger {
             (":refund".to_owned(), AttributeValue::N(result.refund_cents.to_string())),
             (":now".to_owned(), AttributeValue::S(now.clone())),
         ]);
-        let mut set = "SET #status = :status, refund_cents = :refund, settled_at = :now".to_owned();
+        let event_type = match result.status {
+            PacketStatus::Finished => EventType::PacketFinished,
+            PacketStatus::Cancelled => EventType::PacketCancelled,
+            _ => EventType::PacketExpired,
+        };
+        let event =
+            LedgerEvent::new(event_type, packet.id.as_str(), Some(&packet.id), &packet.sender, result.refund_cents, now.clone());
+        values.insert(":event".into(), serde_dynamo::to_attribute_value(&event).expect("event serializes"));
+        let mut set = "SET #status = :status, refund_cents = :refund, settled_at = :now, event = :event".to_owned();
         if let Some(best_luck) = &result.best_luck {
             set.push_str(", best_luck = :best_luck");
             values.insert(
@@ -189,8 +230,7 @@ impl SettleLedger for DynamoLedger {
             .set_expression_attribute_values(Some(values))
             .build()
             .expect("finalise update");
-        let mut transaction =
-            self.client.transact_write_items().transact_items(TransactWriteItem::builder().update(update).build());
+        let mut items = vec![TransactWriteItem::builder().update(update).build()];
         if result.refund_cents > 0 {
             let refund = RefundItem {
                 pk: packet_pk(&packet.id),
@@ -198,6 +238,14 @@ impl SettleLedger for DynamoLedger {
                 packet_id: packet.id.clone(),
                 sender: packet.sender.clone(),
                 amount_cents: result.refund_cents,
+                event: Some(LedgerEvent::new(
+                    EventType::PacketRefunded,
+                    packet.id.as_str(),
+                    Some(&packet.id),
+                    &packet.sender,
+                    result.refund_cents,
+                    now.clone(),
+                )),
                 refunded_at: now,
             };
             let put = Put::builder()
@@ -206,9 +254,20 @@ impl SettleLedger for DynamoLedger {
                 .condition_expression("attribute_not_exists(pk)")
                 .build()
                 .expect("refund put");
-            transaction = transaction.transact_items(TransactWriteItem::builder().put(put).build());
+            items.push(TransactWriteItem::builder().put(put).build());
+            if self.funds == Funds::Wallet {
+                // The refund's credit rides on the packet's condition (still open): once only.
+                items.extend(self.credit(
+                    &packet.sender,
+                    MovementKind::Refund,
+                    result.refund_cents,
+                    Some(&packet.id),
+                    None,
+                    now_ms,
+                ));
+            }
         }
-        match transaction.send().await {
+        match self.transact_retrying_conflicts(items).await {
             Ok(_) => Ok(true),
             Err(error) if condition_failed(&error) => Ok(false),
             Err(error) => Err(unavailable(error)),

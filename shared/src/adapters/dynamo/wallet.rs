@@ -1,0 +1,210 @@
+//! The wallet in the ledger: balances changed only together with a movement item, in one
+//! transaction whose conditions make each movement happen once (see [`super::items`] for the
+//! keys). Top-ups, the wallet page, and the credit and debit items other writes join.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+
+use super::items::{topup_pk, wallet_pk, BalanceItem, MovementItem, TopupItem, BALANCE, TOPUP};
+use super::{cancellation_reasons, from_item, is_condition, to_item, unavailable, DynamoLedger};
+use crate::clock::{rfc3339, Millis};
+use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
+use crate::domain::{Cents, Funds, PacketId, UserId};
+use crate::error::ApiError;
+
+/// How many times a transaction retries when a concurrent one holds one of its items
+/// (`TransactionConflict`: a hot wallet, a sender's daily counter) before it is a 503.
+const CONFLICT_ATTEMPTS: u32 = 8;
+
+impl DynamoLedger {
+    /// The movement of `amount_cents` into `user`'s balance and the balance change, as two
+    /// transaction items: the movement only if new, the balance by `ADD` (created at 0).
+    pub(super) fn credit(
+        &self,
+        user: &UserId,
+        kind: MovementKind,
+        amount_cents: Cents,
+        packet_id: Option<&PacketId>,
+        reference: Option<&str>,
+        at_ms: Millis,
+    ) -> [TransactWriteItem; 2] {
+        let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms);
+        let balance = Update::builder()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(wallet_pk(user)))
+            .key("sk", AttributeValue::S(BALANCE.into()))
+            .update_expression("ADD balance_cents :amount SET #user = :user")
+            .expression_attribute_names("#user", "user")
+            .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
+            .expression_attribute_values(":user", AttributeValue::S(user.to_string()))
+            .build()
+            .expect("credit update");
+        [self.new_movement(&movement), TransactWriteItem::builder().update(balance).build()]
+    }
+
+    /// A send's debit of `amount_cents` from `user`, as two transaction items: the movement,
+    /// and the balance change under the condition that the balance covers it (so it never goes
+    /// below 0; a missing balance is 0). The balance is the first item.
+    pub(super) fn debit(
+        &self,
+        user: &UserId,
+        amount_cents: Cents,
+        packet_id: &PacketId,
+        at_ms: Millis,
+    ) -> [TransactWriteItem; 2] {
+        let movement = MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms);
+        let balance = Update::builder()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(wallet_pk(user)))
+            .key("sk", AttributeValue::S(BALANCE.into()))
+            .update_expression("SET balance_cents = balance_cents - :amount")
+            .condition_expression("balance_cents >= :amount")
+            .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
+            .build()
+            .expect("debit update");
+        [TransactWriteItem::builder().update(balance).build(), self.new_movement(&movement)]
+    }
+
+    fn new_movement(&self, movement: &MovementItem) -> TransactWriteItem {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(movement)))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .expect("movement put");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    /// Runs a transaction, retrying it (with a short, growing, jittered pause) while a
+    /// concurrent transaction holds one of its items.
+    pub(super) async fn transact_retrying_conflicts(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), SdkError<TransactWriteItemsError, HttpResponse>> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let written = self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
+            let Err(error) = written else { return Ok(()) };
+            let conflict = cancellation_reasons(&error)
+                .is_some_and(|reasons| reasons.iter().any(|reason| reason.code() == Some("TransactionConflict")));
+            if !conflict || attempt >= CONFLICT_ATTEMPTS {
+                return Err(error);
+            }
+            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+    }
+
+    /// Applies a top-up once per reference: one transaction writes the top-up item (only if
+    /// its reference is new), its movement and the balance change. A reference applied before
+    /// with the same user and amount changes nothing; with another it is a 400 naming it.
+    pub async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, ApiError> {
+        topup.validate()?;
+        if self.funds == Funds::None {
+            return Err(ApiError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
+        }
+        let record = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&TopupItem {
+                pk: topup_pk(&topup.reference),
+                sk: TOPUP.into(),
+                user: topup.user.clone(),
+                amount_cents: topup.amount_cents,
+                reference: topup.reference.clone(),
+                at: rfc3339(now_ms),
+            })))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("top-up put");
+        let mut items = vec![TransactWriteItem::builder().put(record).build()];
+        items.extend(self.credit(
+            &topup.user,
+            MovementKind::Topup,
+            topup.amount_cents,
+            None,
+            Some(&topup.reference),
+            now_ms,
+        ));
+        let applied = match self.transact_retrying_conflicts(items).await {
+            Ok(()) => true,
+            Err(error) => {
+                let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
+                let Some(earlier) = reasons.first().filter(|reason| is_condition(reason)).and_then(|r| r.item())
+                else {
+                    return Err(unavailable(error));
+                };
+                let earlier: TopupItem = from_item(earlier.clone())?;
+                if earlier.user != topup.user || earlier.amount_cents != topup.amount_cents {
+                    return Err(ApiError::invalid(
+                        "reference",
+                        "this reference was applied to another user or amount",
+                    ));
+                }
+                false
+            }
+        };
+        Ok(TopUpResult { applied, balance_cents: self.balance(&topup.user).await? })
+    }
+
+    /// `user`'s balance now (0 without a wallet item), strongly consistent.
+    pub async fn balance(&self, user: &UserId) -> Result<Cents, ApiError> {
+        let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
+        Ok(item.map(|item| item.balance_cents).unwrap_or(0))
+    }
+
+    /// `user`'s balance and one page of their movements, newest first; 404 with `FUNDS=none`.
+    pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+        if self.funds == Funds::None {
+            return Err(ApiError::NotFound);
+        }
+        let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
+        let output = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
+            .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
+            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+            .scan_index_forward(false)
+            .limit(limit as i32)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let next_cursor = output.last_evaluated_key.as_ref().and_then(encode_cursor);
+        let items = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| from_item::<MovementItem>(item).map(|movement| movement.movement()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(WalletPage { balance_cents: self.balance(user).await?, items, next_cursor })
+    }
+}
+
+fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
+    let sk = key.get("sk")?.as_s().ok()?;
+    Some(URL_SAFE_NO_PAD.encode(sk))
+}
+
+/// The cursor holds the last movement's sort key; its owner is the caller, never the cursor.
+fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, ApiError> {
+    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned");
+    let sk = URL_SAFE_NO_PAD.decode(cursor).ok().and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(invalid)?;
+    if !sk.starts_with("MOVE#") || sk.len() > 1024 {
+        return Err(invalid());
+    }
+    Ok(HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(wallet_pk(owner))),
+        ("sk".to_owned(), AttributeValue::S(sk)),
+    ]))
+}

@@ -1,0 +1,269 @@
+//! The money trail: where a packet's money comes from and goes to. A send debits the sender's
+//! balance by the total; each recorded grab credits the grabber; a finalised packet's refund
+//! credits the sender; top-ups (from the payments system only) credit a user. Every change is a
+//! [`Movement`] written once, with the balance change, under a condition on its reference.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Cents, PacketId, UserId};
+use crate::error::ApiError;
+
+/// Whether this deployment keeps balances (`FUNDS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Funds {
+    /// Built-in balances: send debits, grabs and refunds credit (`wallet`, the default).
+    #[default]
+    Wallet,
+    /// No balances: packets move no money here; the events feed a wallet kept elsewhere.
+    None,
+}
+
+impl Funds {
+    /// `wallet` or `none`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "wallet" => Some(Funds::Wallet),
+            "none" => Some(Funds::None),
+            _ => None,
+        }
+    }
+}
+
+/// What moved a balance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MovementKind {
+    /// Money in from the payments system.
+    Topup,
+    /// A packet's total, out of its sender's balance.
+    Send,
+    /// A share, into its grabber's balance.
+    Grab,
+    /// What was left of a packet, back to its sender.
+    Refund,
+}
+
+impl MovementKind {
+    /// The balance change of a movement of `amount_cents`: negative for a send.
+    pub fn delta(self, amount_cents: Cents) -> i128 {
+        match self {
+            MovementKind::Send => -i128::from(amount_cents),
+            _ => i128::from(amount_cents),
+        }
+    }
+
+    /// The event a movement of this kind publishes.
+    pub fn event(self) -> EventType {
+        match self {
+            MovementKind::Send => EventType::WalletDebited,
+            _ => EventType::WalletCredited,
+        }
+    }
+
+    /// `topup`, `send`, `grab` or `refund`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MovementKind::Topup => "topup",
+            MovementKind::Send => "send",
+            MovementKind::Grab => "grab",
+            MovementKind::Refund => "refund",
+        }
+    }
+}
+
+/// One line of a wallet, as `GET /me/wallet` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Movement {
+    /// What moved the balance.
+    pub kind: MovementKind,
+    /// How much, always positive; `kind` gives the direction.
+    pub amount_cents: Cents,
+    /// The packet it concerns (none for a top-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packet_id: Option<PacketId>,
+    /// The payments system's reference (top-ups only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// When it happened (RFC 3339).
+    pub at: String,
+}
+
+/// A balance and one page of its movements, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalletPage {
+    /// What the user holds now.
+    pub balance_cents: Cents,
+    /// Newest first.
+    pub items: Vec<Movement>,
+    /// Pass back as `cursor` for the next page; `null` on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// Most a single top-up may add: 1,000,000.00 in cents.
+pub const MAX_TOPUP_CENTS: Cents = 100_000_000;
+
+/// A top-up from the payments system, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopUp {
+    /// Whose balance.
+    pub user: UserId,
+    /// How much, 1..=[`MAX_TOPUP_CENTS`].
+    pub amount_cents: Cents,
+    /// The payments system's own id of this payment: a second top-up with it changes nothing.
+    pub reference: String,
+}
+
+impl TopUp {
+    /// Checks the amount and the reference (1..=64 of `[A-Za-z0-9_.:-]`).
+    pub fn validate(&self) -> Result<(), ApiError> {
+        if !(1..=MAX_TOPUP_CENTS).contains(&self.amount_cents) {
+            return Err(ApiError::invalid("amount_cents", format!("amount_cents must be 1..={MAX_TOPUP_CENTS}")));
+        }
+        let reference_ok = (1..=64).contains(&self.reference.len())
+            && self.reference.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
+        if !reference_ok {
+            return Err(ApiError::invalid("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
+        }
+        Ok(())
+    }
+}
+
+/// What applying a top-up came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopUpResult {
+    /// False when this reference was applied before (nothing changed now).
+    pub applied: bool,
+    /// The user's balance after it.
+    pub balance_cents: Cents,
+}
+
+/// The events the ledger publishes (through DynamoDB Streams and an EventBridge Pipe), one
+/// per ledger write that carries an `event` attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventType {
+    /// A packet was recorded (user: the sender; amount: its total).
+    PacketSent,
+    /// Settle recorded a grab (user: the grabber; amount: the share).
+    GrabRecorded,
+    /// Every share was taken (amount: 0 left).
+    PacketFinished,
+    /// It expired with shares left (amount: what is refunded).
+    PacketExpired,
+    /// Its sender cancelled it (amount: what is refunded).
+    PacketCancelled,
+    /// What was left went back to the sender (user: the sender; amount: the refund).
+    PacketRefunded,
+    /// A balance went up (top-up, grab, refund).
+    WalletCredited,
+    /// A balance went down (send).
+    WalletDebited,
+}
+
+impl EventType {
+    /// Every event type.
+    pub const ALL: [EventType; 8] = [
+        EventType::PacketSent,
+        EventType::GrabRecorded,
+        EventType::PacketFinished,
+        EventType::PacketExpired,
+        EventType::PacketCancelled,
+        EventType::PacketRefunded,
+        EventType::WalletCredited,
+        EventType::WalletDebited,
+    ];
+
+    /// The name, as `detail-type` carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::PacketSent => "PacketSent",
+            EventType::GrabRecorded => "GrabRecorded",
+            EventType::PacketFinished => "PacketFinished",
+            EventType::PacketExpired => "PacketExpired",
+            EventType::PacketCancelled => "PacketCancelled",
+            EventType::PacketRefunded => "PacketRefunded",
+            EventType::WalletCredited => "WalletCredited",
+            EventType::WalletDebited => "WalletDebited",
+        }
+    }
+}
+
+/// The event a ledger item publishes, stored on the item itself (its `event` attribute), so
+/// the event is the write: no second write can be lost or doubled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEvent {
+    /// Stable: derived from what happened, so a redelivery carries the same id.
+    pub event_id: String,
+    /// Which event.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// The packet (empty for a top-up).
+    pub packet_id: String,
+    /// Whom it concerns.
+    pub user: UserId,
+    /// Integer cents.
+    pub amount_cents: Cents,
+    /// When (RFC 3339).
+    pub occurred_at: String,
+}
+
+impl LedgerEvent {
+    /// The event of `event_type` about `subject` (a packet id, or a top-up's reference):
+    /// its id is `<type>:<subject>:<user>`.
+    pub fn new(event_type: EventType, subject: &str, packet_id: Option<&PacketId>, user: &UserId, amount_cents: Cents, occurred_at: String) -> Self {
+        LedgerEvent {
+            event_id: format!("{}:{subject}:{user}", event_type.as_str()),
+            event_type,
+            packet_id: packet_id.map(|id| id.to_string()).unwrap_or_default(),
+            user: user.clone(),
+            amount_cents,
+            occurred_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topup(amount_cents: Cents, reference: &str) -> TopUp {
+        TopUp { user: UserId::from_claim("alice").unwrap(), amount_cents, reference: reference.into() }
+    }
+
+    #[test]
+    fn a_send_debits_and_everything_else_credits() {
+        assert_eq!(MovementKind::Send.delta(500), -500);
+        for kind in [MovementKind::Topup, MovementKind::Grab, MovementKind::Refund] {
+            assert_eq!(kind.delta(500), 500);
+            assert_eq!(kind.event(), EventType::WalletCredited);
+        }
+        assert_eq!(MovementKind::Send.event(), EventType::WalletDebited);
+    }
+
+    #[test]
+    fn top_ups_name_what_is_wrong() {
+        assert!(topup(1, "pay-1").validate().is_ok());
+        assert!(topup(MAX_TOPUP_CENTS, "pay.2:x_y").validate().is_ok());
+        let field = |t: TopUp| match t.validate() {
+            Err(ApiError::InvalidRequest { field, .. }) => field,
+            other => panic!("expected a 400, got {other:?}"),
+        };
+        assert_eq!(field(topup(0, "pay-1")).as_deref(), Some("amount_cents"));
+        assert_eq!(field(topup(MAX_TOPUP_CENTS + 1, "pay-1")).as_deref(), Some("amount_cents"));
+        assert_eq!(field(topup(5, "")).as_deref(), Some("reference"));
+        assert_eq!(field(topup(5, "has space")).as_deref(), Some("reference"));
+        assert_eq!(field(topup(5, &"x".repeat(65))).as_deref(), Some("reference"));
+    }
+
+    #[test]
+    fn event_ids_are_stable_and_distinct_per_type_subject_and_user() {
+        let bob = UserId::from_claim("bob").unwrap();
+        let id = PacketId::random();
+        let a = LedgerEvent::new(EventType::GrabRecorded, id.as_str(), Some(&id), &bob, 5, "t".into());
+        let b = LedgerEvent::new(EventType::GrabRecorded, id.as_str(), Some(&id), &bob, 5, "t2".into());
+        assert_eq!(a.event_id, b.event_id, "a redelivery, or a retry at another time, has the same id");
+        let credit = LedgerEvent::new(EventType::WalletCredited, id.as_str(), Some(&id), &bob, 5, "t".into());
+        assert_ne!(a.event_id, credit.event_id);
+        assert_eq!(EventType::ALL.len(), 8);
+    }
+}
