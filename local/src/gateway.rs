@@ -31,7 +31,7 @@ pub struct Functions {
     pub send: send::SendService<DynamoLedger, Arc<RedisStore>>,
     /// `POST /packets/{packet_id}/grab`.
     pub grab: grab::GrabService<Arc<RedisStore>, DynamoLedger>,
-    /// `GET /packets/{packet_id}` and `GET /me/packets`.
+    /// `GET /packets/{packet_id}`, `GET /me/packets` and `GET /me/wallet`.
     pub query: query::QueryService<Arc<RedisStore>, DynamoLedger>,
     /// The scheduled settle run.
     pub settler: DeployedSettler,
@@ -46,6 +46,7 @@ pub const ROUTES: &[&str] = &[
     "GET /packets/{packet_id}",
     "GET /me/packets",
     "POST /packets/{packet_id}/cancel",
+    "GET /me/wallet",
 ];
 
 /// The local API's router.
@@ -56,6 +57,7 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/packets/{packet_id}/cancel", post(cancel_route))
         .route("/packets/{packet_id}", get(packet_route))
         .route("/me/packets", get(history_route))
+        .route("/me/wallet", get(wallet_route))
         .fallback(|| async { into_axum(error_response(&ApiError::NotFound)) })
         .with_state(functions)
 }
@@ -90,6 +92,10 @@ async fn packet_route(
 
 async fn history_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
     invoke(&functions, ROUTES[3], None, request, |event| query::handle(&functions.query, event)).await
+}
+
+async fn wallet_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
+    invoke(&functions, ROUTES[5], None, request, |event| query::handle(&functions.query, event)).await
 }
 
 async fn invoke<F, Fut>(

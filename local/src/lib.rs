@@ -50,6 +50,24 @@ pub async fn functions_with_clock(
     })
 }
 
+/// `local topup <user> <cents>` and `local reconcile`: the `funds` function's handler on
+/// `config`'s ledger, as the payments system and the daily schedule invoke it; prints its
+/// answer, and fails when the books do not balance.
+pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_env()?;
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
+    ledger.ensure_table().await?;
+    let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
+    let response = funds::handle(&ledger, &SystemClock, event).await?;
+    println!("{}", serde_json::to_string_pretty(&response)?);
+    match response {
+        red_packets::funds::FundsResponse::Reconcile(books) if !books.balanced() => {
+            Err(format!("{} the books do not balance", red_packets::settle::RECONCILIATION_MISMATCH).into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs settle through its handler every `every`, as the schedule would, for ever.
 pub async fn settle_every(functions: Arc<Functions>, every: Duration) {
     let mut ticks = tokio::time::interval(every);

@@ -1,8 +1,11 @@
-//! `local serve` (the default) runs the local API; `local token <user>` prints a bearer token.
+//! `local serve` (the default) runs the local API; `local token <user>` prints a bearer token;
+//! `local topup <user> <cents> [reference]` credits a wallet as the payments system would;
+//! `local reconcile` checks that the books balance.
 
 use local::LocalAuthorizer;
 
-const USAGE: &str = "usage: local [serve] | local token <user> [ttl-seconds]";
+const USAGE: &str =
+    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -16,6 +19,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{}", LocalAuthorizer::from_env().token(&user, ttl));
             Ok(())
         }
+        Some("topup") => {
+            let user = args.next().ok_or(USAGE)?;
+            let amount_cents: u64 = args.next().ok_or(USAGE)?.parse()?;
+            let reference = args.next().unwrap_or_else(|| format!("local-{}", red_packets::domain::PacketId::random()));
+            let topup = serde_json::json!({ "user": user, "amount_cents": amount_cents, "reference": reference });
+            local::funds_from_env(serde_json::json!({ "topup": topup })).await
+        }
+        Some("reconcile") => local::funds_from_env(serde_json::json!({ "reconcile": {} })).await,
         Some(_) => Err(USAGE.into()),
     }
 }

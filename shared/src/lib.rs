@@ -14,6 +14,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod events;
+pub mod funds;
 pub mod http;
 pub mod packets;
 pub mod ports;

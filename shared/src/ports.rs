@@ -9,6 +9,7 @@ use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
+use crate::domain::books::LedgerRecords;
 use crate::domain::wallet::WalletPage;
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
 use crate::error::ApiError;
@@ -123,6 +124,13 @@ pub trait Ledger: Send + Sync {
         limit: u32,
         cursor: Option<&str>,
     ) -> impl Future<Output = Result<WalletPage, ApiError>> + Send;
+}
+
+/// The ledger as a whole, for reconciliation.
+pub trait Books: Send + Sync {
+    /// Every balance, movement, top-up and packet (with its grab and refund items) the ledger
+    /// holds, strongly consistent item by item (not one snapshot: see `reconcile`).
+    fn ledger_records(&self) -> impl Future<Output = Result<LedgerRecords, ApiError>> + Send;
 }
 
 /// What closing a packet to grabs came to.

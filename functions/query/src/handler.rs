@@ -1,6 +1,7 @@
 //! `GET /packets/{packet_id}`: the packet view, live from Redis while the packet is open,
 //! from the ledger once settled. `GET /me/packets?role=sent|received&limit&cursor`: the
-//! caller's own history, newest first.
+//! caller's own history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and
+//! its movements, newest first.
 
 use std::sync::Arc;
 
@@ -43,7 +44,13 @@ pub async fn handle<S: LiveStore, L: Ledger>(
     request: Request,
 ) -> Result<Response<Body>, Error> {
     let has_packet_id = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
-    let result = if has_packet_id { packet(service, &request).await } else { history(service, &request).await };
+    let result = if has_packet_id {
+        packet(service, &request).await
+    } else if request.uri().path().ends_with("/me/wallet") {
+        wallet(service, &request).await
+    } else {
+        history(service, &request).await
+    };
     Ok(respond(result))
 }
 
@@ -68,32 +75,46 @@ async fn history<S: LiveStore, L: Ledger>(
         .first("role")
         .and_then(Role::parse)
         .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
-    let limit = match query.first("limit") {
-        None => DEFAULT_LIMIT,
-        Some(text) => {
-            text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
-                ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
-            })?
-        }
-    };
-    let page = service.ledger.history(&user, role, limit, query.first("cursor")).await?;
+    let page = service.ledger.history(&user, role, page_limit(request)?, query.first("cursor")).await?;
     Ok(json_response(StatusCode::OK, &page))
+}
+
+async fn wallet<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let user = caller(request)?;
+    let cursor = request.query_string_parameters_ref().and_then(|query| query.first("cursor").map(str::to_owned));
+    let page = service.ledger.wallet(&user, page_limit(request)?, cursor.as_deref()).await?;
+    Ok(json_response(StatusCode::OK, &page))
+}
+
+/// The `limit` query parameter: 1..=[`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent.
+fn page_limit(request: &Request) -> Result<u32, ApiError> {
+    match request.query_string_parameters_ref().and_then(|query| query.first("limit")) {
+        None => Ok(DEFAULT_LIMIT),
+        Some(text) => text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
+            ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use red_packets::adapters::{DynamoLedger, RedisStore};
-    use red_packets::domain::PacketId;
+    use red_packets::domain::{Funds, PacketId};
     use red_packets::events;
     use red_packets::Config;
     use serde_json::Value;
 
     const QUERY_EVENT: &str = include_str!("../../../events/query.json");
     const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
+    const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 
     async fn service() -> QueryService<RedisStore, DynamoLedger> {
-        let config = Config::from_env().unwrap();
+        let mut config = Config::from_env().unwrap();
+        config.funds = Funds::Wallet;
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         QueryService::new(RedisStore::new(&config), ledger)
@@ -135,6 +156,22 @@ mod tests {
             ("role=sent&cursor=forged", "cursor"),
         ] {
             let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+            event["rawQueryString"] = Value::String(query.into());
+            event.as_object_mut().unwrap().remove("queryStringParameters");
+            let (status, body) = call(&service, &event).await;
+            assert_eq!((status, body["error"]["field"].as_str()), (400, Some(field)), "{query}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sample_wallet_query_answers_a_balance_and_names_a_bad_cursor() {
+        let service = service().await;
+        let event: Value = serde_json::from_str(WALLET_EVENT).unwrap();
+        let (status, body) = call(&service, &event).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["balance_cents"].is_u64() && body["items"].is_array(), "{body}");
+        for (query, field) in [("limit=0", "limit"), ("cursor=forged", "cursor"), ("cursor=UEtUI3g", "cursor")] {
+            let mut event = event.clone();
             event["rawQueryString"] = Value::String(query.into());
             event.as_object_mut().unwrap().remove("queryStringParameters");
             let (status, body) = call(&service, &event).await;

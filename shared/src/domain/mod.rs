@@ -1,6 +1,7 @@
 //! The pure domain: money in integer cents, limits, splitters and packet rules. No I/O here.
 
 pub mod access;
+pub mod books;
 pub mod grab;
 pub mod history;
 pub mod ids;

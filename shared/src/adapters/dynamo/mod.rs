@@ -1,6 +1,7 @@
 //! The DynamoDB ledger: one table holding packets, grabs, refunds and idempotency claims
 //! (layout in [`items`]). Every failure to reach DynamoDB becomes a 503.
 
+mod books;
 pub mod client;
 mod history;
 mod items;

@@ -1,0 +1,122 @@
+//! A top-up or a reconciliation, by payload. A failure's `errorType` names what went wrong
+//! (`InvalidFundsRequest` for a payload or a top-up that cannot be applied, `StoreUnavailable`),
+//! never a Rust type name, so the payments system can tell its mistake from a retryable fault.
+
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use red_packets::adapters::DynamoLedger;
+use red_packets::funds::{run, FundsRequest, FundsResponse};
+use red_packets::{ApiError, Clock};
+use serde_json::Value;
+
+/// Why an invocation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FundsFailure {
+    /// The payload is not a request this function knows.
+    #[error("invalid funds payload: {0}")]
+    InvalidRequest(serde_json::Error),
+    /// The request itself cannot be carried out (a bad amount, a reference reused).
+    #[error("{field}: {message}")]
+    Refused {
+        /// The field at fault.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// DynamoDB could not be reached, or the ledger is corrupt: retry, or page someone.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<ApiError> for FundsFailure {
+    fn from(error: ApiError) -> Self {
+        match error {
+            ApiError::InvalidRequest { field, message } => {
+                FundsFailure::Refused { field: field.unwrap_or_default(), message }
+            }
+            ApiError::Unavailable { dependency, detail } => FundsFailure::Unavailable(format!("{dependency}: {detail}")),
+            other => FundsFailure::Unavailable(format!("{other}: {other:?}")),
+        }
+    }
+}
+
+impl From<FundsFailure> for Diagnostic {
+    fn from(failure: FundsFailure) -> Self {
+        let error_type = match &failure {
+            FundsFailure::InvalidRequest(_) | FundsFailure::Refused { .. } => "InvalidFundsRequest",
+            FundsFailure::Unavailable(_) => "StoreUnavailable",
+        };
+        Diagnostic { error_type: error_type.into(), error_message: failure.to_string() }
+    }
+}
+
+/// The Lambda handler.
+pub async fn handle(
+    ledger: &DynamoLedger,
+    clock: &dyn Clock,
+    event: LambdaEvent<Value>,
+) -> Result<FundsResponse, FundsFailure> {
+    let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
+    Ok(run(ledger, clock, &request).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use lambda_runtime::Context;
+    use red_packets::domain::{Funds, PacketId};
+    use red_packets::{Config, SystemClock};
+    use serde_json::json;
+
+    const TOPUP_EVENT: &str = include_str!("../../../events/topup.json");
+    const RECONCILE_EVENT: &str = include_str!("../../../events/reconcile.json");
+
+    async fn ledger() -> DynamoLedger {
+        let mut config = Config::from_env().unwrap();
+        config.funds = Funds::Wallet;
+        config.table_name = format!("RedPackets-funds-{}", &PacketId::random().as_str()[..8]);
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
+        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+        ledger
+    }
+
+    async fn call(ledger: &DynamoLedger, payload: Value) -> Result<Value, Diagnostic> {
+        let event = LambdaEvent::new(payload, Context::default());
+        handle(ledger, &SystemClock, event).await.map(|response| serde_json::to_value(response).unwrap()).map_err(Diagnostic::from)
+    }
+
+    #[tokio::test]
+    async fn the_sample_top_up_applies_once_and_the_books_balance() {
+        let ledger = ledger().await;
+        let payload: Value = serde_json::from_str(TOPUP_EVENT).unwrap();
+        let first = call(&ledger, payload.clone()).await.unwrap();
+        assert_eq!(first["topup"], json!({"applied": true, "balance_cents": 50000}));
+        let again = call(&ledger, payload.clone()).await.unwrap();
+        assert_eq!(again["topup"], json!({"applied": false, "balance_cents": 50000}), "one reference, one credit");
+
+        let mut reused = payload.clone();
+        reused["topup"]["amount_cents"] = json!(1);
+        let refused = call(&ledger, reused).await.unwrap_err();
+        assert_eq!(refused.error_type, "InvalidFundsRequest");
+        assert!(refused.error_message.starts_with("reference:"), "{}", refused.error_message);
+
+        let reconciled = call(&ledger, serde_json::from_str(RECONCILE_EVENT).unwrap()).await.unwrap();
+        assert_eq!(reconciled["reconcile"]["topups_cents"], json!(50000));
+        assert_eq!(reconciled["reconcile"]["balances_cents"], json!(50000));
+        assert_eq!(reconciled["reconcile"]["differences"], json!([]));
+    }
+
+    #[tokio::test]
+    async fn bad_payloads_are_the_callers_mistake() {
+        let ledger = ledger().await;
+        for payload in [
+            json!({"withdraw": {}}),
+            json!({"topup": {"user": "alice", "amount_cents": 0, "reference": "pay-0"}}),
+            json!({"topup": {"user": "alice", "amount_cents": 5, "reference": "pay 0"}}),
+            json!(null),
+        ] {
+            let failure = call(&ledger, payload.clone()).await.unwrap_err();
+            assert_eq!(failure.error_type, "InvalidFundsRequest", "{payload}");
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Lambda entry point of `funds`.
+
+use lambda_runtime::{service_fn, Error};
+use red_packets::adapters::DynamoLedger;
+use red_packets::{telemetry, Config, SystemClock};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    telemetry::init();
+    let config = Config::from_env()?;
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
+    lambda_runtime::run(service_fn(|event| funds::handle(&ledger, &SystemClock, event))).await
+}

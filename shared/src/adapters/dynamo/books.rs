@@ -1,0 +1,118 @@
+//! Reconciliation's read of the whole ledger: a parallel scan that keeps, of each item, what
+//! the books need (balances, movements, top-ups, packets, grabs, refunds).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde::Deserialize;
+
+use super::items::{BalanceItem, MovementItem, TopupItem, BALANCE, META, REFUND, TOPUP};
+use super::{from_item, unavailable, DynamoLedger};
+use crate::domain::books::{LedgerRecords, MovementRecord, PacketRecord};
+use crate::domain::{Cents, PacketId, PacketStatus, UserId};
+use crate::error::ApiError;
+use crate::ports::Books;
+
+/// Scan segments read at once.
+const SEGMENTS: i32 = 4;
+
+#[derive(Deserialize)]
+struct PacketMoney {
+    packet_id: PacketId,
+    sender: UserId,
+    total_cents: Cents,
+    status: PacketStatus,
+}
+
+#[derive(Deserialize)]
+struct GrabMoney {
+    packet_id: PacketId,
+    user: UserId,
+    amount_cents: Cents,
+}
+
+#[derive(Deserialize)]
+struct RefundMoney {
+    packet_id: PacketId,
+    amount_cents: Cents,
+}
+
+type Item = HashMap<String, AttributeValue>;
+
+impl DynamoLedger {
+    async fn scan_segment(&self, segment: i32) -> Result<Vec<Item>, ApiError> {
+        self.client
+            .scan()
+            .table_name(&self.table)
+            .segment(segment)
+            .total_segments(SEGMENTS)
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(unavailable)
+    }
+}
+
+impl Books for DynamoLedger {
+    async fn ledger_records(&self) -> Result<LedgerRecords, ApiError> {
+        let segments: Vec<Vec<Item>> =
+            stream::iter((0..SEGMENTS).map(|segment| self.scan_segment(segment))).buffer_unordered(4).try_collect().await?;
+        let mut records = LedgerRecords::default();
+        let mut grabs: Vec<GrabMoney> = Vec::new();
+        let mut refunds: Vec<RefundMoney> = Vec::new();
+        for item in segments.into_iter().flatten() {
+            let text = |name: &str| item.get(name).and_then(|value| value.as_s().ok()).cloned().unwrap_or_default();
+            let (pk, sk) = (text("pk"), text("sk"));
+            if pk.starts_with("WALLET#") && sk == BALANCE {
+                let user = UserId::from_claim(&pk["WALLET#".len()..])
+                    .ok_or_else(|| ApiError::Internal(format!("corrupt wallet key {pk}")))?;
+                records.balances.insert(user, from_item::<BalanceItem>(item)?.balance_cents);
+            } else if pk.starts_with("WALLET#") && sk.starts_with("MOVE#") {
+                let movement: MovementItem = from_item(item)?;
+                records.movements.push(MovementRecord {
+                    user: movement.user,
+                    kind: movement.kind,
+                    amount_cents: movement.amount_cents,
+                    packet_id: movement.packet_id,
+                    reference: movement.reference,
+                });
+            } else if pk.starts_with("TOPUP#") && sk == TOPUP {
+                let topup: TopupItem = from_item(item)?;
+                records.topups.push((topup.reference, topup.user, topup.amount_cents));
+            } else if pk.starts_with("PKT#") && sk == META {
+                let packet: PacketMoney = from_item(item)?;
+                records.packets.insert(
+                    packet.packet_id,
+                    PacketRecord {
+                        sender: packet.sender,
+                        total_cents: packet.total_cents,
+                        status: packet.status,
+                        grabs: Vec::new(),
+                        refund_cents: None,
+                    },
+                );
+            } else if pk.starts_with("PKT#") && sk.starts_with("GRAB#") {
+                grabs.push(from_item(item)?);
+            } else if pk.starts_with("PKT#") && sk == REFUND {
+                refunds.push(from_item(item)?);
+            }
+        }
+        for grab in grabs {
+            match records.packets.get_mut(&grab.packet_id) {
+                Some(packet) => packet.grabs.push((grab.user, grab.amount_cents)),
+                None => return Err(ApiError::Internal(format!("grab item of unknown packet {}", grab.packet_id))),
+            }
+        }
+        for refund in refunds {
+            match records.packets.get_mut(&refund.packet_id) {
+                Some(packet) => packet.refund_cents = Some(refund.amount_cents),
+                None => return Err(ApiError::Internal(format!("refund item of unknown packet {}", refund.packet_id))),
+            }
+        }
+        Ok(records)
+    }
+}
