@@ -14,6 +14,9 @@ eval "$exports"
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS \
   MAX_RECIPIENTS MAX_SENDS_PER_DAY MAX_SENT_CENTS_PER_DAY PASSPHRASE_KEY
+# The packet suites test packets, not money: their senders hold no balance. The wallet suites
+# (wallet.rs, events_stream.rs, the funds and query handlers' tests) turn FUNDS=wallet on.
+export FUNDS=none
 export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"

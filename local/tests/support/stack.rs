@@ -20,6 +20,7 @@ const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 const QUERY_EVENT: &str = include_str!("../../../events/query.json");
 const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
 const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
+const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 
 /// One test's own stack: its Redis database, its table, its clock.
 pub struct Stack {
@@ -147,6 +148,15 @@ impl Stack {
 
     pub async fn history(&self, user: &str, query_string: &str) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        events::set_caller(&mut event, Some(user));
+        event["rawQueryString"] = Value::String(query_string.to_owned());
+        event.as_object_mut().unwrap().remove("queryStringParameters");
+        reply(query::handle(&self.functions.query, request(&event)).await).await
+    }
+
+    /// `GET /me/wallet?<query_string>` by `user`.
+    pub async fn wallet(&self, user: &str, query_string: &str) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(WALLET_EVENT).unwrap();
         events::set_caller(&mut event, Some(user));
         event["rawQueryString"] = Value::String(query_string.to_owned());
         event.as_object_mut().unwrap().remove("queryStringParameters");
