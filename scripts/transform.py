@@ -25,6 +25,7 @@ PARAMETER_SETS = {
     "scope": {"RequiredScope": "packets/use"},
     "nodes-scope-wait": {"CacheMode": "nodes", "RequiredScope": "packets/use", "GrabWaitReplicas": "1"},
     "own-issuer": {"JwtIssuer": "https://issuer.example.com", "JwtAudience": "app-client"},
+    "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
 }
 
 
@@ -50,11 +51,12 @@ def check_translated(name, output):
     if any(r["Type"].startswith("AWS::Serverless::") for r in resources.values()):
         problems.append("SAM resources left after the transform")
     functions = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"]
-    if sorted(functions) != ["GrabFunction", "QueryFunction", "SendFunction", "SettleFunction"]:
+    if sorted(functions) != ["FundsFunction", "GrabFunction", "QueryFunction", "SendFunction", "SettleFunction"]:
         problems.append(f"functions {sorted(functions)}")
     schedules = [n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"]
-    if len(schedules) != 2:
-        problems.append(f"{len(schedules)} settle schedules, expected 2")
+    if len(schedules) != 3:
+        problems.append(f"{len(schedules)} schedules, expected 3 (two settle, one reconciliation)")
+    problems += check_events_pipe(name, resources)
     invoke_configs = [r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
     if len(invoke_configs) != 1 or "OnFailure" not in json.dumps(invoke_configs[0]):
         problems.append("settle's on-failure destination is missing")
@@ -62,6 +64,39 @@ def check_translated(name, output):
     body = json.dumps(apis[0]["Properties"].get("Body", {})) if apis else ""
     if "JwtAuthorizer" not in body:
         problems.append("the JWT authorizer is not on the routes")
+    return problems
+
+
+EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at"]
+
+
+def check_events_pipe(name, resources):
+    """The events Pipe as CloudFormation receives it: it reads the table's stream, keeps INSERTs
+    that carry an event and a packet's finalisation (each filter valid JSON), and its template
+    builds every field of the event schemas. The filters and the template are applied to real
+    stream records of DynamoDB Local in local/tests/events_stream.rs; the webhook's resources
+    exist only with a WebhookUrl."""
+    problems = []
+    pipes = [r for r in resources.values() if r["Type"] == "AWS::Pipes::Pipe"]
+    if len(pipes) != 1:
+        return [f"{len(pipes)} pipes, expected 1"]
+    pipe = pipes[0]["Properties"]
+    if pipe.get("Source") != {"Fn::GetAtt": ["PacketsTable", "StreamArn"]}:
+        problems.append(f"the pipe reads {pipe.get('Source')}, not the table's stream")
+    filters = pipe["SourceParameters"]["FilterCriteria"]["Filters"]
+    patterns = [json.loads(f["Pattern"]) for f in filters]
+    if sorted(p["eventName"][0] for p in patterns) != ["INSERT", "MODIFY"]:
+        problems.append(f"pipe filters {patterns}")
+    template = pipe["TargetParameters"]["InputTemplate"]
+    built = json.loads(template.replace("<", "").replace(">", ""))
+    if sorted(built) != sorted(EVENT_FIELDS):
+        problems.append(f"the pipe's template builds {sorted(built)}")
+    table = resources["PacketsTable"]["Properties"]
+    if table.get("StreamSpecification", {}).get("StreamViewType") != "NEW_AND_OLD_IMAGES":
+        problems.append("the table's stream is not NEW_AND_OLD_IMAGES")
+    webhook = [n for n, r in resources.items() if n.startswith("Webhook") and r.get("Condition") != "HasWebhook"]
+    if webhook:
+        problems.append(f"webhook resources without the HasWebhook condition: {webhook}")
     return problems
 
 

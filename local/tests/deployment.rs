@@ -87,7 +87,8 @@ fn every_error_code_of_the_api_is_in_openapi() {
 const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
     ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
     ("GrabFunction", &["dynamodb:Query"]),
-    ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:Query"]),
+    ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"]),
+    ("FundsFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"]),
     ("SettleFunction", &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
 ];
 
