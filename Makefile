@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token build deploy bench soak install invoke profile-grab
+.PHONY: run test token topup reconcile build deploy bench soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -15,6 +15,19 @@ test:
 ## make token U=alice: a bearer token for the local API
 token:
 	@cargo run -q -p local -- token $(or $(U),alice)
+
+# make run's DynamoDB Local (LOCAL_DYNAMODB_PORT, default 8479), for the funds commands below.
+FUNDS_ENV = AWS_ENDPOINT_URL_DYNAMODB=$${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:$${LOCAL_DYNAMODB_PORT:-8479}} \
+	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-local} \
+	AWS_REGION=$${AWS_REGION:-us-east-1}
+
+## make topup U=alice CENTS=50000 [REF=payment-1]: credit a wallet of make run's stack, as the payments system would
+topup:
+	@$(FUNDS_ENV) cargo run -q -p local -- topup $(or $(U),alice) $(or $(CENTS),50000) $(REF)
+
+## make reconcile: check that make run's books balance (RECONCILIATION_MISMATCH and exit 1 otherwise)
+reconcile:
+	@$(FUNDS_ENV) cargo run -q -p local -- reconcile
 
 ## make invoke FN=grab EVENT=events/grab.json: one event on the function's release binary under
 ## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services

@@ -11,4 +11,5 @@ exports=$(scripts/stack.sh start "$name" 0 0)
 trap 'scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
 unset TABLE_NAME REDIS_CLUSTER GRAB_WAIT_REPLICAS REDIS_KEY_PREFIX
-RUST_LOG=${RUST_LOG:-error} target/release/bench
+# The benches measure the packet paths, not money: their senders hold no balance.
+FUNDS=none RUST_LOG=${RUST_LOG:-error} target/release/bench

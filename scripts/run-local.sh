@@ -18,6 +18,12 @@ exports=$(scripts/stack.sh start "$name" "$redis_port" "$dynamo_port" persist)
 trap 'scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
 
+cat <<HOWTO
+The wallet is on (FUNDS=wallet): a sender needs a balance before sending. In another shell, top
+one up as the payments system would (once per REF; a fresh one when left out):
+  make topup U=alice CENTS=50000 [REF=payment-1]
+  make reconcile        # the books balance, or RECONCILIATION_MISMATCH and exit 1
+HOWTO
 ./target/debug/local serve &
 server=$!
 trap 'kill -TERM "$server" 2>/dev/null || true' INT TERM

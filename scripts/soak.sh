@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make soak` (not part of `make test`): SOAK_SECONDS (default 600) of steady mixed traffic —
-# sends, grabs, packet views, history pages — against the local API (release build) on a Redis
+# top-ups, sends, grabs, packet views, history pages — against the local API (release build) on a Redis
 # and a DynamoDB Local of its own, with settle on its local schedule (every second, the default). Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the
-# API's memory stayed flat, prints the report and writes bench/results/soak-<seconds>s.json.
+# API's memory stayed flat, reconciles the whole ledger (invariant 8), prints the report and writes bench/results/soak-<seconds>s.json.
 # Exits non-zero on any error or violation. Stops what it started, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +29,14 @@ api=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 grep -q "listening on" "$log" || { cat "$log"; echo "the local API did not start"; exit 1; }
 
+# The wallet is on (FUNDS=wallet, the default): the payments system tops every soak user up
+# first (one reference each, through the funds function's handler), so sends are paid.
+echo "topping up soak-u0..soak-u1999"
+seq 0 1999 | xargs -P 8 -I{} sh -c 'target/release/local topup soak-u{} 100000000 soak-topup-{} >/dev/null'
+
 SOAK_URL="http://127.0.0.1:$port" SOAK_PID=$api SOAK_LOG=$log target/release/soak
+
+# Invariant 8 on top of the soak's own verification: every balance, movement, top-up and packet
+# of the whole ledger reconciles (exits non-zero with RECONCILIATION_MISMATCH otherwise).
+echo "reconciling the whole ledger"
+target/release/local reconcile | tail -12

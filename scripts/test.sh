@@ -22,7 +22,7 @@ export RUST_LOG=${RUST_LOG:-warn}
 log=".local/$name/cargo-test.log"
 cargo build --workspace --bins --locked
 # The functions' release binaries, for AWS's Runtime Interface Emulator (events_on_binaries.rs).
-cargo build --release --locked -p send -p grab -p query -p settle
+cargo build --release --locked -p send -p grab -p query -p settle -p funds
 LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
 valkey=$(scripts/stack.sh valkey-server)

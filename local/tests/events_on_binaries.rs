@@ -19,6 +19,9 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("history.json", "query"),
     ("settle.json", "settle"),
     ("cancel.json", "send"),
+    ("wallet.json", "query"),
+    ("topup.json", "funds"),
+    ("reconcile.json", "funds"),
 ];
 
 fn workspace() -> PathBuf {
@@ -124,6 +127,27 @@ async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
     assert_eq!(settled[0]["shards"], serde_json::json!([0, 15]), "{}", settled[0]);
     assert_eq!(settled[0]["mismatches"], 0, "{}", settled[0]);
     assert_eq!(settled[1]["errorType"], "InvalidSettleRequest", "{}", settled[1]);
+
+    // topup.json on the funds function (the wallet on): credited once, by reference (an earlier
+    // pass of make test on this DynamoDB Local may have applied it); wallet.json shows the
+    // balance; reconcile.json finds the books balanced; a bad payload names its error type.
+    let wallet = [("FUNDS", "wallet")];
+    let funded = on_emulator_with(
+        "funds",
+        &wallet,
+        vec![event("topup.json"), event("topup.json"), event("reconcile.json"), serde_json::json!({ "withdraw": 1 })],
+    )
+    .await;
+    assert!(funded[0]["topup"]["applied"].is_boolean(), "{}", funded[0]);
+    assert_eq!(funded[1]["topup"]["applied"], false, "a reference is credited once: {}", funded[1]);
+    let balance = funded[1]["topup"]["balance_cents"].as_u64().unwrap();
+    assert!(balance >= 50_000, "{}", funded[1]);
+    assert_eq!(funded[2]["reconcile"]["differences"], serde_json::json!([]), "{}", funded[2]);
+    assert_eq!(funded[3]["errorType"], "InvalidFundsRequest", "{}", funded[3]);
+    let wallets = on_emulator_with("query", &wallet, vec![event("wallet.json")]).await;
+    let (status, page) = status_and_body(&wallets[0]);
+    assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{page}");
+    assert_eq!(page["items"][0]["kind"], "topup", "{page}");
 }
 
 /// The ledger over TLS, as in AWS: `send`'s release binary reaches DynamoDB Local through a TLS
