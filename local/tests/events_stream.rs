@@ -51,7 +51,9 @@ fn matches(pattern: &Value, event: &Value) -> bool {
             let value = event.get(name);
             match inner {
                 Value::Array(allowed) => allowed.iter().any(|allowed| match allowed {
-                    Value::Object(rule) if rule.contains_key("exists") => rule["exists"].as_bool() == Some(value.is_some()),
+                    Value::Object(rule) if rule.contains_key("exists") => {
+                        rule["exists"].as_bool() == Some(value.is_some())
+                    }
                     literal => value == Some(literal),
                 }),
                 nested => value.is_some_and(|value| matches(nested, value)),
@@ -155,7 +157,8 @@ async fn stream_records(stack: &Stack) -> Vec<Value> {
 
 fn schema(event_type: &str) -> jsonschema::Validator {
     let path = format!("{}/../events/schemas/{event_type}.json", env!("CARGO_MANIFEST_DIR"));
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("a schema per event type")).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("a schema per event type")).unwrap();
     jsonschema::validator_for(&schema).unwrap()
 }
 
@@ -164,6 +167,20 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     let mut config = Config::from_env().expect("configuration");
     config.funds = Funds::Wallet;
     let stack = Stack::with_config("events", config).await;
+    // The stream of template.yaml's table (local tables have none: it slows DynamoDB Local).
+    let view = aws_sdk_dynamodb::types::StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(aws_sdk_dynamodb::types::StreamViewType::NewAndOldImages)
+        .build()
+        .unwrap();
+    red_packets::adapters::DynamoLedger::client_from_env()
+        .unwrap()
+        .update_table()
+        .table_name(&stack.config.table_name)
+        .stream_specification(view)
+        .send()
+        .await
+        .expect("DynamoDB Local enables the stream");
     let alice = UserId::from_claim("alice").unwrap();
     let topup = TopUp { user: alice.clone(), amount_cents: 1_000, reference: "pay-events-1".into() };
     assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap().applied);

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng};
+use red_packets::adapters::DynamoLedger;
 use red_packets::domain::books::LedgerRecords;
 use red_packets::domain::wallet::{MovementKind, TopUp};
-use red_packets::adapters::DynamoLedger;
 use red_packets::domain::{Cents, Funds, PacketStatus, UserId};
 use red_packets::funds::reconcile;
 use red_packets::ports::Books;
@@ -79,7 +79,10 @@ async fn a_send_is_paid_from_the_wallet_once_and_a_short_balance_records_nothing
     let (status, wallet) = stack.wallet("bob", "").await;
     assert_eq!(status, 200);
     assert_eq!(wallet["balance_cents"].as_u64(), Some(share));
-    assert_eq!(wallet["items"], json!([{ "kind": "grab", "amount_cents": share, "packet_id": id, "at": grab["grabbed_at"] }]));
+    assert_eq!(
+        wallet["items"],
+        json!([{ "kind": "grab", "amount_cents": share, "packet_id": id, "at": grab["grabbed_at"] }])
+    );
 
     stack.clock.advance(1_000);
     stack.cancel(&id, "alice").await;
@@ -225,8 +228,10 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     let mut refunded: HashMap<String, Cents> = HashMap::new();
     for (id, packet) in &records.packets {
         assert_ne!(packet.status, PacketStatus::Open, "{id}");
-        let refunds: Vec<Cents> =
-            credits(MovementKind::Refund).filter(|m| m.packet_id.as_ref() == Some(id)).map(|m| m.amount_cents).collect();
+        let refunds: Vec<Cents> = credits(MovementKind::Refund)
+            .filter(|m| m.packet_id.as_ref() == Some(id))
+            .map(|m| m.amount_cents)
+            .collect();
         assert_eq!(refunds, packet.refund_cents.into_iter().collect::<Vec<_>>(), "{id}: its refund credited once");
         *refunded.entry(packet.sender.to_string()).or_default() += packet.refund_cents.unwrap_or(0);
     }

@@ -117,8 +117,9 @@ impl Config {
         }
         let funds = match env.raw("FUNDS") {
             None => Funds::default(),
-            Some(value) => Funds::parse(&value)
-                .ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?,
+            Some(value) => {
+                Funds::parse(&value).ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?
+            }
         };
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;

@@ -5,11 +5,11 @@
 use std::future::Future;
 
 use crate::clock::{Clock, Millis};
+use crate::domain::books::LedgerRecords;
 use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
-use crate::domain::books::LedgerRecords;
 use crate::domain::wallet::WalletPage;
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
 use crate::error::ApiError;

@@ -33,7 +33,9 @@ impl From<ApiError> for FundsFailure {
             ApiError::InvalidRequest { field, message } => {
                 FundsFailure::Refused { field: field.unwrap_or_default(), message }
             }
-            ApiError::Unavailable { dependency, detail } => FundsFailure::Unavailable(format!("{dependency}: {detail}")),
+            ApiError::Unavailable { dependency, detail } => {
+                FundsFailure::Unavailable(format!("{dependency}: {detail}"))
+            }
             other => FundsFailure::Unavailable(format!("{other}: {other:?}")),
         }
     }
@@ -82,7 +84,10 @@ mod tests {
 
     async fn call(ledger: &DynamoLedger, payload: Value) -> Result<Value, Diagnostic> {
         let event = LambdaEvent::new(payload, Context::default());
-        handle(ledger, &SystemClock, event).await.map(|response| serde_json::to_value(response).unwrap()).map_err(Diagnostic::from)
+        handle(ledger, &SystemClock, event)
+            .await
+            .map(|response| serde_json::to_value(response).unwrap())
+            .map_err(Diagnostic::from)
     }
 
     #[tokio::test]

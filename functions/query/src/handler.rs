@@ -93,9 +93,11 @@ async fn wallet<S: LiveStore, L: Ledger>(
 fn page_limit(request: &Request) -> Result<u32, ApiError> {
     match request.query_string_parameters_ref().and_then(|query| query.first("limit")) {
         None => Ok(DEFAULT_LIMIT),
-        Some(text) => text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
-            ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
-        }),
+        Some(text) => {
+            text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
+                ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
+            })
+        }
     }
 }
 

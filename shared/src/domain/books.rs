@@ -125,7 +125,9 @@ pub fn reconcile_books(records: &LedgerRecords) -> Reconciliation {
             (None, Some(reference)) if movement.kind == MovementKind::Topup => {
                 topup_moves.entry(reference.as_str()).or_default().push(movement);
             }
-            _ => differ(format!("wallet:{}", movement.user), format!("a {:?} movement concerns nothing", movement.kind)),
+            _ => {
+                differ(format!("wallet:{}", movement.user), format!("a {:?} movement concerns nothing", movement.kind))
+            }
         }
     }
 
@@ -135,7 +137,10 @@ pub fn reconcile_books(records: &LedgerRecords) -> Reconciliation {
         topups_cents += u128::from(*amount);
         let moves = topup_moves.remove(reference.as_str()).unwrap_or_default();
         if moves.len() != 1 || moves[0].user != *user || moves[0].amount_cents != *amount {
-            differ(format!("topup:{reference}"), format!("{amount} to {user}, credited by {} movement(s)", moves.len()));
+            differ(
+                format!("topup:{reference}"),
+                format!("{amount} to {user}, credited by {} movement(s)", moves.len()),
+            );
         }
     }
     for (reference, moves) in topup_moves {

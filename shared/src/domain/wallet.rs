@@ -210,7 +210,14 @@ pub struct LedgerEvent {
 impl LedgerEvent {
     /// The event of `event_type` about `subject` (a packet id, or a top-up's reference):
     /// its id is `<type>:<subject>:<user>`.
-    pub fn new(event_type: EventType, subject: &str, packet_id: Option<&PacketId>, user: &UserId, amount_cents: Cents, occurred_at: String) -> Self {
+    pub fn new(
+        event_type: EventType,
+        subject: &str,
+        packet_id: Option<&PacketId>,
+        user: &UserId,
+        amount_cents: Cents,
+        occurred_at: String,
+    ) -> Self {
         LedgerEvent {
             event_id: format!("{}:{subject}:{user}", event_type.as_str()),
             event_type,

@@ -59,8 +59,10 @@ impl DynamoLedger {
 
 impl Books for DynamoLedger {
     async fn ledger_records(&self) -> Result<LedgerRecords, ApiError> {
-        let segments: Vec<Vec<Item>> =
-            stream::iter((0..SEGMENTS).map(|segment| self.scan_segment(segment))).buffer_unordered(4).try_collect().await?;
+        let segments: Vec<Vec<Item>> = stream::iter((0..SEGMENTS).map(|segment| self.scan_segment(segment)))
+            .buffer_unordered(4)
+            .try_collect()
+            .await?;
         let mut records = LedgerRecords::default();
         let mut grabs: Vec<GrabMoney> = Vec::new();
         let mut refunds: Vec<RefundMoney> = Vec::new();

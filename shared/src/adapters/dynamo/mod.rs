@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, CancellationReason, GlobalSecondaryIndex, KeySchemaElement,
     KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    StreamSpecification, StreamViewType, TimeToLiveSpecification, TransactWriteItem, Update,
+    TimeToLiveSpecification, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
@@ -112,14 +112,6 @@ impl DynamoLedger {
             .key_schema(key("sk", KeyType::Range))
             .global_secondary_indexes(index(HISTORY_INDEX, "history_pk", "history_sk", ProjectionType::All))
             .global_secondary_indexes(index(OPEN_INDEX, "open_shard", "expires_at", ProjectionType::KeysOnly))
-            // As template.yaml: the stream the events Pipe reads.
-            .stream_specification(
-                StreamSpecification::builder()
-                    .stream_enabled(true)
-                    .stream_view_type(StreamViewType::NewAndOldImages)
-                    .build()
-                    .expect("stream specification"),
-            )
             .send()
             .await;
         match created {

@@ -9,7 +9,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 use futures::stream::{self, StreamExt};
 
 use super::items::{open_partitions, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
-use super::{cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX};
+use super::{
+    cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX,
+};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
@@ -123,7 +125,14 @@ impl SettleLedger for DynamoLedger {
                 .build()
                 .expect("grab item put");
             let mut items = vec![TransactWriteItem::builder().put(grab_item).build()];
-            items.extend(self.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), None, grab.at_ms));
+            items.extend(self.credit(
+                &grab.user,
+                MovementKind::Grab,
+                grab.amount_cents,
+                Some(&packet.id),
+                None,
+                grab.at_ms,
+            ));
             let written = self.transact_retrying_conflicts(items).await;
             let Err(error) = written else { return Ok(false) };
             let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
@@ -209,8 +218,14 @@ impl SettleLedger for DynamoLedger {
             PacketStatus::Cancelled => EventType::PacketCancelled,
             _ => EventType::PacketExpired,
         };
-        let event =
-            LedgerEvent::new(event_type, packet.id.as_str(), Some(&packet.id), &packet.sender, result.refund_cents, now.clone());
+        let event = LedgerEvent::new(
+            event_type,
+            packet.id.as_str(),
+            Some(&packet.id),
+            &packet.sender,
+            result.refund_cents,
+            now.clone(),
+        );
         values.insert(":event".into(), serde_dynamo::to_attribute_value(&event).expect("event serializes"));
         let mut set = "SET #status = :status, refund_cents = :refund, settled_at = :now, event = :event".to_owned();
         if let Some(best_luck) = &result.best_luck {

@@ -138,16 +138,12 @@ impl DynamoLedger {
             Ok(()) => true,
             Err(error) => {
                 let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
-                let Some(earlier) = reasons.first().filter(|reason| is_condition(reason)).and_then(|r| r.item())
-                else {
+                let Some(earlier) = reasons.first().filter(|reason| is_condition(reason)).and_then(|r| r.item()) else {
                     return Err(unavailable(error));
                 };
                 let earlier: TopupItem = from_item(earlier.clone())?;
                 if earlier.user != topup.user || earlier.amount_cents != topup.amount_cents {
-                    return Err(ApiError::invalid(
-                        "reference",
-                        "this reference was applied to another user or amount",
-                    ));
+                    return Err(ApiError::invalid("reference", "this reference was applied to another user or amount"));
                 }
                 false
             }
