@@ -43,6 +43,9 @@ pub struct Drain {
     pub naive_items_per_s: f64,
     /// DynamoDB Local's own ceiling: bare BatchWriteItem calls of 25 items, 16 at a time, no settle logic.
     pub batch_ceiling_items_per_s: f64,
+    /// Settle's persisting with the wallet on (`FUNDS=wallet`): per grab the share's claim, then
+    /// one transaction of the grab item, the grabber's movement and balance, grabs per second.
+    pub settle_wallet_items_per_s: f64,
 }
 
 /// 100 packets of `shares` shares with 100 grabs each, recorded in the ledger and grabbed in
@@ -107,6 +110,23 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
         let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
         (summary.grabs_persisted, started.elapsed())
     };
+    let settle_wallet_items_per_s = {
+        let mut wallet_config = config.clone();
+        wallet_config.funds = red_packets::domain::Funds::Wallet;
+        let wallet = DynamoLedger::new(client.clone(), &wallet_config);
+        let funding = red_packets::domain::TopUp {
+            user: UserId::from_claim("bench-sender").expect("user"),
+            amount_cents: red_packets::domain::wallet::MAX_TOPUP_CENTS,
+            reference: format!("bench-{}", red_packets::domain::PacketId::random()),
+        };
+        wallet.top_up(&funding, SystemClock.now_ms()).await.expect("top-up");
+        let store = swept(on_prefix("wallet")).await;
+        prepare(&store, &wallet, 200).await;
+        let settler = Settler::new(store.clone(), wallet.clone());
+        let started = Instant::now();
+        let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
+        summary.grabs_persisted as f64 / started.elapsed().as_secs_f64()
+    };
     let store = swept(on_prefix("settle")).await;
     prepare(&store, ledger, 100).await;
     let settler = Settler::new(store.clone(), ledger.clone());
@@ -152,6 +172,7 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
         naive_items,
         naive_items_per_s: naive_items as f64 / naive_elapsed.as_secs_f64(),
         batch_ceiling_items_per_s,
+        settle_wallet_items_per_s,
     }
 }
 

@@ -154,6 +154,7 @@ impl Results {
             "ours_violations": ours.violations() + self.storm.violations,
             "settle_items_per_s": self.drain.settle_items_per_s,
             "settle_ceiling_items_per_s": self.drain.settle_ceiling_items_per_s,
+            "settle_wallet_items_per_s": self.drain.settle_wallet_items_per_s,
             "settle_full_run_items_per_s": self.drain.settle_full_run_items_per_s,
             "naive_settle_items_per_s": self.drain.naive_items_per_s,
             "settle_redis_commands_per_run_idle_1k": self.settle_scale.idle[0].redis_commands,
@@ -394,7 +395,7 @@ impl Results {
         let d = &self.drain;
         let _ = writeln!(md, "## Settle: persisting, the whole run, a naive drain\n");
         let _ = writeln!(md, "100 packets of 100 grabs each into DynamoDB Local, grabs persisted per second. *Persisting*: open packets (200 shares, 100 grabbed), so a run only persists; *the bare calls*: the same two conditional PutItems per grab through the ledger adapter, {} packets at a time, no Redis and no settle logic (`settle_ceiling_items_per_s`); *the whole run*: finished packets, persisted and finalised.\n", red_packets::settle::PACKETS_IN_FLIGHT);
-        let _ = writeln!(md, "| drain | grabs/s |\n|---|---|\n| settle persisting ({} grabs) | {:.0} |\n| the bare calls: two conditional PutItems per grab | {:.0} |\n| settle's whole run: persist, close, claim the refund's shares, finalise, reconcile, retire | {:.0} |\n| naive: one unconditional PutItem per grab, in order ({} grabs) | {:.0} |\n| DynamoDB Local's ceiling: bare BatchWriteItem of 25 items, 16 in flight (items/s) | {:.0} |\n", d.settle_items, d.settle_items_per_s, d.settle_ceiling_items_per_s, d.settle_full_run_items_per_s, d.naive_items, d.naive_items_per_s, d.batch_ceiling_items_per_s);
+        let _ = writeln!(md, "| drain | grabs/s |\n|---|---|\n| settle persisting ({} grabs) | {:.0} |\n| the bare calls: two conditional PutItems per grab | {:.0} |\n| settle's whole run: persist, close, claim the refund's shares, finalise, reconcile, retire | {:.0} |\n| naive: one unconditional PutItem per grab, in order ({} grabs) | {:.0} |\n| DynamoDB Local's ceiling: bare BatchWriteItem of 25 items, 16 in flight (items/s) | {:.0} |\n| settle persisting with the wallet (`FUNDS=wallet`: the share's claim, then one transaction of grab item, movement and balance) | {:.0} |\n", d.settle_items, d.settle_items_per_s, d.settle_ceiling_items_per_s, d.settle_full_run_items_per_s, d.naive_items, d.naive_items_per_s, d.batch_ceiling_items_per_s, d.settle_wallet_items_per_s);
 
         let _ = writeln!(md, "## Settle against what is open and what is new\n");
         let _ = writeln!(md, "One run over every shard (`Settler::run`), on a Redis whose recovery sweep is not due: idle open packets (loaded, never grabbed), then new grabs among 100,000 of them (5 grabs on each of some of these 10-share packets, so they stay open). Redis commands from `INFO commandstats`, DynamoDB requests from an interceptor on the client.\n");

@@ -18,7 +18,7 @@ use red_packets::funds::reconcile;
 use red_packets::ports::Books;
 use red_packets::settle::FaultPoint;
 use red_packets::{Clock, Config};
-use serde_json::{json, Value};
+use serde_json::json;
 use support::stack::Stack;
 
 async fn wallet_stack(name: &str) -> Stack {
@@ -216,6 +216,15 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     assert_eq!((last.finalised, last.mismatches), (0, 0));
     let books = assert_books_balance(&stack, "at the end").await;
     assert_eq!(books.in_open_packets_cents, 0, "every packet is finalised");
+    eprintln!(
+        "figure: wallet storm: {} packets, {} sends refused for funds, {} grabs acknowledged, {} movements, top-ups {} = balances {}",
+        books.packets,
+        refused_for_funds,
+        acknowledged.len(),
+        books.movements,
+        books.topups_cents,
+        books.balances_cents
+    );
     assert!(refused_for_funds > 0, "the storm reached the edge of some balances");
 
     let records = records(&stack).await;

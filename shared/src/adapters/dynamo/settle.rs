@@ -135,7 +135,7 @@ impl SettleLedger for DynamoLedger {
             ));
             let written = self.transact_retrying_conflicts(items).await;
             let Err(error) = written else { return Ok(false) };
-            let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
+            let Some(reasons) = cancellation_reasons(&error) else { return Err(write_failed(error)) };
             return match reasons.first() {
                 // Recorded before, with its credit: the same grab is done; another is refused.
                 Some(reason) if is_condition(reason) => Ok(!same_grab(reason.item())?),
