@@ -31,6 +31,9 @@ pub enum ApiError {
     /// 404: no such packet.
     #[error("no such packet")]
     NotFound,
+    /// 404: this deployment keeps no wallets (`FUNDS=none`).
+    #[error("this deployment keeps no wallets")]
+    NoWallets,
     /// 409: every share is taken.
     #[error("every share of this packet has been taken")]
     SoldOut,
@@ -97,7 +100,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => 401,
             ApiError::InsufficientFunds => 402,
             ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase => 403,
-            ApiError::NotFound => 404,
+            ApiError::NotFound | ApiError::NoWallets => 404,
             ApiError::SoldOut | ApiError::NotOpen => 409,
             ApiError::Expired | ApiError::Cancelled => 410,
             ApiError::PayloadTooLarge { .. } => 413,
@@ -117,7 +120,7 @@ impl ApiError {
             ApiError::Forbidden => "forbidden",
             ApiError::NotEligible => "not_eligible",
             ApiError::WrongPassphrase => "wrong_passphrase",
-            ApiError::NotFound => "not_found",
+            ApiError::NotFound | ApiError::NoWallets => "not_found",
             ApiError::SoldOut => "sold_out",
             ApiError::NotOpen => "not_open",
             ApiError::Expired => "expired",

@@ -117,7 +117,7 @@ pub trait Ledger: Send + Sync {
     ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send;
 
     /// `user`'s balance and one page of their movements, newest first
-    /// ([`ApiError::NotFound`] when this deployment keeps no wallets).
+    /// ([`ApiError::NoWallets`], a 404, when this deployment keeps no wallets).
     fn wallet(
         &self,
         user: &UserId,

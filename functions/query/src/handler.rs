@@ -115,8 +115,12 @@ mod tests {
     const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 
     async fn service() -> QueryService<RedisStore, DynamoLedger> {
+        service_with(Funds::Wallet).await
+    }
+
+    async fn service_with(funds: Funds) -> QueryService<RedisStore, DynamoLedger> {
         let mut config = Config::from_env().unwrap();
-        config.funds = Funds::Wallet;
+        config.funds = funds;
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
         ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
         QueryService::new(RedisStore::new(&config), ledger)
@@ -179,5 +183,8 @@ mod tests {
             let (status, body) = call(&service, &event).await;
             assert_eq!((status, body["error"]["field"].as_str()), (400, Some(field)), "{query}");
         }
+        let (status, body) = call(&service_with(Funds::None).await, &event).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "FUNDS=none: {body}");
+        assert_eq!(body["error"]["message"], "this deployment keeps no wallets");
     }
 }

@@ -160,7 +160,7 @@ impl DynamoLedger {
     /// `user`'s balance and one page of their movements, newest first; 404 with `FUNDS=none`.
     pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
         if self.funds == Funds::None {
-            return Err(ApiError::NotFound);
+            return Err(ApiError::NoWallets);
         }
         let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
         let output = self
