@@ -10,6 +10,7 @@ mod wallet;
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -45,9 +46,9 @@ pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
 /// How long a daily-sends counter stays after its day began (TTL): two days.
 pub const DAILY_SENDS_KEEP_MS: Millis = 2 * 24 * 60 * 60 * 1000;
 
-/// How many times a send retries its transaction when concurrent sends of the same sender
-/// conflict on their daily counter (`TransactionConflict`) before it is a 503.
-const SEND_CONFLICT_ATTEMPTS: u32 = 8;
+/// How many times a transaction is tried while a concurrent one holds one of its items
+/// (`TransactionConflict`: a sender's daily counter, a hot wallet) before it is a 503.
+const CONFLICT_ATTEMPTS: u32 = 8;
 
 /// The ledger on a DynamoDB table.
 #[derive(Clone, Debug)]
@@ -208,6 +209,32 @@ fn is_condition(reason: &CancellationReason) -> bool {
 }
 
 impl DynamoLedger {
+    /// Runs a transaction, trying it again (after a short, growing, jittered pause) while it is
+    /// cancelled only because a concurrent transaction held one of its items; a failed
+    /// condition or any other error is returned at once.
+    async fn transact_retrying_conflicts(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), SdkError<TransactWriteItemsError, HttpResponse>> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let written = self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
+            let Err(error) = written else { return Ok(()) };
+            let conflict_only = cancellation_reasons(&error).is_some_and(|reasons| {
+                !reasons.iter().any(is_condition)
+                    && reasons.iter().any(|reason| reason.code() == Some("TransactionConflict"))
+            });
+            if !conflict_only || attempt >= CONFLICT_ATTEMPTS {
+                return Err(error);
+            }
+            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+        }
+    }
+}
+
+impl DynamoLedger {
     /// The send's transaction: its daily counter (first), its idempotency claim (when it has
     /// one), its packet item, and with the wallet the debit of the sender's balance and its
     /// movement, each under its condition.
@@ -281,41 +308,27 @@ impl Ledger for DynamoLedger {
         if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
             return Err(ApiError::LimitExceeded { field: limit.field() });
         }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let written = self
-                .client
-                .transact_write_items()
-                .set_transact_items(Some(self.send_transaction(packet, claim)))
-                .send()
-                .await;
-            let Err(error) = written else { return Ok(Recorded::New) };
-            let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
-            if let (Some(claim), Some(reason)) = (claim, reasons.get(1)) {
-                if is_condition(reason) {
-                    return self.replay(packet, claim).await;
-                }
+        let written = self.transact_retrying_conflicts(self.send_transaction(packet, claim)).await;
+        let Err(error) = written else { return Ok(Recorded::New) };
+        let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
+        if let (Some(claim), Some(reason)) = (claim, reasons.get(1)) {
+            if is_condition(reason) {
+                return self.replay(packet, claim).await;
             }
-            let debit = self.debit_index(claim).and_then(|index| reasons.get(index));
-            if debit.is_some_and(is_condition) {
-                return Err(ApiError::InsufficientFunds);
-            }
-            if let Some(reason) = reasons.first().filter(|reason| is_condition(reason)) {
-                let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
-                let limit = self
-                    .daily
-                    .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
-                    .unwrap_or(DailyLimit::Sends);
-                return Err(ApiError::LimitExceeded { field: limit.field() });
-            }
-            let conflict = reasons.iter().any(|reason| reason.code() == Some("TransactionConflict"));
-            if !conflict || attempt >= SEND_CONFLICT_ATTEMPTS {
-                return Err(unavailable(error));
-            }
-            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
-            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
         }
+        let debit = self.debit_index(claim).and_then(|index| reasons.get(index));
+        if debit.is_some_and(is_condition) {
+            return Err(ApiError::InsufficientFunds);
+        }
+        if let Some(reason) = reasons.first().filter(|reason| is_condition(reason)) {
+            let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
+            let limit = self
+                .daily
+                .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
+                .unwrap_or(DailyLimit::Sends);
+            return Err(ApiError::LimitExceeded { field: limit.field() });
+        }
+        Err(unavailable(error))
     }
 
     /// One conditional update of the packet item: the caller is its sender, it is open, not

@@ -111,11 +111,6 @@ impl SettleLedger for DynamoLedger {
     /// transaction: the grab item's condition (new) guards the credit, so a grab recorded again
     /// (a retry, a parallel run) is never credited twice.
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
-        let same_grab = |item: Option<&HashMap<String, AttributeValue>>| -> Result<bool, ApiError> {
-            let Some(item) = item else { return Ok(false) };
-            let recorded: GrabItem = from_item(item.clone())?;
-            Ok(recorded.seq == grab.seq && recorded.amount_cents == grab.amount_cents)
-        };
         if self.funds == Funds::Wallet {
             let grab_item = Put::builder()
                 .table_name(&self.table)
@@ -138,7 +133,10 @@ impl SettleLedger for DynamoLedger {
             let Some(reasons) = cancellation_reasons(&error) else { return Err(write_failed(error)) };
             return match reasons.first() {
                 // Recorded before, with its credit: the same grab is done; another is refused.
-                Some(reason) if is_condition(reason) => Ok(!same_grab(reason.item())?),
+                Some(reason) if is_condition(reason) => {
+                    let recorded: Option<GrabItem> = reason.item().cloned().map(from_item).transpose()?;
+                    Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
+                }
                 _ if reasons.iter().any(is_condition) => Err(ApiError::Internal(format!(
                     "packet {}: {}'s grab item is missing but its credit is written",
                     packet.id, grab.user

@@ -3,11 +3,7 @@
 //! keys). Top-ups, the wallet page, and the credit and debit items other writes join.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -18,10 +14,6 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, Funds, PacketId, UserId};
 use crate::error::ApiError;
-
-/// How many times a transaction retries when a concurrent one holds one of its items
-/// (`TransactionConflict`: a hot wallet, a sender's daily counter) before it is a 503.
-const CONFLICT_ATTEMPTS: u32 = 8;
 
 impl DynamoLedger {
     /// The movement of `amount_cents` into `user`'s balance and the balance change, as two
@@ -80,27 +72,6 @@ impl DynamoLedger {
             .build()
             .expect("movement put");
         TransactWriteItem::builder().put(put).build()
-    }
-
-    /// Runs a transaction, retrying it (with a short, growing, jittered pause) while a
-    /// concurrent transaction holds one of its items.
-    pub(super) async fn transact_retrying_conflicts(
-        &self,
-        items: Vec<TransactWriteItem>,
-    ) -> Result<(), SdkError<TransactWriteItemsError, HttpResponse>> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let written = self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
-            let Err(error) = written else { return Ok(()) };
-            let conflict = cancellation_reasons(&error)
-                .is_some_and(|reasons| reasons.iter().any(|reason| reason.code() == Some("TransactionConflict")));
-            if !conflict || attempt >= CONFLICT_ATTEMPTS {
-                return Err(error);
-            }
-            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
-            tokio::time::sleep(Duration::from_millis(pause)).await;
-        }
     }
 
     /// Applies a top-up once per reference: one transaction writes the top-up item (only if
