@@ -11,7 +11,8 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::settlement::ShareHolder;
-use red_packets::domain::{PacketId, PacketStatus};
+use red_packets::domain::{Funds, PacketId, PacketStatus, TopUp, UserId};
+use red_packets::funds::reconcile;
 use red_packets::ports::SettleQueue;
 use red_packets::settle::Settler;
 use red_packets::Clock;
@@ -110,7 +111,13 @@ async fn a_send_replayed_after_settle_never_reopens_the_packet() {
 async fn a_failover_after_settle_never_pays_a_share_twice() {
     let mut primary = OwnRedis::start();
     let replica = OwnRedis::replica_of(&primary);
-    let stack = Stack::with_config("failover", primary.config()).await;
+    // With the wallet on, so that invariant 8 is checked through the failover too.
+    let mut config = primary.config();
+    config.funds = Funds::Wallet;
+    let stack = Stack::with_config("failover", config).await;
+    let funding =
+        TopUp { user: UserId::from_claim("alice").unwrap(), amount_cents: 1_000, reference: "failover".into() };
+    stack.ledger.top_up(&funding, stack.clock.now_ms()).await.unwrap();
     let id = stack.send("alice", json!({ "total_cents": 1_000, "count": 4, "expires_in_seconds": 60 })).await;
     let mut replica_config = replica.config();
     replica_config.redis.key_prefix = stack.config.redis.key_prefix.clone();
@@ -171,6 +178,12 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
     assert_eq!((summary.finalised, summary.mismatches), (1, 0), "{summary:?}");
     let recorded = promoted.assert_settled_books(&id, &paid).await;
     assert_eq!(recorded.status, PacketStatus::Finished);
+    // The grabs the ledger refused were never credited: each grabber holds the share it kept.
+    let books = reconcile(&promoted.ledger, std::time::Duration::ZERO).await.unwrap();
+    assert!(books.balanced(), "{:?}", books.differences);
+    for (user, amount) in &paid {
+        assert_eq!(promoted.ledger.balance(&UserId::from_claim(user).unwrap()).await.unwrap(), *amount, "{user}");
+    }
 }
 
 /// A Redis at its memory limit with `noeviction`: grabs and sends answer 503, and every grab
