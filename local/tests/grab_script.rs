@@ -18,7 +18,7 @@ use red_packets::domain::settlement::LoggedGrab;
 use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use red_packets::ports::{CancelOutcome, CloseOutcome, LiveStore, SettleQueue};
+use red_packets::ports::{CancelOutcome, CloseOutcome, Frozen, LiveStore, SettleQueue};
 use red_packets::Config;
 
 const START_MS: i64 = 1_700_000_000_000;
@@ -230,7 +230,7 @@ async fn run(
                 prop_assert_eq!(cancelled, model.cancel(now_ms), "step {} of {:?}", n, steps);
             }
             Step::Close => {
-                let closed = scripts::close(&mut conn, &keys, now_ms).await.unwrap();
+                let closed = scripts::close(&mut conn, &keys, now_ms, false).await.unwrap();
                 prop_assert_eq!(closed, model.close(now_ms), "step {} of {:?}", n, steps);
             }
             Step::Persist(confirmed) => {
@@ -240,8 +240,21 @@ async fn run(
                 prop_assert_eq!(mark, model.persisted);
             }
             Step::Resync => {
-                let shares: Vec<Cents> = model.shares.iter().map(|(_, amount)| *amount).collect();
-                store.resync(&packet, model.cancelled, &model.grabs, &shares).await.unwrap();
+                // Frozen first, as settle's re-sync is; the freeze's log is every grab so far.
+                let token = format!("resync-{n}");
+                let frozen = store.freeze(&packet.id, &token).await.unwrap();
+                prop_assert_eq!(frozen, Frozen::Log { grabs: model.grabs.clone(), partial: false });
+                if model.access.recipients.is_none() && model.access.passphrase.is_none() {
+                    let fresh = GrabAttempt::by(user(200));
+                    let answer = scripts::grab(&mut conn, &keys, &fresh, now_ms, 5_000).await.unwrap();
+                    prop_assert_eq!(answer, ScriptGrab::Resyncing, "no fresh grab while frozen");
+                }
+                let stale = store.resync(&packet, model.cancelled, false, &model.grabs, &model.shares, "another").await;
+                prop_assert!(!stale.unwrap(), "a replace under another token changes nothing");
+                prop_assert!(store
+                    .resync(&packet, model.cancelled, false, &model.grabs, &model.shares, &token)
+                    .await
+                    .unwrap());
                 // The ledger's state is all persisted; a closed packet reloads open (a cancelled
                 // one closed), as settle's re-sync does; wrong tries are not ledger state.
                 model.persisted = model.grabs.len();

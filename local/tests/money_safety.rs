@@ -11,7 +11,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::settlement::ShareHolder;
-use red_packets::domain::{Funds, PacketId, PacketStatus, TopUp, UserId};
+use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
 use red_packets::funds::reconcile;
 use red_packets::ports::SettleQueue;
 use red_packets::settle::Settler;
@@ -149,10 +149,10 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
         assert_eq!(status, 200, "the promoted replica hands shares 1 and 2 out again: {grab}");
     }
     let summary = promoted.settle().await;
-    assert_eq!((summary.mismatches, summary.resynced), (2, 1), "{summary:?}");
+    assert_eq!((summary.mismatches, summary.resynced, summary.regranted), (2, 1, 2), "{summary:?}");
     eprintln!(
-        "figure: failover after settle: 2 shares handed out again by the promoted replica, {} grabs refused by the ledger (RECONCILIATION_MISMATCH), {} packet re-synced",
-        summary.mismatches, summary.resynced
+        "figure: failover after settle: 2 shares handed out again by the promoted replica, {} grabs refused by the ledger (RECONCILIATION_MISMATCH), {} regranted the next unclaimed shares, {} packet re-synced",
+        summary.mismatches, summary.regranted, summary.resynced
     );
     let recorded = promoted.recorded(&id).await;
     let holders: Vec<(u32, String)> = recorded
@@ -163,17 +163,23 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
             ShareHolder::Refund => None,
         })
         .collect();
-    assert_eq!(holders, vec![(1, "bob".to_owned()), (2, "carol".to_owned())], "one user per share");
-    assert_eq!(grab_items(&promoted, &id).await.len(), 2, "dave and erin are not paid bob's and carol's shares");
+    let expected: Vec<(u32, String)> = [(1, "bob"), (2, "carol"), (3, "dave"), (4, "erin")]
+        .iter()
+        .map(|(seq, user)| (*seq, user.to_string()))
+        .collect();
+    assert_eq!(holders, expected, "one user per share: dave and erin hold shares 3 and 4 instead of 1 and 2");
 
-    // Re-synced: bob's share answers again; the next grabs take shares 3 and 4.
+    // Re-synced: bob's share answers again; dave and erin hold their new shares, and say so.
     let (status, bob) = promoted.grab(&id, "bob").await;
     assert_eq!((status, bob["amount_cents"].as_u64()), (200, Some(paid["bob"])), "{bob}");
     for user in ["dave", "erin"] {
         let (status, grab) = promoted.grab(&id, user).await;
-        assert_eq!((status, grab["already_grabbed"].as_bool()), (200, Some(false)), "{grab}");
+        assert_eq!((status, grab["already_grabbed"].as_bool()), (200, Some(true)), "{grab}");
         paid.insert(user.to_owned(), grab["amount_cents"].as_u64().unwrap());
     }
+    let casualties = promoted.ledger.casualties(&PacketId::parse(&id).unwrap()).await.unwrap();
+    assert_eq!(casualties.len(), 2, "each casualty recorded once, with its GrabRegranted event");
+    assert!(casualties.iter().all(|casualty| casualty.event_type == EventType::GrabRegranted), "{casualties:?}");
     let summary = promoted.settle().await;
     assert_eq!((summary.finalised, summary.mismatches), (1, 0), "{summary:?}");
     let recorded = promoted.assert_settled_books(&id, &paid).await;

@@ -1,13 +1,14 @@
 -- cancel.lua: the sender takes back what is left: closes an open packet to grabs at once, as
 -- cancelled (open_until -1). Settle refunds the rest as it does at expiry.
 --
--- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed, -1 once cancelled)
+-- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed, -1 once
+--          cancelled, 'F:<token>' while settle re-syncs it)
 -- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
 -- ARGV[1]  now, epoch milliseconds
 --
 -- Returns 0 when Redis holds no such packet; 1 when it is cancelled (now, or by an earlier
 -- call); 2 when every share is taken (nothing to cancel); 3 when it expired or was closed
--- with shares left.
+-- with shares left; 4 when settle is re-syncing it (nothing changed: try again shortly).
 
 local open_until = redis.call('HGET', KEYS[1], 'open_until')
 if not open_until then
@@ -15,6 +16,9 @@ if not open_until then
 end
 if open_until == '-1' then
   return 1
+end
+if string.byte(open_until) == 70 then
+  return 4
 end
 if redis.call('LLEN', KEYS[2]) == 0 then
   return 2

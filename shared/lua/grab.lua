@@ -4,7 +4,8 @@
 -- cancelled, expired, sold out, in that order.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash: the packet's fields (see load.lua), among them open_until
---                            (expires_at while open, 0 once closed, -1 once cancelled),
+--                            (expires_at while open, 0 once closed, -1 once cancelled,
+--                            'F:<token>' while settle re-syncs it, see freeze.lua),
 --                            persisted, gate (only on a packet with recipients or a passphrase:
 --                            '1' or '0' for recipients-only or not, then the passphrase's digest
 --                            if any), one field '+<user>' per recipient, '!<user>' = wrong
@@ -37,6 +38,7 @@
 --   integer 3 sold out; 4 expired (at or after expires_at, or closed, with shares left);
 --           8 not eligible (not a recipient); 9 wrong or missing passphrase (counted);
 --           10 too many wrong passphrases; 11 cancelled by the sender;
+--           12 settle is re-syncing the packet from the ledger: try again shortly;
 --           5 not in Redis, the ledger said lately there is no such packet;
 --           6 not in Redis, another caller is asking the ledger right now: try again shortly;
 --           7 not in Redis, the ledger recorded it lately: ask the ledger, nothing to record;
@@ -87,6 +89,9 @@ end
 
 if open_until == '-1' then
   return 11
+end
+if string.byte(open_until) == 70 then
+  return 12
 end
 if tonumber(ARGV[4]) >= tonumber(open_until) then
   if redis.call('LLEN', KEYS[2]) == 0 then

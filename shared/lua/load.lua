@@ -1,8 +1,9 @@
 -- load.lua: makes a packet grabbable: its fields, its shares not yet taken, and (when a packet
 -- is reloaded from the ledger) the grabs the ledger already holds.
 --
--- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at, or -1 for a packet
---                            the sender cancelled; close.lua sets 0) and persisted (log entries
+-- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at; -1 for a packet
+--                            the sender cancelled; 0 for one closed, as close.lua sets it;
+--                            freeze.lua sets 'F:<token>') and persisted (log entries
 --                            the ledger holds) first, as grab.lua reads them; then sender,
 --                            kind, split and greeting (each only when set), seed, total_cents,
 --                            count, created_at, expires_at; for a packet with recipients or a
@@ -10,30 +11,41 @@
 --                            digest if any), recipients (their JSON array) and '+<user>' = 1 per
 --                            recipient; and ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per grab
 -- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
+--                            (left: how many entries follow it)
 -- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<left>:<at_ms>:<user>', filled from ARGV[4]
--- ARGV[1]  'add': load unless Redis holds the packet already (send, restore); or 'replace':
---          whatever Redis holds of the packet gives way to the ledger's state (settle's re-sync)
+-- ARGV[1]  'add': load unless Redis holds something of the packet already (send, restore);
+--          or 'replace': what Redis holds of the packet gives way to the ledger's state
+--          (settle's re-sync), only while the re-sync's freeze (ARGV[3]) still stands
 -- ARGV[2]  a JSON object of the packet's fields: sender, kind, split and greeting (each only
 --          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms);
---          cancelled (true when the sender cancelled it); recipients (a JSON array as a
---          string) and passphrase (the digest), each only when set
--- ARGV[3]  the seq of the first share in ARGV[5..] (1 at send; shares before it are taken)
+--          cancelled (true when the sender cancelled it); closed (true when it is closed to
+--          grabs); recipients (a JSON array as a string) and passphrase (the digest), each
+--          only when set
+-- ARGV[3]  'replace' only: the token of the re-sync's freeze (freeze.lua); '' for 'add'
 -- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order; [] at send
--- ARGV[5..] the shares not yet taken, in cents, in the order they are handed out
+-- ARGV[5..] the shares not yet taken, '<seq>:<amount>', in the order they are handed out
 --
 -- The keys get no TTL here: they live until settle has finalised the packet and retires them.
--- Returns 1 when loaded now, 0 when the packet was already loaded (nothing is changed).
+-- Returns 1 when loaded now; 0 when the packet was already loaded (nothing is changed);
+-- 2 when a replace found its freeze gone or another's (nothing is changed); 3 when an add
+-- found the packet hash gone but its pool or log still there (nothing is changed: the log may
+-- hold grabs the ledger lacks, so only settle's re-sync, which records them, may replace it).
 
 if ARGV[1] == 'replace' then
+  if redis.call('HGET', KEYS[1], 'open_until') ~= 'F:' .. ARGV[3] then
+    return 2
+  end
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 elseif redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
+elseif redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+  return 3
 end
 local packet = cjson.decode(ARGV[2])
 local grabs = cjson.decode(ARGV[4])
 
 local fields = {
-  'open_until', packet.cancelled and -1 or packet.expires_at,
+  'open_until', (packet.cancelled and -1) or (packet.closed and 0) or packet.expires_at,
   'persisted', #grabs,
   'sender', packet.sender,
   'kind', packet.kind,
@@ -78,12 +90,9 @@ for first = 1, #grabbers, 500 do
   redis.call('HSET', KEYS[1], unpack(grabbers, first, math.min(first + 499, #grabbers)))
 end
 
-local first_seq = tonumber(ARGV[3])
-local count = tonumber(packet.count)
 local shares = {}
 for i = 5, #ARGV do
-  local seq = first_seq + i - 5
-  shares[#shares + 1] = seq .. ':' .. ARGV[i] .. ':' .. (count - seq)
+  shares[#shares + 1] = ARGV[i] .. ':' .. (#ARGV - i)
 end
 for first = 1, #shares, 500 do
   redis.call('RPUSH', KEYS[2], unpack(shares, first, math.min(first + 499, #shares)))

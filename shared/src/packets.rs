@@ -7,7 +7,7 @@ use crate::domain::packet::LedgerPacket;
 use crate::domain::LivePacket;
 use crate::domain::{PacketId, PacketStatus, PacketView, UserId};
 use crate::error::ApiError;
-use crate::ports::{Ledger, LiveStore};
+use crate::ports::{Ledger, LiveStore, Restored};
 
 /// The packet as `viewer` sees it at `now_ms`: live from Redis while open; from the ledger
 /// once settled; a closed packet not yet settled from Redis, which has every grab. `None` for
@@ -37,15 +37,16 @@ pub async fn current_view<S: LiveStore, L: Ledger>(
 }
 
 /// Loads `recorded` into the live store if, and only if, the ledger holds it open: with the
-/// ledger's grabs, the shares after the last one the ledger has claimed, and closed to grabs
-/// if its sender cancelled it. A packet Redis still holds is left as it is. Returns true when
-/// the ledger holds it open.
-pub async fn reload_from_ledger<S: LiveStore>(store: &S, recorded: &LedgerPacket) -> Result<bool, ApiError> {
+/// ledger's grabs, the shares nobody holds in the ledger, and closed to grabs if its sender
+/// cancelled it. A packet Redis still holds (even in part) is left as it is. `None` when the
+/// ledger does not hold it open.
+pub async fn reload_from_ledger<S: LiveStore>(
+    store: &S,
+    recorded: &LedgerPacket,
+) -> Result<Option<Restored>, ApiError> {
     if recorded.status != PacketStatus::Open || recorded.refund_claimed() {
-        return Ok(false);
+        return Ok(None);
     }
-    let shares = recorded.packet.shares();
     let cancelled = recorded.cancelled_at_ms.is_some();
-    store.restore(&recorded.packet, cancelled, &recorded.grabs_to_reload(), &shares[recorded.shares_taken()..]).await?;
-    Ok(true)
+    Ok(Some(store.restore(&recorded.packet, cancelled, &recorded.grabs_to_reload(), &recorded.pool()).await?))
 }

@@ -9,6 +9,7 @@ use crate::domain::books::LedgerRecords;
 use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
+use crate::domain::recovery::Casualty;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
 use crate::domain::wallet::WalletPage;
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
@@ -21,15 +22,15 @@ pub trait LiveStore: Send + Sync {
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// Loads a packet the ledger holds open (closed to grabs when `cancelled`), with the grabs
-    /// the ledger already has and the shares still to hand out (grab `seq` takes share `seq`,
-    /// so `shares` is the tail of the packet's shares). Idempotent, like [`LiveStore::load`].
+    /// the ledger already has and the shares still to hand out, `(seq, amount)` in the order
+    /// they go out. Changes nothing when the live store holds anything of the packet.
     fn restore(
         &self,
         packet: &Packet,
         cancelled: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+        pool: &[(u32, Cents)],
+    ) -> impl Future<Output = Result<Restored, ApiError>> + Send;
 
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
@@ -51,6 +52,32 @@ pub trait LiveStore: Send + Sync {
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, ApiError>> + Send;
 }
 
+/// What restoring a packet into the live store came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    /// Loaded now.
+    Loaded,
+    /// The live store held it already: nothing changed.
+    AlreadyHeld,
+    /// The live store lost part of it (its record, not its log): nothing changed; only settle's
+    /// re-sync, which records the log's grabs first, may replace it.
+    Partial,
+}
+
+/// What freezing a packet for a re-sync found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frozen {
+    /// The live store holds nothing of the packet.
+    Missing,
+    /// Frozen: closed to fresh grabs until the re-sync's replace (or the next freeze).
+    Log {
+        /// Every grab the live store holds, read at the instant of the freeze, in grab order.
+        grabs: Vec<LoggedGrab>,
+        /// True when the packet's record was gone while its shares or log were not.
+        partial: bool,
+    },
+}
+
 /// What cancelling a packet in the live store came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
@@ -62,6 +89,8 @@ pub enum CancelOutcome {
     Finished,
     /// Expired (or closed) with shares left: settle refunds it as expired.
     Expired,
+    /// Settle is re-syncing it from the ledger: nothing changed, ask again shortly.
+    Resyncing,
 }
 
 /// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
@@ -151,7 +180,8 @@ pub trait SettleQueue: LiveStore {
     /// How many shards index open packets (`SETTLE_SHARDS`).
     fn settle_shards(&self) -> u32;
 
-    /// The packets of `shard` with work: grabs not yet persisted, or due at `now_ms` (expired).
+    /// The packets of `shard` with work: grabs not yet persisted, or due at `now_ms` (expired),
+    /// and retired packets whose keys a failover brought back after they should have lapsed.
     fn packets_with_work(
         &self,
         shard: u32,
@@ -173,19 +203,32 @@ pub trait SettleQueue: LiveStore {
     /// Records that the first `confirmed` grabs of `id`'s log are in the ledger.
     fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> impl Future<Output = Result<(), ApiError>> + Send;
 
-    /// Replaces whatever the live store holds of `packet` with the ledger's state.
+    /// Closes packet `id` to fresh grabs for a re-sync under `token`, and reads its whole grab
+    /// log at that instant.
+    fn freeze(&self, id: &PacketId, token: &str) -> impl Future<Output = Result<Frozen, ApiError>> + Send;
+
+    /// Replaces what the live store holds of `packet` with the ledger's state (cancelled, or
+    /// `closed` to grabs; its grabs; the shares still to hand out), if and only if the freeze
+    /// under `token` still stands. False when it does not (a failover lost it, or another
+    /// re-sync froze the packet since): nothing changed.
+    #[allow(clippy::too_many_arguments)]
     fn resync(
         &self,
         packet: &Packet,
         cancelled: bool,
+        closed: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+        pool: &[(u32, Cents)],
+        token: &str,
+    ) -> impl Future<Output = Result<bool, ApiError>> + Send;
 
-    /// Takes a finalised packet out of `shard` and lets its keys lapse shortly.
-    fn retire(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
+    /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought
+    /// them back (see [`SettleQueue::packets_with_work`]).
+    fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> impl Future<Output = Result<(), ApiError>> + Send;
 
-    /// Sets a packet whose books cannot balance aside for an operator, out of `shard`.
+    /// Sets a packet whose books cannot balance aside for an operator, out of `shard`, closed
+    /// to grabs.
     fn quarantine(
         &self,
         id: &PacketId,
@@ -239,6 +282,15 @@ pub trait SettleLedger: Ledger {
     /// refused it (the user already holds a grab item for another share or amount).
     fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> impl Future<Output = Result<bool, ApiError>> + Send;
 
+    /// Records a casualty of a disagreement between the live store and the ledger, once, with
+    /// its event (`GrabRegranted` / `GrabRevoked`).
+    fn record_casualty(
+        &self,
+        packet: &Packet,
+        casualty: &Casualty,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
     /// Claims `shares` (seq, amount) for the refund; returns the seqs a grab claimed first.
     fn claim_for_refund(
         &self,
@@ -265,9 +317,9 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         packet: &Packet,
         cancelled: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
-        (**self).restore(packet, cancelled, grabs, shares)
+        pool: &[(u32, Cents)],
+    ) -> impl Future<Output = Result<Restored, ApiError>> + Send {
+        (**self).restore(packet, cancelled, grabs, pool)
     }
 
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send {

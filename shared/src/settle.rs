@@ -34,12 +34,13 @@ use thiserror::Error;
 
 use crate::clock::{Clock, Millis, SystemClock};
 use crate::domain::packet::LedgerPacket;
+use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, LoggedGrab, Mismatch};
 use crate::domain::LivePacket;
 use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::error::ApiError;
 use crate::packets::reload_from_ledger;
-use crate::ports::{CloseOutcome, LiveStore, SettleLedger, SettleQueue};
+use crate::ports::{CloseOutcome, Frozen, LiveStore, Restored, SettleLedger, SettleQueue};
 
 /// The marker on every reconciliation failure's log line (alarms filter on it).
 pub const RECONCILIATION_MISMATCH: &str = "RECONCILIATION_MISMATCH";
@@ -125,6 +126,12 @@ pub struct SettleSummary {
     pub restored: u32,
     /// Packets re-synced in Redis from the ledger after the two disagreed.
     pub resynced: u32,
+    /// Grabs Redis acknowledged and the ledger refused whose users hold another share instead.
+    #[serde(default)]
+    pub regranted: u32,
+    /// Grabs Redis acknowledged and the ledger refused, with no share left to give instead.
+    #[serde(default)]
+    pub revoked: u32,
     /// Packets set aside for inspection: ledger record missing, or books that do not balance.
     pub quarantined: u32,
     /// Packets whose grabs wait for the replicas to acknowledge them (`GRAB_WAIT_REPLICAS`).
@@ -163,6 +170,8 @@ impl SettleSummary {
         self.mismatches += packet.mismatches;
         self.restored += packet.restored;
         self.resynced += packet.resynced;
+        self.regranted += packet.regranted;
+        self.revoked += packet.revoked;
         self.quarantined += packet.quarantined;
         self.deferred += packet.deferred;
     }
@@ -203,6 +212,17 @@ pub struct Settler<S, L> {
     clock: Arc<dyn Clock>,
     crash_at: Option<FaultPoint>,
     drain_ms: Millis,
+}
+
+/// Where Redis and the ledger stand after settle compared a packet's grabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Agreement {
+    /// They agree: settle goes on with the packet.
+    Agreed,
+    /// They disagreed and Redis now holds the ledger's state: settle looks at the packet again.
+    Resynced,
+    /// Not now: a later pass goes on (replicas behind, a re-sync raced, or nothing left to do).
+    Later,
 }
 
 /// How many times finalisation re-reads the ledger while grabs race its refund claims.
@@ -453,49 +473,65 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     }
 
     async fn settle_packet(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<(), Stop> {
-        let live = match self.store.snapshot(id).await? {
-            Some(live) => live,
-            None => match self.restore(id, shard, summary).await? {
+        // A second round only after a re-sync made Redis agree with the ledger.
+        for _ in 0..2 {
+            let live = match self.store.snapshot(id).await? {
+                // A re-sync that stopped half-way (a crash, a failover): finish it.
+                Some(live) if live.frozen => match self.resync(id, shard, summary).await? {
+                    Agreement::Resynced => continue,
+                    _ => return Ok(()),
+                },
                 Some(live) => live,
-                None => return Ok(()),
-            },
-        };
-        let shares = live.packet.shares();
-        if !self.persist(&live, &shares, shard, summary).await? {
-            return Ok(());
+                None => match self.restore(id, shard, summary).await? {
+                    Some(live) => live,
+                    None => return Ok(()),
+                },
+            };
+            let shares = live.packet.shares();
+            match self.persist(&live, &shares, shard, summary).await? {
+                Agreement::Agreed => {}
+                Agreement::Resynced => continue,
+                Agreement::Later => return Ok(()),
+            }
+            if self.store.close(id, self.clock.now_ms()).await? != CloseOutcome::Closed {
+                return Ok(());
+            }
+            self.checkpoint(FaultPoint::AfterClose)?;
+            // The replicas hold the close before any share is claimed for the refund.
+            if !self.store.replicas_hold(id).await? {
+                summary.deferred += 1;
+                return Ok(());
+            }
+            let Some(live) = self.store.snapshot(id).await? else { return Ok(()) };
+            match self.persist(&live, &shares, shard, summary).await? {
+                Agreement::Agreed => {}
+                Agreement::Resynced => continue,
+                Agreement::Later => return Ok(()),
+            }
+            self.checkpoint(FaultPoint::BeforeFinalise)?;
+            return self.finalise(&live.packet, &shares, shard, summary).await;
         }
-
-        if self.store.close(id, self.clock.now_ms()).await? != CloseOutcome::Closed {
-            return Ok(());
-        }
-        self.checkpoint(FaultPoint::AfterClose)?;
-        let Some(live) = self.store.snapshot(id).await? else { return Ok(()) };
-        if !self.persist(&live, &shares, shard, summary).await? {
-            return Ok(());
-        }
-        self.checkpoint(FaultPoint::BeforeFinalise)?;
-        self.finalise(&live.packet, &shares, shard, summary).await
+        Ok(())
     }
 
     /// Records the grabs the ledger has not confirmed, then advances the persisted mark. Grabs
     /// the replicas do not hold yet wait for a later run. A grab the ledger refuses (or whose
-    /// amount is not its share's) is reported and the packet re-synced from the ledger. True
-    /// when Redis and the ledger agree and the packet may go on to finalisation.
+    /// amount is not its share's) is reported and the packet re-synced from the ledger.
     async fn persist(
         &self,
         live: &LivePacket,
         shares: &[Cents],
         shard: u32,
         summary: &mut SettleSummary,
-    ) -> Result<bool, Stop> {
+    ) -> Result<Agreement, Stop> {
         let id = &live.packet.id;
         let pending = live.pending();
         if pending.is_empty() {
-            return Ok(true);
+            return Ok(Agreement::Agreed);
         }
         if !self.store.replicas_hold(id).await? {
             summary.deferred += 1;
-            return Ok(false);
+            return Ok(Agreement::Later);
         }
         let mut valid: Vec<LoggedGrab> = Vec::with_capacity(pending.len());
         let mut invalid: Vec<Mismatch> = Vec::new();
@@ -510,7 +546,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         self.checkpoint(FaultPoint::AfterGrabItems)?;
         if refused.is_empty() && invalid.is_empty() {
             self.store.mark_persisted(id, live.grabs.len()).await?;
-            return Ok(true);
+            return Ok(Agreement::Agreed);
         }
         for mismatch in &invalid {
             self.report(id, summary, &format!("Redis holds a grab the ledger cannot take: {mismatch}"));
@@ -518,27 +554,100 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         for refusal in &refused {
             self.report(id, summary, &format!("the ledger refused a grab Redis acknowledged: {refusal}"));
         }
-        self.resync(&live.packet, shard, summary).await?;
-        Ok(false)
+        self.resync(id, shard, summary).await
     }
 
-    /// Replaces Redis's copy of a packet with the ledger's, after the two disagreed: the ledger's
-    /// grabs, and the shares after the last one the ledger has claimed.
-    async fn resync(&self, packet: &Packet, shard: u32, summary: &mut SettleSummary) -> Result<(), Stop> {
-        let Some(recorded) = self.ledger.ledger_packet(&packet.id).await? else {
-            return self.quarantine(&packet.id, shard, summary, "the ledger has no record of this packet").await;
+    /// Re-syncs a packet in Redis from the ledger after the two disagreed, destroying nothing:
+    /// 1. freezes it in Redis under a token of this re-sync (no fresh grab until the replace)
+    ///    and reads its whole log at that instant;
+    /// 2. records every grab of that log the ledger will take;
+    /// 3. remedies each casualty, a grab Redis acknowledged and the ledger refused: its user keeps
+    ///    the share the ledger pays them, or gets the packet's next unclaimed share, or, with none
+    ///    left, the grab is revoked; each recorded once, with its event;
+    /// 4. replaces Redis's copy with the ledger's, only while this re-sync's freeze stands (a
+    ///    failover that lost the freeze, or another run's re-sync, makes it wait for a later pass).
+    ///
+    /// A packet the ledger finalised is replaced closed, then retired.
+    async fn resync(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<Agreement, Stop> {
+        let token = PacketId::random().to_string();
+        let Frozen::Log { grabs: log, partial } = self.store.freeze(id, &token).await? else {
+            return Ok(Agreement::Later);
         };
-        if recorded.status != PacketStatus::Open {
-            self.store.retire(&packet.id, shard).await?;
-            return Ok(());
+        let Some(mut recorded) = self.ledger.ledger_packet(id).await? else {
+            self.quarantine(id, shard, summary, "the ledger has no record of this packet").await?;
+            return Ok(Agreement::Later);
+        };
+        if !self.store.replicas_hold(id).await? {
+            summary.deferred += 1;
+            return Ok(Agreement::Later);
         }
-        let shares = recorded.packet.shares();
-        let left = &shares[recorded.shares_taken()..];
+        let packet = recorded.packet.clone();
+        let shares = packet.shares();
+        let unrecorded: Vec<LoggedGrab> = log
+            .iter()
+            .filter(|grab| !recorded.claims.iter().any(|claim| claim.holds(grab)))
+            .filter(|grab| check_against_shares(grab, &shares).is_ok())
+            .cloned()
+            .collect();
+        if !unrecorded.is_empty() {
+            let refused = self.ledger.record_grabs(&packet, &unrecorded).await?;
+            summary.grabs_persisted += (unrecorded.len() - refused.len()) as u64;
+            recorded = self.read_ledger(id).await?;
+        }
+        let now_ms = self.clock.now_ms();
+        let mut casualties = plan_recovery(&recorded, &log, now_ms);
+        for _ in 0..FINALISE_ATTEMPTS {
+            let fresh = fresh_grants(&casualties);
+            if fresh.is_empty() {
+                break;
+            }
+            // A grant another run made first is refused here: the next plan sees it.
+            self.ledger.record_grabs(&packet, &fresh).await?;
+            recorded = self.read_ledger(id).await?;
+            casualties = plan_recovery(&recorded, &log, now_ms);
+        }
+        if !fresh_grants(&casualties).is_empty() {
+            tracing::warn!(packet_id = %id, "shares kept racing this re-sync's grants; the next pass goes on");
+            return Ok(Agreement::Later);
+        }
+        for casualty in &casualties {
+            self.ledger.record_casualty(&packet, casualty, now_ms).await?;
+            let acknowledged = &casualty.acknowledged;
+            match &casualty.remedy {
+                Remedy::Regranted { holds, .. } => {
+                    summary.regranted += 1;
+                    tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, holds_seq = holds.seq, holds_cents = holds.amount_cents, "GrabRegranted: a grab the ledger refused, its user holds another share instead");
+                }
+                Remedy::Revoked => {
+                    summary.revoked += 1;
+                    tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "GrabRevoked: a grab the ledger refused, with no share left to give instead");
+                }
+            }
+        }
+        let finalised = recorded.status != PacketStatus::Open;
+        let closed = finalised || recorded.refund_claimed();
+        let pool = if closed { Vec::new() } else { recorded.pool() };
         let cancelled = recorded.cancelled_at_ms.is_some();
-        self.store.resync(&recorded.packet, cancelled, &recorded.grabs_to_reload(), left).await?;
+        let grabs = recorded.grabs_to_reload();
+        if !self.store.resync(&packet, cancelled, closed, &grabs, &pool, &token).await? {
+            tracing::warn!(packet_id = %id, "the re-sync's freeze is gone (a failover, or another run's re-sync); the next pass goes on");
+            return Ok(Agreement::Later);
+        }
         summary.resynced += 1;
-        tracing::warn!(packet_id = %packet.id, grabs_on_record = recorded.grabs.len(), shares_left = left.len(), "re-synced a packet in Redis from the ledger");
-        Ok(())
+        tracing::warn!(packet_id = %id, partial, grabs_on_record = grabs.len(), shares_left = pool.len(), casualties = casualties.len(), "re-synced a packet in Redis from the ledger");
+        if finalised {
+            self.store.retire(id, shard, self.clock.now_ms()).await?;
+            return Ok(Agreement::Later);
+        }
+        Ok(Agreement::Resynced)
+    }
+
+    /// The ledger's packet `id`, which settle knows exists.
+    async fn read_ledger(&self, id: &PacketId) -> Result<LedgerPacket, Stop> {
+        self.ledger
+            .ledger_packet(id)
+            .await?
+            .ok_or_else(|| Stop::Api(ApiError::Internal(format!("packet {id} vanished from the ledger"))))
     }
 
     /// Finalises a closed packet from the ledger's own records: completes grabs whose claim is
@@ -603,7 +712,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             return self.quarantine(id, shard, summary, "the ledger has no record of this packet").await;
         };
         match books(&recorded) {
-            Ok(()) => self.store.retire(id, shard).await?,
+            Ok(()) => self.store.retire(id, shard, self.clock.now_ms()).await?,
             Err(mismatch) => self.quarantine(id, shard, summary, &mismatch.to_string()).await?,
         }
         Ok(())
@@ -627,12 +736,23 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             self.finalise(&recorded.packet, &shares, shard, summary).await?;
             return Ok(None);
         }
-        if !reload_from_ledger(self.store.as_ref(), &recorded).await? {
-            self.store.retire(id, shard).await?;
-            return Ok(None);
+        match reload_from_ledger(self.store.as_ref(), &recorded).await? {
+            None => {
+                self.store.retire(id, shard, self.clock.now_ms()).await?;
+                return Ok(None);
+            }
+            // Redis lost the packet's record but not its log (or holds a re-sync's freeze):
+            // the log may hold grabs the ledger lacks, so only a re-sync may replace it.
+            Some(Restored::Partial | Restored::AlreadyHeld) => {
+                return Ok(match self.resync(id, shard, summary).await? {
+                    Agreement::Resynced => self.store.snapshot(id).await?,
+                    _ => None,
+                });
+            }
+            Some(Restored::Loaded) => {}
         }
         summary.restored += 1;
-        tracing::warn!(packet_id = %id, grabs_on_record = recorded.grabs.len(), shares_taken = recorded.shares_taken(), "restored a packet Redis had lost, from the ledger");
+        tracing::warn!(packet_id = %id, grabs_on_record = recorded.grabs.len(), shares_left = recorded.pool().len(), "restored a packet Redis had lost, from the ledger");
         Ok(self.store.snapshot(id).await?)
     }
 
@@ -652,6 +772,17 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     }
 }
 
+/// The shares a recovery plan grants now (settle records them).
+fn fresh_grants(casualties: &[Casualty]) -> Vec<LoggedGrab> {
+    casualties
+        .iter()
+        .filter_map(|casualty| match &casualty.remedy {
+            Remedy::Regranted { holds, fresh: true } => Some(holds.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A finalised packet's books in the ledger: grabs + refund == total, grabs <= count, each grab
 /// holding its share's claim, and the packet's refund equal to its refund item.
 fn books(recorded: &LedgerPacket) -> Result<(), Mismatch> {
@@ -661,11 +792,7 @@ fn books(recorded: &LedgerPacket) -> Result<(), Mismatch> {
     if recorded.refund_cents != Some(refund) {
         return Err(Mismatch(format!("packet records refund {:?}, refund item says {refund}", recorded.refund_cents)));
     }
-    if let Some(grab) = recorded
-        .grabs
-        .iter()
-        .find(|grab| !recorded.claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab)))
-    {
+    if let Some(grab) = recorded.grabs.iter().find(|grab| !recorded.claims.iter().any(|claim| claim.holds(grab))) {
         return Err(Mismatch(format!("grab item of {} (share {}) holds no claim on its share", grab.user, grab.seq)));
     }
     Ok(())

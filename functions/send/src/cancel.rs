@@ -28,10 +28,13 @@ pub async fn cancel<L: Ledger, S: LiveStore>(
     match service.store.cancel(&id, now_ms).await? {
         CancelOutcome::Cancelled => {}
         CancelOutcome::Finished | CancelOutcome::Expired => return Err(ApiError::NotOpen),
+        CancelOutcome::Resyncing => {
+            return Err(ApiError::redis_unavailable("settle is re-syncing this packet from the ledger; try again"))
+        }
         CancelOutcome::Missing => {
             // Lost by Redis (reloaded closed, then marked for settle), or settled and retired.
             let recorded = service.ledger.ledger_packet(&id).await?.ok_or(ApiError::NotFound)?;
-            if reload_from_ledger(&service.store, &recorded).await? {
+            if reload_from_ledger(&service.store, &recorded).await?.is_some() {
                 service.store.cancel(&id, now_ms).await?;
             }
         }

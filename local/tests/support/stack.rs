@@ -80,7 +80,9 @@ impl Stack {
         let mut conn = store.connection().await.expect("Redis is reachable");
         // Everything settle keeps besides the packets: a Redis that lost its data lost these too.
         let mut doomed: Vec<String> = (0..self.config.settle_shards)
-            .flat_map(|shard| [store.settle_index_key(shard), store.settle_dirty_key(shard)])
+            .flat_map(|shard| {
+                [store.settle_index_key(shard), store.settle_dirty_key(shard), store.settle_retired_key(shard)]
+            })
             .chain([store.sweep_key()])
             .collect();
         for id in ids {

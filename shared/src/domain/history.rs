@@ -45,6 +45,10 @@ pub struct HistoryItem {
     /// When the caller grabbed (received only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grabbed_at: Option<String>,
+    /// A share the caller was told they grabbed, revoked after a failover handed it to another
+    /// with none left to give instead (received only; never credited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_cents: Option<Cents>,
 }
 
 /// One page of history.

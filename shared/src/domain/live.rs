@@ -11,6 +11,8 @@ pub struct LivePacket {
     pub packet: Packet,
     /// False once the packet was closed to grabs.
     pub open: bool,
+    /// True while settle re-syncs it from the ledger (closed to fresh grabs until then).
+    pub frozen: bool,
     /// True once the sender cancelled it.
     pub cancelled: bool,
     /// Shares left.

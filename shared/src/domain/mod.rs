@@ -8,6 +8,7 @@ pub mod ids;
 pub mod limits;
 pub mod live;
 pub mod packet;
+pub mod recovery;
 pub mod settlement;
 pub mod split;
 pub mod validate;

@@ -235,12 +235,16 @@ pub struct LedgerPacket {
 }
 
 impl LedgerPacket {
-    /// How many shares are gone from the front of the share list: up to the highest share the
-    /// ledger has claimed or paid, even where a grab between was lost.
-    pub fn shares_taken(&self) -> usize {
-        let claimed = self.claims.iter().map(|claim| claim.seq);
-        let paid = self.grabs.iter().map(|grab| grab.seq);
-        claimed.chain(paid).max().unwrap_or(0).min(self.packet.count) as usize
+    /// The shares nobody holds in the ledger, `(seq, amount)` in share order: what a reload
+    /// into the live store hands out. A share below the highest claimed one whose grab a
+    /// failover lost before it reached the ledger goes out again: nobody holds it.
+    pub fn pool(&self) -> Vec<(u32, Cents)> {
+        let shares = self.packet.shares();
+        self.unclaimed_shares()
+            .into_iter()
+            .filter(|seq| !self.grabs.iter().any(|grab| grab.seq == *seq))
+            .filter_map(|seq| Some((seq, *shares.get(seq as usize - 1)?)))
+            .collect()
     }
 
     /// Claims a grabber holds with no grab item of theirs yet (settle stopped between the two
@@ -450,7 +454,11 @@ mod tests {
             claims: vec![claimed(1, "bob"), claimed(3, "carol")],
             cancelled_at_ms: None,
         };
-        assert_eq!(recorded.shares_taken(), 3, "share 2 is gone too: a grab between was lost");
+        assert_eq!(
+            recorded.pool(),
+            vec![(2, 100), (4, 100)],
+            "share 2, whose grab never reached the ledger, goes out again"
+        );
         assert_eq!(recorded.incomplete_claims(), vec![grabbed(3, "carol")]);
         assert_eq!(recorded.unclaimed_shares(), vec![2, 4]);
         assert_eq!(recorded.grabs_to_reload(), vec![grabbed(1, "bob"), grabbed(3, "carol")]);

@@ -93,6 +93,14 @@ impl ShareClaim {
             ShareHolder::Refund => None,
         }
     }
+
+    /// True when this claim is `grab`'s: the same share, user and amount. The time is not
+    /// identity: a user who grabs the same share again after a failover makes the same grab.
+    pub fn holds(&self, grab: &LoggedGrab) -> bool {
+        self.seq == grab.seq
+            && self.amount_cents == grab.amount_cents
+            && matches!(&self.holder, ShareHolder::Grabber { user, .. } if *user == grab.user)
+    }
 }
 
 /// Checks a grab from Redis against the packet's shares before it reaches the ledger: grab
@@ -182,8 +190,7 @@ pub fn finalise_from_ledger(
         )));
     }
     for grab in grabs {
-        let held = claims.iter().any(|claim| claim.seq == grab.seq && claim.grab().as_ref() == Some(grab));
-        if !held {
+        if !claims.iter().any(|claim| claim.holds(grab)) {
             return Err(Mismatch(format!(
                 "grab item of {} (share {}) holds no claim on its share",
                 grab.user, grab.seq
@@ -286,6 +293,11 @@ mod tests {
         assert_eq!(done.refund_cents, 50);
 
         assert!(finalise_from_ledger(100, 3, &claims[..2], &[], false).is_err(), "a share unclaimed");
+        let later = [grab(1, "a", 30), LoggedGrab { at_ms: 9_999, ..grab(2, "b", 50) }];
+        assert!(
+            finalise_from_ledger(100, 3, &claims, &later, false).is_ok(),
+            "the same share, user and amount at another time is the same grab"
+        );
         let stranger = [grab(1, "a", 30), grab(2, "c", 50)];
         assert!(finalise_from_ledger(100, 3, &claims, &stranger, false).is_err(), "a grab item without its claim");
     }

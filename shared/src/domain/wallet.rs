@@ -158,11 +158,17 @@ pub enum EventType {
     WalletCredited,
     /// A balance went down (send).
     WalletDebited,
+    /// A grab Redis acknowledged was refused by the ledger after a failover, and its user holds
+    /// another share instead (amount: the share held now).
+    GrabRegranted,
+    /// A grab Redis acknowledged was refused by the ledger after a failover, and no share was
+    /// left to give instead (amount: the share revoked; it was never credited).
+    GrabRevoked,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 10] = [
         EventType::PacketSent,
         EventType::GrabRecorded,
         EventType::PacketFinished,
@@ -171,6 +177,8 @@ impl EventType {
         EventType::PacketRefunded,
         EventType::WalletCredited,
         EventType::WalletDebited,
+        EventType::GrabRegranted,
+        EventType::GrabRevoked,
     ];
 
     /// The name, as `detail-type` carries it.
@@ -184,6 +192,8 @@ impl EventType {
             EventType::PacketRefunded => "PacketRefunded",
             EventType::WalletCredited => "WalletCredited",
             EventType::WalletDebited => "WalletDebited",
+            EventType::GrabRegranted => "GrabRegranted",
+            EventType::GrabRevoked => "GrabRevoked",
         }
     }
 }
@@ -271,6 +281,6 @@ mod tests {
         assert_eq!(a.event_id, b.event_id, "a redelivery, or a retry at another time, has the same id");
         let credit = LedgerEvent::new(EventType::WalletCredited, id.as_str(), Some(&id), &bob, 5, "t".into());
         assert_ne!(a.event_id, credit.event_id);
-        assert_eq!(EventType::ALL.len(), 8);
+        assert_eq!(EventType::ALL.len(), 10);
     }
 }

@@ -8,7 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::Deserialize;
 
-use super::items::{history_pk, packet_pk, GrabItem, PacketItem, META};
+use super::items::{history_pk, packet_pk, CasualtyItem, GrabItem, PacketItem, META};
 use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::{PacketId, PacketStatus, UserId};
@@ -39,7 +39,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
     let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with("PKT#"))
         && strings.get("sk").is_some_and(|sk| match role {
             Role::Sent => sk == "META",
-            Role::Received => sk.starts_with("GRAB#"),
+            Role::Received => sk.starts_with("GRAB#") || sk.starts_with("CASUALTY#"),
         });
     if !owned || !in_role || !table_key || strings.len() != 4 {
         return Err(invalid());
@@ -87,23 +87,52 @@ impl DynamoLedger {
                         created_at: packet.created_at,
                         amount_cents: None,
                         grabbed_at: None,
+                        revoked_cents: None,
                     })
                 })
                 .collect::<Result<Vec<_>, ApiError>>()?,
             Role::Received => {
-                let grabs = found.into_iter().map(from_item::<GrabItem>).collect::<Result<Vec<_>, _>>()?;
-                let statuses = self.statuses(grabs.iter().map(|grab| &grab.packet_id)).await?;
-                grabs
+                // Grab items, and the grabs a failover cost their share with none left to give.
+                let received = found
                     .into_iter()
-                    .map(|grab| HistoryItem {
-                        status: statuses.get(&grab.packet_id).copied().unwrap_or(PacketStatus::Open),
-                        packet_id: grab.packet_id,
-                        sender: grab.sender,
-                        total_cents: grab.total_cents,
-                        count: grab.count,
-                        created_at: grab.packet_created_at,
-                        amount_cents: Some(grab.amount_cents),
-                        grabbed_at: Some(grab.grabbed_at),
+                    .map(|item| {
+                        let revoked =
+                            item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
+                        Ok(if revoked {
+                            let casualty: CasualtyItem = from_item(item)?;
+                            HistoryItem {
+                                status: PacketStatus::Open,
+                                packet_id: casualty.packet_id,
+                                sender: casualty.sender,
+                                total_cents: casualty.total_cents,
+                                count: casualty.count,
+                                created_at: casualty.packet_created_at,
+                                amount_cents: None,
+                                grabbed_at: Some(casualty.acknowledged_at),
+                                revoked_cents: Some(casualty.acknowledged_cents),
+                            }
+                        } else {
+                            let grab: GrabItem = from_item(item)?;
+                            HistoryItem {
+                                status: PacketStatus::Open,
+                                packet_id: grab.packet_id,
+                                sender: grab.sender,
+                                total_cents: grab.total_cents,
+                                count: grab.count,
+                                created_at: grab.packet_created_at,
+                                amount_cents: Some(grab.amount_cents),
+                                grabbed_at: Some(grab.grabbed_at),
+                                revoked_cents: None,
+                            }
+                        })
+                    })
+                    .collect::<Result<Vec<HistoryItem>, ApiError>>()?;
+                let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
+                received
+                    .into_iter()
+                    .map(|item| HistoryItem {
+                        status: statuses.get(&item.packet_id).copied().unwrap_or(PacketStatus::Open),
+                        ..item
                     })
                     .collect()
             }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::BestLuck;
+use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
 use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::{
@@ -42,6 +43,12 @@ pub fn packet_pk(id: &PacketId) -> String {
 /// `GRAB#<user>`.
 pub fn grab_sk(user: &UserId) -> String {
     format!("GRAB#{user}")
+}
+
+/// `CASUALTY#<user>#<seq>`: what became of `user`'s grab of share `seq`, which Redis
+/// acknowledged and the ledger refused.
+pub fn casualty_sk(user: &UserId, seq: u32) -> String {
+    format!("CASUALTY#{user}#{seq:05}")
 }
 
 /// `SHARE#<seq>`, zero-padded so the claims sort by share.
@@ -298,6 +305,82 @@ impl ShareItem {
             _ => return Err(ApiError::Internal(format!("share claim {} of {} is malformed", self.sk, self.packet_id))),
         };
         Ok(ShareClaim { seq: self.seq, amount_cents: self.amount_cents, holder })
+    }
+}
+
+/// A casualty of a disagreement between Redis and the ledger (`PKT#<id>` /
+/// `CASUALTY#<user>#<seq>`), written once: the grab Redis acknowledged and what the user got
+/// instead. A revoked grab is in the user's received history (no money moved).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CasualtyItem {
+    pub pk: String,
+    pub sk: String,
+    pub packet_id: PacketId,
+    pub user: UserId,
+    /// The share Redis acknowledged: its seq, amount and time.
+    pub acknowledged_seq: u32,
+    pub acknowledged_cents: Cents,
+    pub acknowledged_at: String,
+    /// `regranted` or `revoked`.
+    pub remedy: String,
+    /// The share the user holds instead (regranted only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_seq: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_cents: Option<Cents>,
+    pub recorded_at: String,
+    pub sender: UserId,
+    pub total_cents: Cents,
+    pub count: u32,
+    pub packet_created_at: String,
+    /// Revoked only: the user's received history lists it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_sk: Option<String>,
+    /// `GrabRegranted` (amount: the share held now) or `GrabRevoked` (amount: the share revoked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<LedgerEvent>,
+}
+
+impl CasualtyItem {
+    /// The item recording `casualty` of `packet`, at `now_ms`.
+    pub fn new(packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Self {
+        let acknowledged = &casualty.acknowledged;
+        let recorded_at = rfc3339(now_ms);
+        let (remedy, granted, event_type, amount_cents) = match &casualty.remedy {
+            Remedy::Regranted { holds, .. } => ("regranted", Some(holds), EventType::GrabRegranted, holds.amount_cents),
+            Remedy::Revoked => ("revoked", None, EventType::GrabRevoked, acknowledged.amount_cents),
+        };
+        let subject = format!("{}#{}", packet.id, acknowledged.seq);
+        let revoked = granted.is_none();
+        CasualtyItem {
+            pk: packet_pk(&packet.id),
+            sk: casualty_sk(&acknowledged.user, acknowledged.seq),
+            packet_id: packet.id.clone(),
+            user: acknowledged.user.clone(),
+            acknowledged_seq: acknowledged.seq,
+            acknowledged_cents: acknowledged.amount_cents,
+            acknowledged_at: rfc3339(acknowledged.at_ms),
+            remedy: remedy.into(),
+            granted_seq: granted.map(|grab| grab.seq),
+            granted_cents: granted.map(|grab| grab.amount_cents),
+            sender: packet.sender.clone(),
+            total_cents: packet.total_cents,
+            count: packet.count,
+            packet_created_at: rfc3339(packet.created_at_ms),
+            history_pk: revoked.then(|| history_pk(&acknowledged.user)),
+            history_sk: revoked.then(|| format!("RECV#{}#{}", rfc3339(acknowledged.at_ms), packet.id)),
+            event: Some(LedgerEvent::new(
+                event_type,
+                &subject,
+                Some(&packet.id),
+                &acknowledged.user,
+                amount_cents,
+                recorded_at.clone(),
+            )),
+            recorded_at,
+        }
     }
 }
 

@@ -5,15 +5,19 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
 
-use super::items::{open_partitions, packet_pk, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND};
+use super::items::{
+    open_partitions, packet_pk, CasualtyItem, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND,
+};
 use super::{
     cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX,
 };
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
+use crate::domain::recovery::Casualty;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus};
@@ -24,26 +28,54 @@ use crate::ports::SettleLedger;
 const WRITES_IN_FLIGHT: usize = 32;
 
 impl DynamoLedger {
+    /// Claims `grab`'s share, then writes its grab item. A claim already held by the same
+    /// user for the same amount is the same grab (recorded before, or grabbed again after a
+    /// failover): it is left as it is, its first time kept.
     async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
         let claim = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_item(&ShareItem::grabbed(packet, grab))))
-            .condition_expression("attribute_not_exists(pk) OR (#user = :user AND amount_cents = :amount)")
-            .expression_attribute_names("#user", "user")
-            .expression_attribute_values(":user", AttributeValue::S(grab.user.to_string()))
-            .expression_attribute_values(":amount", AttributeValue::N(grab.amount_cents.to_string()))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match claim {
             Ok(_) => {}
             Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                return Ok(Some(Refusal::ShareHeld(grab.clone())));
+                let held = condition_failed_item(error.as_service_error());
+                let held: Option<ShareItem> = held.map(from_item).transpose()?;
+                let same = held.map(|item| item.claim()).transpose()?.is_some_and(|claim| claim.holds(grab));
+                if !same {
+                    return Ok(Some(Refusal::ShareHeld(grab.clone())));
+                }
             }
             Err(error) => return Err(write_failed(error)),
         }
         Ok(self.put_grab_item(packet, grab).await?.then(|| Refusal::UserPaid(grab.clone())))
+    }
+
+    /// The events of packet `id`'s casualties (`GrabRegranted`, `GrabRevoked`), for operators
+    /// and checks: one per grab Redis acknowledged and the ledger refused.
+    pub async fn casualties(&self, id: &PacketId) -> Result<Vec<LedgerEvent>, ApiError> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :casualty)")
+            .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
+            .expression_attribute_values(":casualty", AttributeValue::S("CASUALTY#".into()))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        let mut events = Vec::new();
+        while let Some(item) = pages.next().await {
+            let casualty: CasualtyItem = from_item(item.map_err(unavailable)?)?;
+            events.extend(casualty.event);
+        }
+        Ok(events)
     }
 
     /// Every item of packet `id`: record, grabs and refund (strongly consistent).
@@ -149,16 +181,37 @@ impl SettleLedger for DynamoLedger {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_item(&GrabItem::new(packet, grab))))
-            .condition_expression("attribute_not_exists(pk) OR (seq = :seq AND amount_cents = :amount)")
-            .expression_attribute_values(":seq", AttributeValue::N(grab.seq.to_string()))
-            .expression_attribute_values(":amount", AttributeValue::N(grab.amount_cents.to_string()))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match written {
             Ok(_) => Ok(false),
             Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                Ok(true)
+                // Recorded before (kept as it was, its first time too); another share is refused.
+                let recorded = condition_failed_item(error.as_service_error());
+                let recorded: Option<GrabItem> = recorded.map(from_item).transpose()?;
+                Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
             }
+            Err(error) => Err(write_failed(error)),
+        }
+    }
+
+    /// Records a casualty of a disagreement between Redis and the ledger, once (its item's
+    /// condition): `GrabRegranted` or `GrabRevoked`, in the grabber's history. The money, if
+    /// any, moved with the regranted grab's own item.
+    async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Result<(), ApiError> {
+        let written = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&CasualtyItem::new(packet, casualty, now_ms))))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(()),
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
             Err(error) => Err(write_failed(error)),
         }
     }
@@ -312,6 +365,14 @@ impl SettleLedger for DynamoLedger {
             }
         }
         Ok(ids)
+    }
+}
+
+/// The item a `PutItem` found in place when its condition failed (`ReturnValuesOnConditionCheckFailure`).
+fn condition_failed_item(error: Option<&PutItemError>) -> Option<HashMap<String, AttributeValue>> {
+    match error? {
+        PutItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
+        _ => None,
     }
 }
 

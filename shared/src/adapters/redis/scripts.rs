@@ -18,7 +18,7 @@ use crate::domain::access::MAX_WRONG_PASSPHRASES;
 use crate::domain::grab::GrabAttempt;
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
-use crate::ports::{CancelOutcome, CloseOutcome};
+use crate::ports::{CancelOutcome, CloseOutcome, Frozen};
 
 /// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
 pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
@@ -28,6 +28,7 @@ static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../..
 static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/close.lua")));
 static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/cancel.lua")));
 static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/persisted.lua")));
+static FREEZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/freeze.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/snapshot.lua")));
 
 /// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
@@ -81,6 +82,12 @@ pub fn settle_index_key(prefix: &str, shard: u32) -> String {
 /// (a set, in the index's slot).
 pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
     format!("{prefix}:settle:{{{shard}}}:dirty")
+}
+
+/// `<prefix>:settle:{<shard>}:retired`: the shard's finalised packets, scored by when their
+/// keys should have lapsed (a sorted set, in the index's slot).
+pub fn settle_retired_key(prefix: &str, shard: u32) -> String {
+    format!("{prefix}:settle:{{{shard}}}:retired")
 }
 
 /// A grab-log entry: `<seq>:<amount>:<left>:<at_ms>:<user>`, `left` being what share `seq` left
@@ -147,6 +154,8 @@ pub struct LoadFields<'a> {
     pub expires_at: Millis,
     /// True once the sender cancelled it: it loads closed.
     pub cancelled: bool,
+    /// True when it is closed to grabs (the ledger claimed a share for its refund).
+    pub closed: bool,
     /// The recipients as a JSON array, when the packet names them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipients: Option<String>,
@@ -157,48 +166,100 @@ pub struct LoadFields<'a> {
 
 /// How `load.lua` treats a packet Redis already holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadMode {
+pub enum LoadMode<'a> {
     /// Leave it as it is (send, restore).
     Add,
-    /// Replace it with the state given (settle's re-sync from the ledger).
-    Replace,
+    /// Replace it with the state given, while the re-sync's freeze holds this token (settle's
+    /// re-sync from the ledger).
+    Replace {
+        /// The token `freeze.lua` set.
+        token: &'a str,
+    },
 }
 
-/// Runs `load.lua`: returns true when the packet was loaded now, false when it already was.
-/// `grabs` are the grabs the ledger already holds (empty at send, filled on a reload); `shares`
-/// are the shares not yet taken, the first of them share `first_seq`.
+/// What `load.lua` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loaded {
+    /// Loaded now.
+    Now,
+    /// Redis held the packet already: nothing changed.
+    Already,
+    /// A replace found its freeze gone or another's: nothing changed.
+    FreezeLost,
+    /// The packet hash is gone but its pool or log is not: nothing changed; settle re-syncs it.
+    Partial,
+}
+
+/// Runs `load.lua`. `grabs` are the grabs the ledger already holds (empty at send, filled on a
+/// reload); `pool` the shares not yet taken, `(seq, amount)`, in the order they go out.
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
-    mode: LoadMode,
+    mode: LoadMode<'_>,
     fields: &LoadFields<'_>,
     grabs: &[LoggedGrab],
-    first_seq: u32,
-    shares: &[Cents],
-) -> RedisResult<bool> {
+    pool: &[(u32, Cents)],
+) -> RedisResult<Loaded> {
     let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, fields.count)).collect();
     let fields = serde_json::to_string(fields).expect("load fields serialize");
     let grabs = serde_json::to_string(&entries).expect("grabs serialize");
+    let (mode, token) = match mode {
+        LoadMode::Add => ("add", ""),
+        LoadMode::Replace { token } => ("replace", token),
+    };
+    let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
     let loaded: i64 = LOAD
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
-        .arg(match mode {
-            LoadMode::Add => "add",
-            LoadMode::Replace => "replace",
-        })
+        .arg(mode)
         .arg(fields)
-        .arg(first_seq)
+        .arg(token)
         .arg(grabs)
         .arg(shares)
         .invoke_async(conn)
         .await?;
-    Ok(loaded == 1)
+    Ok(match loaded {
+        1 => Loaded::Now,
+        0 => Loaded::Already,
+        2 => Loaded::FreezeLost,
+        _ => Loaded::Partial,
+    })
 }
 
-/// Runs `close.lua` at `now_ms`.
-pub async fn close<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: Millis) -> RedisResult<CloseOutcome> {
-    let state: i64 = CLOSE.key(&keys.packet).key(&keys.pool).arg(now_ms).invoke_async(conn).await?;
+/// Runs `freeze.lua` with `token`. An unreadable log entry is an error.
+pub async fn freeze<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, token: &str) -> RedisResult<Frozen> {
+    let (state, log): (i64, Vec<String>) =
+        FREEZE.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(token).invoke_async(conn).await?;
+    if state == 0 {
+        return Ok(Frozen::Missing);
+    }
+    let grabs = log
+        .iter()
+        .map(|entry| {
+            parse_log_entry(entry).ok_or_else(|| {
+                redis::RedisError::from((redis::ErrorKind::Client, "freeze.lua", format!("unreadable {entry:?}")))
+            })
+        })
+        .collect::<RedisResult<Vec<_>>>()?;
+    Ok(Frozen::Log { grabs, partial: state == 2 })
+}
+
+/// Runs `close.lua` at `now_ms`; `whatever_its_state` closes an open or frozen packet too
+/// (quarantine).
+pub async fn close<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    now_ms: Millis,
+    whatever_its_state: bool,
+) -> RedisResult<CloseOutcome> {
+    let state: i64 = CLOSE
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .arg(now_ms)
+        .arg(if whatever_its_state { "force" } else { "" })
+        .invoke_async(conn)
+        .await?;
     Ok(match state {
         0 => CloseOutcome::Missing,
         1 => CloseOutcome::StillOpen,
@@ -213,6 +274,7 @@ pub async fn cancel<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: 
         0 => CancelOutcome::Missing,
         1 => CancelOutcome::Cancelled,
         2 => CancelOutcome::Finished,
+        4 => CancelOutcome::Resyncing,
         _ => CancelOutcome::Expired,
     })
 }
@@ -294,6 +356,8 @@ pub enum ScriptGrab {
     AskLedger(Lookup),
     /// Redis does not hold the packet; another caller is asking the ledger right now.
     LookupPending,
+    /// Settle is re-syncing the packet from the ledger: ask again shortly.
+    Resyncing,
 }
 
 /// Runs `grab.lua` for `attempt` at `now_ms`; a caller that claims an unknown id's lookup holds
@@ -359,6 +423,7 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
         Value::Int(9) => decided(GrabOutcome::WrongPassphrase),
         Value::Int(10) => decided(GrabOutcome::TooManyAttempts),
         Value::Int(11) => decided(GrabOutcome::Cancelled),
+        Value::Int(12) => ScriptGrab::Resyncing,
         other => return Err(unreadable(format!("an unknown answer {other:?}"))),
     })
 }
@@ -442,7 +507,8 @@ mod tests {
         for (reply, answer) in table {
             assert_eq!(read_grab_answer(reply.clone()).unwrap(), answer, "{reply:?}");
         }
-        assert!(read_grab_answer(Value::Int(12)).is_err());
+        assert_eq!(read_grab_answer(Value::Int(12)).unwrap(), ScriptGrab::Resyncing);
+        assert!(read_grab_answer(Value::Int(13)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
     }
@@ -456,6 +522,7 @@ mod tests {
             include_str!("../../../lua/cancel.lua"),
             include_str!("../../../lua/persisted.lua"),
             include_str!("../../../lua/snapshot.lua"),
+            include_str!("../../../lua/freeze.lua"),
         ] {
             assert!(source.contains("-- KEYS[1]") && source.contains("-- Returns"), "{source}");
         }

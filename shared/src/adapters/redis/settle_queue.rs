@@ -3,13 +3,13 @@
 //! re-sync, retirement and quarantine, and the run's own bookkeeping (resume shard, recovery
 //! sweep, layouts).
 
-use super::scripts::{self, LoadMode};
+use super::scripts::{self, LoadMode, Loaded};
 use super::store::{RedisStore, RETIRED_KEEP_MS};
-use crate::clock::{Clock, Millis, SystemClock};
+use crate::clock::Millis;
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId};
 use crate::error::ApiError;
-use crate::ports::{CloseOutcome, SettleQueue};
+use crate::ports::{CloseOutcome, Frozen, SettleQueue};
 
 impl RedisStore {
     /// The settle index key of `shard`.
@@ -20,6 +20,11 @@ impl RedisStore {
     /// The set of packets in `shard` with grabs settle has not persisted.
     pub fn settle_dirty_key(&self, shard: u32) -> String {
         scripts::settle_dirty_key(&self.config.key_prefix, shard)
+    }
+
+    /// The set of `shard`'s retired packets, scored by when their keys should have lapsed.
+    pub fn settle_retired_key(&self, shard: u32) -> String {
+        scripts::settle_retired_key(&self.config.key_prefix, shard)
     }
 
     /// Every packet indexed for settle in `shard` (open, not retired or quarantined): for
@@ -58,37 +63,42 @@ impl SettleQueue for RedisStore {
         self.settle_shards
     }
 
-    /// Replaces whatever Redis holds of `packet` with the ledger's state: its grabs and the
-    /// shares still to hand out (settle's re-sync when Redis and the ledger disagree).
+    /// Runs `freeze.lua`: the packet closed to fresh grabs under `token`, and its whole log.
+    async fn freeze(&self, id: &PacketId, token: &str) -> Result<Frozen, ApiError> {
+        let mut conn = self.connection().await?;
+        self.run(scripts::freeze(&mut conn, &self.keys(id), token)).await
+    }
+
+    /// Replaces what Redis holds of `packet` with the ledger's state while the freeze under
+    /// `token` stands (settle's re-sync when Redis and the ledger disagree).
     async fn resync(
         &self,
         packet: &Packet,
         cancelled: bool,
+        closed: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-    ) -> Result<(), ApiError> {
-        self.load_with(packet, cancelled, grabs, shares, LoadMode::Replace).await
+        pool: &[(u32, Cents)],
+        token: &str,
+    ) -> Result<bool, ApiError> {
+        let loaded = self.load_with(packet, cancelled, closed, grabs, pool, LoadMode::Replace { token }).await?;
+        Ok(loaded == Loaded::Now)
     }
 
     /// Waits until the configured replicas hold every write made to `id`'s keys so far (a no-op
     /// without `GRAB_WAIT_REPLICAS`): settle persists only grabs a failover cannot take back.
     /// False when they did not acknowledge in time.
     async fn replicas_hold(&self, id: &PacketId) -> Result<bool, ApiError> {
-        let Some(wait) = self.grab_wait else { return Ok(true) };
+        if self.grab_wait.is_none() {
+            return Ok(true);
+        }
         let mut conn = self.connection().await?;
-        let keys = self.keys(id);
-        // WAIT counts the replicas that reached this connection's last write; replication is
-        // ordered, so once they hold this write they hold every grab before it.
-        let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
-        let touch = redis::Cmd::pset_ex(probe, SystemClock.now_ms(), 60_000);
-        self.run(touch.query_async::<()>(&mut conn)).await?;
-        conn.replicas_acknowledge(&keys.packet, wait, self.limit()).await
+        self.replicas_hold_writes(&mut conn, id).await
     }
 
     /// Closes the packet to grabs if it is finished or expired at `now_ms`.
     async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, ApiError> {
         let mut conn = self.connection().await?;
-        self.run(scripts::close(&mut conn, &self.keys(id), now_ms)).await
+        self.run(scripts::close(&mut conn, &self.keys(id), now_ms, false)).await
     }
 
     /// Records that the first `confirmed` grabs of the log are in the ledger.
@@ -106,8 +116,23 @@ impl SettleQueue for RedisStore {
         let mut pipe = redis::pipe();
         pipe.smembers(self.settle_dirty_key(shard));
         pipe.cmd("ZRANGE").arg(self.settle_index_key(shard)).arg("-inf").arg(now_ms).arg("BYSCORE");
-        let (dirty, due): (Vec<String>, Vec<String>) = self.run(pipe.query_async(&mut conn)).await?;
+        pipe.cmd("ZRANGE").arg(self.settle_retired_key(shard)).arg("-inf").arg(now_ms).arg("BYSCORE");
+        let (dirty, due, lapsed): (Vec<String>, Vec<String>, Vec<String>) =
+            self.run(pipe.query_async(&mut conn)).await?;
         let mut ids: Vec<PacketId> = dirty.iter().chain(&due).filter_map(|id| PacketId::parse(id)).collect();
+        // A retired packet's keys are gone by now, unless a failover to a replica that missed
+        // the retirement brought them back (open, perhaps with grabs): settle looks again then.
+        for id in lapsed.iter().filter_map(|id| PacketId::parse(id)) {
+            let keys = self.keys(&id);
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(&keys.packet).arg(&keys.pool).arg(&keys.grabs);
+            let held: u32 = self.run(exists.query_async(&mut conn)).await?;
+            let forget = redis::Cmd::zrem(self.settle_retired_key(shard), id.as_str());
+            self.run(forget.query_async::<()>(&mut conn)).await?;
+            if held > 0 {
+                ids.push(id);
+            }
+        }
         ids.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
         ids.dedup();
         Ok(ids)
@@ -136,12 +161,14 @@ impl SettleQueue for RedisStore {
         Ok(())
     }
 
-    /// Takes a finalised packet out of settle index `shard` and lets its keys expire shortly.
-    async fn retire(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
+    /// Takes a finalised packet out of settle index `shard`, lets its keys expire shortly, and
+    /// lists it among the retired until a minute after they should have.
+    async fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
         let mut unindex = redis::pipe();
         unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
+        unindex.zadd(self.settle_retired_key(shard), id.as_str(), now_ms + RETIRED_KEEP_MS + 60_000);
         self.run(unindex.query_async::<()>(&mut conn)).await?;
         // One key per command: in cluster mode every command stays within the packet's slot.
         for key in [&keys.packet, &keys.pool, &keys.grabs] {
@@ -156,6 +183,7 @@ impl SettleQueue for RedisStore {
     /// quarantine index (scored by when), keeping its keys as they are for an operator.
     async fn quarantine(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
+        self.run(scripts::close(&mut conn, &self.keys(id), now_ms, true)).await?;
         let add = redis::Cmd::zadd(self.quarantine_key(), id.as_str(), now_ms);
         self.run(add.query_async::<()>(&mut conn)).await?;
         let mut unindex = redis::pipe();

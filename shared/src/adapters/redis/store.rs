@@ -13,7 +13,8 @@ use tokio::sync::OnceCell;
 
 use super::connection::{within, RedisConnection};
 use super::scripts::{
-    self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Lookup, PacketKeys, RawSnapshot, ScriptGrab,
+    self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Loaded, Lookup, PacketKeys, RawSnapshot,
+    ScriptGrab,
 };
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
@@ -24,7 +25,7 @@ use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };
 use crate::error::ApiError;
-use crate::ports::{CancelOutcome, Ledger, LiveStore};
+use crate::ports::{CancelOutcome, Ledger, LiveStore, Restored};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -109,15 +110,18 @@ impl RedisStore {
         live_packet(id, &raw).map(Some)
     }
 
-    /// Loads `packet` (cancelled or not) with the grabs and shares given, and indexes it for settle.
+    /// Loads `packet` (cancelled, closed or not) with the grabs and the pool given, and indexes
+    /// it for settle.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn load_with(
         &self,
         packet: &Packet,
         cancelled: bool,
+        closed: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-        mode: LoadMode,
-    ) -> Result<(), ApiError> {
+        pool: &[(u32, Cents)],
+        mode: LoadMode<'_>,
+    ) -> Result<Loaded, ApiError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
@@ -145,12 +149,11 @@ impl RedisStore {
             created_at: packet.created_at_ms,
             expires_at: packet.expires_at_ms,
             cancelled,
+            closed,
             recipients,
             passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
         };
-        let first_seq = packet.count.saturating_sub(shares.len() as u32) + 1;
-        self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, first_seq, shares)).await?;
-        Ok(())
+        self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, pool)).await
     }
 
     /// Runs `grab.lua`. A Redis over `maxmemory` refuses the script whole (-OOM) before it
@@ -276,16 +279,38 @@ impl RedisStore {
         if let (Some(memo), true) = (&self.sold_out, outcome.sold_out()) {
             memo.learn(packet, Instant::now());
         }
-        if let (GrabOutcome::Grabbed { .. }, Some(wait)) = (outcome, self.grab_wait) {
-            // On timeout the client gets a 503; its retry finds the grab and returns the same share.
-            if !conn.replicas_acknowledge(&keys.packet, wait, self.limit()).await? {
-                return Err(ApiError::redis_unavailable(format!(
-                    "fewer than {} replicas acknowledged the grab within {:?}",
-                    wait.replicas, wait.timeout
-                )));
+        // Every answer telling a user they hold a share is replica-acknowledged. On timeout the
+        // client gets a 503; its retry finds the grab and answers the same share, again waited on.
+        let acknowledged = match (outcome, self.grab_wait) {
+            (GrabOutcome::Grabbed { .. }, Some(wait)) => {
+                conn.replicas_acknowledge(&keys.packet, wait, self.limit()).await?
             }
+            // A repeat wrote nothing on this connection: WAIT would not cover the grab it read.
+            (GrabOutcome::Already { .. }, Some(_)) => self.replicas_hold_writes(conn, packet).await?,
+            _ => true,
+        };
+        if !acknowledged {
+            return Err(ApiError::redis_unavailable(
+                "fewer replicas than GRAB_WAIT_REPLICAS acknowledged the grab in time",
+            ));
         }
         Ok(outcome)
+    }
+
+    /// True when the configured replicas hold every write made on the primary of `id`'s slot
+    /// so far (always, without `GRAB_WAIT_REPLICAS`). `WAIT` counts the replicas that reached
+    /// this connection's last write, so a write of its own comes first; replication is ordered,
+    /// so once they hold it they hold every write before it, whoever made them.
+    pub(super) async fn replicas_hold_writes(
+        &self,
+        conn: &mut RedisConnection,
+        id: &PacketId,
+    ) -> Result<bool, ApiError> {
+        let Some(wait) = self.grab_wait else { return Ok(true) };
+        let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
+        let touch = redis::Cmd::pset_ex(probe, crate::clock::SystemClock.now_ms(), 60_000);
+        self.run(touch.query_async::<()>(conn)).await?;
+        conn.replicas_acknowledge(&self.keys(id).packet, wait, self.limit()).await
     }
 }
 
@@ -331,6 +356,7 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
     Ok(LivePacket {
         packet,
         open: raw.field("open_until").is_some_and(|open_until| open_until != "0" && open_until != "-1"),
+        frozen: raw.field("open_until").is_some_and(|open_until| open_until.starts_with('F')),
         cancelled: raw.field("open_until") == Some("-1"),
         remaining_count: raw.shares_left,
         grabs,
@@ -340,7 +366,9 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
 
 impl LiveStore for RedisStore {
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
-        self.load_with(packet, false, &[], shares, LoadMode::Add).await
+        let pool: Vec<(u32, Cents)> = (1..).zip(shares.iter().copied()).collect();
+        self.load_with(packet, false, false, &[], &pool, LoadMode::Add).await?;
+        Ok(())
     }
 
     async fn restore(
@@ -348,9 +376,13 @@ impl LiveStore for RedisStore {
         packet: &Packet,
         cancelled: bool,
         grabs: &[LoggedGrab],
-        shares: &[Cents],
-    ) -> Result<(), ApiError> {
-        self.load_with(packet, cancelled, grabs, shares, LoadMode::Add).await
+        pool: &[(u32, Cents)],
+    ) -> Result<Restored, ApiError> {
+        Ok(match self.load_with(packet, cancelled, false, grabs, pool, LoadMode::Add).await? {
+            Loaded::Now => Restored::Loaded,
+            Loaded::Partial => Restored::Partial,
+            Loaded::Already | Loaded::FreezeLost => Restored::AlreadyHeld,
+        })
     }
 
     async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
@@ -384,20 +416,35 @@ impl LiveStore for RedisStore {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await
                 }
                 ScriptGrab::AskLedger(lookup) => return self.ask_ledger(ledger, packet, attempt, now_ms, lookup).await,
-                ScriptGrab::LookupPending => tokio::time::sleep(LOOKUP_POLL).await,
+                ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
             }
         }
-        Err(ApiError::redis_unavailable(format!("packet {packet} is being looked up; no verdict within the lease")))
+        Err(ApiError::redis_unavailable(format!(
+            "packet {packet} is being looked up or re-synced; no answer within the lease"
+        )))
     }
 
-    /// Runs `cancel.lua`, then marks a cancelled packet for settle. Unlike a grab's mark, a
-    /// failed mark fails the call (503): the sender retries, and the retry marks it.
+    /// Runs `cancel.lua` (asking again for a while when settle is re-syncing the packet), then
+    /// marks a cancelled packet for settle and, with `GRAB_WAIT_REPLICAS`, has the replicas
+    /// acknowledge the close before answering. Unlike a grab's mark, a failed mark or wait fails
+    /// the call (503): the sender retries, and the retry marks it.
     async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, ApiError> {
         let mut conn = self.connection().await?;
-        let outcome = self.run(scripts::cancel(&mut conn, &self.keys(id), now_ms)).await?;
+        let keys = self.keys(id);
+        let mut outcome = CancelOutcome::Resyncing;
+        for _ in 0..(LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) {
+            outcome = self.run(scripts::cancel(&mut conn, &keys, now_ms)).await?;
+            if outcome != CancelOutcome::Resyncing {
+                break;
+            }
+            tokio::time::sleep(LOOKUP_POLL).await;
+        }
         if outcome == CancelOutcome::Cancelled {
             let dirty = self.settle_dirty_key(id.settle_shard(self.settle_shards));
             self.run(redis::Cmd::sadd(dirty, id.as_str()).query_async::<()>(&mut conn)).await?;
+            if !self.replicas_hold_writes(&mut conn, id).await? {
+                return Err(ApiError::redis_unavailable("the replicas did not acknowledge the cancel in time"));
+            }
         }
         Ok(outcome)
     }

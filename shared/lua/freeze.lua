@@ -1,0 +1,24 @@
+-- freeze.lua: closes a packet to fresh grabs while settle re-syncs it from the ledger, and
+-- reads its whole grab log at that instant. The freeze carries the re-sync's token, and the
+-- replace that ends it (load.lua 'replace') happens only while that token is still there: a
+-- grab acknowledged after the log read here can never be replaced away. A failover that lost
+-- the freeze lost the token too, and so does a second re-sync's freeze; either way the replace
+-- is refused and settle tries again on its next pass.
+--
+-- KEYS[1]  rp:{<id>}:packet  hash (see load.lua); open_until becomes 'F:<token>' here, which
+--                            grab.lua answers with "re-syncing, try again shortly" (12)
+-- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken
+-- KEYS[3]  rp:{<id>}:grabs   list: the grab log
+-- ARGV[1]  the re-sync's token
+--
+-- Returns {state, log}: state 0 when Redis holds nothing of the packet (nothing changed);
+-- 1 when frozen; 2 when frozen although the packet hash was gone while its pool or log was
+-- not (the hash is created holding only the freeze). log: every log entry, in grab order.
+
+local held = redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3])
+if held == 0 then
+  return {0, {}}
+end
+local state = redis.call('EXISTS', KEYS[1]) == 1 and 1 or 2
+redis.call('HSET', KEYS[1], 'open_until', 'F:' .. ARGV[1])
+return {state, redis.call('LRANGE', KEYS[3], 0, -1)}
