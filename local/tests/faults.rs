@@ -64,11 +64,17 @@ async fn a_dead_redis_is_a_prompt_503_and_a_restarted_one_serves_again() {
         assert_eq!(retry_after.as_deref(), Some("1"));
     }
     assert!(elapsed < Duration::from_secs(10), "no hang: 50 grabs on a dead Redis answered in {elapsed:?}");
+    // A send is recorded (and paid) in the ledger before Redis: it is done, 201, never a 503
+    // that a plain retry would pay again; its first grab, once Redis is back, loads it.
     let response =
         send::handle(&functions.send, send_request(json!({ "total_cents": 100, "count": 1 }))).await.unwrap();
-    assert_eq!(response.status(), 503, "send too");
+    assert_eq!(response.status(), 201, "the ledger recorded the send");
+    let sent: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    let unloaded = sent["packet_id"].as_str().unwrap().to_owned();
 
     redis.spawn();
+    let (status, loaded) = grab_retrying(&functions, &unloaded, "first-after").await;
+    assert_eq!((status, loaded["amount_cents"].as_u64()), (200, Some(100)), "its first grab loaded it: {loaded}");
     let restarted = Instant::now();
     let (status, again) = grab_retrying(&functions, &id, "before-crash").await;
     eprintln!("figure: first grab answered again {:?} after redis-server was restarted", restarted.elapsed());

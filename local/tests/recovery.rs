@@ -137,11 +137,14 @@ async fn a_re_sync_under_live_grabs_keeps_every_grab_acknowledged_meanwhile() {
         assert_eq!(status, 200, "the promoted replica hands share 1 out again: {c}");
     }
 
-    // Grabbers keep grabbing every packet while settle re-syncs them, pass after pass.
+    // Grabbers keep grabbing every packet while settle re-syncs them, pass after pass: the
+    // passes start once the grabbers are well under way.
+    let grabbed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let grabbers: Vec<_> = (0..4)
         .map(|worker| {
             let stack = stack.clone();
             let packets = packets.clone();
+            let grabbed = grabbed.clone();
             tokio::spawn(async move {
                 let mut answers = Vec::new();
                 for n in 0..20 {
@@ -150,7 +153,11 @@ async fn a_re_sync_under_live_grabs_keeps_every_grab_acknowledged_meanwhile() {
                         let (status, answer) = stack.grab(id, &user).await;
                         if status == 200 && answer["already_grabbed"] == false {
                             answers.push((id.clone(), user.clone(), answer["amount_cents"].as_u64().unwrap()));
+                            grabbed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
+                        // About 33 grabs a second per packet, as in the issue: the grabbing
+                        // outlasts several settle passes and their re-syncs.
+                        tokio::time::sleep(std::time::Duration::from_millis(7)).await;
                     }
                 }
                 answers
@@ -159,7 +166,11 @@ async fn a_re_sync_under_live_grabs_keeps_every_grab_acknowledged_meanwhile() {
         .collect();
     let settling = {
         let stack = stack.clone();
+        let grabbed = grabbed.clone();
         tokio::spawn(async move {
+            while grabbed.load(std::sync::atomic::Ordering::Relaxed) < 24 {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
             let mut summary = red_packets::settle::SettleSummary::default();
             for _ in 0..6 {
                 let pass = stack.settle().await;
@@ -363,7 +374,32 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
                 fail_over_to(stack, &snapshots[restored]).await;
                 failovers.push((step, restored));
             }
-            82..=86 => {
+            82..=84 => {
+                // A settle pass while three users grab: a re-sync meets grabs in flight.
+                let grabbing: Vec<String> = (0..3).map(|_| users[rng.random_range(0..users.len())].clone()).collect();
+                let delays: Vec<u64> = grabbing.iter().map(|_| rng.random_range(0..60u64)).collect();
+                trace.push(format!("{step}: settle while {grabbing:?} grab (after {delays:?} ms)"));
+                let settler = stack.settler(None);
+                let shards = settler.shards_of(&SettleRequest::default());
+                let packet = id.as_str();
+                let grabs = futures::future::join_all(grabbing.iter().zip(&delays).map(|(user, &delay)| async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                    stack.grab(packet, user).await
+                }));
+                let (_, answered) = tokio::join!(settler.run(shards, None), grabs);
+                for (user, (status, answer)) in grabbing.iter().zip(answered) {
+                    trace.push(format!("{step}:   grab {user} -> {status} {}", answer["amount_cents"]));
+                    if status == 200 {
+                        answers.push(Answer {
+                            step,
+                            user: user.clone(),
+                            amount: answer["amount_cents"].as_u64().unwrap_or(0),
+                            fresh: answer["already_grabbed"] == false,
+                        });
+                    }
+                }
+            }
+            85..=86 => {
                 trace.push(format!("{step}: cancel"));
                 stack.cancel(&id, "alice").await;
             }

@@ -209,7 +209,9 @@ impl RedisStore {
     }
 
     /// The grab on a packet Redis does not hold, as the ledger answers it. The holder of the
-    /// lookup records the verdict for the others, also when the ledger could not be asked.
+    /// lookup records the verdict for the others, also when the ledger could not be asked. A
+    /// packet the ledger holds open with shares to hand out (a send whose load into Redis
+    /// failed, or one Redis lost) is loaded from the ledger: `None` then, the caller grabs again.
     async fn ask_ledger<L: Ledger>(
         &self,
         ledger: &L,
@@ -217,7 +219,7 @@ impl RedisStore {
         attempt: &GrabAttempt,
         now_ms: Millis,
         lookup: Lookup,
-    ) -> Result<GrabOutcome, ApiError> {
+    ) -> Result<Option<GrabOutcome>, ApiError> {
         let recorded = ledger.ledger_packet(packet).await;
         let user = &attempt.user;
         if lookup == Lookup::Claimed {
@@ -228,14 +230,18 @@ impl RedisStore {
             };
             self.record_lookup(packet, verdict).await?;
         }
-        match recorded? {
-            Some(recorded) => recorded.grab_outcome(user, now_ms).ok_or_else(|| {
-                ApiError::redis_unavailable(format!(
-                    "packet {packet} is open in the ledger but not loaded in Redis yet"
-                ))
-            }),
-            None => Ok(GrabOutcome::NotFound),
+        let Some(recorded) = recorded? else { return Ok(Some(GrabOutcome::NotFound)) };
+        if let Some(outcome) = recorded.grab_outcome(user, now_ms) {
+            return Ok(Some(outcome));
         }
+        if recorded.refund_claimed() {
+            return Err(ApiError::redis_unavailable(format!("packet {packet} is being finalised; try again")));
+        }
+        let cancelled = recorded.cancelled_at_ms.is_some();
+        let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
+        self.load_with(&recorded.packet, cancelled, false, &grabs, &pool, LoadMode::Add).await?;
+        tracing::warn!(packet_id = %packet, "loaded a packet the ledger holds open and Redis did not, from the ledger");
+        Ok(None)
     }
 
     /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a
@@ -415,7 +421,11 @@ impl LiveStore for RedisStore {
                 ScriptGrab::Decided { outcome, dirtied } => {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await
                 }
-                ScriptGrab::AskLedger(lookup) => return self.ask_ledger(ledger, packet, attempt, now_ms, lookup).await,
+                ScriptGrab::AskLedger(lookup) => {
+                    if let Some(outcome) = self.ask_ledger(ledger, packet, attempt, now_ms, lookup).await? {
+                        return Ok(outcome);
+                    }
+                }
                 ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
             }
         }
