@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token topup reconcile build deploy bench soak install invoke profile-grab
+.PHONY: run test token topup reconcile quarantine release build deploy bench soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -28,6 +28,17 @@ topup:
 ## make reconcile: check that make run's books balance (RECONCILIATION_MISMATCH and exit 1 otherwise)
 reconcile:
 	@$(FUNDS_ENV) cargo run -q -p local -- reconcile
+
+# make run's Redis too (LOCAL_REDIS_PORT, default 6479), for the quarantine commands below.
+SETTLE_ENV = $(FUNDS_ENV) REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$${LOCAL_REDIS_PORT:-6479}}
+
+## make quarantine: a settle run on make run's stack; its summary lists the packets in quarantine
+quarantine:
+	@$(SETTLE_ENV) cargo run -q -p local -- quarantine
+
+## make release ID=<packet id>: take a packet out of quarantine (once explained); settle tries it again
+release:
+	@$(SETTLE_ENV) cargo run -q -p local -- release $(ID)
 
 ## make invoke FN=grab EVENT=events/grab.json: one event on the function's release binary under
 ## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services

@@ -68,6 +68,18 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
     }
 }
 
+/// `local quarantine` and `local release <id>…`: one settle run through its handler on the
+/// configured stack (`{"release": [ids]}` first takes those packets out of quarantine); prints
+/// the run's summary, whose `in_quarantine` lists what is still set aside.
+pub async fn settle_from_env(payload: serde_json::Value) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_env()?;
+    let functions = functions(&config, LocalAuthorizer::from_env()).await?;
+    let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
+    let summary = settle::handle(&functions.settler, event).await?;
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
 /// Runs settle through its handler every `every`, as the schedule would, for ever.
 pub async fn settle_every(functions: Arc<Functions>, every: Duration) {
     let mut ticks = tokio::time::interval(every);

@@ -1,11 +1,12 @@
 //! `local serve` (the default) runs the local API; `local token <user>` prints a bearer token;
 //! `local topup <user> <cents> [reference]` credits a wallet as the payments system would;
-//! `local reconcile` checks that the books balance.
+//! `local reconcile` checks that the books balance; `local quarantine` lists the packets settle
+//! set aside and `local release <id>…` takes them out to be settled again.
 
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile | local quarantine | local release <packet-id>...";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,6 +28,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::funds_from_env(serde_json::json!({ "topup": topup })).await
         }
         Some("reconcile") => local::funds_from_env(serde_json::json!({ "reconcile": {} })).await,
+        Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
+        Some("release") => local::settle_from_env(serde_json::json!({ "release": args.collect::<Vec<_>>() })).await,
         Some(_) => Err(USAGE.into()),
     }
 }

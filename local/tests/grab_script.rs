@@ -235,9 +235,16 @@ async fn run(
             }
             Step::Persist(confirmed) => {
                 let confirmed = confirmed % (model.grabs.len() + 1);
-                let mark = scripts::mark_persisted(&mut conn, &keys, confirmed).await.unwrap();
-                model.persisted = model.persisted.max(confirmed);
-                prop_assert_eq!(mark, model.persisted);
+                if confirmed > 0 {
+                    // A mark naming another grab at that place (a failover's) changes nothing.
+                    let stranger = LoggedGrab { user: user(99), ..model.grabs[confirmed - 1].clone() };
+                    let mark = scripts::mark_persisted(&mut conn, &keys, confirmed, &stranger).await.unwrap();
+                    prop_assert_eq!(mark, model.persisted);
+                    let last = model.grabs[confirmed - 1].clone();
+                    let mark = scripts::mark_persisted(&mut conn, &keys, confirmed, &last).await.unwrap();
+                    model.persisted = model.persisted.max(confirmed);
+                    prop_assert_eq!(mark, model.persisted);
+                }
             }
             Step::Resync => {
                 // Frozen first, as settle's re-sync is; the freeze's log is every grab so far.

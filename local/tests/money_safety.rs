@@ -393,6 +393,8 @@ async fn settle_persists_only_grabs_the_replicas_hold() {
     replica.pause();
     let (status, _) = stack.grab(&id, "carol").await;
     assert_eq!(status, 503, "no replica acknowledges carol's grab");
+    let (status, repeat) = stack.grab(&id, "bob").await;
+    assert_eq!(status, 503, "a repeat tells bob he holds a share: it waits on the replica too: {repeat}");
     let summary = stack.settle().await;
     assert_eq!((summary.deferred, summary.grabs_persisted), (1, 0), "{summary:?}");
     assert!(stack.recorded(&id).await.grabs.is_empty(), "nothing the replica lacks reaches the ledger");
@@ -414,6 +416,21 @@ async fn settle_persists_only_grabs_the_replicas_hold() {
     }
     assert_eq!(persisted, 2, "bob's grab and carol's (answered 503, yet made) once the replica holds them");
     assert_eq!(stack.recorded(&id).await.grabs.len(), 2);
+
+    // A cancel's close is replica-acknowledged before the sender hears 200.
+    replica.pause();
+    let (status, cancel) = stack.cancel(&id, "alice").await;
+    assert_eq!(status, 503, "no replica acknowledges the close: {cancel}");
+    replica.resume();
+    let mut status = 0;
+    for _ in 0..50 {
+        status = stack.cancel(&id, "alice").await.0;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "the retry is acknowledged once the replica answers");
 }
 
 /// A run that stops before its deadline records the shard it stopped in; the next run starts

@@ -14,6 +14,7 @@ mod support;
 
 use std::collections::{BTreeMap, HashMap};
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::redis::store::RETIRED_KEEP_MS;
@@ -312,6 +313,81 @@ async fn a_finalised_or_quarantined_packet_takes_no_grab_after_a_re_sync() {
     assert_ne!(status, 200, "a quarantined packet takes no grab: {answer}");
     let (status, bob) = stack.grab(&odd, "bob").await;
     assert_eq!((status, bob["already_grabbed"].as_bool()), (200, Some(true)), "bob's grab still answers: {bob}");
+}
+
+/// A quarantined packet is listed in every settle summary; once the ledger explains it, the
+/// hourly sweep takes it out and settles it by itself, and an operator's `{"release": [id]}`
+/// does the same at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantined_packet_is_listed_and_leaves_once_the_ledger_explains_it() {
+    let stack = wallet_stack("quarantine-ops", &["alice"]).await;
+    let client = red_packets::adapters::DynamoLedger::client_from_env().expect("a DynamoDB client");
+    let mut packets = Vec::new();
+    let mut records = Vec::new();
+    for _ in 0..2 {
+        let id = stack.send("alice", json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 })).await;
+        assert_eq!(stack.grab(&id, "bob").await.0, 200);
+        let key = |id: &str| {
+            std::collections::HashMap::from([
+                ("pk".to_owned(), AttributeValue::S(format!("PKT#{id}"))),
+                ("sk".to_owned(), AttributeValue::S("META".into())),
+            ])
+        };
+        let table = &stack.config.table_name;
+        let meta = client.get_item().table_name(table).set_key(Some(key(&id))).send().await.unwrap();
+        records.push(meta.item.unwrap());
+        client.delete_item().table_name(table).set_key(Some(key(&id))).send().await.unwrap();
+        packets.push(id);
+    }
+    stack.clock.advance(61_000);
+    let summary = stack.settle().await;
+    assert_eq!(summary.quarantined, 2, "{summary:?}");
+    let listed: Vec<String> = summary.in_quarantine.iter().map(|id| id.to_string()).collect();
+    assert_eq!(listed.len(), 2, "both listed for operators: {listed:?}");
+    assert!(packets.iter().all(|id| listed.contains(id)));
+
+    // The records come back (a restored table, say): explained.
+    for record in records {
+        client.put_item().table_name(&stack.config.table_name).set_item(Some(record)).send().await.unwrap();
+    }
+    let summary = stack.settle_with(json!({ "release": [packets[0]] })).await;
+    assert_eq!((summary.released, summary.finalised), (1, 1), "the operator's release: {summary:?}");
+    assert_eq!(summary.in_quarantine.len(), 1, "{summary:?}");
+    // The sweep (a shard at a time, every shard hourly) takes the other one out by itself.
+    let (mut released, mut finalised, mut sweeps) = (0, 0, 0);
+    while released == 0 && sweeps < 17 {
+        stack.clock.advance(red_packets::settle::SWEEP_PERIOD_MS / 16 + 1_000);
+        let summary = stack.settle().await;
+        (released, finalised, sweeps) = (summary.released, summary.finalised, sweeps + 1);
+    }
+    assert_eq!((released, finalised), (1, 1), "the sweep's release, within the hour");
+    assert!(stack.settle().await.in_quarantine.is_empty());
+    for id in &packets {
+        assert_eq!(stack.recorded(id).await.refund_cents, Some(300 - stack.recorded(id).await.grabs[0].amount_cents));
+    }
+}
+
+/// `SETTLE_SHARDS` lowered (16 to 4) while Redis lost its data: the recovery sweep still finds
+/// the packets sent under the old layout, whose open-index partitions the new one does not name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lowered_settle_shards_still_sweeps_the_packets_of_the_old_layout() {
+    let stack = wallet_stack("lowered-shards", &["alice"]).await;
+    let mut packets = Vec::new();
+    while packets.len() < 3 {
+        let id = stack.send("alice", json!({ "total_cents": 200, "count": 2, "expires_in_seconds": 60 })).await;
+        if PacketId::parse(&id).unwrap().settle_shard(16) >= 4 {
+            packets.push(id);
+        }
+    }
+    assert_eq!(stack.settle().await.swept_shards, 16, "a first run sweeps every shard (and records the layout)");
+    let ids: Vec<&str> = packets.iter().map(String::as_str).collect();
+    stack.empty_redis(&ids).await;
+    let lowered = stack.with_settle_shards(4).await;
+    lowered.clock.advance(61_000);
+    lowered.settle().await;
+    for id in &packets {
+        assert_eq!(lowered.recorded(id).await.refund_cents, Some(200), "{id} of the old layout is found and refunded");
+    }
 }
 
 /// One acknowledged answer to a client: who, how much, fresh or a repeat, and when (the

@@ -1,8 +1,13 @@
 -- persisted.lua: records that the first N grabs of a packet's log are in the ledger. The mark
--- only moves forward, so a slow settle run can never make a faster one's work count twice.
+-- only moves forward, so a slow settle run can never make a faster one's work count twice; and
+-- only over the log settle read: the log's N-th entry must still be the grab settle recorded
+-- last, so a failover that replaced the log's tail (other grabs at the same places) never has
+-- grabs settle did not record counted as recorded.
 --
 -- KEYS[1]  rp:{<id>}:packet
+-- KEYS[2]  rp:{<id>}:grabs (the grab log)
 -- ARGV[1]  N, how many log entries the ledger has confirmed
+-- ARGV[2]  the N-th entry's grab as settle read it: '<seq>:<amount>:<at_ms>:<user>'
 --
 -- Returns the mark after the call (0 when Redis holds no such packet).
 
@@ -12,7 +17,11 @@ if not persisted then
 end
 local confirmed = tonumber(ARGV[1])
 if confirmed > tonumber(persisted) then
-  redis.call('HSET', KEYS[1], 'persisted', confirmed)
-  return confirmed
+  local entry = redis.call('LINDEX', KEYS[2], confirmed - 1)
+  local seq, amount, at, user = string.match(entry or '', '^(%d+):(%d+):%d+:(%d+):(.*)$')
+  if entry and (seq .. ':' .. amount .. ':' .. at .. ':' .. user) == ARGV[2] then
+    redis.call('HSET', KEYS[1], 'persisted', confirmed)
+    return confirmed
+  end
 end
 return tonumber(persisted)

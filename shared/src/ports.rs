@@ -201,7 +201,14 @@ pub trait SettleQueue: LiveStore {
     fn replicas_hold(&self, id: &PacketId) -> impl Future<Output = Result<bool, ApiError>> + Send;
 
     /// Records that the first `confirmed` grabs of `id`'s log are in the ledger.
-    fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> impl Future<Output = Result<(), ApiError>> + Send;
+    /// Nothing changes unless `last` is still the `confirmed`-th grab of the log (a failover may
+    /// have put other grabs in those places).
+    fn mark_persisted(
+        &self,
+        id: &PacketId,
+        confirmed: usize,
+        last: &LoggedGrab,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     /// Closes packet `id` to fresh grabs for a re-sync under `token`, and reads its whole grab
     /// log at that instant.
@@ -235,6 +242,14 @@ pub trait SettleQueue: LiveStore {
         shard: u32,
         now_ms: Millis,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// The packets in quarantine, oldest first, with when each was set aside (at most `limit`).
+    fn quarantined(&self, limit: usize) -> impl Future<Output = Result<Vec<(PacketId, Millis)>, ApiError>> + Send;
+
+    /// Takes packet `id` out of quarantine and puts it back in settle's work (due now); false
+    /// when it was not in quarantine. Settle then finalises it, or quarantines it again when the
+    /// ledger still does not explain it.
+    fn release(&self, id: &PacketId) -> impl Future<Output = Result<bool, ApiError>> + Send;
 
     /// Where a run over `range` that stopped early left off.
     fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, ApiError>> + Send;
@@ -281,6 +296,10 @@ pub trait SettleLedger: Ledger {
     /// Writes the grab item of a grab whose share claim is written; true when the ledger
     /// refused it (the user already holds a grab item for another share or amount).
     fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> impl Future<Output = Result<bool, ApiError>> + Send;
+
+    /// Records that settle runs with `current` shards (`SETTLE_SHARDS`) and returns every value
+    /// recorded so far: the open index's partitions of a larger earlier value are swept too.
+    fn settle_layouts(&self, current: u32) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
 
     /// Records a casualty of a disagreement between the live store and the ledger, once, with
     /// its event (`GrabRegranted` / `GrabRevoked`).

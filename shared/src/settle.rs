@@ -99,13 +99,21 @@ impl FaultPoint {
 }
 
 /// The invocation payload: `{"shards": [from, to]}` (inclusive); absent means every shard.
+/// `{"release": ["<packet id>", …]}` takes packets out of quarantine first (an operator who
+/// explained them), and the run settles them again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettleRequest {
     /// First and last shard to settle.
     #[serde(default)]
     pub shards: Option<[u32; 2]>,
+    /// Packets to take out of quarantine before the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release: Vec<PacketId>,
 }
+
+/// How many quarantined packets a summary lists.
+pub const QUARANTINE_LISTED: usize = 100;
 
 /// What one run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +157,12 @@ pub struct SettleSummary {
     /// Passes over the shards (more than one when the invocation keeps draining).
     #[serde(default)]
     pub passes: u32,
+    /// Packets taken out of quarantine: by the request, or by the recovery sweep to be tried again.
+    #[serde(default)]
+    pub released: u32,
+    /// The packets in quarantine after the run (the oldest [`QUARANTINE_LISTED`]), for operators.
+    #[serde(default)]
+    pub in_quarantine: Vec<PacketId>,
 }
 
 impl SettleSummary {
@@ -161,6 +175,7 @@ impl SettleSummary {
         self.stopped_early = pass.stopped_early;
         self.swept_shards += pass.swept_shards;
         self.passes += pass.passes;
+        self.released += pass.released;
     }
 
     fn absorb(&mut self, packet: &SettleSummary) {
@@ -288,6 +303,15 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             Ok(plan) => plan,
             Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
         };
+        // A sweep reads the ledger's open index under every SETTLE_SHARDS value settle ran with:
+        // packets sent under a larger one sit in partitions this layout does not name.
+        let widest = match sweep {
+            Sweep::Nothing => 0,
+            _ => match self.ledger.settle_layouts(self.store.settle_shards()).await {
+                Ok(layouts) => layouts.into_iter().max().unwrap_or(0),
+                Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+            },
+        };
         // Every shard's work first (a few commands per shard, whatever is open), then all of it
         // PACKETS_IN_FLIGHT at a time, in shard order from where the last run stopped.
         let mut drained_extra_shards = true;
@@ -295,7 +319,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         for &shard in &order {
             let swept = sweep.covers(shard) && shard <= range[1];
             summary.swept_shards += u32::from(swept);
-            let packets = match self.packets_in(shard, now_ms, swept).await {
+            let packets = match self.packets_in(shard, now_ms, swept.then_some(widest), &mut summary).await {
                 Ok(packets) => packets,
                 Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
             };
@@ -432,14 +456,47 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     }
 
     /// The packets of `shard` with work: grabs not yet persisted or due at `now_ms` (Redis's
-    /// queues), plus, when the shard is `swept`, every packet the ledger holds open (which
-    /// survives a Redis loss). An idle open packet costs a run nothing.
-    async fn packets_in(&self, shard: u32, now_ms: Millis, swept: bool) -> Result<BTreeSet<PacketId>, ApiError> {
+    /// queues), plus, when the shard is swept (`swept_to`: the widest `SETTLE_SHARDS` settle ran
+    /// with), every packet the ledger holds open in it or in the shards of a larger earlier
+    /// layout that fold into it (the ledger survives a Redis loss) and the shard's quarantined packets, tried again (a packet the
+    /// ledger explains by now leaves quarantine by itself). An idle open packet costs nothing.
+    async fn packets_in(
+        &self,
+        shard: u32,
+        now_ms: Millis,
+        swept_to: Option<u32>,
+        summary: &mut SettleSummary,
+    ) -> Result<BTreeSet<PacketId>, ApiError> {
         let mut packets: BTreeSet<PacketId> = self.store.packets_with_work(shard, now_ms).await?.into_iter().collect();
-        if swept {
-            packets.extend(self.ledger.open_packets(shard).await?);
+        if let Some(widest) = swept_to {
+            let shards = self.store.settle_shards();
+            // This shard, and the shards of a larger earlier layout that fold into it.
+            for earlier in (shard..widest.max(shard + 1)).step_by(shards as usize) {
+                packets.extend(self.ledger.open_packets(earlier).await?);
+            }
+            for (id, _) in self.store.quarantined(usize::MAX).await? {
+                if id.settle_shard(shards) == shard && self.store.release(&id).await? {
+                    summary.released += 1;
+                    packets.insert(id);
+                }
+            }
         }
         Ok(packets)
+    }
+
+    /// Takes `ids` out of quarantine (an operator explained them); the next pass settles them
+    /// again. Returns how many were in quarantine.
+    pub async fn release(&self, ids: &[PacketId]) -> Result<u32, ApiError> {
+        let mut released = 0;
+        for id in ids {
+            released += u32::from(self.store.release(id).await?);
+        }
+        Ok(released)
+    }
+
+    /// The packets in quarantine, oldest first (at most [`QUARANTINE_LISTED`]).
+    pub async fn quarantined(&self) -> Result<Vec<PacketId>, ApiError> {
+        Ok(self.store.quarantined(QUARANTINE_LISTED).await?.into_iter().map(|(id, _)| id).collect())
     }
 
     /// Which shards of `range` this run sweeps: all when Redis has no record of a sweep (first
@@ -545,7 +602,9 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         summary.grabs_persisted += (valid.len() - refused.len()) as u64;
         self.checkpoint(FaultPoint::AfterGrabItems)?;
         if refused.is_empty() && invalid.is_empty() {
-            self.store.mark_persisted(id, live.grabs.len()).await?;
+            if let Some(last) = live.grabs.last() {
+                self.store.mark_persisted(id, live.grabs.len(), last).await?;
+            }
             return Ok(Agreement::Agreed);
         }
         for mismatch in &invalid {

@@ -32,7 +32,9 @@ impl From<SettleFailure> for Diagnostic {
     }
 }
 
-/// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard.
+/// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard;
+/// `"release": [ids]` takes packets out of quarantine first. The summary lists the packets in
+/// quarantine after the run.
 pub async fn handle<S: SettleQueue, L: SettleLedger>(
     settler: &Settler<S, L>,
     event: LambdaEvent<Value>,
@@ -42,7 +44,12 @@ pub async fn handle<S: SettleQueue, L: SettleLedger>(
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
-    Ok(settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await?)
+    let unavailable = |error| SettleError::Unavailable { error, summary: Box::default() };
+    let released = settler.release(&request.release).await.map_err(unavailable)?;
+    let mut summary = settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await?;
+    summary.released += released;
+    summary.in_quarantine = settler.quarantined().await.map_err(unavailable)?;
+    Ok(summary)
 }
 
 #[cfg(test)]

@@ -61,6 +61,22 @@ impl Stack {
         Stack { config, clock: self.clock.clone(), functions: Arc::new(functions), ledger: self.ledger.clone() }
     }
 
+    /// The same packets, table, Redis and clock under another `SETTLE_SHARDS` (a redeploy).
+    pub async fn with_settle_shards(&self, shards: u32) -> Stack {
+        let mut config = self.config.clone();
+        config.settle_shards = shards;
+        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), self.clock.clone())
+            .await
+            .expect("DynamoDB Local is reachable");
+        Stack { config, clock: self.clock.clone(), functions: Arc::new(functions), ledger: self.ledger.clone() }
+    }
+
+    /// A settle run through the handler with `payload` (`{"release": [ids]}`, say).
+    pub async fn settle_with(&self, payload: Value) -> SettleSummary {
+        let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
+        settle::handle(&self.functions.settler, event).await.expect("settle run")
+    }
+
     /// `POST /packets` with an `Idempotency-Key`: the status and body.
     pub async fn send_keyed(&self, sender: &str, body: &Value, key: &str) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();

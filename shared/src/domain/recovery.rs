@@ -48,12 +48,12 @@ pub fn plan_recovery(recorded: &LedgerPacket, log: &[LoggedGrab], now_ms: Millis
     let mut free = if closed { Vec::new() } else { recorded.pool() }.into_iter();
     let mut casualties: Vec<Casualty> = Vec::new();
     for grab in log {
-        if recorded.claims.iter().any(|claim| claim.holds(grab))
-            || casualties.iter().any(|casualty| casualty.acknowledged.user == grab.user)
-        {
+        if casualties.iter().any(|casualty| casualty.acknowledged.user == grab.user) {
             continue;
         }
+        // What the ledger pays this user (a grab item, or a claim whose item is still to come).
         let remedy = match held_by_ledger.iter().find(|held| held.user == grab.user) {
+            Some(held) if held.seq == grab.seq && held.amount_cents == grab.amount_cents => continue,
             Some(held) => Remedy::Regranted { holds: held.clone(), fresh: false },
             None => match free.next() {
                 Some((seq, amount_cents)) => Remedy::Regranted {
@@ -154,6 +154,16 @@ mod tests {
         // bob's first grab (share 1) reached the ledger; a failover lost it; bob grabbed share 3.
         let recorded = ledger(&[grab(1, "bob", 10)], &[]);
         let planned = plan_recovery(&recorded, &[grab(3, "bob", 30)], 100);
+        assert_eq!(planned[0].remedy, Remedy::Regranted { holds: grab(1, "bob", 10), fresh: false });
+    }
+
+    #[test]
+    fn a_user_paid_another_share_is_a_casualty_even_where_their_claim_on_this_one_was_written() {
+        // bob's share 1 reached the ledger; a failover lost it; bob grabbed share 2, whose claim
+        // settle wrote before his grab item was refused: he is told share 2, paid share 1.
+        let mut recorded = ledger(&[grab(1, "bob", 10)], &[]);
+        recorded.claims.push(claimed(&grab(2, "bob", 30)));
+        let planned = plan_recovery(&recorded, &[grab(2, "bob", 30)], 100);
         assert_eq!(planned[0].remedy, Remedy::Regranted { holds: grab(1, "bob", 10), fresh: false });
     }
 

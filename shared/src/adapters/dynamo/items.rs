@@ -45,6 +45,11 @@ pub fn grab_sk(user: &UserId) -> String {
     format!("GRAB#{user}")
 }
 
+/// The item listing every `SETTLE_SHARDS` value settle ran with (`SETTLE#LAYOUTS` / `LAYOUTS`).
+pub const SETTLE_LAYOUTS_PK: &str = "SETTLE#LAYOUTS";
+/// Its sort key.
+pub const SETTLE_LAYOUTS_SK: &str = "LAYOUTS";
+
 /// `CASUALTY#<user>#<seq>`: what became of `user`'s grab of share `seq`, which Redis
 /// acknowledged and the ledger refused.
 pub fn casualty_sk(user: &UserId, seq: u32) -> String {

@@ -11,6 +11,7 @@ use futures::stream::{self, StreamExt};
 
 use super::items::{
     open_partitions, packet_pk, CasualtyItem, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND,
+    SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
 use super::{
     cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX,
@@ -338,6 +339,25 @@ impl SettleLedger for DynamoLedger {
             Err(error) if condition_failed(&error) => Ok(false),
             Err(error) => Err(unavailable(error)),
         }
+    }
+
+    /// One `UpdateItem` adding `current` to the layouts item's number set, returning the set.
+    async fn settle_layouts(&self, current: u32) -> Result<Vec<u32>, ApiError> {
+        let updated = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(SETTLE_LAYOUTS_PK.into()))
+            .key("sk", AttributeValue::S(SETTLE_LAYOUTS_SK.into()))
+            .update_expression("ADD shards :current")
+            .expression_attribute_values(":current", AttributeValue::Ns(vec![current.to_string()]))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let recorded = updated.attributes.and_then(|mut item| item.remove("shards"));
+        let numbers = recorded.and_then(|shards| shards.as_ns().ok().cloned()).unwrap_or_default();
+        Ok(numbers.iter().filter_map(|number| number.parse().ok()).collect())
     }
 
     /// The packets still open in settle shard `shard`, by the ledger's sparse open index (one

@@ -279,13 +279,16 @@ pub async fn cancel<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, now_ms: 
     })
 }
 
-/// Runs `persisted.lua`: the first `confirmed` log entries are in the ledger. Returns the mark.
+/// Runs `persisted.lua`: the first `confirmed` log entries are in the ledger, the last of them
+/// `last`. Returns the mark.
 pub async fn mark_persisted<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     confirmed: usize,
+    last: &LoggedGrab,
 ) -> RedisResult<usize> {
-    PERSISTED.key(&keys.packet).arg(confirmed).invoke_async(conn).await
+    let last = format!("{}:{}:{}:{}", last.seq, last.amount_cents, last.at_ms, last.user);
+    PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
 }
 
 /// The packet hash's fields `snapshot.lua` reads, in its order.

@@ -102,9 +102,9 @@ impl SettleQueue for RedisStore {
     }
 
     /// Records that the first `confirmed` grabs of the log are in the ledger.
-    async fn mark_persisted(&self, id: &PacketId, confirmed: usize) -> Result<(), ApiError> {
+    async fn mark_persisted(&self, id: &PacketId, confirmed: usize, last: &LoggedGrab) -> Result<(), ApiError> {
         let mut conn = self.connection().await?;
-        self.run(scripts::mark_persisted(&mut conn, &self.keys(id), confirmed)).await?;
+        self.run(scripts::mark_persisted(&mut conn, &self.keys(id), confirmed, last)).await?;
         Ok(())
     }
 
@@ -189,6 +189,31 @@ impl SettleQueue for RedisStore {
         let mut unindex = redis::pipe();
         unindex.zrem(self.settle_index_key(shard), id.as_str()).srem(self.settle_dirty_key(shard), id.as_str());
         self.run(unindex.query_async::<()>(&mut conn)).await
+    }
+
+    /// The quarantine index, oldest first.
+    async fn quarantined(&self, limit: usize) -> Result<Vec<(PacketId, Millis)>, ApiError> {
+        let mut conn = self.connection().await?;
+        let mut range = redis::cmd("ZRANGE");
+        let last = i64::try_from(limit.saturating_sub(1)).unwrap_or(i64::MAX);
+        range.arg(self.quarantine_key()).arg(0).arg(last).arg("WITHSCORES");
+        let found: Vec<(String, f64)> = self.run(range.query_async(&mut conn)).await?;
+        Ok(found.into_iter().filter_map(|(id, at)| Some((PacketId::parse(&id)?, at as Millis))).collect())
+    }
+
+    /// Out of the quarantine index, into its shard's index (due now) and dirty set.
+    async fn release(&self, id: &PacketId) -> Result<bool, ApiError> {
+        let mut conn = self.connection().await?;
+        let removed: u32 =
+            self.run(redis::Cmd::zrem(self.quarantine_key(), id.as_str()).query_async(&mut conn)).await?;
+        if removed == 0 {
+            return Ok(false);
+        }
+        let shard = id.settle_shard(self.settle_shards);
+        let mut requeue = redis::pipe();
+        requeue.zadd(self.settle_index_key(shard), id.as_str(), 0).sadd(self.settle_dirty_key(shard), id.as_str());
+        self.run(requeue.query_async::<()>(&mut conn)).await?;
+        Ok(true)
     }
 
     /// Where a run over `range` that stopped early left off, if it did.
