@@ -40,3 +40,10 @@ SOAK_URL="http://127.0.0.1:$port" SOAK_PID=$api SOAK_LOG=$log target/release/soa
 # of the whole ledger reconciles (exits non-zero with RECONCILIATION_MISMATCH otherwise).
 echo "reconciling the whole ledger"
 target/release/local reconcile | tail -12
+
+# Recovery never destroys (invariant 10), over many more seeds than `make test` runs: randomized
+# schedules of grabs, settles (crashed, overlapping) and failovers against this Redis and
+# DynamoDB Local (SOAK_RECOVERY_SEEDS, default 500).
+echo "randomized failovers: ${SOAK_RECOVERY_SEEDS:-500} seeds"
+FUNDS=none RECOVERY_SEEDS=${SOAK_RECOVERY_SEEDS:-500} cargo test --locked -p local --test recovery randomized -- --nocapture 2>&1 \
+  | grep -E "figure|seed .* failed|test result"
