@@ -458,8 +458,9 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     /// The packets of `shard` with work: grabs not yet persisted or due at `now_ms` (Redis's
     /// queues), plus, when the shard is swept (`swept_to`: the widest `SETTLE_SHARDS` settle ran
     /// with), every packet the ledger holds open in it or in the shards of a larger earlier
-    /// layout that fold into it (the ledger survives a Redis loss) and the shard's quarantined packets, tried again (a packet the
-    /// ledger explains by now leaves quarantine by itself). An idle open packet costs nothing.
+    /// layout that fold into it (the ledger survives a Redis loss), and the shard's quarantined
+    /// packets, tried again (one the ledger explains by now leaves quarantine by itself). An
+    /// idle open packet costs nothing.
     async fn packets_in(
         &self,
         shard: u32,

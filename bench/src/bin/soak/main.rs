@@ -7,6 +7,7 @@
 //! process, for memory), `SOAK_LOG` (its log), `SOAK_SECONDS` (default 600), plus the stores'
 //! `REDIS_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `TABLE_NAME` and the `LOCAL_JWT_SECRET`.
 
+mod failover;
 mod memory;
 mod traffic;
 mod verify;
@@ -30,7 +31,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     eprintln!("[soak] {seconds} s of traffic against {url}");
     let sampler = memory::Sampler::start(pid, RedisStore::new(&config), Duration::from_secs(5));
-    let outcome = traffic::run(&url, Duration::from_secs(seconds)).await;
+    // SOAK_FAILOVER_EVERY_SECONDS (default 60; 0 for none): a simulated failover that often.
+    let every: u64 = std::env::var("SOAK_FAILOVER_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(60);
+    let failing_over = async {
+        match every {
+            0 => Vec::new(),
+            every => {
+                failover::run(RedisStore::new(&config), Duration::from_secs(every), Duration::from_secs(seconds)).await
+            }
+        }
+    };
+    let (outcome, failovers) = tokio::join!(traffic::run(&url, Duration::from_secs(seconds)), failing_over);
     eprintln!(
         "[soak] traffic done: {} requests, {} errors; waiting for every packet to expire and settle",
         outcome.requests(),
@@ -38,10 +49,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let settled = verify::wait_until_settled(&ledger, &outcome.packets, Duration::from_secs(180)).await;
     let samples = sampler.stop().await;
-    let report = verify::check(&outcome, &settled, &store, (&dynamodb, &config.table_name), &log).await;
+    let report =
+        verify::check(&outcome, &settled, &failovers, &store, (&ledger, &dynamodb, &config.table_name), &log).await;
     let memory = memory::Verdict::of(&samples, seconds);
 
     println!("{}", report.markdown(&outcome, seconds));
+    println!(
+        "Failovers: {} (a packet's keys put back {} ms), {} casualties re-granted or revoked, {} grabs acknowledged in a lost window and not paid.\n",
+        failovers.len(),
+        failovers.first().map_or(0, |failover| failover.restored_ms - failover.snapshot_ms),
+        report.casualties,
+        report.lost_in_failovers
+    );
     println!("{}", memory.markdown());
     let results = json!({
         "seconds": seconds,
@@ -51,6 +70,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "packets": outcome.packets.len(),
         "acknowledged_grabs": outcome.acknowledged.len(),
         "violations": report.violations,
+        "failovers": failovers,
+        "failover_casualties": report.casualties,
+        "lost_in_failovers": report.lost_in_failovers,
         "history_freshness_p50_ms": report.freshness_p50_ms,
         "history_freshness_p99_ms": report.freshness_p99_ms,
         "freshness_probes": outcome.freshness_ms.len(),

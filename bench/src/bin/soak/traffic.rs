@@ -63,6 +63,8 @@ pub struct Outcome {
     pub repeats: Vec<(String, String, u64)>,
     /// A fresh 200 for a (packet, user) that already had one.
     pub paid_twice: Vec<String>,
+    /// Every fresh 200 to a grab, with when it came (epoch ms): (packet, user, amount, at).
+    pub fresh_acks: Vec<(String, String, u64, i64)>,
     /// Packet views whose figures did not add up.
     pub bad_views: Vec<String>,
     /// Idempotent replays of a send that named another packet.
@@ -192,6 +194,9 @@ impl Clients {
                 let amount = body["amount_cents"].as_u64().unwrap_or_default();
                 let fresh = {
                     let mut outcome = self.lock();
+                    if body["already_grabbed"] != true {
+                        outcome.fresh_acks.push((packet.clone(), user.clone(), amount, SystemClock.now_ms()));
+                    }
                     if body["already_grabbed"] == true {
                         outcome.repeats.push((packet.clone(), user.clone(), amount));
                         false

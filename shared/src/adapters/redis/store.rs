@@ -239,9 +239,14 @@ impl RedisStore {
         }
         let cancelled = recorded.cancelled_at_ms.is_some();
         let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
-        self.load_with(&recorded.packet, cancelled, false, &grabs, &pool, LoadMode::Add).await?;
-        tracing::warn!(packet_id = %packet, "loaded a packet the ledger holds open and Redis did not, from the ledger");
-        Ok(None)
+        match self.load_with(&recorded.packet, cancelled, false, &grabs, &pool, LoadMode::Add).await? {
+            // Redis lost the packet's record but not its log: settle's re-sync, not a load.
+            Loaded::Partial => Err(ApiError::redis_unavailable(format!("packet {packet} is being re-synced"))),
+            _ => {
+                tracing::warn!(packet_id = %packet, "loaded a packet the ledger holds open and Redis did not, from the ledger");
+                Ok(None)
+            }
+        }
     }
 
     /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a
