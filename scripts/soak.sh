@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make soak` (not part of `make test`): SOAK_SECONDS (default 600) of steady mixed traffic, with
-# a simulated failover every SOAK_FAILOVER_EVERY_SECONDS (default 60: one open packet's keys put
-# back 300 ms) —
+# a simulated failover every SOAK_FAILOVER_EVERY_SECONDS (default 60: the newest open packet's keys
+# put back 1 s) —
 # top-ups, sends, grabs, packet views, history pages — against the local API (release build) on a Redis
 # and a DynamoDB Local of its own, with settle on its local schedule (every second, the default). Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the

@@ -271,6 +271,10 @@ async fn a_packet_whose_record_alone_was_lost_is_re_synced_not_loaded_twice() {
     let keys = store.keys(&PacketId::parse(&id).unwrap());
     let mut conn = store.connection().await.unwrap();
     let _: () = redis::cmd("DEL").arg(&keys.packet).query_async(&mut conn).await.unwrap();
+    let started = std::time::Instant::now();
+    let (status, erin) = stack.grab(&id, "erin").await;
+    assert_eq!(status, 503, "a grab waits for settle's re-sync, never loads the packet beside its log: {erin}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "promptly: {:?}", started.elapsed());
     let summary = stack.settle().await;
     assert_eq!((summary.grabs_persisted, summary.resynced), (2, 1), "{summary:?}");
     let pool: u32 = redis::cmd("LLEN").arg(&keys.pool).query_async(&mut conn).await.unwrap();

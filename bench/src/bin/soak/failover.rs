@@ -9,8 +9,9 @@ use red_packets::domain::PacketId;
 use red_packets::ports::SettleQueue;
 use red_packets::{Clock, SystemClock};
 
-/// How far behind the promoted replica is.
-const LAG: Duration = Duration::from_millis(300);
+/// How far behind the promoted replica is: about one settle pass, so some of the writes it loses
+/// were already recorded in the ledger and others were not.
+const LAG: Duration = Duration::from_millis(1_000);
 
 /// One simulated failover: the packet, and the window whose writes it lost (epoch ms).
 #[derive(Debug, Clone, serde::Serialize)]
@@ -41,20 +42,21 @@ pub async fn run(store: RedisStore, every: Duration, duration: Duration) -> Vec<
     failovers
 }
 
-/// Picks an open packet with grabs and shares left and puts its keys back `LAG` later.
+/// Picks the newest open packet with grabs and shares left (one the traffic grabs most) and puts
+/// its keys back `LAG` later.
 async fn fail_over_one(store: &RedisStore) -> Result<Option<Failover>, Box<dyn std::error::Error>> {
-    let mut chosen: Option<PacketId> = None;
-    'shards: for shard in 0..store.settle_shards() {
+    let mut chosen: Option<(i64, PacketId)> = None;
+    for shard in 0..store.settle_shards() {
         for id in store.indexed_packets(shard).await? {
             if let Some(live) = store.snapshot(&id).await? {
-                if live.open && !live.grabs.is_empty() && live.remaining_count > 0 {
-                    chosen = Some(id);
-                    break 'shards;
+                let newer = chosen.as_ref().is_none_or(|(created, _)| live.packet.created_at_ms > *created);
+                if live.open && !live.grabs.is_empty() && live.remaining_count > 0 && newer {
+                    chosen = Some((live.packet.created_at_ms, id));
                 }
             }
         }
     }
-    let Some(id) = chosen else { return Ok(None) };
+    let Some((_, id)) = chosen else { return Ok(None) };
     let mut conn = store.connection().await?;
     let keys = store.keys(&id);
     let snapshot_ms = SystemClock.now_ms();

@@ -63,8 +63,9 @@ pub struct Outcome {
     pub repeats: Vec<(String, String, u64)>,
     /// A fresh 200 for a (packet, user) that already had one.
     pub paid_twice: Vec<String>,
-    /// Every fresh 200 to a grab, with when it came (epoch ms): (packet, user, amount, at).
-    pub fresh_acks: Vec<(String, String, u64, i64)>,
+    /// Every fresh 200 to a grab, with when it was asked and answered (epoch ms): (packet, user,
+    /// amount, asked, answered).
+    pub fresh_acks: Vec<(String, String, u64, i64, i64)>,
     /// Packet views whose figures did not add up.
     pub bad_views: Vec<String>,
     /// Idempotent replays of a send that named another packet.
@@ -188,6 +189,7 @@ impl Clients {
         };
         let (user, token) = self.user(user);
         let request = self.http.post(format!("{}/packets/{packet}/grab", self.url)).bearer_auth(token);
+        let asked_ms = SystemClock.now_ms();
         let Some((status, body)) = self.call("grab", request).await else { return };
         match status {
             StatusCode::OK => {
@@ -195,7 +197,7 @@ impl Clients {
                 let fresh = {
                     let mut outcome = self.lock();
                     if body["already_grabbed"] != true {
-                        outcome.fresh_acks.push((packet.clone(), user.clone(), amount, SystemClock.now_ms()));
+                        outcome.fresh_acks.push((packet.clone(), user.clone(), amount, asked_ms, SystemClock.now_ms()));
                     }
                     if body["already_grabbed"] == true {
                         outcome.repeats.push((packet.clone(), user.clone(), amount));

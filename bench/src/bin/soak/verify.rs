@@ -206,10 +206,11 @@ pub async fn check(
             .filter(|failover| failover.packet == *packet)
             .map(|failover| (failover.snapshot_ms, failover.restored_ms))
             .collect();
-        for (_, user, amount, at) in outcome.fresh_acks.iter().filter(|ack| ack.0 == *packet) {
+        for (_, user, amount, asked, answered) in outcome.fresh_acks.iter().filter(|ack| ack.0 == *packet) {
             let paid = ledger_shares.get(&((*packet).to_owned(), user.clone())).copied();
             let casualty = events.iter().any(|event| event.user.as_str() == user);
-            let lost = windows.iter().any(|&(from, to)| (from..=to).contains(at));
+            // The grab ran somewhere between asked and answered: lost if that overlaps the window.
+            let lost = windows.iter().any(|&(from, to)| *asked <= to && *answered >= from);
             if paid == Some(*amount) || casualty {
                 continue;
             }
@@ -217,7 +218,9 @@ pub async fn check(
                 report.lost_in_failovers += 1;
                 continue;
             }
-            destroyed.push(format!("{user} was told {amount} on {packet} at {at}; the ledger: {paid:?}, no casualty"));
+            destroyed.push(format!(
+                "{user} was told {amount} on {packet} at {asked}-{answered}; the ledger: {paid:?}, no casualty"
+            ));
         }
     }
     report.check(
