@@ -404,6 +404,18 @@ struct Answer {
     fresh: bool,
 }
 
+impl Answer {
+    /// The answer a grab by `user` at `step` acknowledged, if it did (a 200).
+    fn to(step: usize, user: &str, status: u16, answer: &serde_json::Value) -> Option<Answer> {
+        (status == 200).then(|| Answer {
+            step,
+            user: user.to_owned(),
+            amount: answer["amount_cents"].as_u64().unwrap_or(0),
+            fresh: answer["already_grabbed"] == false,
+        })
+    }
+}
+
 /// One schedule of the randomized fault test, from `seed`; the failures it found, empty when
 /// every check held.
 async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
@@ -425,14 +437,7 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
                 let user = &users[rng.random_range(0..users.len())];
                 let (status, answer) = stack.grab(&id, user).await;
                 trace.push(format!("{step}: grab {user} -> {status} {}", answer["amount_cents"]));
-                if status == 200 {
-                    answers.push(Answer {
-                        step,
-                        user: user.clone(),
-                        amount: answer["amount_cents"].as_u64().unwrap_or(0),
-                        fresh: answer["already_grabbed"] == false,
-                    });
-                }
+                answers.extend(Answer::to(step, user, status, &answer));
             }
             55..=69 => {
                 let crash = rng.random_bool(0.3).then(|| FaultPoint::ALL[rng.random_range(0..FaultPoint::ALL.len())]);
@@ -469,14 +474,7 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
                 let (_, answered) = tokio::join!(settler.run(shards, None), grabs);
                 for (user, (status, answer)) in grabbing.iter().zip(answered) {
                     trace.push(format!("{step}:   grab {user} -> {status} {}", answer["amount_cents"]));
-                    if status == 200 {
-                        answers.push(Answer {
-                            step,
-                            user: user.clone(),
-                            amount: answer["amount_cents"].as_u64().unwrap_or(0),
-                            fresh: answer["already_grabbed"] == false,
-                        });
-                    }
+                    answers.extend(Answer::to(step, user, status, &answer));
                 }
             }
             85..=86 => {
