@@ -544,7 +544,12 @@ mod tests {
 
     #[test]
     fn open_packets_spread_over_sixteen_partitions_per_shard_and_the_sweep_reads_them_all() {
-        let ids: Vec<PacketId> = (0..2_000).map(|_| PacketId::random()).collect();
+        // Ids of shard 0 (first eight hex digits 0) ending in each hex digit: deterministic, where
+        // 2,000 random ids left one of the 16 buckets empty about once in 150 runs.
+        let ids: Vec<PacketId> = "0123456789abcdef"
+            .chars()
+            .map(|last| PacketId::parse(&format!("{}{last}", "0".repeat(31))).expect("a valid id"))
+            .collect();
         let shard0: Vec<&PacketId> = ids.iter().filter(|id| id.settle_shard(16) == 0).collect();
         let partitions: HashSet<String> = shard0.iter().map(|id| open_partition(0, id)).collect();
         assert_eq!(partitions.len(), 16, "one shard's packets use all 16 of its partitions");
