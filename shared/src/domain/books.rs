@@ -53,6 +53,8 @@ pub struct LedgerRecords {
     pub topups: Vec<(String, UserId, Cents)>,
     /// Every packet.
     pub packets: HashMap<PacketId, PacketRecord>,
+    /// Grab and refund items whose packet has no record: the packet, and what the item says.
+    pub orphans: Vec<(PacketId, String)>,
 }
 
 /// A difference reconciliation found: what it concerns and the amounts.
@@ -206,6 +208,9 @@ pub fn reconcile_books(records: &LedgerRecords) -> Reconciliation {
     for (id, moves) in packet_moves {
         differ(format!("packet:{id}"), format!("{} movement(s) for a packet the ledger does not hold", moves.len()));
     }
+    for (id, what) in &records.orphans {
+        differ(format!("packet:{id}"), format!("{what}, of a packet the ledger does not hold"));
+    }
 
     let balances_cents: u128 = records.balances.values().map(|b| u128::from(*b)).sum();
     if balances_cents + in_open_packets_cents != topups_cents {
@@ -320,6 +325,17 @@ mod tests {
         let (mut short, id) = balanced();
         short.packets.get_mut(&id).unwrap().refund_cents = Some(70);
         assert!(subjects(&short).iter().any(|d| d.contains("grabs 220 + refund 70 != total 300")));
+
+        let (mut orphaned, id) = balanced();
+        orphaned.packets.remove(&id);
+        orphaned.orphans =
+            vec![(id.clone(), "grab item of bob for 120".into()), (id.clone(), "refund item for 80".into())];
+        let found = subjects(&orphaned);
+        assert!(
+            found.contains(&format!("packet:{id}: grab item of bob for 120, of a packet the ledger does not hold")),
+            "{found:?}"
+        );
+        assert!(found.iter().any(|d| d.contains("refund item for 80")), "{found:?}");
 
         let (mut lost_topup, _) = balanced();
         lost_topup.topups.push(("ref-zed".into(), user("zed"), 50));

@@ -132,13 +132,15 @@ impl Books for DynamoLedger {
         for grab in grabs {
             match records.packets.get_mut(&grab.packet_id) {
                 Some(packet) => packet.grabs.push((grab.user, grab.amount_cents)),
-                None => return Err(ApiError::Internal(format!("grab item of unknown packet {}", grab.packet_id))),
+                None => records
+                    .orphans
+                    .push((grab.packet_id, format!("grab item of {} for {}", grab.user, grab.amount_cents))),
             }
         }
         for refund in refunds {
             match records.packets.get_mut(&refund.packet_id) {
                 Some(packet) => packet.refund_cents = Some(refund.amount_cents),
-                None => return Err(ApiError::Internal(format!("refund item of unknown packet {}", refund.packet_id))),
+                None => records.orphans.push((refund.packet_id, format!("refund item for {}", refund.amount_cents))),
             }
         }
         Ok(records)
