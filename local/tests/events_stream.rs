@@ -9,9 +9,9 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
+use red_packets::domain::books::LedgerItem;
 use red_packets::domain::wallet::TopUp;
 use red_packets::domain::{Funds, UserId};
-use red_packets::ports::Books;
 use red_packets::{Clock, Config};
 use serde_json::{json, Map, Value};
 use support::stack::Stack;
@@ -228,7 +228,8 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
         ("PacketRefunded", 1),
     ]);
     assert_eq!(by_type, expected, "one event per movement and per lifecycle step, from {} records", records.len());
-    let movements = stack.ledger.ledger_records().await.unwrap().movements.len();
+    let items = stack.ledger.books_items().await.unwrap();
+    let movements = items.iter().filter(|item| matches!(item, LedgerItem::Movement(_))).count();
     assert_eq!(by_type["WalletCredited"] + by_type["WalletDebited"], movements, "exactly one event per movement");
 
     let refund = published.iter().find(|(t, _)| t == "PacketRefunded").unwrap();

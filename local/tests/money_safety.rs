@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::settlement::ShareHolder;
 use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
-use red_packets::funds::reconcile;
+use red_packets::funds::{reconcile, Cutoff};
 use red_packets::ports::SettleQueue;
 use red_packets::settle::Settler;
 use red_packets::Clock;
@@ -186,7 +186,7 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
     let recorded = promoted.assert_settled_books(&id, &paid).await;
     assert_eq!(recorded.status, PacketStatus::Finished);
     // The grabs the ledger refused were never credited: each grabber holds the share it kept.
-    let books = reconcile(&promoted.ledger, std::time::Duration::ZERO).await.unwrap();
+    let books = reconcile(&promoted.ledger, Cutoff::quiet(), 1).await.unwrap();
     assert!(books.balanced(), "{:?}", books.differences);
     for (user, amount) in &paid {
         assert_eq!(promoted.ledger.balance(&UserId::from_claim(user).unwrap()).await.unwrap(), *amount, "{user}");

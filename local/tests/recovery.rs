@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::redis::store::RETIRED_KEEP_MS;
 use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
-use red_packets::funds::reconcile;
+use red_packets::funds::{reconcile, Cutoff};
 use red_packets::ports::SettleQueue;
 use red_packets::settle::{FaultPoint, SettleRequest};
 use red_packets::Clock;
@@ -107,7 +107,7 @@ async fn a_re_grab_after_a_failover_is_the_same_grab_and_the_refund_is_paid() {
     let recorded = stack.assert_settled_books(&id, &paid).await;
     assert_eq!(recorded.refund_cents, Some(1_000 - paid["bob"]), "the sender's refund is paid");
     assert_eq!(recorded.grabs[0].at_ms, stack.recorded(&id).await.grabs[0].at_ms);
-    let books = reconcile(&stack.ledger, std::time::Duration::ZERO).await.unwrap();
+    let books = reconcile(&stack.ledger, Cutoff::quiet(), 1).await.unwrap();
     assert!(books.balanced(), "{:?}", books.differences);
 }
 
@@ -218,7 +218,7 @@ async fn a_re_sync_under_live_grabs_keeps_every_grab_acknowledged_meanwhile() {
         summary.resynced,
         summary.regranted
     );
-    let books = reconcile(&stack.ledger, std::time::Duration::ZERO).await.unwrap();
+    let books = reconcile(&stack.ledger, Cutoff::quiet(), 1).await.unwrap();
     assert!(books.balanced(), "{:?}", books.differences);
 }
 
@@ -251,7 +251,7 @@ async fn a_casualty_with_no_share_left_is_revoked_with_an_event_and_a_history_li
     assert_eq!(stack.ledger.balance(&UserId::from_claim("dave").unwrap()).await.unwrap(), 0, "never credited");
     let (status, again) = stack.grab(&id, "dave").await;
     assert_eq!(status, 409, "the packet is finished: {again}");
-    let books = reconcile(&stack.ledger, std::time::Duration::ZERO).await.unwrap();
+    let books = reconcile(&stack.ledger, Cutoff::quiet(), 1).await.unwrap();
     assert!(books.balanced(), "{:?}", books.differences);
 }
 
@@ -347,7 +347,7 @@ async fn a_quarantined_packet_is_listed_and_leaves_once_the_ledger_explains_it()
     let summary = stack.settle().await;
     assert_eq!(summary.quarantined, 2, "{summary:?}");
     // Reconciliation reports the grab items of packets without a record; it never aborts.
-    let books = reconcile(&stack.ledger, std::time::Duration::ZERO).await.expect("a report, not an abort");
+    let books = reconcile(&stack.ledger, Cutoff::quiet(), 1).await.expect("a report, not an abort");
     for id in &packets {
         let named = books
             .differences
@@ -592,7 +592,7 @@ async fn randomized_failovers_never_destroy_an_acknowledged_grab() {
             failed.push(seed);
         }
     }
-    let books = reconcile(&stack.ledger, std::time::Duration::ZERO).await.unwrap();
+    let books = reconcile(&stack.ledger, Cutoff::quiet(), 1).await.unwrap();
     eprintln!(
         "figure: randomized recovery: {seeds} seeds from {from} in {:.1} s, {} failed, books balanced: {}",
         started.elapsed().as_secs_f64(),

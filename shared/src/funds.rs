@@ -2,14 +2,12 @@
 //! whole ledger (invariants 8 and 9), as the `funds` function and `local topup` /
 //! `local reconcile` run them.
 
-use std::collections::HashSet;
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
 use crate::adapters::DynamoLedger;
-use crate::clock::Clock;
-use crate::domain::books::{reconcile_books, Reconciliation};
+use crate::adapters::WRITES_LAND_WITHIN;
+use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
+use crate::domain::books::{combine, BooksFold, Part, Reconciliation};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::error::ApiError;
 use crate::ports::Books;
@@ -28,7 +26,54 @@ pub enum FundsRequest {
 /// Options of a reconciliation run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ReconcileOptions {}
+pub struct ReconcileOptions {
+    /// The cut-off (RFC 3339): the books as of then. Default: now less
+    /// [`WRITES_LAND_WITHIN`], the latest cut-off no write can still be landing behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+    /// Passes over the ledger, each keeping a share of the accounts: memory divides by it, reads
+    /// multiply (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passes: Option<u32>,
+}
+
+/// Where reconciliation cuts the ledger off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cutoff {
+    /// Money written after this is left out.
+    pub as_of_ms: Millis,
+    /// The longest a write can take to land after its stamp.
+    pub landing_ms: Millis,
+}
+
+impl Cutoff {
+    /// On a running ledger: as of `as_of_ms` (at most now less [`WRITES_LAND_WITHIN`]).
+    pub fn live(as_of_ms: Millis) -> Self {
+        Cutoff { as_of_ms, landing_ms: WRITES_LAND_WITHIN.as_millis() as Millis }
+    }
+
+    /// On a ledger nothing is writing to (tests, after the traffic stopped): everything up to now.
+    pub fn quiet() -> Self {
+        Cutoff { as_of_ms: SystemClock.now_ms(), landing_ms: 0 }
+    }
+
+    /// The cut-off `options` ask for, at `now_ms`: never later than a live one.
+    pub fn from_options(options: &ReconcileOptions, now_ms: Millis) -> Result<Self, ApiError> {
+        let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+        let as_of_ms = match &options.as_of {
+            None => latest,
+            Some(text) => {
+                let at = parse_rfc3339(text).ok_or_else(|| ApiError::invalid("as_of", "not an RFC 3339 time"))?;
+                if at > latest {
+                    let what = format!("later than {}: writes may still be landing behind it", rfc3339(latest));
+                    return Err(ApiError::invalid("as_of", what));
+                }
+                at
+            }
+        };
+        Ok(Cutoff::live(as_of_ms))
+    }
+}
 
 /// What the `funds` function answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -40,9 +85,8 @@ pub enum FundsResponse {
     Reconcile(Reconciliation),
 }
 
-/// How long reconciliation waits before it reads the ledger again to tell a lasting
-/// difference from writes that were in flight during the first read.
-pub const RECHECK_AFTER: Duration = Duration::from_secs(2);
+/// The most passes a run may ask for.
+pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`.
 pub async fn run(ledger: &DynamoLedger, clock: &dyn Clock, request: &FundsRequest) -> Result<FundsResponse, ApiError> {
@@ -52,33 +96,43 @@ pub async fn run(ledger: &DynamoLedger, clock: &dyn Clock, request: &FundsReques
             tracing::info!(user = %topup.user, amount_cents = topup.amount_cents, reference = %topup.reference, applied = result.applied, "top-up");
             Ok(FundsResponse::Topup(result))
         }
-        FundsRequest::Reconcile(_) => Ok(FundsResponse::Reconcile(reconcile(ledger, RECHECK_AFTER).await?)),
+        FundsRequest::Reconcile(options) => {
+            let cutoff = Cutoff::from_options(options, SystemClock.now_ms())?;
+            let passes = options.passes.unwrap_or(1).clamp(1, MAX_PASSES);
+            Ok(FundsResponse::Reconcile(reconcile(ledger, cutoff, passes).await?))
+        }
     }
 }
 
-/// Reconciles the whole ledger. A scan is not a snapshot: a settle or a send writing while it
-/// reads can make a wallet or a packet look off, so a first read with differences is followed,
-/// after `recheck_after`, by a second, and only what differs in both is reported: each
-/// difference logged at ERROR with [`RECONCILIATION_MISMATCH`] and its amounts (the metric
-/// filter and alarm of `template.yaml` count them).
-pub async fn reconcile<B: Books>(books: &B, recheck_after: Duration) -> Result<Reconciliation, ApiError> {
-    let first = reconcile_books(&books.ledger_records().await?);
-    let result = if first.balanced() {
-        first
-    } else {
-        tokio::time::sleep(recheck_after).await;
-        let earlier: HashSet<String> = first.differences.into_iter().map(|d| d.subject).collect();
-        let mut second = reconcile_books(&books.ledger_records().await?);
-        second.differences.retain(|difference| earlier.contains(&difference.subject));
-        second
-    };
+/// Reconciles the ledger as of `cutoff`, in `passes` passes (see [`crate::domain::books`]).
+/// A wallet that looked off while the scan read it is read again exactly before it is
+/// reported; one that kept moving through every attempt is logged at WARN, not reported. Each
+/// difference is logged at ERROR with [`RECONCILIATION_MISMATCH`], its class and amounts (the
+/// metric filter and alarm of `template.yaml` count them).
+pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Result<Reconciliation, ApiError> {
+    let mut result = Reconciliation::default();
+    for index in 0..passes {
+        let mut fold = BooksFold::new(cutoff.as_of_ms, cutoff.landing_ms, Part { index, of: passes });
+        books.read_into(&mut fold).await?;
+        let (mut pass, suspects) = fold.finish();
+        for suspect in suspects {
+            let tally = books.wallet_exact(&suspect.user).await?;
+            if tally.is_none() {
+                tracing::warn!(user = %suspect.user, "wallet kept moving while reconciliation read it: checked from the scan alone");
+            }
+            pass.differences.extend(suspect.confirm(tally));
+        }
+        combine(&mut result, pass, index + 1 == passes);
+    }
     for difference in &result.differences {
-        tracing::error!(marker = RECONCILIATION_MISMATCH, subject = %difference.subject, mismatch = %difference.what, "{RECONCILIATION_MISMATCH} {difference}");
+        tracing::error!(marker = RECONCILIATION_MISMATCH, subject = %difference.subject, class = ?difference.class, mismatch = %difference.what, "{RECONCILIATION_MISMATCH} {difference}");
     }
     tracing::info!(
+        as_of = %result.as_of,
         topups_cents = %result.topups_cents,
         balances_cents = %result.balances_cents,
         in_open_packets_cents = %result.in_open_packets_cents,
+        items = result.items,
         differences = result.differences.len(),
         "reconciled"
     );
@@ -95,7 +149,12 @@ mod tests {
             serde_json::from_str(r#"{"topup": {"user": "alice", "amount_cents": 500, "reference": "pay-1"}}"#).unwrap();
         assert!(matches!(topup, FundsRequest::Topup(TopUp { amount_cents: 500, .. })));
         let reconcile: FundsRequest = serde_json::from_str(r#"{"reconcile": {}}"#).unwrap();
-        assert_eq!(reconcile, FundsRequest::Reconcile(ReconcileOptions {}));
+        assert_eq!(reconcile, FundsRequest::Reconcile(ReconcileOptions::default()));
+        let options = ReconcileOptions { as_of: Some("2026-11-23T00:00:00Z".into()), passes: None };
+        let day_after = parse_rfc3339("2026-11-24T00:00:00Z").unwrap();
+        assert_eq!(Cutoff::from_options(&options, day_after).unwrap().as_of_ms, day_after - 24 * 3_600_000);
+        let too_late = ReconcileOptions { as_of: Some(rfc3339(day_after - 1_000)), passes: None };
+        assert!(Cutoff::from_options(&too_late, day_after).is_err(), "a cut-off writes may still land behind");
         assert!(serde_json::from_str::<FundsRequest>(r#"{"topup": {"user": "a", "amount_cents": 5}}"#).is_err());
         assert!(serde_json::from_str::<FundsRequest>(r#"{"withdraw": {}}"#).is_err());
     }

@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use crate::clock::{Clock, Millis};
-use crate::domain::books::LedgerRecords;
+use crate::domain::books::{BooksFold, WalletTally};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
@@ -157,9 +157,13 @@ pub trait Ledger: Send + Sync {
 
 /// The ledger as a whole, for reconciliation.
 pub trait Books: Send + Sync {
-    /// Every balance, movement, top-up and packet (with its grab and refund items) the ledger
-    /// holds, strongly consistent item by item (not one snapshot: see `reconcile`).
-    fn ledger_records(&self) -> impl Future<Output = Result<LedgerRecords, ApiError>> + Send;
+    /// Feeds every item the books read to `fold`, each item collection whole (strongly
+    /// consistent item by item, not one snapshot: the fold reads as of a cut-off).
+    fn read_into(&self, fold: &mut BooksFold) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// `user`'s balance and the sum of their movements, read so that they agree in time;
+    /// `None` where the source cannot read one wallet again (a file) or it kept moving.
+    fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Option<WalletTally>, ApiError>> + Send;
 }
 
 /// What closing a packet to grabs came to.

@@ -5,7 +5,7 @@ pub mod dynamo;
 pub mod redis;
 
 pub use self::redis::RedisStore;
-pub use dynamo::{DynamoLedger, LazyLedger};
+pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, LazyLedger, RawItem, WRITES_LAND_WITHIN};
 
 /// Settle on the deployed stores: ElastiCache (Redis, Valkey) and DynamoDB.
 pub type DeployedSettler = crate::settle::Settler<RedisStore, DynamoLedger>;

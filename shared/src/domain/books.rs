@@ -1,16 +1,34 @@
-//! Books that balance globally (invariant 8): from everything the ledger holds of wallets,
-//! top-ups and packets, check that each balance is the sum of its movements, that each top-up,
-//! send, recorded grab and refund moved money exactly once and by its amount, that each
-//! finalised packet's grabs and refund make its total, and that the balances plus the money
-//! still in open packets equal the top-ups. Pure: the ledger adapter gathers the records.
+//! Books that balance globally (invariants 8 and 9), read as of a cut-off and in one pass.
+//!
+//! Reconciliation folds the ledger's items, one item collection at a time (a packet with its
+//! grabs, claims and refund; a wallet with its balance and movements; a top-up), into small
+//! accumulators: one per wallet, packet and top-up, never one per item, so memory follows the
+//! number of accounts, not the size of the table, and [`Part`] splits even that over passes.
+//!
+//! **As of a cut-off.** Every money write stamps its items with its own time, the same on
+//! every item of one transaction (`written_at_ms`). Money that moved after the cut-off is left
+//! out whole: a send, a grab's credit, a finalisation or a top-up stamped later is not read,
+//! on either side. The cut-off is behind the longest a write can take to land, so everything
+//! stamped before it was committed before the read began: the books as of the cut-off are
+//! complete, and a running system shows no false difference.
+//!
+//! **Wallets** are the exception: a balance is a running total, read as it is now. It is
+//! compared with every movement of its collection; a wallet that moved while it was read looks
+//! off, so it is a *suspect*, which the caller reads again exactly (see `funds::reconcile`) before
+//! anything is reported.
+//!
+//! Pure: the adapters read the items.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
 use super::wallet::MovementKind;
 use super::{Cents, PacketId, PacketStatus, UserId};
+use crate::clock::{rfc3339, Millis};
 
 /// One movement as the ledger holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,44 +43,122 @@ pub struct MovementRecord {
     pub packet_id: Option<PacketId>,
     /// The reference, for a top-up.
     pub reference: Option<String>,
+    /// Its transaction's write stamp (0 for items written before stamps).
+    pub written_at_ms: Millis,
+    /// Its sort key, to name it.
+    pub key: String,
+    /// Whether it carries the event the Pipe publishes.
+    pub has_event: bool,
 }
 
-/// One packet's ledger records, as far as money goes.
+/// One ledger item, as far as the books go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PacketRecord {
-    /// Who sent it.
-    pub sender: UserId,
-    /// Its total.
-    pub total_cents: Cents,
-    /// Open until settle finalises it.
-    pub status: PacketStatus,
-    /// Its grab items: user and amount.
-    pub grabs: Vec<(UserId, Cents)>,
-    /// Its refund item, if any.
-    pub refund_cents: Option<Cents>,
+pub enum LedgerItem {
+    /// A wallet's balance and its count of movements.
+    Balance {
+        /// Whose.
+        user: UserId,
+        /// The balance.
+        balance_cents: Cents,
+        /// Movements that changed it (absent on balances written before the count).
+        moves: Option<u64>,
+    },
+    /// A movement of a wallet.
+    Movement(MovementRecord),
+    /// A top-up applied.
+    Topup {
+        /// The payments system's reference.
+        reference: String,
+        /// Whose wallet.
+        user: UserId,
+        /// How much.
+        amount_cents: Cents,
+        /// Its write stamp.
+        written_at_ms: Millis,
+    },
+    /// A packet's record.
+    Packet {
+        /// Which.
+        id: PacketId,
+        /// Who sent it.
+        sender: UserId,
+        /// Its total.
+        total_cents: Cents,
+        /// Its status now.
+        status: PacketStatus,
+        /// The send's write stamp.
+        written_at_ms: Millis,
+        /// The finalisation's write stamp, once finalised.
+        settled_at_ms: Option<Millis>,
+    },
+    /// A grab item.
+    Grab {
+        /// Of which packet.
+        packet_id: PacketId,
+        /// Who.
+        user: UserId,
+        /// Which share.
+        seq: u32,
+        /// How much.
+        amount_cents: Cents,
+        /// Its write stamp (with its credit).
+        written_at_ms: Millis,
+    },
+    /// A share's claim: by a grabber, or (no user) by the refund.
+    Claim {
+        /// Of which packet.
+        packet_id: PacketId,
+        /// Which share.
+        seq: u32,
+        /// Its amount.
+        amount_cents: Cents,
+        /// The grabber; `None` for the refund.
+        user: Option<UserId>,
+    },
+    /// A packet's refund item.
+    Refund {
+        /// Of which packet.
+        packet_id: PacketId,
+        /// How much.
+        amount_cents: Cents,
+        /// The finalisation's write stamp.
+        written_at_ms: Millis,
+    },
 }
 
-/// Everything reconciliation reads from the ledger.
-#[derive(Debug, Clone, Default)]
-pub struct LedgerRecords {
-    /// Each wallet's balance.
-    pub balances: HashMap<UserId, Cents>,
-    /// Every movement.
-    pub movements: Vec<MovementRecord>,
-    /// Every top-up applied: reference, user, amount.
-    pub topups: Vec<(String, UserId, Cents)>,
-    /// Every packet.
-    pub packets: HashMap<PacketId, PacketRecord>,
-    /// Grab and refund items whose packet has no record: the packet, and what the item says.
-    pub orphans: Vec<(PacketId, String)>,
+/// What kind of thing does not add up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DifferenceClass {
+    /// Grab, refund or movement items of a packet whose record is missing.
+    MissingPacketRecord,
+    /// A packet's grabs, refund and credits do not make its total.
+    UnbalancedPacket,
+    /// A balance that is not the sum of its wallet's movements.
+    WalletDiffers,
+    /// A movement without the event the Pipe publishes.
+    MovementWithoutEvent,
+    /// The same money moved more than once.
+    MovementTwice,
+    /// Money that should have moved and did not: a packet never debited, a grab or refund
+    /// never credited, a top-up never applied.
+    MovementMissing,
+    /// A grab item whose share nobody claimed for that grabber and amount.
+    GrabWithoutClaim,
+    /// Top-ups in differ from the wallets plus the money in open packets.
+    Books,
+    /// The source handed a collection over in pieces, so its checks could not be made.
+    Source,
 }
 
-/// A difference reconciliation found: what it concerns and the amounts.
+/// A difference reconciliation found: its class, what it concerns and the amounts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Difference {
     /// `wallet:<user>`, `topup:<reference>`, `packet:<id>` or `books`.
     pub subject: String,
-    /// What does not add up, with the amounts.
+    /// What kind of difference.
+    pub class: DifferenceClass,
+    /// What does not add up, with the amounts and the ids to act on.
     pub what: String,
 }
 
@@ -72,21 +168,85 @@ impl fmt::Display for Difference {
     }
 }
 
-/// What reconciliation found.
+/// A wallet that looked off while it was read: its balance and the movements seen with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspect {
+    /// Whose.
+    pub user: UserId,
+    /// The balance as read.
+    pub balance_cents: Cents,
+    /// The sum of the movements read.
+    pub movements_cents: i128,
+}
+
+/// One wallet read exactly: its balance, and its movements read between two reads of the
+/// balance that found it unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalletTally {
+    /// The balance.
+    pub balance_cents: Cents,
+    /// The sum of its movements' balance changes.
+    pub movements_cents: i128,
+}
+
+impl Suspect {
+    /// The difference this wallet shows when read exactly as `tally` (none when it agrees).
+    pub fn confirm(&self, tally: Option<WalletTally>) -> Option<Difference> {
+        let (balance, sum) = match tally {
+            Some(tally) => (tally.balance_cents, tally.movements_cents),
+            None => (self.balance_cents, self.movements_cents),
+        };
+        (i128::from(balance) != sum).then(|| Difference {
+            subject: format!("wallet:{}", self.user),
+            class: DifferenceClass::WalletDiffers,
+            what: format!("balance {balance} != sum of its movements {sum}"),
+        })
+    }
+}
+
+/// Which share of the accounts a pass keeps: those whose key hashes to `index` modulo `of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// This pass.
+    pub index: u32,
+    /// How many passes.
+    pub of: u32,
+}
+
+impl Part {
+    /// Everything in one pass.
+    pub const WHOLE: Part = Part { index: 0, of: 1 };
+
+    fn keeps(self, key: &impl Hash) -> bool {
+        self.of <= 1 || fingerprint(key) % u64::from(self.of) == u64::from(self.index)
+    }
+}
+
+/// What reconciliation found, as of its cut-off: the trial balance and every difference.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Reconciliation {
-    /// Sum of every top-up.
+    /// The cut-off (RFC 3339): money written after it is left out.
+    pub as_of: String,
+    /// Top-ups applied.
     pub topups_cents: u128,
-    /// Sum of every balance.
+    /// The wallets' balances as of the cut-off (the sum of their movements up to it).
     pub balances_cents: u128,
     /// Money sent and neither credited to a grabber nor refunded yet.
     pub in_open_packets_cents: u128,
-    /// Wallets, packets and top-ups read.
+    /// Sent into packets out of wallets.
+    pub sent_cents: u128,
+    /// Credited to grabbers.
+    pub grabbed_cents: u128,
+    /// Refunded to senders.
+    pub refunded_cents: u128,
+    /// Wallets read.
     pub wallets: usize,
     /// Packets read.
     pub packets: usize,
     /// Movements read.
     pub movements: usize,
+    /// Items read.
+    pub items: u64,
     /// Every difference; empty when the books balance.
     pub differences: Vec<Difference>,
 }
@@ -98,136 +258,429 @@ impl Reconciliation {
     }
 }
 
-/// Reconciles `records` (see the module header for what is checked).
-pub fn reconcile_books(records: &LedgerRecords) -> Reconciliation {
-    let mut differences = Vec::new();
-    let mut differ = |subject: String, what: String| differences.push(Difference { subject, what });
+/// A stable 64-bit hash (SipHash with fixed keys): the same on every run and host.
+fn fingerprint(value: &impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
 
-    // Each balance is the sum of its wallet's movements.
-    let mut sums: BTreeMap<&UserId, i128> = BTreeMap::new();
-    for movement in &records.movements {
-        *sums.entry(&movement.user).or_default() += movement.kind.delta(movement.amount_cents);
+/// A multiset of `(who, amount)` pairs, kept as a count, a sum and a sum of hashes: two tallies
+/// are equal when they hold the same pairs (up to a 2⁻⁶⁴ chance), in a few bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    count: u64,
+    cents: i128,
+    hashes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, who: &UserId, amount_cents: Cents) {
+        self.count += 1;
+        self.cents += i128::from(amount_cents);
+        self.hashes = self.hashes.wrapping_add(fingerprint(&(who.as_str(), amount_cents)));
     }
-    for user in records.balances.keys() {
-        sums.entry(user).or_default();
-    }
-    for (user, sum) in &sums {
-        let balance = records.balances.get(*user).copied().unwrap_or(0);
-        if i128::from(balance) != *sum {
-            differ(format!("wallet:{user}"), format!("balance {balance} != sum of its movements {sum}"));
+}
+
+/// One packet's accumulator: what its own collection says, and what the movements say.
+#[derive(Debug, Default)]
+struct PacketAcc {
+    read: bool,
+    /// The record as of the cut-off: sender, total, finalised.
+    record: Option<(UserId, Cents, bool)>,
+    grabs: Tally,
+    refund: Tally,
+    debits: Tally,
+    grab_credits: Tally,
+    refund_credits: Tally,
+    /// Grab and refund items of a missing record (read in its collection).
+    orphans: Vec<String>,
+}
+
+/// One top-up's accumulator.
+#[derive(Debug, Default)]
+struct TopupAcc {
+    read: bool,
+    record: Tally,
+    credits: Tally,
+}
+
+/// The fold: feed it every collection, then [`BooksFold::finish`].
+#[derive(Debug)]
+pub struct BooksFold {
+    as_of_ms: Millis,
+    settled_by_ms: Millis,
+    part: Part,
+    packets: HashMap<u128, PacketAcc>,
+    topups: HashMap<String, TopupAcc>,
+    wallets_read: HashMap<UserId, ()>,
+    suspects: Vec<Suspect>,
+    differences: Vec<Difference>,
+    balances_cents: i128,
+    movements: usize,
+    items: u64,
+}
+
+fn packet_key(id: &PacketId) -> u128 {
+    u128::from_str_radix(id.as_str(), 16).unwrap_or_else(|_| u128::from(fingerprint(&id.as_str())))
+}
+
+fn packet_name(key: u128) -> String {
+    format!("{key:032x}")
+}
+
+impl BooksFold {
+    /// A fold of the books as of `as_of_ms`, keeping `part` of the accounts. `landing_ms` is
+    /// the longest a write can take after its stamp: a packet finalised within it of the
+    /// cut-off counts as open (a grab item claimed before the finalisation may still land).
+    pub fn new(as_of_ms: Millis, landing_ms: Millis, part: Part) -> Self {
+        BooksFold {
+            as_of_ms,
+            settled_by_ms: as_of_ms - landing_ms,
+            part,
+            packets: HashMap::new(),
+            topups: HashMap::new(),
+            wallets_read: HashMap::new(),
+            suspects: Vec::new(),
+            differences: Vec::new(),
+            balances_cents: 0,
+            movements: 0,
+            items: 0,
         }
     }
 
-    // Movements by what they concern.
-    let mut topup_moves: HashMap<&str, Vec<&MovementRecord>> = HashMap::new();
-    let mut packet_moves: HashMap<&PacketId, Vec<&MovementRecord>> = HashMap::new();
-    for movement in &records.movements {
-        match (&movement.packet_id, &movement.reference) {
-            (Some(id), _) => packet_moves.entry(id).or_default().push(movement),
-            (None, Some(reference)) if movement.kind == MovementKind::Topup => {
-                topup_moves.entry(reference.as_str()).or_default().push(movement);
+    fn differ(&mut self, subject: String, class: DifferenceClass, what: String) {
+        self.differences.push(Difference { subject, class, what });
+    }
+
+    /// Reports an item the books could not read (a corrupt item), by its keys.
+    pub fn unreadable(&mut self, pk: &str, sk: &str, why: &str) {
+        self.differ(format!("item:{pk}/{sk}"), DifferenceClass::Source, format!("unreadable: {why}"));
+    }
+
+    fn counts(&self, written_at_ms: Millis) -> bool {
+        written_at_ms <= self.as_of_ms
+    }
+
+    /// Folds one item collection: every item of one partition key, read together.
+    pub fn collection(&mut self, items: Vec<LedgerItem>) {
+        self.items += items.len() as u64;
+        match items.first() {
+            Some(LedgerItem::Balance { user, .. }) | Some(LedgerItem::Movement(MovementRecord { user, .. })) => {
+                let user = user.clone();
+                self.wallet(user, items)
+            }
+            Some(LedgerItem::Topup { .. }) => items.into_iter().for_each(|item| self.topup(item)),
+            Some(
+                LedgerItem::Packet { id, .. }
+                | LedgerItem::Grab { packet_id: id, .. }
+                | LedgerItem::Claim { packet_id: id, .. }
+                | LedgerItem::Refund { packet_id: id, .. },
+            ) => {
+                let id = id.clone();
+                self.packet(id, items)
+            }
+            None => {}
+        }
+    }
+
+    fn topup(&mut self, item: LedgerItem) {
+        let LedgerItem::Topup { reference, user, amount_cents, written_at_ms } = item else { return };
+        if !self.part.keeps(&reference.as_str()) || !self.counts(written_at_ms) {
+            return;
+        }
+        let acc = self.topups.entry(reference.clone()).or_default();
+        if acc.read {
+            self.differ(format!("topup:{reference}"), DifferenceClass::Source, "read twice".into());
+            return;
+        }
+        acc.read = true;
+        acc.record.add(&user, amount_cents);
+    }
+
+    fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) {
+        if !self.part.keeps(&user.as_str()) {
+            // Its movements still count for the packets and top-ups this pass keeps.
+            for item in items {
+                if let LedgerItem::Movement(movement) = item {
+                    self.movement_effects(&movement);
+                }
+            }
+            return;
+        }
+        if self.wallets_read.insert(user.clone(), ()).is_some() {
+            let what = "collection read in pieces: its balance was not checked".into();
+            self.differ(format!("wallet:{user}"), DifferenceClass::Source, what);
+        }
+        let mut balance = None;
+        let mut sum: i128 = 0;
+        let mut count: u64 = 0;
+        for item in items {
+            match item {
+                LedgerItem::Balance { balance_cents, moves, .. } => balance = Some((balance_cents, moves)),
+                LedgerItem::Movement(movement) => {
+                    let delta = movement.kind.delta(movement.amount_cents);
+                    sum += delta;
+                    count += 1;
+                    self.movements += 1;
+                    if self.counts(movement.written_at_ms) {
+                        self.balances_cents += delta;
+                    }
+                    if !movement.has_event {
+                        let what = format!("movement {} carries no event", movement.key);
+                        self.differ(format!("wallet:{user}"), DifferenceClass::MovementWithoutEvent, what);
+                    }
+                    self.movement_effects(&movement);
+                }
+                _ => {}
+            }
+        }
+        let (balance_cents, moves) = balance.unwrap_or((0, None));
+        if i128::from(balance_cents) != sum || moves.is_some_and(|moves| moves != count) {
+            self.suspects.push(Suspect { user, balance_cents, movements_cents: sum });
+        }
+    }
+
+    /// What a movement tells its packet or top-up, when both are kept and it counts.
+    fn movement_effects(&mut self, movement: &MovementRecord) {
+        if !self.counts(movement.written_at_ms) {
+            return;
+        }
+        match (&movement.packet_id, &movement.reference, movement.kind) {
+            (None, Some(reference), MovementKind::Topup) => {
+                if self.part.keeps(&reference.as_str()) {
+                    self.topups
+                        .entry(reference.clone())
+                        .or_default()
+                        .credits
+                        .add(&movement.user, movement.amount_cents);
+                }
+            }
+            (Some(id), _, kind) if kind != MovementKind::Topup => {
+                let key = packet_key(id);
+                if !self.part.keeps(&key) {
+                    return;
+                }
+                let acc = self.packets.entry(key).or_default();
+                let tally = match kind {
+                    MovementKind::Send => &mut acc.debits,
+                    MovementKind::Grab => &mut acc.grab_credits,
+                    _ => &mut acc.refund_credits,
+                };
+                tally.add(&movement.user, movement.amount_cents);
             }
             _ => {
-                differ(format!("wallet:{}", movement.user), format!("a {:?} movement concerns nothing", movement.kind))
+                let what = format!("{} movement {} concerns nothing", movement.kind.as_str(), movement.key);
+                self.differ(format!("wallet:{}", movement.user), DifferenceClass::MovementMissing, what);
             }
         }
     }
 
-    // Each top-up credited once, to its user, by its amount.
-    let mut topups_cents: u128 = 0;
-    for (reference, user, amount) in &records.topups {
-        topups_cents += u128::from(*amount);
-        let moves = topup_moves.remove(reference.as_str()).unwrap_or_default();
-        if moves.len() != 1 || moves[0].user != *user || moves[0].amount_cents != *amount {
-            differ(
-                format!("topup:{reference}"),
-                format!("{amount} to {user}, credited by {} movement(s)", moves.len()),
-            );
+    fn packet(&mut self, id: PacketId, items: Vec<LedgerItem>) {
+        let key = packet_key(&id);
+        if !self.part.keeps(&key) {
+            return;
         }
-    }
-    for (reference, moves) in topup_moves {
-        differ(format!("topup:{reference}"), format!("{} top-up movement(s) without a top-up record", moves.len()));
-    }
-
-    // Each funded packet: one debit of its total; one credit per grab item, by its amount; one
-    // credit of its refund; and a finalised packet's grabs and refund make its total.
-    let mut in_open_packets_cents: u128 = 0;
-    for (id, packet) in &records.packets {
-        let moves = packet_moves.remove(id).unwrap_or_default();
         let subject = format!("packet:{id}");
-        let grabbed: Cents = packet.grabs.iter().map(|(_, amount)| amount).sum();
-        let refund = packet.refund_cents.unwrap_or(0);
-        if packet.status != PacketStatus::Open && grabbed + refund != packet.total_cents {
-            differ(subject.clone(), format!("grabs {grabbed} + refund {refund} != total {}", packet.total_cents));
-        }
-        if packet.status == PacketStatus::Open && grabbed > packet.total_cents {
-            differ(subject.clone(), format!("grabs {grabbed} > total {}", packet.total_cents));
-        }
-        let of = |kind: MovementKind| moves.iter().filter(move |m| m.kind == kind);
-        let sends: Vec<_> = of(MovementKind::Send).collect();
-        if sends.is_empty() {
-            if !moves.is_empty() {
-                differ(subject, format!("{} movement(s) for a packet never debited", moves.len()));
-            }
-            continue; // Sent without the wallet (FUNDS=none): no money of ours is in it.
-        }
-        if sends.len() != 1 || sends[0].user != packet.sender || sends[0].amount_cents != packet.total_cents {
-            differ(subject.clone(), format!("total {} debited by {} movement(s)", packet.total_cents, sends.len()));
-        }
-        let mut credited: Cents = 0;
-        let mut grab_credits: HashMap<&UserId, Vec<Cents>> = HashMap::new();
-        for movement in of(MovementKind::Grab) {
-            grab_credits.entry(&movement.user).or_default().push(movement.amount_cents);
-            credited += movement.amount_cents;
-        }
-        for (user, amount) in &packet.grabs {
-            match grab_credits.remove(user).as_deref() {
-                Some([credit]) if credit == amount => {}
-                other => differ(subject.clone(), format!("grab of {amount} by {user} credited as {other:?}")),
+        let mut record = None;
+        let mut grabs = Vec::new();
+        let mut claims: HashMap<u32, (Option<UserId>, Cents)> = HashMap::new();
+        let mut refund = None;
+        for item in items {
+            match item {
+                LedgerItem::Packet { sender, total_cents, status, written_at_ms, settled_at_ms, .. } => {
+                    record = Some((sender, total_cents, status, written_at_ms, settled_at_ms))
+                }
+                LedgerItem::Grab { user, seq, amount_cents, written_at_ms, .. } => {
+                    grabs.push((user, seq, amount_cents, written_at_ms))
+                }
+                LedgerItem::Claim { seq, amount_cents, user, .. } => {
+                    claims.insert(seq, (user, amount_cents));
+                }
+                LedgerItem::Refund { amount_cents, written_at_ms, .. } => refund = Some((amount_cents, written_at_ms)),
+                _ => {}
             }
         }
-        for (user, credits) in grab_credits {
-            differ(subject.clone(), format!("{user} credited {credits:?} without a grab item"));
+        // Every grab item has its claim (written first, and read after it: `SHARE#` sorts after
+        // `GRAB#`), held by the same grabber for the same amount.
+        for (user, seq, amount, _) in &grabs {
+            let held = claims.get(seq);
+            if held.is_none_or(|(holder, cents)| holder.as_ref() != Some(user) || cents != amount) {
+                let what = format!("grab item of {user} for {amount} (share {seq}): its claim holds {held:?}");
+                self.differ(subject.clone(), DifferenceClass::GrabWithoutClaim, what);
+            }
         }
-        let refunds: Vec<Cents> = of(MovementKind::Refund).map(|m| m.amount_cents).collect();
-        credited += refunds.iter().sum::<Cents>();
-        let refund_ok = match (packet.refund_cents, refunds.as_slice()) {
-            (None, []) => true,
-            (Some(item), [credit]) => item == *credit && of(MovementKind::Refund).all(|m| m.user == packet.sender),
-            _ => false,
+        let acc = self.packets.entry(key).or_default();
+        if acc.read {
+            let what = "collection read in pieces: its checks were not made".into();
+            self.differ(subject, DifferenceClass::Source, what);
+            return;
+        }
+        acc.read = true;
+        let Some((sender, total, status, written_at_ms, settled_at_ms)) = record else {
+            acc.orphans.extend(grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}")));
+            acc.orphans.extend(refund.map(|(amount, _)| format!("refund item for {amount}")));
+            return;
         };
-        if !refund_ok {
-            differ(subject.clone(), format!("refund {:?} credited as {refunds:?}", packet.refund_cents));
+        if written_at_ms > self.as_of_ms {
+            return; // Sent after the cut-off: none of it counts yet.
         }
-        if packet.status == PacketStatus::Open {
-            in_open_packets_cents += u128::from(packet.total_cents.saturating_sub(credited));
-        } else if credited != packet.total_cents {
-            differ(subject, format!("finalised, yet credits {credited} != total {}", packet.total_cents));
+        let finalised = status != PacketStatus::Open && settled_at_ms.is_none_or(|at| at <= self.settled_by_ms);
+        let as_of_ms = self.as_of_ms;
+        for (user, _, amount, at) in &grabs {
+            if *at <= as_of_ms {
+                acc.grabs.add(user, *amount);
+            }
         }
-    }
-    for (id, moves) in packet_moves {
-        differ(format!("packet:{id}"), format!("{} movement(s) for a packet the ledger does not hold", moves.len()));
-    }
-    for (id, what) in &records.orphans {
-        differ(format!("packet:{id}"), format!("{what}, of a packet the ledger does not hold"));
+        if let Some((amount, _)) = refund.filter(|(_, at)| *at <= as_of_ms) {
+            acc.refund.add(&sender, amount);
+        }
+        acc.record = Some((sender, total, finalised));
     }
 
-    let balances_cents: u128 = records.balances.values().map(|b| u128::from(*b)).sum();
-    if balances_cents + in_open_packets_cents != topups_cents {
-        differ(
-            "books".into(),
-            format!("balances {balances_cents} + in open packets {in_open_packets_cents} != top-ups {topups_cents}"),
-        );
+    /// The reconciliation of everything folded: the cross-checks of each packet and top-up,
+    /// and the suspects left to read again.
+    pub fn finish(mut self) -> (Reconciliation, Vec<Suspect>) {
+        let mut in_open: u128 = 0;
+        let (mut sent, mut grabbed, mut refunded): (u128, u128, u128) = (0, 0, 0);
+        let packets = std::mem::take(&mut self.packets);
+        let mut read_packets = 0;
+        for (key, acc) in packets {
+            read_packets += usize::from(acc.read);
+            let subject = format!("packet:{}", packet_name(key));
+            sent += acc.debits.cents.max(0) as u128;
+            grabbed += acc.grab_credits.cents.max(0) as u128;
+            refunded += acc.refund_credits.cents.max(0) as u128;
+            for orphan in &acc.orphans {
+                let what = format!("{orphan}, of a packet the ledger does not hold");
+                self.differ(subject.clone(), DifferenceClass::MissingPacketRecord, what);
+            }
+            let Some((sender, total, finalised)) = acc.record else {
+                let moved = acc.debits.count + acc.grab_credits.count + acc.refund_credits.count;
+                if moved > 0 && acc.orphans.is_empty() {
+                    let what = format!("{moved} movement(s) for a packet the ledger does not hold");
+                    self.differ(subject, DifferenceClass::MissingPacketRecord, what);
+                }
+                continue;
+            };
+            let grabbed_items = acc.grabs.cents;
+            let refund_item = acc.refund.cents;
+            if finalised && grabbed_items + refund_item != i128::from(total) {
+                let what = format!("grabs {grabbed_items} + refund {refund_item} != total {total}");
+                self.differ(subject.clone(), DifferenceClass::UnbalancedPacket, what);
+            }
+            if !finalised && grabbed_items > i128::from(total) {
+                self.differ(
+                    subject.clone(),
+                    DifferenceClass::UnbalancedPacket,
+                    format!("grabs {grabbed_items} > total {total}"),
+                );
+            }
+            if acc.debits.count == 0 {
+                let moved = acc.grab_credits.count + acc.refund_credits.count;
+                if moved > 0 {
+                    let what = format!("{moved} movement(s) for a packet never debited");
+                    self.differ(subject, DifferenceClass::MovementMissing, what);
+                }
+                continue; // Sent without the wallet (FUNDS=none): no money of ours is in it.
+            }
+            let mut debit = Tally::default();
+            debit.add(&sender, total);
+            self.compare(&subject, "debit of the total", debit, acc.debits);
+            self.compare(&subject, "grab credits", acc.grabs, acc.grab_credits);
+            self.compare(&subject, "refund credit", acc.refund, acc.refund_credits);
+            let credited = acc.grab_credits.cents + acc.refund_credits.cents;
+            if finalised {
+                if credited != i128::from(total) {
+                    let what = format!("finalised, yet credits {credited} != total {total}");
+                    self.differ(subject, DifferenceClass::UnbalancedPacket, what);
+                }
+            } else {
+                in_open += (i128::from(total) - credited).max(0) as u128;
+            }
+        }
+        let mut topups_cents: u128 = 0;
+        for (reference, acc) in std::mem::take(&mut self.topups) {
+            topups_cents += acc.record.cents.max(0) as u128;
+            self.compare(&format!("topup:{reference}"), "top-up credit", acc.record, acc.credits);
+        }
+        let balances_cents = self.balances_cents.max(0) as u128;
+        if self.part.of <= 1 && balances_cents + in_open != topups_cents {
+            let what = format!("balances {balances_cents} + in open packets {in_open} != top-ups {topups_cents}");
+            self.differ("books".into(), DifferenceClass::Books, what);
+        }
+        self.differences.sort();
+        let reconciliation = Reconciliation {
+            as_of: rfc3339(self.as_of_ms),
+            topups_cents,
+            balances_cents,
+            in_open_packets_cents: in_open,
+            sent_cents: sent,
+            grabbed_cents: grabbed,
+            refunded_cents: refunded,
+            wallets: self.wallets_read.len(),
+            packets: read_packets,
+            movements: self.movements,
+            items: self.items,
+            differences: self.differences,
+        };
+        (reconciliation, self.suspects)
     }
-    differences.sort();
-    Reconciliation {
-        topups_cents,
-        balances_cents,
-        in_open_packets_cents,
-        wallets: records.balances.len(),
-        packets: records.packets.len(),
-        movements: records.movements.len(),
-        differences,
+
+    /// Reports where the money that should have moved (`expected`) and what did (`moved`) differ.
+    fn compare(&mut self, subject: &str, what: &str, expected: Tally, moved: Tally) {
+        if expected == moved {
+            return;
+        }
+        let class = if moved.count > expected.count {
+            DifferenceClass::MovementTwice
+        } else if moved.count < expected.count {
+            DifferenceClass::MovementMissing
+        } else {
+            DifferenceClass::UnbalancedPacket
+        };
+        let class = if subject.starts_with("topup:") && class == DifferenceClass::UnbalancedPacket {
+            DifferenceClass::MovementMissing
+        } else {
+            class
+        };
+        let text = format!(
+            "{what}: {} for {} expected, {} moved for {}{}",
+            expected.count,
+            expected.cents,
+            moved.count,
+            moved.cents,
+            if expected.count == moved.count && expected.cents == moved.cents { " (to another wallet)" } else { "" }
+        );
+        self.differ(subject.to_owned(), class, text);
+    }
+}
+
+/// Adds the reconciliation of another pass (another [`Part`]) to `total`, and checks the
+/// global equation once every pass is in (`last`).
+pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) {
+    total.as_of = pass.as_of;
+    total.topups_cents += pass.topups_cents;
+    total.balances_cents += pass.balances_cents;
+    total.in_open_packets_cents += pass.in_open_packets_cents;
+    total.sent_cents += pass.sent_cents;
+    total.grabbed_cents += pass.grabbed_cents;
+    total.refunded_cents += pass.refunded_cents;
+    total.wallets += pass.wallets;
+    total.packets += pass.packets;
+    total.movements += pass.movements;
+    total.items = total.items.max(pass.items);
+    total.differences.extend(pass.differences);
+    if last {
+        let (balances, open, topups) = (total.balances_cents, total.in_open_packets_cents, total.topups_cents);
+        if balances + open != topups {
+            total.differences.push(Difference {
+                subject: "books".into(),
+                class: DifferenceClass::Books,
+                what: format!("balances {balances} + in open packets {open} != top-ups {topups}"),
+            });
+        }
+        total.differences.sort();
     }
 }
 
@@ -235,110 +688,252 @@ pub fn reconcile_books(records: &LedgerRecords) -> Reconciliation {
 mod tests {
     use super::*;
 
+    const AS_OF: Millis = 1_000_000;
+
     fn user(name: &str) -> UserId {
         UserId::from_claim(name).unwrap()
     }
 
-    fn movement(name: &str, kind: MovementKind, amount_cents: Cents, packet: Option<&PacketId>) -> MovementRecord {
-        MovementRecord {
+    fn movement(name: &str, kind: MovementKind, amount_cents: Cents, packet: Option<&PacketId>) -> LedgerItem {
+        LedgerItem::Movement(MovementRecord {
             user: user(name),
             kind,
             amount_cents,
             packet_id: packet.cloned(),
             reference: (kind == MovementKind::Topup).then(|| format!("ref-{name}")),
-        }
+            written_at_ms: 10,
+            key: format!("MOVE#{}#{name}", kind.as_str()),
+            has_event: true,
+        })
+    }
+
+    fn balance(name: &str, balance_cents: Cents, moves: u64) -> LedgerItem {
+        LedgerItem::Balance { user: user(name), balance_cents, moves: Some(moves) }
+    }
+
+    fn grab(id: &PacketId, name: &str, seq: u32, amount_cents: Cents) -> [LedgerItem; 2] {
+        [
+            LedgerItem::Grab { packet_id: id.clone(), user: user(name), seq, amount_cents, written_at_ms: 10 },
+            LedgerItem::Claim { packet_id: id.clone(), seq, amount_cents, user: Some(user(name)) },
+        ]
     }
 
     /// Alice tops up 1,000, sends 300 in 3 shares; bob grabs 120, carol 100; it expires and
     /// 80 goes back to alice.
-    fn balanced() -> (LedgerRecords, PacketId) {
+    fn balanced() -> (Vec<Vec<LedgerItem>>, PacketId) {
         let id = PacketId::random();
-        let mut records = LedgerRecords::default();
-        records.topups.push(("ref-alice".into(), user("alice"), 1_000));
-        records.movements = vec![
-            movement("alice", MovementKind::Topup, 1_000, None),
-            movement("alice", MovementKind::Send, 300, Some(&id)),
-            movement("bob", MovementKind::Grab, 120, Some(&id)),
-            movement("carol", MovementKind::Grab, 100, Some(&id)),
-            movement("alice", MovementKind::Refund, 80, Some(&id)),
+        let mut packet = vec![LedgerItem::Packet {
+            id: id.clone(),
+            sender: user("alice"),
+            total_cents: 300,
+            status: PacketStatus::Expired,
+            written_at_ms: 5,
+            settled_at_ms: Some(20),
+        }];
+        packet.extend(grab(&id, "bob", 1, 120));
+        packet.extend(grab(&id, "carol", 2, 100));
+        packet.push(LedgerItem::Claim { packet_id: id.clone(), seq: 3, amount_cents: 80, user: None });
+        packet.push(LedgerItem::Refund { packet_id: id.clone(), amount_cents: 80, written_at_ms: 20 });
+        let collections = vec![
+            vec![LedgerItem::Topup {
+                reference: "ref-alice".into(),
+                user: user("alice"),
+                amount_cents: 1_000,
+                written_at_ms: 1,
+            }],
+            vec![
+                balance("alice", 780, 3),
+                movement("alice", MovementKind::Topup, 1_000, None),
+                movement("alice", MovementKind::Send, 300, Some(&id)),
+                movement("alice", MovementKind::Refund, 80, Some(&id)),
+            ],
+            vec![balance("bob", 120, 1), movement("bob", MovementKind::Grab, 120, Some(&id))],
+            vec![balance("carol", 100, 1), movement("carol", MovementKind::Grab, 100, Some(&id))],
+            packet,
         ];
-        records.balances = HashMap::from([(user("alice"), 780), (user("bob"), 120), (user("carol"), 100)]);
-        records.packets.insert(
-            id.clone(),
-            PacketRecord {
-                sender: user("alice"),
-                total_cents: 300,
-                status: PacketStatus::Expired,
-                grabs: vec![(user("bob"), 120), (user("carol"), 100)],
-                refund_cents: Some(80),
-            },
-        );
-        (records, id)
+        (collections, id)
+    }
+
+    fn reconcile(collections: Vec<Vec<LedgerItem>>) -> (Reconciliation, Vec<Suspect>) {
+        let mut fold = BooksFold::new(AS_OF, 100, Part::WHOLE);
+        collections.into_iter().for_each(|collection| fold.collection(collection));
+        fold.finish()
+    }
+
+    fn found(collections: Vec<Vec<LedgerItem>>) -> Vec<(DifferenceClass, String)> {
+        let (result, suspects) = reconcile(collections);
+        let mut found: Vec<_> = result.differences.into_iter().map(|d| (d.class, d.to_string())).collect();
+        found.extend(suspects.iter().filter_map(|s| s.confirm(None)).map(|d| (d.class, d.to_string())));
+        found
     }
 
     #[test]
-    fn balanced_books_show_no_difference() {
-        let (records, _) = balanced();
-        let result = reconcile_books(&records);
-        assert!(result.balanced(), "{:?}", result.differences);
+    fn balanced_books_show_no_difference_and_a_trial_balance() {
+        let (collections, _) = balanced();
+        let (result, suspects) = reconcile(collections);
+        assert!(result.balanced() && suspects.is_empty(), "{:?} {suspects:?}", result.differences);
         assert_eq!((result.topups_cents, result.balances_cents, result.in_open_packets_cents), (1_000, 1_000, 0));
+        assert_eq!((result.sent_cents, result.grabbed_cents, result.refunded_cents), (300, 220, 80));
+        assert_eq!((result.wallets, result.packets, result.movements), (3, 1, 5));
+    }
+
+    #[test]
+    fn the_same_books_balance_in_any_number_of_passes() {
+        let (collections, _) = balanced();
+        let mut total = Reconciliation::default();
+        for index in 0..3 {
+            let mut fold = BooksFold::new(AS_OF, 100, Part { index, of: 3 });
+            collections.iter().cloned().for_each(|collection| fold.collection(collection));
+            combine(&mut total, fold.finish().0, index == 2);
+        }
+        assert!(total.balanced(), "{:?}", total.differences);
+        assert_eq!((total.topups_cents, total.balances_cents, total.wallets, total.packets), (1_000, 1_000, 3, 1));
+    }
+
+    #[test]
+    fn money_written_after_the_cut_off_is_left_out_on_both_sides() {
+        // Dave's top-up, its credit and his grab's credit are stamped after the cut-off: the
+        // scan read the top-up but not yet its movement, and a balance that already moved.
+        let (mut collections, id) = balanced();
+        collections.push(vec![LedgerItem::Topup {
+            reference: "ref-dave".into(),
+            user: user("dave"),
+            amount_cents: 50,
+            written_at_ms: AS_OF + 1,
+        }]);
+        let late = |item: LedgerItem| match item {
+            LedgerItem::Movement(mut m) => {
+                m.written_at_ms = AS_OF + 1;
+                LedgerItem::Movement(m)
+            }
+            other => other,
+        };
+        collections.push(vec![balance("dave", 50, 1), late(movement("dave", MovementKind::Topup, 50, None))]);
+        let (result, suspects) = reconcile(collections);
+        assert!(result.balanced() && suspects.is_empty(), "{:?}", result.differences);
+        assert_eq!(result.topups_cents, 1_000);
+        let _ = id;
     }
 
     #[test]
     fn an_open_packet_holds_what_is_not_credited_yet() {
-        let (mut records, id) = balanced();
-        records.movements.retain(|m| m.kind != MovementKind::Refund && m.user != user("carol"));
-        records.balances = HashMap::from([(user("alice"), 700), (user("bob"), 120)]);
-        let packet = records.packets.get_mut(&id).unwrap();
-        packet.status = PacketStatus::Open;
-        packet.refund_cents = None;
-        packet.grabs.truncate(1);
-        let result = reconcile_books(&records);
+        let id = PacketId::random();
+        let mut packet = vec![LedgerItem::Packet {
+            id: id.clone(),
+            sender: user("alice"),
+            total_cents: 300,
+            status: PacketStatus::Open,
+            written_at_ms: 5,
+            settled_at_ms: None,
+        }];
+        packet.extend(grab(&id, "bob", 1, 120));
+        let collections = vec![
+            vec![LedgerItem::Topup {
+                reference: "ref-alice".into(),
+                user: user("alice"),
+                amount_cents: 1_000,
+                written_at_ms: 1,
+            }],
+            vec![
+                balance("alice", 700, 2),
+                movement("alice", MovementKind::Topup, 1_000, None),
+                movement("alice", MovementKind::Send, 300, Some(&id)),
+            ],
+            vec![balance("bob", 120, 1), movement("bob", MovementKind::Grab, 120, Some(&id))],
+            packet,
+        ];
+        let (result, _) = reconcile(collections);
         assert!(result.balanced(), "{:?}", result.differences);
         assert_eq!(result.in_open_packets_cents, 180);
     }
 
     #[test]
-    fn every_kind_of_difference_is_named_with_its_amounts() {
-        let subjects = |records: &LedgerRecords| -> Vec<String> {
-            reconcile_books(records).differences.into_iter().map(|d| d.to_string()).collect()
+    fn each_planted_corruption_is_reported_with_its_class_and_ids() {
+        let has = |found: &[(DifferenceClass, String)], class: DifferenceClass, text: &str| {
+            assert!(found.iter().any(|(c, d)| *c == class && d.contains(text)), "{class:?} {text:?} not in {found:?}");
         };
-        let (mut doubled, _) = balanced();
-        let again = doubled.movements[2].clone();
-        doubled.movements.push(again);
-        doubled.balances.insert(user("bob"), 240);
-        let found = subjects(&doubled);
-        assert!(found.iter().any(|d| d.contains("grab of 120 by bob credited as Some([120, 120])")), "{found:?}");
-        assert!(found.iter().any(|d| d.starts_with("books: balances 1120")), "{found:?}");
 
-        let (mut drifted, _) = balanced();
-        drifted.balances.insert(user("carol"), 99);
-        let found = subjects(&drifted);
-        assert!(found.contains(&"wallet:carol: balance 99 != sum of its movements 100".to_owned()), "{found:?}");
+        // A forged balance.
+        let (mut forged, _) = balanced();
+        forged[3][0] = balance("carol", 99, 1);
+        has(&found(forged), DifferenceClass::WalletDiffers, "wallet:carol: balance 99 != sum of its movements 100");
 
-        let (mut unrefunded, _) = balanced();
-        unrefunded.movements.retain(|m| m.kind != MovementKind::Refund);
-        unrefunded.balances.insert(user("alice"), 700);
-        let found = subjects(&unrefunded);
-        assert!(found.iter().any(|d| d.contains("refund Some(80) credited as []")), "{found:?}");
-
-        let (mut short, id) = balanced();
-        short.packets.get_mut(&id).unwrap().refund_cents = Some(70);
-        assert!(subjects(&short).iter().any(|d| d.contains("grabs 220 + refund 70 != total 300")));
-
-        let (mut orphaned, id) = balanced();
-        orphaned.packets.remove(&id);
-        orphaned.orphans =
-            vec![(id.clone(), "grab item of bob for 120".into()), (id.clone(), "refund item for 80".into())];
-        let found = subjects(&orphaned);
-        assert!(
-            found.contains(&format!("packet:{id}: grab item of bob for 120, of a packet the ledger does not hold")),
-            "{found:?}"
+        // A deleted packet record.
+        let (mut deleted, id) = balanced();
+        deleted[4].remove(0);
+        let found_deleted = found(deleted);
+        has(
+            &found_deleted,
+            DifferenceClass::MissingPacketRecord,
+            &format!("packet:{id}: grab item of bob for 120, of a packet"),
         );
-        assert!(found.iter().any(|d| d.contains("refund item for 80")), "{found:?}");
+        has(&found_deleted, DifferenceClass::MissingPacketRecord, "refund item for 80");
 
-        let (mut lost_topup, _) = balanced();
-        lost_topup.topups.push(("ref-zed".into(), user("zed"), 50));
-        assert!(subjects(&lost_topup).iter().any(|d| d.starts_with("topup:ref-zed")));
+        // A duplicated movement (with its balance change: the wallet itself agrees).
+        let (mut doubled, id) = balanced();
+        doubled[2] = vec![
+            balance("bob", 240, 2),
+            movement("bob", MovementKind::Grab, 120, Some(&id)),
+            movement("bob", MovementKind::Grab, 120, Some(&id)),
+        ];
+        let found_doubled = found(doubled);
+        has(
+            &found_doubled,
+            DifferenceClass::MovementTwice,
+            &format!("packet:{id}: grab credits: 2 for 220 expected, 3 moved for 340"),
+        );
+        has(&found_doubled, DifferenceClass::Books, "books: balances 1120");
+
+        // A movement without its event.
+        let (mut silent, _) = balanced();
+        if let LedgerItem::Movement(m) = &mut silent[2][1] {
+            m.has_event = false;
+        }
+        has(
+            &found(silent),
+            DifferenceClass::MovementWithoutEvent,
+            "wallet:bob: movement MOVE#grab#bob carries no event",
+        );
+
+        // A grab item without its claim.
+        let (mut unclaimed, id) = balanced();
+        unclaimed[4].retain(|item| !matches!(item, LedgerItem::Claim { seq: 2, .. }));
+        has(
+            &found(unclaimed),
+            DifferenceClass::GrabWithoutClaim,
+            &format!("packet:{id}: grab item of carol for 100 (share 2)"),
+        );
+
+        // A refund never credited, an unbalanced packet, a lost top-up credit.
+        let (mut unrefunded, id) = balanced();
+        unrefunded[1] = vec![
+            balance("alice", 700, 2),
+            movement("alice", MovementKind::Topup, 1_000, None),
+            movement("alice", MovementKind::Send, 300, Some(&id)),
+        ];
+        has(&found(unrefunded), DifferenceClass::MovementMissing, "refund credit: 1 for 80 expected, 0 moved for 0");
+        let (mut short, _) = balanced();
+        short[4].retain(|item| !matches!(item, LedgerItem::Refund { .. }));
+        has(&found(short), DifferenceClass::UnbalancedPacket, "grabs 220 + refund 0 != total 300");
+        let (mut lost, _) = balanced();
+        lost.push(vec![LedgerItem::Topup {
+            reference: "ref-zed".into(),
+            user: user("zed"),
+            amount_cents: 50,
+            written_at_ms: 1,
+        }]);
+        has(&found(lost), DifferenceClass::MovementMissing, "topup:ref-zed: top-up credit: 1 for 50 expected, 0 moved");
+    }
+
+    #[test]
+    fn a_wallet_that_moved_while_it_was_read_is_a_suspect_until_read_exactly() {
+        let (mut collections, _) = balanced();
+        collections[2] = vec![balance("bob", 170, 2), movement("bob", MovementKind::Grab, 120, None)];
+        let (_, suspects) = reconcile(collections);
+        assert_eq!(suspects.len(), 1);
+        let agreeing = WalletTally { balance_cents: 170, movements_cents: 170 };
+        assert_eq!(suspects[0].confirm(Some(agreeing)), None);
+        let forged = WalletTally { balance_cents: 170, movements_cents: 120 };
+        assert_eq!(suspects[0].confirm(Some(forged)).unwrap().class, DifferenceClass::WalletDiffers);
     }
 }

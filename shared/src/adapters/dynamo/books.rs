@@ -1,17 +1,22 @@
-//! Reconciliation's read of the whole ledger: a parallel scan that keeps, of each item, what
-//! the books need (balances, movements, top-ups, packets, grabs, refunds).
+//! Reconciliation's read of the ledger: a parallel scan streamed into the books' fold, one item
+//! collection at a time (a scan returns each partition key's items together, in sort-key order),
+//! the reading of one item into what the books need (shared with the export file), and the
+//! exact read of one wallet.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures::stream::{self, StreamExt, TryStreamExt};
+use futures::stream::{self, StreamExt};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::items::{BalanceItem, MovementItem, TopupItem, BALANCE, META, REFUND, TOPUP};
-use super::{from_item, unavailable, DynamoLedger};
-use crate::domain::books::{LedgerRecords, MovementRecord, PacketRecord};
+use super::items::{wallet_pk, BalanceItem, BALANCE, META, REFUND, TOPUP};
+use super::{unavailable, DynamoLedger};
+use crate::clock::Millis;
+use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, WalletTally};
+use crate::domain::wallet::MovementKind;
 use crate::domain::{Cents, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 use crate::ports::Books;
@@ -26,123 +31,337 @@ const PAGE_ITEMS: i32 = 1_000;
 /// ledger under load (the soak's 200,000 items on DynamoDB Local timed out at 2 s).
 const PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many times a wallet is read again while it keeps moving.
+const EXACT_READ_ATTEMPTS: u32 = 20;
+
+#[derive(Deserialize)]
+struct BalanceMoney {
+    #[serde(default)]
+    balance_cents: Cents,
+    #[serde(default)]
+    moves: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct MovementMoney {
+    user: UserId,
+    kind: MovementKind,
+    amount_cents: Cents,
+    #[serde(default)]
+    packet_id: Option<PacketId>,
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
+    #[serde(default)]
+    event: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct TopupMoney {
+    user: UserId,
+    amount_cents: Cents,
+    reference: String,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
+}
+
 #[derive(Deserialize)]
 struct PacketMoney {
     packet_id: PacketId,
     sender: UserId,
     total_cents: Cents,
     status: PacketStatus,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
+    #[serde(default)]
+    settled_at_ms: Option<Millis>,
 }
 
 #[derive(Deserialize)]
 struct GrabMoney {
     packet_id: PacketId,
     user: UserId,
+    seq: u32,
     amount_cents: Cents,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
+}
+
+#[derive(Deserialize)]
+struct ShareMoney {
+    packet_id: PacketId,
+    seq: u32,
+    amount_cents: Cents,
+    #[serde(default)]
+    user: Option<UserId>,
 }
 
 #[derive(Deserialize)]
 struct RefundMoney {
     packet_id: PacketId,
     amount_cents: Cents,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
 }
 
-type Item = HashMap<String, AttributeValue>;
+/// One ledger item in DynamoDB's JSON shape, as a scan returns it or an export file holds it.
+pub type RawItem = HashMap<String, serde_dynamo::AttributeValue>;
+
+/// The partition and sort keys of `item`.
+pub fn item_keys(item: &RawItem) -> (String, String) {
+    let text = |name: &str| match item.get(name) {
+        Some(serde_dynamo::AttributeValue::S(text)) => text.clone(),
+        _ => String::new(),
+    };
+    (text("pk"), text("sk"))
+}
+
+/// What the books need of one item: `Ok(None)` for items they do not read (claims of idempotency,
+/// daily counters, casualties, …); `Err` names an item the books cannot read.
+pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
+    fn read<T: for<'de> Deserialize<'de>>(item: RawItem) -> Result<T, String> {
+        serde_dynamo::from_item(item).map_err(|error| error.to_string())
+    }
+    let (pk, sk) = item_keys(&item);
+    let stamp = |at: Option<Millis>| at.unwrap_or(0);
+    Ok(Some(if let Some(user) = pk.strip_prefix("WALLET#") {
+        let user = UserId::from_claim(user).ok_or("corrupt wallet key")?;
+        if sk == BALANCE {
+            let balance: BalanceMoney = read(item)?;
+            LedgerItem::Balance { user, balance_cents: balance.balance_cents, moves: balance.moves }
+        } else if sk.starts_with("MOVE#") {
+            let movement: MovementMoney = read(item)?;
+            LedgerItem::Movement(MovementRecord {
+                user: movement.user,
+                kind: movement.kind,
+                amount_cents: movement.amount_cents,
+                packet_id: movement.packet_id,
+                reference: movement.reference,
+                written_at_ms: stamp(movement.written_at_ms),
+                key: sk,
+                has_event: movement.event.is_some(),
+            })
+        } else {
+            return Ok(None);
+        }
+    } else if pk.starts_with("TOPUP#") && sk == TOPUP {
+        let topup: TopupMoney = read(item)?;
+        LedgerItem::Topup {
+            reference: topup.reference,
+            user: topup.user,
+            amount_cents: topup.amount_cents,
+            written_at_ms: stamp(topup.written_at_ms),
+        }
+    } else if pk.starts_with("PKT#") {
+        if sk == META {
+            let packet: PacketMoney = read(item)?;
+            LedgerItem::Packet {
+                id: packet.packet_id,
+                sender: packet.sender,
+                total_cents: packet.total_cents,
+                status: packet.status,
+                written_at_ms: stamp(packet.written_at_ms),
+                settled_at_ms: packet.settled_at_ms,
+            }
+        } else if sk.starts_with("GRAB#") {
+            let grab: GrabMoney = read(item)?;
+            LedgerItem::Grab {
+                packet_id: grab.packet_id,
+                user: grab.user,
+                seq: grab.seq,
+                amount_cents: grab.amount_cents,
+                written_at_ms: stamp(grab.written_at_ms),
+            }
+        } else if sk.starts_with("SHARE#") {
+            let share: ShareMoney = read(item)?;
+            LedgerItem::Claim {
+                packet_id: share.packet_id,
+                seq: share.seq,
+                amount_cents: share.amount_cents,
+                user: share.user,
+            }
+        } else if sk == REFUND {
+            let refund: RefundMoney = read(item)?;
+            LedgerItem::Refund {
+                packet_id: refund.packet_id,
+                amount_cents: refund.amount_cents,
+                written_at_ms: stamp(refund.written_at_ms),
+            }
+        } else {
+            return Ok(None);
+        }
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// Feeds items to `fold` collection by collection, from one ordered source (a scan segment, a
+/// file): the items of one partition key arrive together.
+#[derive(Default)]
+pub struct CollectionFeed {
+    pk: String,
+    items: Vec<LedgerItem>,
+}
+
+impl CollectionFeed {
+    /// Adds one item; hands the collection before it to `fold` when its key changes.
+    pub fn push(&mut self, fold: &mut BooksFold, item: RawItem) {
+        let (pk, sk) = item_keys(&item);
+        if pk != self.pk {
+            self.flush(fold);
+            self.pk = pk.clone();
+        }
+        match ledger_item(item) {
+            Ok(Some(item)) => self.items.push(item),
+            Ok(None) => {}
+            Err(why) => fold.unreadable(&pk, &sk, &why),
+        }
+    }
+
+    /// Hands the last collection to `fold`.
+    pub fn flush(&mut self, fold: &mut BooksFold) {
+        if !self.items.is_empty() {
+            fold.collection(std::mem::take(&mut self.items));
+        }
+    }
+}
 
 impl DynamoLedger {
-    async fn scan_segment(&self, segment: i32) -> Result<Vec<Item>, ApiError> {
+    async fn scan_page(
+        &self,
+        segment: i32,
+        start: Option<HashMap<String, AttributeValue>>,
+    ) -> Result<(Vec<HashMap<String, AttributeValue>>, Option<HashMap<String, AttributeValue>>), ApiError> {
         let patient = aws_sdk_dynamodb::config::Builder::default().timeout_config(
             TimeoutConfig::builder()
                 .operation_attempt_timeout(PAGE_TIMEOUT)
                 .operation_timeout(2 * PAGE_TIMEOUT)
                 .build(),
         );
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
+        let page = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .segment(segment)
+            .total_segments(SEGMENTS)
+            .consistent_read(true)
+            .limit(PAGE_ITEMS)
+            .set_exclusive_start_key(start)
+            .customize()
+            .config_override(patient)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok((page.items.unwrap_or_default(), page.last_evaluated_key))
+    }
+
+    /// `user`'s balance and its movements, read so that they agree in time: the movements are
+    /// read after the balance and accepted when there are exactly as many as the balance counts
+    /// (movements are never deleted, so those are the ones it reflects). `None` when the wallet
+    /// kept moving through every attempt.
+    async fn wallet_tally(&self, user: &UserId) -> Result<Option<WalletTally>, ApiError> {
+        for attempt in 0..EXACT_READ_ATTEMPTS {
+            let before: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
+            let before = before.unwrap_or_default();
+            let mut pages = self
                 .client
-                .scan()
+                .query()
                 .table_name(&self.table)
-                .segment(segment)
-                .total_segments(SEGMENTS)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
+                .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
+                .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+                .projection_expression("kind, amount_cents")
                 .consistent_read(true)
-                .limit(PAGE_ITEMS)
-                .set_exclusive_start_key(start)
-                .customize()
-                .config_override(patient.clone())
-                .send()
-                .await
-                .map_err(unavailable)?;
-            items.extend(page.items.unwrap_or_default());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(items);
+                .into_paginator()
+                .items()
+                .send();
+            let (mut count, mut sum) = (0u64, 0i128);
+            while let Some(item) = pages.next().await {
+                #[derive(Deserialize)]
+                struct Delta {
+                    kind: MovementKind,
+                    amount_cents: Cents,
+                }
+                let delta: Delta = super::from_item(item.map_err(unavailable)?)?;
+                count += 1;
+                sum += delta.kind.delta(delta.amount_cents);
+            }
+            let settled = match before.moves {
+                Some(moves) => moves == count,
+                None => {
+                    let after: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
+                    after.unwrap_or_default().balance_cents == before.balance_cents
+                }
+            };
+            if settled {
+                return Ok(Some(WalletTally { balance_cents: before.balance_cents, movements_cents: sum }));
+            }
+            tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1))).await;
+        }
+        Ok(None)
+    }
+}
+
+impl DynamoLedger {
+    /// Hands every item of the table to `each`, segment after segment, each partition key's items
+    /// together: what `local export` writes, in DynamoDB's export shape, and what tests read.
+    pub async fn export_items(&self, mut each: impl FnMut(RawItem)) -> Result<u64, ApiError> {
+        let mut count = 0;
+        for segment in 0..SEGMENTS {
+            let mut start = None;
+            loop {
+                let (items, last) = self.scan_page(segment, start).await?;
+                for item in items {
+                    count += 1;
+                    each(serde_dynamo::Item::from(item).into());
+                }
+                start = last;
+                if start.is_none() {
+                    break;
+                }
             }
         }
+        Ok(count)
+    }
+
+    /// Every item the books read, in memory (for tests and small tables).
+    pub async fn books_items(&self) -> Result<Vec<LedgerItem>, ApiError> {
+        let mut items = Vec::new();
+        self.export_items(|item| items.extend(ledger_item(item).ok().flatten())).await?;
+        Ok(items)
     }
 }
 
 impl Books for DynamoLedger {
-    async fn ledger_records(&self) -> Result<LedgerRecords, ApiError> {
-        let segments: Vec<Vec<Item>> = stream::iter((0..SEGMENTS).map(|segment| self.scan_segment(segment)))
-            .buffer_unordered(4)
-            .try_collect()
-            .await?;
-        let mut records = LedgerRecords::default();
-        let mut grabs: Vec<GrabMoney> = Vec::new();
-        let mut refunds: Vec<RefundMoney> = Vec::new();
-        for item in segments.into_iter().flatten() {
-            let text = |name: &str| item.get(name).and_then(|value| value.as_s().ok()).cloned().unwrap_or_default();
-            let (pk, sk) = (text("pk"), text("sk"));
-            if pk.starts_with("WALLET#") && sk == BALANCE {
-                let user = UserId::from_claim(&pk["WALLET#".len()..])
-                    .ok_or_else(|| ApiError::Internal(format!("corrupt wallet key {pk}")))?;
-                records.balances.insert(user, from_item::<BalanceItem>(item)?.balance_cents);
-            } else if pk.starts_with("WALLET#") && sk.starts_with("MOVE#") {
-                let movement: MovementItem = from_item(item)?;
-                records.movements.push(MovementRecord {
-                    user: movement.user,
-                    kind: movement.kind,
-                    amount_cents: movement.amount_cents,
-                    packet_id: movement.packet_id,
-                    reference: movement.reference,
-                });
-            } else if pk.starts_with("TOPUP#") && sk == TOPUP {
-                let topup: TopupItem = from_item(item)?;
-                records.topups.push((topup.reference, topup.user, topup.amount_cents));
-            } else if pk.starts_with("PKT#") && sk == META {
-                let packet: PacketMoney = from_item(item)?;
-                records.packets.insert(
-                    packet.packet_id,
-                    PacketRecord {
-                        sender: packet.sender,
-                        total_cents: packet.total_cents,
-                        status: packet.status,
-                        grabs: Vec::new(),
-                        refund_cents: None,
-                    },
-                );
-            } else if pk.starts_with("PKT#") && sk.starts_with("GRAB#") {
-                grabs.push(from_item(item)?);
-            } else if pk.starts_with("PKT#") && sk == REFUND {
-                refunds.push(from_item(item)?);
+    /// Scans [`SEGMENTS`] segments at once, one page in flight each, feeding each segment's
+    /// items to `fold` in order.
+    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), ApiError> {
+        type Page = (i32, Vec<HashMap<String, AttributeValue>>);
+        let segments = (0..SEGMENTS).map(|segment| {
+            stream::unfold(Some(None), move |next| async move {
+                let start = next?;
+                Some(match self.scan_page(segment, start).await {
+                    Ok((items, last)) => (Ok::<Page, ApiError>((segment, items)), last.map(Some)),
+                    Err(error) => (Err(error), None),
+                })
+            })
+            .boxed()
+        });
+        let mut pages = stream::select_all(segments);
+        let mut feeds: HashMap<i32, CollectionFeed> = HashMap::new();
+        while let Some(page) = pages.next().await {
+            let (segment, items) = page?;
+            let feed = feeds.entry(segment).or_default();
+            for item in items {
+                feed.push(fold, serde_dynamo::Item::from(item).into());
             }
         }
-        for grab in grabs {
-            match records.packets.get_mut(&grab.packet_id) {
-                Some(packet) => packet.grabs.push((grab.user, grab.amount_cents)),
-                None => records
-                    .orphans
-                    .push((grab.packet_id, format!("grab item of {} for {}", grab.user, grab.amount_cents))),
-            }
-        }
-        for refund in refunds {
-            match records.packets.get_mut(&refund.packet_id) {
-                Some(packet) => packet.refund_cents = Some(refund.amount_cents),
-                None => records.orphans.push((refund.packet_id, format!("refund item for {}", refund.amount_cents))),
-            }
-        }
-        Ok(records)
+        feeds.values_mut().for_each(|feed| feed.flush(fold));
+        Ok(())
+    }
+
+    async fn wallet_exact(&self, user: &UserId) -> Result<Option<WalletTally>, ApiError> {
+        self.wallet_tally(user).await
     }
 }

@@ -85,6 +85,10 @@ impl Connection {
     }
 }
 
+/// The most one ledger operation may take, its SDK retries included: after it the client gives
+/// up (see `WRITES_LAND_WITHIN`).
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A DynamoDB client for `connection`: TLS through rustls on aws-lc trusting
 /// [`Connection::trusted_roots`], short timeouts and two attempts, so an unreachable DynamoDB is
 /// a prompt 503.
@@ -113,7 +117,7 @@ pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(1))
                 .operation_attempt_timeout(Duration::from_secs(2))
-                .operation_timeout(Duration::from_secs(5))
+                .operation_timeout(OPERATION_TIMEOUT)
                 .build(),
         )
         .retry_config(RetryConfig::standard().with_max_attempts(2));

@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{rfc3339, Millis};
+use crate::clock::{rfc3339, Clock, Millis};
 use crate::domain::packet::BestLuck;
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
@@ -29,6 +29,15 @@ use crate::domain::{
     Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
 };
 use crate::error::ApiError;
+
+/// A money write's own time: the wall clock when the write is issued, the same for every
+/// item of one transaction (a send, a grab's credit, a finalisation, a top-up). Reconciliation
+/// reads the ledger up to a cut-off behind the longest a write can take to land
+/// ([`super::WRITES_LAND_WITHIN`]), so an item stamped before it is committed, with its whole
+/// transaction. The wall clock, not the domain clock: the cut-off is compared with real time.
+pub fn write_stamp() -> Millis {
+    crate::clock::SystemClock.now_ms()
+}
 
 /// Sort key of a packet's own item.
 pub const META: &str = "META";
@@ -127,11 +136,17 @@ pub struct PacketItem {
     /// `PacketSent` when recorded; the finalisation's event once settled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<LedgerEvent>,
+    /// The send's write stamp ([`write_stamp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at_ms: Option<Millis>,
+    /// The finalisation's write stamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_at_ms: Option<Millis>,
 }
 
 impl PacketItem {
-    /// The item of a packet just sent.
-    pub fn open(packet: &Packet, settle_shards: u32) -> Self {
+    /// The item of a packet just sent, written at `written_at_ms`.
+    pub fn open(packet: &Packet, settle_shards: u32, written_at_ms: Millis) -> Self {
         let created_at = rfc3339(packet.created_at_ms);
         PacketItem {
             pk: packet_pk(&packet.id),
@@ -167,6 +182,8 @@ impl PacketItem {
                 packet.total_cents,
                 rfc3339(packet.created_at_ms),
             )),
+            written_at_ms: Some(written_at_ms),
+            settled_at_ms: None,
         }
     }
 
@@ -210,11 +227,14 @@ pub struct GrabItem {
     /// `GrabRecorded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<LedgerEvent>,
+    /// When settle wrote it ([`write_stamp`]), with the grabber's credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at_ms: Option<Millis>,
 }
 
 impl GrabItem {
-    /// The item recording `grab` of `packet`.
-    pub fn new(packet: &Packet, grab: &LoggedGrab) -> Self {
+    /// The item recording `grab` of `packet`, written at `written_at_ms`.
+    pub fn new(packet: &Packet, grab: &LoggedGrab, written_at_ms: Millis) -> Self {
         let grabbed_at = rfc3339(grab.at_ms);
         GrabItem {
             pk: packet_pk(&packet.id),
@@ -239,6 +259,7 @@ impl GrabItem {
                 grab.amount_cents,
                 rfc3339(grab.at_ms),
             )),
+            written_at_ms: Some(written_at_ms),
         }
     }
 
@@ -401,6 +422,9 @@ pub struct RefundItem {
     /// `PacketRefunded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<LedgerEvent>,
+    /// The finalisation's write stamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at_ms: Option<Millis>,
 }
 
 /// The idempotency item (`IDEM#<sender>#<key>` / `IDEM`); DynamoDB's TTL removes it after 24 h.
@@ -448,6 +472,10 @@ pub struct BalanceItem {
     /// Never below 0: a debit's condition is `balance_cents >= :amount`.
     #[serde(default)]
     pub balance_cents: Cents,
+    /// How many movements changed it: each change adds one, in the same write, so two reads
+    /// with the same count saw no change between them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves: Option<u64>,
 }
 
 /// One movement (`WALLET#<user>` / `MOVE#<at>#<kind>#<subject>`): written once, with its balance
@@ -468,11 +496,14 @@ pub struct MovementItem {
     pub at_ms: Millis,
     /// `WalletCredited` or `WalletDebited`.
     pub event: LedgerEvent,
+    /// The write stamp of the transaction that wrote it ([`write_stamp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at_ms: Option<Millis>,
 }
 
 impl MovementItem {
     /// The movement of `amount_cents` of `kind` for `user` at `at_ms`, about a packet or a
-    /// top-up's reference.
+    /// top-up's reference, written at `written_at_ms`.
     pub fn new(
         user: &UserId,
         kind: MovementKind,
@@ -480,6 +511,7 @@ impl MovementItem {
         packet_id: Option<&PacketId>,
         reference: Option<&str>,
         at_ms: Millis,
+        written_at_ms: Millis,
     ) -> Self {
         let at = rfc3339(at_ms);
         let subject = packet_id.map(PacketId::as_str).or(reference).unwrap_or_default().to_owned();
@@ -501,6 +533,7 @@ impl MovementItem {
             ),
             at,
             at_ms,
+            written_at_ms: Some(written_at_ms),
         }
     }
 
@@ -534,6 +567,9 @@ pub struct TopupItem {
     pub amount_cents: Cents,
     pub reference: String,
     pub at: String,
+    /// Its write stamp ([`write_stamp`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at_ms: Option<Millis>,
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! (layout in [`items`]). Every failure to reach DynamoDB becomes a 503.
 
 mod books;
+pub use books::{item_keys, ledger_item, CollectionFeed, RawItem};
 pub mod client;
 mod history;
 mod items;
@@ -22,7 +23,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
 
-use items::{daily_limit_pk, packet_pk, DailySendsItem, IdempotencyItem, PacketItem, LIMIT, META};
+use items::{daily_limit_pk, packet_pk, write_stamp, DailySendsItem, IdempotencyItem, PacketItem, LIMIT, META};
 
 use crate::clock::{rfc3339, Millis};
 use crate::config::{Config, ConfigError};
@@ -45,6 +46,20 @@ pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
 
 /// How long a daily-sends counter stays after its day began (TTL): two days.
 pub const DAILY_SENDS_KEEP_MS: Millis = 2 * 24 * 60 * 60 * 1000;
+
+/// The longest a ledger write can take to land after its write stamp (`items::write_stamp`):
+/// every attempt of [`CONFLICT_ATTEMPTS`] is bounded by the client's operation timeout
+/// ([`client::OPERATION_TIMEOUT`], itself covering the SDK's own retry), plus the pauses
+/// between them (under 50 ms each), plus a margin for the clocks of the writers and of
+/// reconciliation (Lambda's are kept by the Amazon Time Sync Service). Reconciliation reads
+/// the ledger as of a cut-off at least this far back, so nothing stamped before it is still in
+/// flight.
+pub const WRITES_LAND_WITHIN: std::time::Duration = std::time::Duration::from_secs(
+    client::OPERATION_TIMEOUT.as_secs() * CONFLICT_ATTEMPTS as u64 + 1 + CLOCK_ALLOWANCE_SECS,
+);
+
+/// What reconciliation allows for the difference between two hosts' clocks.
+const CLOCK_ALLOWANCE_SECS: u64 = 10;
 
 /// How many times a transaction is tried while a concurrent one holds one of its items
 /// (`TransactionConflict`: a sender's daily counter, a hot wallet) before it is a 503.
@@ -284,9 +299,11 @@ impl DynamoLedger {
             // A claim past its TTL that DynamoDB has not yet removed counts as absent.
             items.push(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)));
         }
-        items.push(put(to_item(&PacketItem::open(packet, self.settle_shards)), "attribute_not_exists(pk)", None));
+        let stamp = write_stamp();
+        let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
+        items.push(put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
-            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms));
+            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms, stamp));
         }
         items
     }

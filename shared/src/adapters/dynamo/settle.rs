@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 use futures::stream::{self, StreamExt};
 
 use super::items::{
-    open_partitions, packet_pk, CasualtyItem, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND,
+    open_partitions, packet_pk, write_stamp, CasualtyItem, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND,
     SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
 use super::{
@@ -144,10 +144,11 @@ impl SettleLedger for DynamoLedger {
     /// transaction: the grab item's condition (new) guards the credit, so a grab recorded again
     /// (a retry, a parallel run) is never credited twice.
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
+        let stamp = write_stamp();
         if self.funds == Funds::Wallet {
             let grab_item = Put::builder()
                 .table_name(&self.table)
-                .set_item(Some(to_item(&GrabItem::new(packet, grab))))
+                .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .build()
@@ -160,6 +161,7 @@ impl SettleLedger for DynamoLedger {
                 Some(&packet.id),
                 None,
                 grab.at_ms,
+                stamp,
             ));
             let written = self.transact_retrying_conflicts(items).await;
             let Err(error) = written else { return Ok(false) };
@@ -181,7 +183,7 @@ impl SettleLedger for DynamoLedger {
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(&GrabItem::new(packet, grab))))
+            .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -259,11 +261,13 @@ impl SettleLedger for DynamoLedger {
     /// run finalised it first: nothing is written twice.
     async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, ApiError> {
         let now = rfc3339(now_ms);
+        let stamp = write_stamp();
         let mut values = HashMap::from([
             (":open".to_owned(), AttributeValue::S(PacketStatus::Open.as_str().into())),
             (":status".to_owned(), AttributeValue::S(result.status.as_str().into())),
             (":refund".to_owned(), AttributeValue::N(result.refund_cents.to_string())),
             (":now".to_owned(), AttributeValue::S(now.clone())),
+            (":stamp".to_owned(), AttributeValue::N(stamp.to_string())),
         ]);
         let event_type = match result.status {
             PacketStatus::Finished => EventType::PacketFinished,
@@ -279,7 +283,9 @@ impl SettleLedger for DynamoLedger {
             now.clone(),
         );
         values.insert(":event".into(), serde_dynamo::to_attribute_value(&event).expect("event serializes"));
-        let mut set = "SET #status = :status, refund_cents = :refund, settled_at = :now, event = :event".to_owned();
+        let mut set =
+            "SET #status = :status, refund_cents = :refund, settled_at = :now, settled_at_ms = :stamp, event = :event"
+                .to_owned();
         if let Some(best_luck) = &result.best_luck {
             set.push_str(", best_luck = :best_luck");
             values.insert(
@@ -314,6 +320,7 @@ impl SettleLedger for DynamoLedger {
                     now.clone(),
                 )),
                 refunded_at: now,
+                written_at_ms: Some(stamp),
             };
             let put = Put::builder()
                 .table_name(&self.table)
@@ -331,6 +338,7 @@ impl SettleLedger for DynamoLedger {
                     Some(&packet.id),
                     None,
                     now_ms,
+                    stamp,
                 ));
             }
         }

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::items::{topup_pk, wallet_pk, BalanceItem, MovementItem, TopupItem, BALANCE, TOPUP};
+use super::items::{topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, TOPUP};
 use super::{cancellation_reasons, from_item, is_condition, to_item, unavailable, DynamoLedger};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
@@ -17,7 +17,9 @@ use crate::error::ApiError;
 
 impl DynamoLedger {
     /// The movement of `amount_cents` into `user`'s balance and the balance change, as two
-    /// transaction items: the movement only if new, the balance by `ADD` (created at 0).
+    /// transaction items: the movement only if new, the balance by `ADD` (created at 0), its
+    /// count of movements with it. `written_at_ms` is the transaction's write stamp.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn credit(
         &self,
         user: &UserId,
@@ -26,14 +28,16 @@ impl DynamoLedger {
         packet_id: Option<&PacketId>,
         reference: Option<&str>,
         at_ms: Millis,
+        written_at_ms: Millis,
     ) -> [TransactWriteItem; 2] {
-        let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms);
+        let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms, written_at_ms);
         let balance = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(wallet_pk(user)))
             .key("sk", AttributeValue::S(BALANCE.into()))
-            .update_expression("ADD balance_cents :amount SET #user = :user")
+            .update_expression("ADD balance_cents :amount, moves :one SET #user = :user")
             .expression_attribute_names("#user", "user")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
             .expression_attribute_values(":user", AttributeValue::S(user.to_string()))
             .build()
@@ -50,14 +54,17 @@ impl DynamoLedger {
         amount_cents: Cents,
         packet_id: &PacketId,
         at_ms: Millis,
+        written_at_ms: Millis,
     ) -> [TransactWriteItem; 2] {
-        let movement = MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms);
+        let movement =
+            MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms, written_at_ms);
         let balance = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(wallet_pk(user)))
             .key("sk", AttributeValue::S(BALANCE.into()))
-            .update_expression("SET balance_cents = balance_cents - :amount")
+            .update_expression("SET balance_cents = balance_cents - :amount ADD moves :one")
             .condition_expression("balance_cents >= :amount")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
             .build()
             .expect("debit update");
@@ -82,6 +89,7 @@ impl DynamoLedger {
         if self.funds == Funds::None {
             return Err(ApiError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
         }
+        let stamp = write_stamp();
         let record = Put::builder()
             .table_name(&self.table)
             .set_item(Some(to_item(&TopupItem {
@@ -91,6 +99,7 @@ impl DynamoLedger {
                 amount_cents: topup.amount_cents,
                 reference: topup.reference.clone(),
                 at: rfc3339(now_ms),
+                written_at_ms: Some(stamp),
             })))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -104,6 +113,7 @@ impl DynamoLedger {
             None,
             Some(&topup.reference),
             now_ms,
+            stamp,
         ));
         let applied = match self.transact_retrying_conflicts(items).await {
             Ok(()) => true,
