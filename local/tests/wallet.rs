@@ -353,6 +353,8 @@ async fn reconciliation_during_live_traffic_reports_no_false_difference() {
                     top_up(&stack, &sender, 10_000, &format!("live-{sender}-{round}")).await;
                     let _ = stack.cancel(&id, &sender).await;
                 }
+                // Steady traffic, not a flood: each run reads a table of a few thousand items.
+                tokio::time::sleep(std::time::Duration::from_millis(40)).await;
             }
         }));
     }
