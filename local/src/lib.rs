@@ -11,7 +11,8 @@ pub mod tls_front;
 use std::sync::Arc;
 use std::time::Duration;
 
-use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory, WRITES_LAND_WITHIN};
+use red_packets::funds::{reconcile, Cutoff};
 use red_packets::settle::Settler;
 use red_packets::{Clock, Config, SystemClock};
 use tokio::net::TcpListener;
@@ -58,7 +59,8 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     ledger.ensure_table().await?;
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
-    let response = funds::handle(&ledger, &SystemClock, event).await?;
+    let reports = ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into()));
+    let response = funds::handle(&ledger, &SystemClock, &reports, event).await?;
     println!("{}", serde_json::to_string_pretty(&response)?);
     match response {
         red_packets::funds::FundsResponse::Reconcile(books) if !books.balanced() => {
@@ -66,6 +68,46 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
         }
         _ => Ok(()),
     }
+}
+
+/// `local export <file>`: every item of the configured table, in DynamoDB's export shape, each
+/// partition key's items together; prints the cut-off to reconcile the copy as of (the scan's
+/// start less `WRITES_LAND_WITHIN`: anything later may have been read in part).
+pub async fn export_from_env(path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Config::from_env()?;
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
+    let started = SystemClock.now_ms();
+    let mut writer = ExportWriter::create(path)?;
+    let mut failed = None;
+    let count = ledger
+        .export_items(|item| {
+            if let Err(error) = writer.write(item) {
+                failed.get_or_insert(error);
+            }
+        })
+        .await?;
+    if let Some(error) = failed {
+        return Err(error.into());
+    }
+    writer.finish()?;
+    let as_of = red_packets::clock::rfc3339(started - WRITES_LAND_WITHIN.as_millis() as i64);
+    println!("{}", serde_json::json!({ "items": count, "file": path, "reconcile_as_of": as_of }));
+    Ok(())
+}
+
+/// `local reconcile --file <export> [--as-of <time>] [--passes <n>]`: reconciles an export file
+/// (default cut-off: everything in it, for a copy nothing wrote to while it was taken).
+pub async fn reconcile_file(path: &str, as_of: Option<&str>, passes: u32) -> Result<(), Box<dyn std::error::Error>> {
+    let cutoff = match as_of {
+        Some(text) => Cutoff::live(red_packets::clock::parse_rfc3339(text).ok_or("--as-of: not an RFC 3339 time")?),
+        None => Cutoff { as_of_ms: i64::MAX / 2, landing_ms: 0 },
+    };
+    let books = reconcile(&ExportFile::new(path), cutoff, passes.max(1)).await?;
+    println!("{}", serde_json::to_string_pretty(&books)?);
+    if !books.balanced() {
+        return Err(format!("{} the books do not balance", red_packets::settle::RECONCILIATION_MISMATCH).into());
+    }
+    Ok(())
 }
 
 /// `local quarantine` and `local release <id>…`: one settle run through its handler on the

@@ -1,12 +1,15 @@
 //! `local serve` (the default) runs the local API; `local token <user>` prints a bearer token;
 //! `local topup <user> <cents> [reference]` credits a wallet as the payments system would;
-//! `local reconcile` checks that the books balance; `local quarantine` lists the packets settle
-//! set aside and `local release <id>…` takes them out to be settled again.
+//! `local reconcile` checks that the books balance (`--file` an export, `--as-of`, `--passes`);
+//! `local export <file>` writes the table as an export file; `local trial-balance [day]` and
+//! `local statement <user> <day>` write reports under `reports/` (JSON lines and CSV);
+//! `local quarantine` lists the packets settle set aside and `local release <id>…` takes them
+//! out to be settled again.
 
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile | local quarantine | local release <packet-id>...";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local quarantine | local release <packet-id>...";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,7 +30,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let topup = serde_json::json!({ "user": user, "amount_cents": amount_cents, "reference": reference });
             local::funds_from_env(serde_json::json!({ "topup": topup })).await
         }
-        Some("reconcile") => local::funds_from_env(serde_json::json!({ "reconcile": {} })).await,
+        Some("reconcile") => {
+            let (mut file, mut as_of, mut passes) = (None, None, None);
+            while let Some(flag) = args.next() {
+                let value = args.next().ok_or(USAGE)?;
+                match flag.as_str() {
+                    "--file" => file = Some(value),
+                    "--as-of" => as_of = Some(value),
+                    "--passes" => passes = Some(value.parse::<u32>()?),
+                    _ => return Err(USAGE.into()),
+                }
+            }
+            match file {
+                Some(file) => local::reconcile_file(&file, as_of.as_deref(), passes.unwrap_or(1)).await,
+                None => {
+                    let options = serde_json::json!({ "as_of": as_of, "passes": passes });
+                    let options: serde_json::Map<_, _> = options
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .collect();
+                    local::funds_from_env(serde_json::json!({ "reconcile": options })).await
+                }
+            }
+        }
+        Some("export") => local::export_from_env(&args.next().ok_or(USAGE)?).await,
+        Some("trial-balance") => {
+            let day = args.next().filter(|day| !day.is_empty());
+            local::funds_from_env(serde_json::json!({ "trial_balance": { "day": day } })).await
+        }
+        Some("statement") => {
+            let (user, day) = (args.next().ok_or(USAGE)?, args.next().ok_or(USAGE)?);
+            local::funds_from_env(serde_json::json!({ "statement": { "user": user, "day": day } })).await
+        }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
         Some("release") => local::settle_from_env(serde_json::json!({ "release": args.collect::<Vec<_>>() })).await,
         Some(_) => Err(USAGE.into()),

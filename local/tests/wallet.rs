@@ -468,3 +468,46 @@ async fn each_planted_corruption_is_reported_with_its_class_and_ids() {
     let classes: std::collections::BTreeSet<DifferenceClass> = books.differences.iter().map(|d| d.class).collect();
     eprintln!("figure: planted corruptions reported as {classes:?}");
 }
+
+/// Finance's reports: the day's trial balance carries the opening books to the closing ones,
+/// and the users' statements agree with their wallets and with the trial balance, to the cent.
+#[tokio::test]
+async fn statements_and_the_trial_balance_agree_with_the_wallets_to_the_cent() {
+    let stack = wallet_stack("wallet-reports").await;
+    let users = ["ann", "ben", "cat", "dan"];
+    for (n, who) in users.iter().enumerate() {
+        top_up(&stack, who, 5_000 + 1_000 * n as u64, &format!("reports-{who}")).await;
+    }
+    for (n, sender) in users.iter().enumerate() {
+        let id = stack.send(sender, json!({ "total_cents": 700 + 100 * n as u64, "count": 3 })).await;
+        for grabber in users.iter().filter(|who| *who != sender).take(2) {
+            assert_eq!(stack.grab(&id, grabber).await.0, 200);
+        }
+    }
+    stack.settle().await;
+    stack.clock.advance(25 * 3_600_000);
+    stack.settle().await; // every packet expires: what was left goes back to its sender
+    let now = red_packets::SystemClock.now_ms();
+    let day = red_packets::domain::limits::utc_day(now);
+    let (start, _) = red_packets::domain::statements::day_bounds(&day).unwrap();
+    let opening = Cutoff { as_of_ms: start - 1, landing_ms: 0 };
+    let trial = red_packets::funds::trial_balance(&stack.ledger, &day, opening, Cutoff::quiet()).await.unwrap();
+    assert!(trial.balanced && trial.differences == 0, "{trial:#?}");
+    let row = |name: &str| trial.rows.iter().find(|row| row.account == name).unwrap().cents;
+    assert_eq!(row("topups_in"), 5_000 + 6_000 + 7_000 + 8_000);
+    assert_eq!(row("open_packets_closing"), 0, "every packet finalised");
+    assert_eq!(row("sent"), row("grabbed") + row("refunded"), "what was sent was grabbed or refunded");
+    assert!(row("refunded") > 0, "{trial:?}");
+    let mut statements_closing = 0;
+    for who in users {
+        let statement = red_packets::funds::statement(&stack.ledger, &user(who), &day).await.unwrap();
+        let balance = stack.ledger.balance(&user(who)).await.unwrap();
+        assert_eq!(statement.closing_cents, i128::from(balance), "{who}'s statement closes on their balance");
+        let csv = statement.to_csv();
+        assert_eq!(csv.lines().count(), statement.lines.len() + 3, "{csv}");
+        statements_closing += statement.closing_cents;
+    }
+    assert_eq!(statements_closing, row("wallets_closing"), "the statements add up to the trial balance's wallets");
+    let csv = trial.to_csv();
+    assert!(csv.contains(&format!("{day},wallets_closing,{statements_closing}\n")), "{csv}");
+}

@@ -18,7 +18,7 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// `name` is set to `value`, which cannot be used because of `reason`.
-    pub(crate) fn new(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub fn new(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Self {
         ConfigError { name, value: value.into(), reason: reason.into() }
     }
 }

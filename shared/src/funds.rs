@@ -8,9 +8,12 @@ use crate::adapters::DynamoLedger;
 use crate::adapters::WRITES_LAND_WITHIN;
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::books::{combine, BooksFold, Part, Reconciliation};
+use crate::domain::limits::utc_day;
+use crate::domain::statements::{day_bounds, Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
+use crate::domain::UserId;
 use crate::error::ApiError;
-use crate::ports::Books;
+use crate::ports::{Books, ReportSink};
 use crate::settle::RECONCILIATION_MISMATCH;
 
 /// What the `funds` function is asked to do.
@@ -21,6 +24,29 @@ pub enum FundsRequest {
     Topup(TopUp),
     /// Check that the books balance (the daily schedule's payload is `{"reconcile": {}}`).
     Reconcile(ReconcileOptions),
+    /// Write a day's trial balance (`{"trial_balance": {"day": "2026-11-23"}}`; default: yesterday).
+    TrialBalance(DayReport),
+    /// Write one user's statement of a day (`{"statement": {"user": "alice", "day": "2026-11-23"}}`).
+    Statement(StatementRequest),
+}
+
+/// The day of a trial balance.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DayReport {
+    /// The UTC day, `YYYY-MM-DD`; default: the day before today.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day: Option<String>,
+}
+
+/// Whose statement, of which day.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatementRequest {
+    /// The wallet's owner.
+    pub user: UserId,
+    /// The UTC day, `YYYY-MM-DD`.
+    pub day: String,
 }
 
 /// Options of a reconciliation run.
@@ -83,13 +109,72 @@ pub enum FundsResponse {
     Topup(TopUpResult),
     /// What reconciliation found.
     Reconcile(Reconciliation),
+    /// The trial balance, and where its JSON lines and CSV were written.
+    TrialBalance {
+        /// The report.
+        report: TrialBalance,
+        /// Its files.
+        written: Vec<String>,
+    },
+    /// The statement, and where its JSON lines and CSV were written.
+    Statement {
+        /// The report.
+        report: Statement,
+        /// Its files.
+        written: Vec<String>,
+    },
+}
+
+const DAY_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// The cut-offs of `day`'s opening (its start) and closing (its end, or now less
+/// [`WRITES_LAND_WITHIN`] while it is not over): a 400 for a day that has not begun.
+pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), ApiError> {
+    let (start, end) = day_bounds(day).ok_or_else(|| ApiError::invalid("day", "not a day (YYYY-MM-DD)"))?;
+    let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+    if start - 1 > latest {
+        return Err(ApiError::invalid("day", "has not begun (or began less than a minute ago)"));
+    }
+    Ok((Cutoff::live(start - 1), Cutoff::live((end - 1).min(latest))))
+}
+
+/// `day`'s trial balance: the books as of `opening` and as of `closing`.
+pub async fn trial_balance<B: Books>(
+    books: &B,
+    day: &str,
+    opening: Cutoff,
+    closing: Cutoff,
+) -> Result<TrialBalance, ApiError> {
+    let at_start = reconcile(books, opening, 1).await?;
+    let at_end = reconcile(books, closing, 1).await?;
+    Ok(TrialBalance::new(day, &at_start, &at_end))
+}
+
+/// `user`'s statement of `day`.
+pub async fn statement<B: Books>(books: &B, user: &UserId, day: &str) -> Result<Statement, ApiError> {
+    let (start, end) = day_bounds(day).ok_or_else(|| ApiError::invalid("day", "not a day (YYYY-MM-DD)"))?;
+    Ok(Statement::new(user, day, start, end, books.movements_of(user).await?))
+}
+
+async fn write_report<R: ReportSink>(
+    reports: &R,
+    key: &str,
+    json_lines: String,
+    csv: String,
+) -> Result<Vec<String>, ApiError> {
+    Ok(vec![reports.put(&format!("{key}.jsonl"), json_lines).await?, reports.put(&format!("{key}.csv"), csv).await?])
 }
 
 /// The most passes a run may ask for.
 pub const MAX_PASSES: u32 = 1_024;
 
-/// Carries out `request` on `ledger`.
-pub async fn run(ledger: &DynamoLedger, clock: &dyn Clock, request: &FundsRequest) -> Result<FundsResponse, ApiError> {
+/// Carries out `request` on `ledger`, writing reports to `reports`.
+pub async fn run<R: ReportSink>(
+    ledger: &DynamoLedger,
+    clock: &dyn Clock,
+    reports: &R,
+    request: &FundsRequest,
+) -> Result<FundsResponse, ApiError> {
     match request {
         FundsRequest::Topup(topup) => {
             let result = ledger.top_up(topup, clock.now_ms()).await?;
@@ -100,6 +185,21 @@ pub async fn run(ledger: &DynamoLedger, clock: &dyn Clock, request: &FundsReques
             let cutoff = Cutoff::from_options(options, SystemClock.now_ms())?;
             let passes = options.passes.unwrap_or(1).clamp(1, MAX_PASSES);
             Ok(FundsResponse::Reconcile(reconcile(ledger, cutoff, passes).await?))
+        }
+        FundsRequest::TrialBalance(request) => {
+            let now_ms = SystemClock.now_ms();
+            let day = request.day.clone().unwrap_or_else(|| utc_day(now_ms - DAY_MS));
+            let (opening, closing) = day_cutoffs(&day, now_ms)?;
+            let report = trial_balance(ledger, &day, opening, closing).await?;
+            let written =
+                write_report(reports, &format!("trial-balance/{day}"), report.to_json_lines(), report.to_csv()).await?;
+            Ok(FundsResponse::TrialBalance { report, written })
+        }
+        FundsRequest::Statement(request) => {
+            let report = statement(ledger, &request.user, &request.day).await?;
+            let key = format!("statements/{}/{}", request.day, request.user);
+            let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
+            Ok(FundsResponse::Statement { report, written })
         }
     }
 }

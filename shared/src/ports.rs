@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use crate::clock::{Clock, Millis};
-use crate::domain::books::{BooksFold, WalletTally};
+use crate::domain::books::{BooksFold, MovementRecord, WalletTally};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
@@ -164,6 +164,15 @@ pub trait Books: Send + Sync {
     /// `user`'s balance and the sum of their movements, read so that they agree in time;
     /// `None` where the source cannot read one wallet again (a file) or it kept moving.
     fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Option<WalletTally>, ApiError>> + Send;
+
+    /// Every movement of `user`'s wallet (strongly consistent), for their statement.
+    fn movements_of(&self, user: &UserId) -> impl Future<Output = Result<Vec<MovementRecord>, ApiError>> + Send;
+}
+
+/// Where reports go: a bucket in AWS, a directory locally.
+pub trait ReportSink: Send + Sync {
+    /// Stores `body` under `key` (`trial-balance/2026-11-23.csv`, …); returns where it went.
+    fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, ApiError>> + Send;
 }
 
 /// What closing a packet to grabs came to.

@@ -5,6 +5,7 @@
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::adapters::DynamoLedger;
 use red_packets::funds::{run, FundsRequest, FundsResponse};
+use red_packets::ports::ReportSink;
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
@@ -52,13 +53,14 @@ impl From<FundsFailure> for Diagnostic {
 }
 
 /// The Lambda handler.
-pub async fn handle(
+pub async fn handle<R: ReportSink>(
     ledger: &DynamoLedger,
     clock: &dyn Clock,
+    reports: &R,
     event: LambdaEvent<Value>,
 ) -> Result<FundsResponse, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
-    Ok(run(ledger, clock, &request).await?)
+    Ok(run(ledger, clock, reports, &request).await?)
 }
 
 #[cfg(test)]
@@ -84,7 +86,8 @@ mod tests {
 
     async fn call(ledger: &DynamoLedger, payload: Value) -> Result<Value, Diagnostic> {
         let event = LambdaEvent::new(payload, Context::default());
-        handle(ledger, &SystemClock, event)
+        let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
+        handle(ledger, &SystemClock, &reports, event)
             .await
             .map(|response| serde_json::to_value(response).unwrap())
             .map_err(Diagnostic::from)

@@ -9,5 +9,6 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
-    lambda_runtime::run(service_fn(|event| funds::handle(&ledger, &SystemClock, event))).await
+    let reports = funds::reports::Reports::from_env()?;
+    lambda_runtime::run(service_fn(|event| funds::handle(&ledger, &SystemClock, &reports, event))).await
 }

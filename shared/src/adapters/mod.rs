@@ -2,10 +2,12 @@
 //! depend on the ports and the domain, never the reverse.
 
 pub mod dynamo;
+pub mod export;
 pub mod redis;
 
 pub use self::redis::RedisStore;
 pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, LazyLedger, RawItem, WRITES_LAND_WITHIN};
+pub use export::{ExportFile, ExportWriter, ReportDirectory};
 
 /// Settle on the deployed stores: ElastiCache (Redis, Valkey) and DynamoDB.
 pub type DeployedSettler = crate::settle::Settler<RedisStore, DynamoLedger>;

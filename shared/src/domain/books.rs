@@ -267,27 +267,34 @@ fn fingerprint(value: &impl Hash) -> u64 {
 
 /// A multiset of `(who, amount)` pairs, kept as a count, a sum and a sum of hashes: two tallies
 /// are equal when they hold the same pairs (up to a 2⁻⁶⁴ chance), in a few bytes.
+/// 24 bytes: one packet's accumulator holds five.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Tally {
-    count: u64,
-    cents: i128,
+    count: u32,
+    cents: i64,
     hashes: u64,
 }
 
 impl Tally {
-    fn add(&mut self, who: &UserId, amount_cents: Cents) {
+    /// Adds `amount_cents` to or from the account whose [`fingerprint`] is `who`.
+    fn add(&mut self, who: u64, amount_cents: Cents) {
         self.count += 1;
-        self.cents += i128::from(amount_cents);
-        self.hashes = self.hashes.wrapping_add(fingerprint(&(who.as_str(), amount_cents)));
+        self.cents = self.cents.saturating_add(i64::try_from(amount_cents).unwrap_or(i64::MAX));
+        self.hashes = self.hashes.wrapping_add(fingerprint(&(who, amount_cents)));
     }
 }
 
-/// One packet's accumulator: what its own collection says, and what the movements say.
+fn who(user: &UserId) -> u64 {
+    fingerprint(&user.as_str())
+}
+
+/// One packet's accumulator: what its own collection says, and what the movements say
+/// (about 150 bytes with its key: memory is per packet, never per item).
 #[derive(Debug, Default)]
 struct PacketAcc {
     read: bool,
-    /// The record as of the cut-off: sender, total, finalised.
-    record: Option<(UserId, Cents, bool)>,
+    /// The record as of the cut-off: the sender's fingerprint, the total, finalised.
+    record: Option<(u64, Cents, bool)>,
     grabs: Tally,
     refund: Tally,
     debits: Tally,
@@ -395,7 +402,7 @@ impl BooksFold {
             return;
         }
         acc.read = true;
-        acc.record.add(&user, amount_cents);
+        acc.record.add(who(&user), amount_cents);
     }
 
     fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) {
@@ -453,7 +460,7 @@ impl BooksFold {
                         .entry(reference.clone())
                         .or_default()
                         .credits
-                        .add(&movement.user, movement.amount_cents);
+                        .add(who(&movement.user), movement.amount_cents);
                 }
             }
             (Some(id), _, kind) if kind != MovementKind::Topup => {
@@ -467,7 +474,7 @@ impl BooksFold {
                     MovementKind::Grab => &mut acc.grab_credits,
                     _ => &mut acc.refund_credits,
                 };
-                tally.add(&movement.user, movement.amount_cents);
+                tally.add(who(&movement.user), movement.amount_cents);
             }
             _ => {
                 let what = format!("{} movement {} concerns nothing", movement.kind.as_str(), movement.key);
@@ -518,8 +525,9 @@ impl BooksFold {
         }
         acc.read = true;
         let Some((sender, total, status, written_at_ms, settled_at_ms)) = record else {
-            acc.orphans.extend(grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}")));
-            acc.orphans.extend(refund.map(|(amount, _)| format!("refund item for {amount}")));
+            let orphans = &mut acc.orphans;
+            orphans.extend(grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}")));
+            orphans.extend(refund.map(|(amount, _)| format!("refund item for {amount}")));
             return;
         };
         if written_at_ms > self.as_of_ms {
@@ -529,13 +537,13 @@ impl BooksFold {
         let as_of_ms = self.as_of_ms;
         for (user, _, amount, at) in &grabs {
             if *at <= as_of_ms {
-                acc.grabs.add(user, *amount);
+                acc.grabs.add(who(user), *amount);
             }
         }
         if let Some((amount, _)) = refund.filter(|(_, at)| *at <= as_of_ms) {
-            acc.refund.add(&sender, amount);
+            acc.refund.add(who(&sender), amount);
         }
-        acc.record = Some((sender, total, finalised));
+        acc.record = Some((who(&sender), total, finalised));
     }
 
     /// The reconciliation of everything folded: the cross-checks of each packet and top-up,
@@ -551,20 +559,21 @@ impl BooksFold {
             sent += acc.debits.cents.max(0) as u128;
             grabbed += acc.grab_credits.cents.max(0) as u128;
             refunded += acc.refund_credits.cents.max(0) as u128;
-            for orphan in &acc.orphans {
+            let orphans = &acc.orphans;
+            for orphan in orphans {
                 let what = format!("{orphan}, of a packet the ledger does not hold");
                 self.differ(subject.clone(), DifferenceClass::MissingPacketRecord, what);
             }
             let Some((sender, total, finalised)) = acc.record else {
                 let moved = acc.debits.count + acc.grab_credits.count + acc.refund_credits.count;
-                if moved > 0 && acc.orphans.is_empty() {
+                if moved > 0 && orphans.is_empty() {
                     let what = format!("{moved} movement(s) for a packet the ledger does not hold");
                     self.differ(subject, DifferenceClass::MissingPacketRecord, what);
                 }
                 continue;
             };
-            let grabbed_items = acc.grabs.cents;
-            let refund_item = acc.refund.cents;
+            let grabbed_items = i128::from(acc.grabs.cents);
+            let refund_item = i128::from(acc.refund.cents);
             if finalised && grabbed_items + refund_item != i128::from(total) {
                 let what = format!("grabs {grabbed_items} + refund {refund_item} != total {total}");
                 self.differ(subject.clone(), DifferenceClass::UnbalancedPacket, what);
@@ -585,11 +594,11 @@ impl BooksFold {
                 continue; // Sent without the wallet (FUNDS=none): no money of ours is in it.
             }
             let mut debit = Tally::default();
-            debit.add(&sender, total);
+            debit.add(sender, total);
             self.compare(&subject, "debit of the total", debit, acc.debits);
             self.compare(&subject, "grab credits", acc.grabs, acc.grab_credits);
             self.compare(&subject, "refund credit", acc.refund, acc.refund_credits);
-            let credited = acc.grab_credits.cents + acc.refund_credits.cents;
+            let credited = i128::from(acc.grab_credits.cents) + i128::from(acc.refund_credits.cents);
             if finalised {
                 if credited != i128::from(total) {
                     let what = format!("finalised, yet credits {credited} != total {total}");

@@ -11,6 +11,7 @@ pub mod packet;
 pub mod recovery;
 pub mod settlement;
 pub mod split;
+pub mod statements;
 pub mod validate;
 pub mod wallet;
 

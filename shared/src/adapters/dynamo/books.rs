@@ -364,4 +364,26 @@ impl Books for DynamoLedger {
     async fn wallet_exact(&self, user: &UserId) -> Result<Option<WalletTally>, ApiError> {
         self.wallet_tally(user).await
     }
+
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
+            .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
+            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        let mut movements = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = serde_dynamo::Item::from(item.map_err(unavailable)?).into();
+            if let Ok(Some(LedgerItem::Movement(movement))) = ledger_item(item) {
+                movements.push(movement);
+            }
+        }
+        Ok(movements)
+    }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::config::SharedHttpClient;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
 use aws_sdk_dynamodb::Client;
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
@@ -100,19 +101,11 @@ pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
             "not set (with AWS_SECRET_ACCESS_KEY): Lambda sets both; export them elsewhere",
         )
     })?;
-    let trust = TrustStore::empty().with_pem_certificate(connection.trusted_roots()?);
-    let tls = TlsContext::builder().with_trust_store(trust).build().map_err(|error| {
-        ConfigError::new("AWS_CA_BUNDLE", connection.ca_bundle.clone().unwrap_or_default(), error.to_string())
-    })?;
-    let http_client = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
-        .tls_context(tls)
-        .build_https();
     let mut builder = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(connection.region.clone().map(Region::new))
         .credentials_provider(SharedCredentialsProvider::new(credentials))
-        .http_client(http_client)
+        .http_client(https_client(connection)?)
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(1))
@@ -125,6 +118,19 @@ pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
         builder = builder.endpoint_url(url);
     }
     Ok(Client::from_conf(builder.build()))
+}
+
+/// The HTTPS client every AWS client here uses: rustls on aws-lc, trusting
+/// [`Connection::trusted_roots`] (S3's endpoints chain to the same roots as DynamoDB's).
+pub fn https_client(connection: &Connection) -> Result<SharedHttpClient, ConfigError> {
+    let trust = TrustStore::empty().with_pem_certificate(connection.trusted_roots()?);
+    let tls = TlsContext::builder().with_trust_store(trust).build().map_err(|error| {
+        ConfigError::new("AWS_CA_BUNDLE", connection.ca_bundle.clone().unwrap_or_default(), error.to_string())
+    })?;
+    Ok(aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(tls)
+        .build_https())
 }
 
 #[cfg(test)]

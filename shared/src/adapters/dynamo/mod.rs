@@ -3,6 +3,11 @@
 
 mod books;
 pub use books::{item_keys, ledger_item, CollectionFeed, RawItem};
+
+/// `WALLET#<user>`, the partition of `user`'s wallet.
+pub fn wallet_key(user: &UserId) -> String {
+    items::wallet_pk(user)
+}
 pub mod client;
 mod history;
 mod items;

@@ -1,0 +1,74 @@
+//! Where the funds function writes reports: the reports bucket (`REPORTS_BUCKET`, created by
+//! `template.yaml`: encrypted, versioned, public access blocked, with lifecycle rules), or a
+//! directory where no bucket is configured (`REPORTS_DIR`, default `/tmp/reports`: the only
+//! writable place in Lambda; `local` writes to `reports/`).
+
+use aws_sdk_s3::config::{BehaviorVersion, Region, SharedCredentialsProvider};
+use aws_sdk_s3::primitives::ByteStream;
+use red_packets::adapters::dynamo::client::{https_client, Connection};
+use red_packets::adapters::ReportDirectory;
+use red_packets::config::ConfigError;
+use red_packets::ports::ReportSink;
+use red_packets::ApiError;
+
+/// The reports bucket or a directory.
+pub enum Reports {
+    /// `s3://<bucket>/<key>`.
+    Bucket {
+        /// The S3 client.
+        client: aws_sdk_s3::Client,
+        /// The bucket.
+        bucket: String,
+    },
+    /// A directory.
+    Directory(ReportDirectory),
+}
+
+impl Reports {
+    /// From the environment: `REPORTS_BUCKET` through the execution role's credentials, else
+    /// `REPORTS_DIR`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let Some(bucket) = std::env::var("REPORTS_BUCKET").ok().filter(|bucket| !bucket.is_empty()) else {
+            let dir = std::env::var("REPORTS_DIR").unwrap_or_else(|_| "/tmp/reports".into());
+            return Ok(Reports::Directory(ReportDirectory::new(dir)));
+        };
+        let connection = Connection::from_env();
+        let credentials = connection
+            .credentials
+            .clone()
+            .ok_or_else(|| ConfigError::new("AWS_ACCESS_KEY_ID", "", "not set: Lambda sets it"))?;
+        let mut config = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(connection.region.clone().map(Region::new))
+            .credentials_provider(SharedCredentialsProvider::new(credentials))
+            .http_client(https_client(&connection)?);
+        if let Ok(url) = std::env::var("AWS_ENDPOINT_URL_S3") {
+            config = config.endpoint_url(url).force_path_style(true);
+        }
+        Ok(Reports::Bucket { client: aws_sdk_s3::Client::from_conf(config.build()), bucket })
+    }
+}
+
+impl ReportSink for Reports {
+    async fn put(&self, key: &str, body: String) -> Result<String, ApiError> {
+        match self {
+            Reports::Directory(directory) => directory.put(key, body).await,
+            Reports::Bucket { client, bucket } => {
+                let content_type = if key.ends_with(".csv") { "text/csv" } else { "application/x-ndjson" };
+                client
+                    .put_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .content_type(content_type)
+                    .body(ByteStream::from(body.into_bytes()))
+                    .send()
+                    .await
+                    .map_err(|error| ApiError::Unavailable {
+                        dependency: "s3",
+                        detail: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
+                    })?;
+                Ok(format!("s3://{bucket}/{key}"))
+            }
+        }
+    }
+}

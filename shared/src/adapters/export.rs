@@ -1,0 +1,135 @@
+//! The ledger as an export file: one item per line in DynamoDB's export shape
+//! (`DYNAMODB_JSON`: `{"Item": {"pk": {"S": "…"}, …}}`), each partition key's items together,
+//! as `local export` writes it from a scan. Reconciliation reads it with the same fold as the
+//! table: a copy taken off the live table, checked anywhere, at any size, in bounded memory.
+//! [`ReportDirectory`] is where reports go locally.
+//!
+//! An export DynamoDB itself writes to S3 does not keep a collection's items together; read one
+//! after sorting its lines by partition key (the fold reports a collection met in pieces).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
+use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, WalletTally};
+use crate::domain::UserId;
+use crate::error::ApiError;
+use crate::ports::{Books, ReportSink};
+
+#[derive(Serialize, Deserialize)]
+struct Line {
+    #[serde(rename = "Item")]
+    item: RawItem,
+}
+
+/// An export file read as the books.
+#[derive(Debug, Clone)]
+pub struct ExportFile {
+    path: PathBuf,
+}
+
+impl ExportFile {
+    /// The export at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ExportFile { path: path.into() }
+    }
+}
+
+/// Writes items to an export file, one line each.
+pub struct ExportWriter {
+    out: BufWriter<File>,
+}
+
+impl ExportWriter {
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: impl Into<PathBuf>) -> std::io::Result<Self> {
+        Ok(ExportWriter { out: BufWriter::with_capacity(1 << 20, File::create(path.into())?) })
+    }
+
+    /// Writes one item.
+    pub fn write(&mut self, item: RawItem) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, &Line { item })?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Flushes what is buffered.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn unreadable(error: impl std::fmt::Display) -> ApiError {
+    ApiError::Internal(format!("export file: {error}"))
+}
+
+impl Books for ExportFile {
+    /// Reads the file line by line (blocking reads: for tools, not request handlers).
+    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), ApiError> {
+        let file = File::open(&self.path).map_err(unreadable)?;
+        let mut feed = CollectionFeed::default();
+        for (number, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
+            let line = line.map_err(unreadable)?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Line>(&line) {
+                Ok(Line { item }) => feed.push(fold, item),
+                Err(error) => fold.unreadable("line", &(number + 1).to_string(), &error.to_string()),
+            }
+        }
+        feed.flush(fold);
+        Ok(())
+    }
+
+    /// A file is a copy: a wallet cannot be read again, so one that looked off is reported.
+    async fn wallet_exact(&self, _user: &UserId) -> Result<Option<WalletTally>, ApiError> {
+        Ok(None)
+    }
+
+    /// Reads the whole file for one wallet's lines.
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
+        let file = File::open(&self.path).map_err(unreadable)?;
+        let pk = super::dynamo::wallet_key(user);
+        let mut movements = Vec::new();
+        for line in BufReader::new(file).lines() {
+            let line = line.map_err(unreadable)?;
+            if !line.contains(&pk) {
+                continue;
+            }
+            let Ok(Line { item }) = serde_json::from_str::<Line>(&line) else { continue };
+            if item_keys(&item).0 == pk {
+                if let Ok(Some(LedgerItem::Movement(movement))) = ledger_item(item) {
+                    movements.push(movement);
+                }
+            }
+        }
+        Ok(movements)
+    }
+}
+
+/// Reports written to a directory (`make statement`, `make trial-balance`).
+#[derive(Debug, Clone)]
+pub struct ReportDirectory {
+    root: PathBuf,
+}
+
+impl ReportDirectory {
+    /// Reports under `root`, created as needed.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ReportDirectory { root: root.into() }
+    }
+}
+
+impl ReportSink for ReportDirectory {
+    async fn put(&self, key: &str, body: String) -> Result<String, ApiError> {
+        let path = self.root.join(key);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(unreadable)?;
+        }
+        std::fs::write(&path, body).map_err(unreadable)?;
+        Ok(path.display().to_string())
+    }
+}
