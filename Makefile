@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token topup reconcile quarantine release build deploy bench soak install invoke profile-grab
+.PHONY: run test token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -25,9 +25,22 @@ FUNDS_ENV = AWS_ENDPOINT_URL_DYNAMODB=$${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0
 topup:
 	@$(FUNDS_ENV) cargo run -q -p local -- topup $(or $(U),alice) $(or $(CENTS),50000) $(REF)
 
-## make reconcile: check that make run's books balance (RECONCILIATION_MISMATCH and exit 1 otherwise)
+## make reconcile [AS_OF=<RFC 3339>] [PASSES=n] [FILE=<export>]: check that make run's books (or an
+## export file's) balance as of a cut-off (default: a minute ago); RECONCILIATION_MISMATCH and exit 1 otherwise
 reconcile:
-	@$(FUNDS_ENV) cargo run -q -p local -- reconcile
+	@$(FUNDS_ENV) cargo run -q -p local -- reconcile $(if $(FILE),--file $(FILE)) $(if $(AS_OF),--as-of $(AS_OF)) $(if $(PASSES),--passes $(PASSES))
+
+## make export FILE=ledger.jsonl: make run's table as an export file (DynamoDB's export shape)
+export:
+	@$(FUNDS_ENV) cargo run -q -p local -- export $(or $(FILE),ledger.jsonl)
+
+## make trial-balance [DAY=2026-11-23]: the day's trial balance (default yesterday, UTC), JSON lines and CSV under reports/
+trial-balance:
+	@$(FUNDS_ENV) cargo run -q -p local -- trial-balance $(DAY)
+
+## make statement U=alice DAY=2026-11-23: a user's statement of a day, JSON lines and CSV under reports/
+statement:
+	@$(FUNDS_ENV) cargo run -q -p local -- statement $(or $(U),alice) $(or $(DAY),$$(date -u +%F))
 
 # make run's Redis too (LOCAL_REDIS_PORT, default 6479), for the quarantine commands below.
 SETTLE_ENV = $(FUNDS_ENV) REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$${LOCAL_REDIS_PORT:-6479}}
@@ -56,6 +69,10 @@ deploy: build
 ## make bench: the benchmarks (not part of make test); rewrites BENCHMARKS.md and bench/results/
 bench:
 	scripts/bench.sh
+
+## make books-scale [ITEMS=10000000] [PASSES=1]: reconciliation over a generated export file of ITEMS items: time and peak memory
+books-scale:
+	scripts/books-scale.sh $(or $(ITEMS),10000000) $(or $(PASSES),1)
 
 ## make profile-grab: Redis time per fresh grab, grab.lua vs the seeds' two-list script, per command (PERF=1: perf too)
 profile-grab:

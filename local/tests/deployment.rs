@@ -88,7 +88,17 @@ const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
     ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
     ("GrabFunction", &["dynamodb:Query"]),
     ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"]),
-    ("FundsFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"]),
+    (
+        "FundsFunction",
+        &[
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+            "dynamodb:UpdateItem",
+            "s3:PutObject",
+        ],
+    ),
     ("SettleFunction", &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
 ];
 
@@ -121,9 +131,10 @@ fn every_function_holds_only_the_permissions_it_needs() {
                     other => vec![format!("{other:?}")],
                 };
                 for resource in resources {
+                    let reports = *function == "FundsFunction" && resource.contains("ReportsBucket.Arn}/*");
                     assert!(
-                        resource.contains("PacketsTable"),
-                        "{function}: only the table and its indexes ({resource})"
+                        resource.contains("PacketsTable") || reports,
+                        "{function}: only the table and its indexes, and funds the reports' objects ({resource})"
                     );
                 }
             }
@@ -156,6 +167,30 @@ fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
         Some("AWS::SecretsManager::Secret"),
         "a key of the deployment's own, generated"
     );
+}
+
+/// Finance's reports outlive the stack: the bucket is retained, encrypted, private, TLS-only,
+/// versioned, with lifecycle rules; the funds function is told its name.
+#[test]
+fn the_reports_bucket_is_encrypted_private_retained_and_expires_by_rule() {
+    let template = read("template.yaml");
+    let bucket = &template["Resources"]["ReportsBucket"];
+    assert_eq!(bucket["DeletionPolicy"].as_str(), Some("Retain"));
+    let properties = &bucket["Properties"];
+    let encryption = format!("{:?}", properties["BucketEncryption"]);
+    assert!(encryption.contains("aws:kms"), "{encryption}");
+    let block = &properties["PublicAccessBlockConfiguration"];
+    for setting in ["BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"] {
+        assert_eq!(block[setting].as_bool(), Some(true), "{setting}");
+    }
+    let rules = properties["LifecycleConfiguration"]["Rules"].as_sequence().unwrap();
+    assert!(rules.iter().all(|rule| rule["ExpirationInDays"].as_u64().is_some()), "{rules:?}");
+    let policy = format!("{:?}", template["Resources"]["ReportsBucketPolicy"]);
+    assert!(policy.contains("aws:SecureTransport"), "TLS only");
+    let variables = &template["Resources"]["FundsFunction"]["Properties"]["Environment"]["Variables"];
+    assert!(format!("{:?}", variables["REPORTS_BUCKET"]).contains("ReportsBucket"));
+    let reports = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("functions/funds/src/reports.rs");
+    assert!(std::fs::read_to_string(reports).unwrap().contains("\"REPORTS_BUCKET\""), "the funds function reads it");
 }
 
 #[test]

@@ -462,7 +462,10 @@ async fn each_planted_corruption_is_reported_with_its_class_and_ids() {
     };
     has(DifferenceClass::WalletDiffers, "wallet:bob: balance");
     has(DifferenceClass::MissingPacketRecord, &format!("packet:{}: grab item of bob", ids[0]));
-    has(DifferenceClass::MovementTwice, &format!("packet:{}: grab credits: 2 for 300 expected, 3 moved", ids[1]));
+    has(
+        DifferenceClass::MovementTwice,
+        &format!("packet:{}: credits of its grabs and refund: 2 for 300 expected, 3 moved", ids[1]),
+    );
     has(DifferenceClass::MovementWithoutEvent, &format!("wallet:carol: movement {silent} carries no event"));
     has(DifferenceClass::GrabWithoutClaim, &format!("packet:{}: grab item of bob", ids[2]));
     let classes: std::collections::BTreeSet<DifferenceClass> = books.differences.iter().map(|d| d.class).collect();

@@ -289,19 +289,18 @@ fn who(user: &UserId) -> u64 {
 }
 
 /// One packet's accumulator: what its own collection says, and what the movements say
-/// (about 150 bytes with its key: memory is per packet, never per item).
+/// (112 bytes with its key: memory is per packet, never per item).
 #[derive(Debug, Default)]
 struct PacketAcc {
     read: bool,
     /// The record as of the cut-off: the sender's fingerprint, the total, finalised.
     record: Option<(u64, Cents, bool)>,
-    grabs: Tally,
-    refund: Tally,
+    /// Its grab items and refund item, as of the cut-off: who is owed what.
+    paid: Tally,
+    /// The grab and refund credits: who was credited what.
+    credited: Tally,
+    /// The debits of its total.
     debits: Tally,
-    grab_credits: Tally,
-    refund_credits: Tally,
-    /// Grab and refund items of a missing record (read in its collection).
-    orphans: Vec<String>,
 }
 
 /// One top-up's accumulator.
@@ -319,7 +318,12 @@ pub struct BooksFold {
     settled_by_ms: Millis,
     part: Part,
     packets: HashMap<u128, PacketAcc>,
+    /// Grab and refund items of packets whose record is missing (read in their collection).
+    orphans: Vec<(u128, String)>,
     topups: HashMap<String, TopupAcc>,
+    sent_cents: u128,
+    grabbed_cents: u128,
+    refunded_cents: u128,
     wallets_read: HashMap<UserId, ()>,
     suspects: Vec<Suspect>,
     differences: Vec<Difference>,
@@ -346,7 +350,11 @@ impl BooksFold {
             settled_by_ms: as_of_ms - landing_ms,
             part,
             packets: HashMap::new(),
+            orphans: Vec::new(),
             topups: HashMap::new(),
+            sent_cents: 0,
+            grabbed_cents: 0,
+            refunded_cents: 0,
             wallets_read: HashMap::new(),
             suspects: Vec::new(),
             differences: Vec::new(),
@@ -469,10 +477,20 @@ impl BooksFold {
                     return;
                 }
                 let acc = self.packets.entry(key).or_default();
+                let amount = u128::from(movement.amount_cents);
                 let tally = match kind {
-                    MovementKind::Send => &mut acc.debits,
-                    MovementKind::Grab => &mut acc.grab_credits,
-                    _ => &mut acc.refund_credits,
+                    MovementKind::Send => {
+                        self.sent_cents += amount;
+                        &mut acc.debits
+                    }
+                    MovementKind::Grab => {
+                        self.grabbed_cents += amount;
+                        &mut acc.credited
+                    }
+                    _ => {
+                        self.refunded_cents += amount;
+                        &mut acc.credited
+                    }
                 };
                 tally.add(who(&movement.user), movement.amount_cents);
             }
@@ -525,9 +543,9 @@ impl BooksFold {
         }
         acc.read = true;
         let Some((sender, total, status, written_at_ms, settled_at_ms)) = record else {
-            let orphans = &mut acc.orphans;
-            orphans.extend(grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}")));
-            orphans.extend(refund.map(|(amount, _)| format!("refund item for {amount}")));
+            let grab_items = grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}"));
+            let refund_item = refund.map(|(amount, _)| format!("refund item for {amount}"));
+            self.orphans.extend(grab_items.chain(refund_item).map(|what| (key, what)));
             return;
         };
         if written_at_ms > self.as_of_ms {
@@ -537,11 +555,11 @@ impl BooksFold {
         let as_of_ms = self.as_of_ms;
         for (user, _, amount, at) in &grabs {
             if *at <= as_of_ms {
-                acc.grabs.add(who(user), *amount);
+                acc.paid.add(who(user), *amount);
             }
         }
         if let Some((amount, _)) = refund.filter(|(_, at)| *at <= as_of_ms) {
-            acc.refund.add(who(&sender), amount);
+            acc.paid.add(who(&sender), amount);
         }
         acc.record = Some((who(&sender), total, finalised));
     }
@@ -550,45 +568,40 @@ impl BooksFold {
     /// and the suspects left to read again.
     pub fn finish(mut self) -> (Reconciliation, Vec<Suspect>) {
         let mut in_open: u128 = 0;
-        let (mut sent, mut grabbed, mut refunded): (u128, u128, u128) = (0, 0, 0);
         let packets = std::mem::take(&mut self.packets);
+        let mut orphaned: HashMap<u128, usize> = HashMap::new();
+        for (key, what) in std::mem::take(&mut self.orphans) {
+            *orphaned.entry(key).or_default() += 1;
+            let what = format!("{what}, of a packet the ledger does not hold");
+            self.differ(format!("packet:{}", packet_name(key)), DifferenceClass::MissingPacketRecord, what);
+        }
         let mut read_packets = 0;
         for (key, acc) in packets {
             read_packets += usize::from(acc.read);
             let subject = format!("packet:{}", packet_name(key));
-            sent += acc.debits.cents.max(0) as u128;
-            grabbed += acc.grab_credits.cents.max(0) as u128;
-            refunded += acc.refund_credits.cents.max(0) as u128;
-            let orphans = &acc.orphans;
-            for orphan in orphans {
-                let what = format!("{orphan}, of a packet the ledger does not hold");
-                self.differ(subject.clone(), DifferenceClass::MissingPacketRecord, what);
-            }
             let Some((sender, total, finalised)) = acc.record else {
-                let moved = acc.debits.count + acc.grab_credits.count + acc.refund_credits.count;
-                if moved > 0 && orphans.is_empty() {
+                let moved = acc.debits.count + acc.credited.count;
+                if moved > 0 && !orphaned.contains_key(&key) {
                     let what = format!("{moved} movement(s) for a packet the ledger does not hold");
                     self.differ(subject, DifferenceClass::MissingPacketRecord, what);
                 }
                 continue;
             };
-            let grabbed_items = i128::from(acc.grabs.cents);
-            let refund_item = i128::from(acc.refund.cents);
-            if finalised && grabbed_items + refund_item != i128::from(total) {
-                let what = format!("grabs {grabbed_items} + refund {refund_item} != total {total}");
+            let paid = i128::from(acc.paid.cents);
+            if finalised && paid != i128::from(total) {
+                let what = format!("grabs and refund {paid} != total {total}");
                 self.differ(subject.clone(), DifferenceClass::UnbalancedPacket, what);
             }
-            if !finalised && grabbed_items > i128::from(total) {
+            if !finalised && paid > i128::from(total) {
                 self.differ(
                     subject.clone(),
                     DifferenceClass::UnbalancedPacket,
-                    format!("grabs {grabbed_items} > total {total}"),
+                    format!("grabs {paid} > total {total}"),
                 );
             }
             if acc.debits.count == 0 {
-                let moved = acc.grab_credits.count + acc.refund_credits.count;
-                if moved > 0 {
-                    let what = format!("{moved} movement(s) for a packet never debited");
+                if acc.credited.count > 0 {
+                    let what = format!("{} movement(s) for a packet never debited", acc.credited.count);
                     self.differ(subject, DifferenceClass::MovementMissing, what);
                 }
                 continue; // Sent without the wallet (FUNDS=none): no money of ours is in it.
@@ -596,9 +609,8 @@ impl BooksFold {
             let mut debit = Tally::default();
             debit.add(sender, total);
             self.compare(&subject, "debit of the total", debit, acc.debits);
-            self.compare(&subject, "grab credits", acc.grabs, acc.grab_credits);
-            self.compare(&subject, "refund credit", acc.refund, acc.refund_credits);
-            let credited = i128::from(acc.grab_credits.cents) + i128::from(acc.refund_credits.cents);
+            self.compare(&subject, "credits of its grabs and refund", acc.paid, acc.credited);
+            let credited = i128::from(acc.credited.cents);
             if finalised {
                 if credited != i128::from(total) {
                     let what = format!("finalised, yet credits {credited} != total {total}");
@@ -608,6 +620,7 @@ impl BooksFold {
                 in_open += (i128::from(total) - credited).max(0) as u128;
             }
         }
+        let (sent, grabbed, refunded) = (self.sent_cents, self.grabbed_cents, self.refunded_cents);
         let mut topups_cents: u128 = 0;
         for (reference, acc) in std::mem::take(&mut self.topups) {
             topups_cents += acc.record.cents.max(0) as u128;
@@ -889,7 +902,7 @@ mod tests {
         has(
             &found_doubled,
             DifferenceClass::MovementTwice,
-            &format!("packet:{id}: grab credits: 2 for 220 expected, 3 moved for 340"),
+            &format!("packet:{id}: credits of its grabs and refund: 3 for 300 expected, 4 moved for 420"),
         );
         has(&found_doubled, DifferenceClass::Books, "books: balances 1120");
 
@@ -920,10 +933,14 @@ mod tests {
             movement("alice", MovementKind::Topup, 1_000, None),
             movement("alice", MovementKind::Send, 300, Some(&id)),
         ];
-        has(&found(unrefunded), DifferenceClass::MovementMissing, "refund credit: 1 for 80 expected, 0 moved for 0");
+        has(
+            &found(unrefunded),
+            DifferenceClass::MovementMissing,
+            "credits of its grabs and refund: 3 for 300 expected, 2 moved for 220",
+        );
         let (mut short, _) = balanced();
         short[4].retain(|item| !matches!(item, LedgerItem::Refund { .. }));
-        has(&found(short), DifferenceClass::UnbalancedPacket, "grabs 220 + refund 0 != total 300");
+        has(&found(short), DifferenceClass::UnbalancedPacket, "grabs and refund 220 != total 300");
         let (mut lost, _) = balanced();
         lost.push(vec![LedgerItem::Topup {
             reference: "ref-zed".into(),
