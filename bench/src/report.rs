@@ -415,6 +415,8 @@ impl Results {
         let _ = writeln!(md, "Freshness: {:.0} grabs/s for 15 s on 30 packets while one invocation drains (a pass a second); {} grabs followed to their grabber's `received` history (the ledger's history index): p50 {:.0} ms, p99 {:.0} ms.\n", scale.steady_grabs_per_s, scale.freshness_probes, scale.freshness_p50_ms, scale.freshness_p99_ms);
         let _ = writeln!(md, "{}", self.capacity_model());
 
+        md.push_str(&books_scale_section());
+
         let _ = writeln!(md, "## Cold start and footprint\n");
         let _ = writeln!(md, "Each release binary (x86_64) started under AWS's Lambda Runtime Interface Emulator (`aws-lambda-rie` from the aws-sam-cli wheel, what `sam local invoke` runs; `local/src/rie.rs`), median of 20 starts, with DynamoDB Local behind a TLS front (`local/src/tls_front.rs`: a certificate authority made at start, a certificate it signed, rustls on aws-lc), so each function's first ledger call pays a TLS handshake, certificate verification and the crypto library's first randomness, as against DynamoDB in AWS. *Init* is the emulator's `INIT REPORT` duration, what Lambda reports as Init Duration: from starting the bootstrap until it first asks for an event (configuration read, clients built). *First response* is the first invocation's round trip, init included: the functions answer a sample event whose handling reaches DynamoDB over TLS (grab's and query's name a packet Redis does not hold, so they ask the ledger; settle queries its shard); hello-world echoes.\n");
         let _ = writeln!(md, "*Warm* is a second invocation of the same event on the same instance: what the event itself costs (send's sample replays its idempotency key, several DynamoDB Local calls); first response minus warm is what the cold start adds.\n");
@@ -480,4 +482,45 @@ fn ratio_row(md: &mut String, target: &str, value: f64, against: f64, at_least: 
     let verdict = if ratio >= at_least { "met" } else { "missed (see below)" };
     let _ = writeln!(md, "| {target} | {value:.0} / {against:.0} = {ratio:.2} x | {verdict} |");
     ratio
+}
+
+/// The reconciliation-at-scale section, from the runs `make books-scale` recorded in
+/// `bench/results/books-scale-p<passes>.json` (not part of `make bench`: it reads a 5 GB file).
+pub fn books_scale_section() -> String {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut runs: Vec<Value> = (1..=8)
+        .filter_map(|passes| std::fs::read_to_string(dir.join(format!("books-scale-p{passes}.json"))).ok())
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .collect();
+    if runs.is_empty() {
+        return String::new();
+    }
+    runs.sort_by_key(|run| run["passes"].as_u64());
+    let mut md = String::new();
+    let _ = writeln!(md, "## Reconciliation at scale\n");
+    let _ = writeln!(
+        md,
+        "`make books-scale ITEMS=10000000 PASSES=<n>` (recorded separately from `make bench`): a generated ledger in DynamoDB's export shape, every item as the ledger writes it, events included (102,041 users who top up once and send 7 packets each, grabbed by 1 to 5 of the next users, all but the last expired with a refund), reconciled through the export-file adapter by the same fold as the table, in one process; peak resident memory is the process's `VmHWM`.\n"
+    );
+    let _ = writeln!(md, "| items | passes | seconds | items/s read | peak RSS (MiB) | packets | wallets | differences |\n|---|---|---|---|---|---|---|---|");
+    for run in &runs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {:.0} | {:.0} | {} | {} | {} |",
+            run["items"],
+            run["passes"],
+            run["seconds"].as_f64().unwrap_or(0.0),
+            run["items_per_s"].as_f64().unwrap_or(0.0),
+            run["peak_rss_mib"].as_f64().unwrap_or(0.0),
+            run["packets"],
+            run["wallets"],
+            run["differences"]
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nMemory follows the accounts (112 bytes a packet with its key, plus its wallets and top-ups), not the items; each pass keeps a share of them and reads the whole file again. Machine and file: {}.\n",
+        runs[0]["machine"].as_str().unwrap_or("this machine")
+    );
+    md
 }

@@ -256,6 +256,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if !books.balanced() {
                 return Err("the generated books do not balance".into());
             }
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            let size = std::fs::metadata(path)?.len() as f64 / 1e9;
+            let record = serde_json::json!({
+                "items": books.items, "passes": passes, "seconds": seconds,
+                "items_per_s": books.items as f64 * f64::from(passes) / seconds, "peak_rss_mib": peak_rss_mib(),
+                "packets": books.packets, "wallets": books.wallets, "differences": books.differences.len(),
+                "machine": format!("{cores} cores, a {size:.1} GB file on local disk"),
+            });
+            let results = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results");
+            std::fs::write(
+                results.join(format!("books-scale-p{passes}.json")),
+                serde_json::to_string_pretty(&record)?,
+            )?;
         }
         _ => return Err(usage.into()),
     }

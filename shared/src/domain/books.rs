@@ -292,15 +292,35 @@ fn who(user: &UserId) -> u64 {
 /// (112 bytes with its key: memory is per packet, never per item).
 #[derive(Debug, Default)]
 struct PacketAcc {
-    read: bool,
-    /// The record as of the cut-off: the sender's fingerprint, the total, finalised.
-    record: Option<(u64, Cents, bool)>,
+    /// The record's sender (fingerprint) and total, once read.
+    sender: u64,
+    total: Cents,
+    /// [`PacketAcc::READ`], [`PacketAcc::RECORDED`], [`PacketAcc::FINALISED`].
+    flags: u8,
     /// Its grab items and refund item, as of the cut-off: who is owed what.
     paid: Tally,
     /// The grab and refund credits: who was credited what.
     credited: Tally,
     /// The debits of its total.
     debits: Tally,
+}
+
+impl PacketAcc {
+    /// Its collection was read.
+    const READ: u8 = 1;
+    /// Its record was read, and counts as of the cut-off.
+    const RECORDED: u8 = 2;
+    /// Finalised as of the cut-off.
+    const FINALISED: u8 = 4;
+
+    fn read(&self) -> bool {
+        self.flags & Self::READ != 0
+    }
+
+    /// The record as of the cut-off: the sender's fingerprint, the total, finalised.
+    fn record(&self) -> Option<(u64, Cents, bool)> {
+        (self.flags & Self::RECORDED != 0).then_some((self.sender, self.total, self.flags & Self::FINALISED != 0))
+    }
 }
 
 /// One top-up's accumulator.
@@ -317,9 +337,9 @@ pub struct BooksFold {
     as_of_ms: Millis,
     settled_by_ms: Millis,
     part: Part,
-    packets: HashMap<u128, PacketAcc>,
+    packets: HashMap<PacketKey, PacketAcc>,
     /// Grab and refund items of packets whose record is missing (read in their collection).
-    orphans: Vec<(u128, String)>,
+    orphans: Vec<(PacketKey, String)>,
     topups: HashMap<String, TopupAcc>,
     sent_cents: u128,
     grabbed_cents: u128,
@@ -332,12 +352,17 @@ pub struct BooksFold {
     items: u64,
 }
 
-fn packet_key(id: &PacketId) -> u128 {
-    u128::from_str_radix(id.as_str(), 16).unwrap_or_else(|_| u128::from(fingerprint(&id.as_str())))
+/// A packet id's 128 bits as two words: 8-byte aligned, so an accumulator with its key is 112
+/// bytes, not 128.
+type PacketKey = [u64; 2];
+
+fn packet_key(id: &PacketId) -> PacketKey {
+    let bits = u128::from_str_radix(id.as_str(), 16).unwrap_or_else(|_| u128::from(fingerprint(&id.as_str())));
+    [(bits >> 64) as u64, bits as u64]
 }
 
-fn packet_name(key: u128) -> String {
-    format!("{key:032x}")
+fn packet_name(key: PacketKey) -> String {
+    format!("{:016x}{:016x}", key[0], key[1])
 }
 
 impl BooksFold {
@@ -536,12 +561,12 @@ impl BooksFold {
             }
         }
         let acc = self.packets.entry(key).or_default();
-        if acc.read {
+        if acc.read() {
             let what = "collection read in pieces: its checks were not made".into();
             self.differ(subject, DifferenceClass::Source, what);
             return;
         }
-        acc.read = true;
+        acc.flags |= PacketAcc::READ;
         let Some((sender, total, status, written_at_ms, settled_at_ms)) = record else {
             let grab_items = grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}"));
             let refund_item = refund.map(|(amount, _)| format!("refund item for {amount}"));
@@ -561,7 +586,9 @@ impl BooksFold {
         if let Some((amount, _)) = refund.filter(|(_, at)| *at <= as_of_ms) {
             acc.paid.add(who(&sender), amount);
         }
-        acc.record = Some((who(&sender), total, finalised));
+        acc.sender = who(&sender);
+        acc.total = total;
+        acc.flags |= PacketAcc::RECORDED | if finalised { PacketAcc::FINALISED } else { 0 };
     }
 
     /// The reconciliation of everything folded: the cross-checks of each packet and top-up,
@@ -569,7 +596,7 @@ impl BooksFold {
     pub fn finish(mut self) -> (Reconciliation, Vec<Suspect>) {
         let mut in_open: u128 = 0;
         let packets = std::mem::take(&mut self.packets);
-        let mut orphaned: HashMap<u128, usize> = HashMap::new();
+        let mut orphaned: HashMap<PacketKey, usize> = HashMap::new();
         for (key, what) in std::mem::take(&mut self.orphans) {
             *orphaned.entry(key).or_default() += 1;
             let what = format!("{what}, of a packet the ledger does not hold");
@@ -577,9 +604,9 @@ impl BooksFold {
         }
         let mut read_packets = 0;
         for (key, acc) in packets {
-            read_packets += usize::from(acc.read);
+            read_packets += usize::from(acc.read());
             let subject = format!("packet:{}", packet_name(key));
-            let Some((sender, total, finalised)) = acc.record else {
+            let Some((sender, total, finalised)) = acc.record() else {
                 let moved = acc.debits.count + acc.credited.count;
                 if moved > 0 && !orphaned.contains_key(&key) {
                     let what = format!("{moved} movement(s) for a packet the ledger does not hold");
@@ -787,6 +814,11 @@ mod tests {
         let mut found: Vec<_> = result.differences.into_iter().map(|d| (d.class, d.to_string())).collect();
         found.extend(suspects.iter().filter_map(|s| s.confirm(None)).map(|d| (d.class, d.to_string())));
         found
+    }
+
+    #[test]
+    fn a_packet_costs_the_fold_112_bytes_with_its_key() {
+        assert_eq!(std::mem::size_of::<(PacketKey, PacketAcc)>(), 112);
     }
 
     #[test]
