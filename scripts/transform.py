@@ -54,8 +54,11 @@ def check_translated(name, output):
     if sorted(functions) != ["FundsFunction", "GrabFunction", "QueryFunction", "SendFunction", "SettleFunction"]:
         problems.append(f"functions {sorted(functions)}")
     schedules = [n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"]
-    if len(schedules) != 3:
-        problems.append(f"{len(schedules)} schedules, expected 3 (two settle, one reconciliation)")
+    if len(schedules) != 4:
+        problems.append(f"{len(schedules)} schedules, expected 4 (two settle, reconciliation, trial balance)")
+    buckets = [r for r in resources.values() if r["Type"] == "AWS::S3::Bucket"]
+    if len(buckets) != 1 or "aws:kms" not in json.dumps(buckets[0]):
+        problems.append("the reports bucket is missing or not encrypted")
     problems += check_events_pipe(name, resources)
     invoke_configs = [r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
     if len(invoke_configs) != 1 or "OnFailure" not in json.dumps(invoke_configs[0]):
