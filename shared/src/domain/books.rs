@@ -20,7 +20,7 @@
 //! Pure: the adapters read the items.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -267,7 +267,7 @@ fn fingerprint(value: &impl Hash) -> u64 {
 
 /// A multiset of `(who, amount)` pairs, kept as a count, a sum and a sum of hashes: two tallies
 /// are equal when they hold the same pairs (up to a 2⁻⁶⁴ chance), in a few bytes.
-/// 24 bytes: one packet's accumulator holds five.
+/// 24 bytes: one packet's accumulator holds three.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Tally {
     count: u32,
@@ -344,7 +344,7 @@ pub struct BooksFold {
     sent_cents: u128,
     grabbed_cents: u128,
     refunded_cents: u128,
-    wallets_read: HashMap<UserId, ()>,
+    wallets_read: HashSet<UserId>,
     suspects: Vec<Suspect>,
     differences: Vec<Difference>,
     balances_cents: i128,
@@ -380,7 +380,7 @@ impl BooksFold {
             sent_cents: 0,
             grabbed_cents: 0,
             refunded_cents: 0,
-            wallets_read: HashMap::new(),
+            wallets_read: HashSet::new(),
             suspects: Vec::new(),
             differences: Vec::new(),
             balances_cents: 0,
@@ -448,7 +448,7 @@ impl BooksFold {
             }
             return;
         }
-        if self.wallets_read.insert(user.clone(), ()).is_some() {
+        if !self.wallets_read.insert(user.clone()) {
             let what = "collection read in pieces: its balance was not checked".into();
             self.differ(format!("wallet:{user}"), DifferenceClass::Source, what);
         }
