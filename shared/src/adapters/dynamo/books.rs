@@ -265,12 +265,7 @@ impl DynamoLedger {
             let before: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
             let before = before.unwrap_or_default();
             let mut pages = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
-                .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
-                .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+                .movements_query(user)
                 .projection_expression("kind, amount_cents")
                 .consistent_read(true)
                 .into_paginator()
@@ -366,17 +361,7 @@ impl Books for DynamoLedger {
     }
 
     async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
-            .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
-            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
+        let mut pages = self.movements_query(user).consistent_read(true).into_paginator().items().send();
         let mut movements = Vec::new();
         while let Some(item) = pages.next().await {
             let item = serde_dynamo::Item::from(item.map_err(unavailable)?).into();

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -132,6 +133,16 @@ impl DynamoLedger {
         Ok(TopUpResult { applied, balance_cents: self.balance(&topup.user).await? })
     }
 
+    /// A query of `user`'s movements (`WALLET#<user>`, `MOVE#…`), oldest first.
+    pub(super) fn movements_query(&self, user: &UserId) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
+            .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
+            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+    }
+
     /// `user`'s balance now (0 without a wallet item), strongly consistent.
     pub async fn balance(&self, user: &UserId) -> Result<Cents, ApiError> {
         let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
@@ -145,12 +156,7 @@ impl DynamoLedger {
         }
         let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
         let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
-            .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
-            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+            .movements_query(user)
             .scan_index_forward(false)
             .limit(limit as i32)
             .set_exclusive_start_key(start)
