@@ -22,6 +22,8 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("wallet.json", "query"),
     ("topup.json", "funds"),
     ("reconcile.json", "funds"),
+    ("statement.json", "funds"),
+    ("trial-balance.json", "funds"),
 ];
 
 fn workspace() -> PathBuf {
@@ -130,14 +132,35 @@ async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
 
     // topup.json on the funds function (the wallet on): credited once, by reference (an earlier
     // pass of make test on this DynamoDB Local may have applied it); wallet.json shows the
-    // balance; reconcile.json finds the books balanced; a bad payload names its error type.
-    let wallet = [("FUNDS", "wallet")];
+    // balance; reconcile.json finds the books balanced; a bad payload names its error type;
+    // statement.json and trial-balance.json write their JSON lines and CSV (to a directory here:
+    // no REPORTS_BUCKET).
+    let reports = std::env::temp_dir().join(format!("events-reports-{}", std::process::id()));
+    let reports_dir = reports.display().to_string();
+    let wallet = [("FUNDS", "wallet"), ("REPORTS_DIR", reports_dir.as_str())];
     let funded = on_emulator_with(
         "funds",
         &wallet,
-        vec![event("topup.json"), event("topup.json"), event("reconcile.json"), serde_json::json!({ "withdraw": 1 })],
+        vec![
+            event("topup.json"),
+            event("topup.json"),
+            event("reconcile.json"),
+            serde_json::json!({ "withdraw": 1 }),
+            event("statement.json"),
+            event("trial-balance.json"),
+        ],
     )
     .await;
+    assert_eq!(funded[4]["statement"]["report"]["user"], "alice", "{}", funded[4]);
+    assert_eq!(funded[5]["trial_balance"]["report"]["day"], "2026-11-23", "{}", funded[5]);
+    for answer in [&funded[4]["statement"], &funded[5]["trial_balance"]] {
+        let written: Vec<&str> = answer["written"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert_eq!(written.len(), 2, "{answer}");
+        for file in written {
+            let body = std::fs::read_to_string(file).unwrap_or_else(|error| panic!("{file}: {error}"));
+            assert!(!body.is_empty() && (file.ends_with(".csv") || body.lines().all(|l| l.starts_with('{'))), "{file}");
+        }
+    }
     assert!(funded[0]["topup"]["applied"].is_boolean(), "{}", funded[0]);
     assert_eq!(funded[1]["topup"]["applied"], false, "a reference is credited once: {}", funded[1]);
     let balance = funded[1]["topup"]["balance_cents"].as_u64().unwrap();

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::adapters::DynamoLedger;
 use crate::adapters::WRITES_LAND_WITHIN;
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
-use crate::domain::books::{combine, BooksFold, Part, Reconciliation};
+use crate::domain::books::{combine, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::limits::utc_day;
 use crate::domain::statements::{day_bounds, Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
@@ -206,7 +206,8 @@ pub async fn run<R: ReportSink>(
 
 /// Reconciles the ledger as of `cutoff`, in `passes` passes (see [`crate::domain::books`]).
 /// A wallet that looked off while the scan read it is read again exactly before it is
-/// reported; one that kept moving through every attempt is logged at WARN, not reported. Each
+/// reported; one that kept moving through every attempt is logged at WARN and listed in
+/// `unchecked_wallets`, never reported as a difference it may not have. Each
 /// difference is logged at ERROR with [`RECONCILIATION_MISMATCH`], its class and amounts (the
 /// metric filter and alarm of `template.yaml` count them).
 pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Result<Reconciliation, ApiError> {
@@ -216,11 +217,12 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
         books.read_into(&mut fold).await?;
         let (mut pass, suspects) = fold.finish();
         for suspect in suspects {
-            let tally = books.wallet_exact(&suspect.user).await?;
-            if tally.is_none() {
-                tracing::warn!(user = %suspect.user, "wallet kept moving while reconciliation read it: checked from the scan alone");
+            let reread = books.wallet_exact(&suspect.user).await?;
+            if reread == Reread::KeptMoving {
+                tracing::warn!(user = %suspect.user, "wallet kept moving through every re-read: not checked this run");
+                pass.unchecked_wallets.push(suspect.user.clone());
             }
-            pass.differences.extend(suspect.confirm(tally));
+            pass.differences.extend(suspect.confirm(reread));
         }
         combine(&mut result, pass, index + 1 == passes);
     }

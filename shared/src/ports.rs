@@ -5,7 +5,7 @@
 use std::future::Future;
 
 use crate::clock::{Clock, Millis};
-use crate::domain::books::{BooksFold, MovementRecord, WalletTally};
+use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::packet::LedgerPacket;
@@ -161,9 +161,8 @@ pub trait Books: Send + Sync {
     /// consistent item by item, not one snapshot: the fold reads as of a cut-off).
     fn read_into(&self, fold: &mut BooksFold) -> impl Future<Output = Result<(), ApiError>> + Send;
 
-    /// `user`'s balance and the sum of their movements, read so that they agree in time;
-    /// `None` where the source cannot read one wallet again (a file) or it kept moving.
-    fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Option<WalletTally>, ApiError>> + Send;
+    /// `user`'s balance and the sum of their movements read again, so that they agree in time.
+    fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Reread, ApiError>> + Send;
 
     /// Every movement of `user`'s wallet (strongly consistent), for their statement.
     fn movements_of(&self, user: &UserId) -> impl Future<Output = Result<Vec<MovementRecord>, ApiError>> + Send;

@@ -74,6 +74,8 @@ mod tests {
 
     const TOPUP_EVENT: &str = include_str!("../../../events/topup.json");
     const RECONCILE_EVENT: &str = include_str!("../../../events/reconcile.json");
+    const STATEMENT_EVENT: &str = include_str!("../../../events/statement.json");
+    const TRIAL_BALANCE_EVENT: &str = include_str!("../../../events/trial-balance.json");
 
     async fn ledger() -> DynamoLedger {
         let mut config = Config::from_env().unwrap();
@@ -119,6 +121,15 @@ mod tests {
             call(&ledger, json!({"reconcile": {"as_of": red_packets::clock::rfc3339(SystemClock.now_ms())}}));
         let refused = too_late.await.unwrap_err();
         assert!(refused.error_message.starts_with("as_of:"), "{}", refused.error_message);
+
+        // The sample report requests: each written as JSON lines and CSV.
+        let statement = call(&ledger, serde_json::from_str(STATEMENT_EVENT).unwrap()).await.unwrap();
+        assert_eq!(statement["statement"]["report"]["user"], json!("alice"), "{statement}");
+        assert_eq!(statement["statement"]["written"].as_array().map(Vec::len), Some(2), "{statement}");
+        let trial = call(&ledger, serde_json::from_str(TRIAL_BALANCE_EVENT).unwrap()).await.unwrap();
+        assert_eq!(trial["trial_balance"]["report"]["balanced"], json!(true), "{trial}");
+        let not_a_day = call(&ledger, json!({"statement": {"user": "alice", "day": "yesterday"}})).await.unwrap_err();
+        assert!(not_a_day.error_message.starts_with("day:"), "{}", not_a_day.error_message);
     }
 
     #[tokio::test]

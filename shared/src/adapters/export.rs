@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
-use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, WalletTally};
+use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread};
 use crate::domain::UserId;
 use crate::error::ApiError;
 use crate::ports::{Books, ReportSink};
@@ -85,8 +85,8 @@ impl Books for ExportFile {
     }
 
     /// A file is a copy: a wallet cannot be read again, so one that looked off is reported.
-    async fn wallet_exact(&self, _user: &UserId) -> Result<Option<WalletTally>, ApiError> {
-        Ok(None)
+    async fn wallet_exact(&self, _user: &UserId) -> Result<Reread, ApiError> {
+        Ok(Reread::Impossible)
     }
 
     /// Reads the whole file for one wallet's lines.

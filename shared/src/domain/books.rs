@@ -189,12 +189,25 @@ pub struct WalletTally {
     pub movements_cents: i128,
 }
 
+/// A suspect wallet read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reread {
+    /// Read exactly.
+    Exact(WalletTally),
+    /// It kept moving through every attempt: not checked this run (never a false alarm).
+    KeptMoving,
+    /// The source is a copy that cannot be read again: the scan's reading stands.
+    Impossible,
+}
+
 impl Suspect {
-    /// The difference this wallet shows when read exactly as `tally` (none when it agrees).
-    pub fn confirm(&self, tally: Option<WalletTally>) -> Option<Difference> {
-        let (balance, sum) = match tally {
-            Some(tally) => (tally.balance_cents, tally.movements_cents),
-            None => (self.balance_cents, self.movements_cents),
+    /// The difference this wallet shows once read again (none when it agrees, or when it kept
+    /// moving).
+    pub fn confirm(&self, reread: Reread) -> Option<Difference> {
+        let (balance, sum) = match reread {
+            Reread::Exact(tally) => (tally.balance_cents, tally.movements_cents),
+            Reread::KeptMoving => return None,
+            Reread::Impossible => (self.balance_cents, self.movements_cents),
         };
         (i128::from(balance) != sum).then(|| Difference {
             subject: format!("wallet:{}", self.user),
@@ -249,6 +262,10 @@ pub struct Reconciliation {
     pub items: u64,
     /// Every difference; empty when the books balance.
     pub differences: Vec<Difference>,
+    /// Wallets that looked off in the scan and kept moving through every exact re-read: not
+    /// checked this run (the next one will).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unchecked_wallets: Vec<UserId>,
 }
 
 impl Reconciliation {
@@ -672,6 +689,7 @@ impl BooksFold {
             movements: self.movements,
             items: self.items,
             differences: self.differences,
+            unchecked_wallets: Vec::new(),
         };
         (reconciliation, self.suspects)
     }
@@ -720,6 +738,7 @@ pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) {
     total.movements += pass.movements;
     total.items = total.items.max(pass.items);
     total.differences.extend(pass.differences);
+    total.unchecked_wallets.extend(pass.unchecked_wallets);
     if last {
         let (balances, open, topups) = (total.balances_cents, total.in_open_packets_cents, total.topups_cents);
         if balances + open != topups {
@@ -812,7 +831,7 @@ mod tests {
     fn found(collections: Vec<Vec<LedgerItem>>) -> Vec<(DifferenceClass, String)> {
         let (result, suspects) = reconcile(collections);
         let mut found: Vec<_> = result.differences.into_iter().map(|d| (d.class, d.to_string())).collect();
-        found.extend(suspects.iter().filter_map(|s| s.confirm(None)).map(|d| (d.class, d.to_string())));
+        found.extend(suspects.iter().filter_map(|s| s.confirm(Reread::Impossible)).map(|d| (d.class, d.to_string())));
         found
     }
 
@@ -978,8 +997,10 @@ mod tests {
         let (_, suspects) = reconcile(collections);
         assert_eq!(suspects.len(), 1);
         let agreeing = WalletTally { balance_cents: 170, movements_cents: 170 };
-        assert_eq!(suspects[0].confirm(Some(agreeing)), None);
+        assert_eq!(suspects[0].confirm(Reread::Exact(agreeing)), None);
+        assert_eq!(suspects[0].confirm(Reread::KeptMoving), None, "a wallet too busy to read is no false alarm");
         let forged = WalletTally { balance_cents: 170, movements_cents: 120 };
-        assert_eq!(suspects[0].confirm(Some(forged)).unwrap().class, DifferenceClass::WalletDiffers);
+        assert_eq!(suspects[0].confirm(Reread::Exact(forged)).unwrap().class, DifferenceClass::WalletDiffers);
+        assert!(suspects[0].confirm(Reread::Impossible).is_some(), "a copy's reading stands");
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::items::{wallet_pk, BalanceItem, BALANCE, META, REFUND, TOPUP};
 use super::{unavailable, DynamoLedger};
 use crate::clock::Millis;
-use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, WalletTally};
+use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{Cents, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
@@ -356,8 +356,8 @@ impl Books for DynamoLedger {
         Ok(())
     }
 
-    async fn wallet_exact(&self, user: &UserId) -> Result<Option<WalletTally>, ApiError> {
-        self.wallet_tally(user).await
+    async fn wallet_exact(&self, user: &UserId) -> Result<Reread, ApiError> {
+        Ok(self.wallet_tally(user).await?.map_or(Reread::KeptMoving, Reread::Exact))
     }
 
     async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
