@@ -44,14 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             match file {
                 Some(file) => local::reconcile_file(&file, as_of.as_deref(), passes.unwrap_or(1)).await,
                 None => {
-                    let options = serde_json::json!({ "as_of": as_of, "passes": passes });
-                    let options: serde_json::Map<_, _> = options
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|(_, v)| !v.is_null())
-                        .collect();
+                    let options = red_packets::funds::ReconcileOptions { as_of, passes };
                     local::funds_from_env(serde_json::json!({ "reconcile": options })).await
                 }
             }

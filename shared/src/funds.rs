@@ -182,12 +182,12 @@ pub async fn run<R: ReportSink>(
             Ok(FundsResponse::Topup(result))
         }
         FundsRequest::Reconcile(options) => {
-            let cutoff = Cutoff::from_options(options, SystemClock.now_ms())?;
+            let cutoff = Cutoff::from_options(options, clock.now_ms())?;
             let passes = options.passes.unwrap_or(1).clamp(1, MAX_PASSES);
             Ok(FundsResponse::Reconcile(reconcile(ledger, cutoff, passes).await?))
         }
         FundsRequest::TrialBalance(request) => {
-            let now_ms = SystemClock.now_ms();
+            let now_ms = clock.now_ms();
             let day = request.day.clone().unwrap_or_else(|| utc_day(now_ms - DAY_MS));
             let (opening, closing) = day_cutoffs(&day, now_ms)?;
             let report = trial_balance(ledger, &day, opening, closing).await?;

@@ -54,14 +54,12 @@ pub struct MovementRecord {
 /// One ledger item, as far as the books go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LedgerItem {
-    /// A wallet's balance and its count of movements.
+    /// A wallet's balance.
     Balance {
         /// Whose.
         user: UserId,
         /// The balance.
         balance_cents: Cents,
-        /// Movements that changed it (absent on balances written before the count).
-        moves: Option<u64>,
     },
     /// A movement of a wallet.
     Movement(MovementRecord),
@@ -471,14 +469,12 @@ impl BooksFold {
         }
         let mut balance = None;
         let mut sum: i128 = 0;
-        let mut count: u64 = 0;
         for item in items {
             match item {
-                LedgerItem::Balance { balance_cents, moves, .. } => balance = Some((balance_cents, moves)),
+                LedgerItem::Balance { balance_cents, .. } => balance = Some(balance_cents),
                 LedgerItem::Movement(movement) => {
                     let delta = movement.kind.delta(movement.amount_cents);
                     sum += delta;
-                    count += 1;
                     self.movements += 1;
                     if self.counts(movement.written_at_ms) {
                         self.balances_cents += delta;
@@ -492,8 +488,8 @@ impl BooksFold {
                 _ => {}
             }
         }
-        let (balance_cents, moves) = balance.unwrap_or((0, None));
-        if i128::from(balance_cents) != sum || moves.is_some_and(|moves| moves != count) {
+        let balance_cents = balance.unwrap_or(0);
+        if i128::from(balance_cents) != sum {
             self.suspects.push(Suspect { user, balance_cents, movements_cents: sum });
         }
     }
@@ -775,8 +771,8 @@ mod tests {
         })
     }
 
-    fn balance(name: &str, balance_cents: Cents, moves: u64) -> LedgerItem {
-        LedgerItem::Balance { user: user(name), balance_cents, moves: Some(moves) }
+    fn balance(name: &str, balance_cents: Cents) -> LedgerItem {
+        LedgerItem::Balance { user: user(name), balance_cents }
     }
 
     fn grab(id: &PacketId, name: &str, seq: u32, amount_cents: Cents) -> [LedgerItem; 2] {
@@ -810,13 +806,13 @@ mod tests {
                 written_at_ms: 1,
             }],
             vec![
-                balance("alice", 780, 3),
+                balance("alice", 780),
                 movement("alice", MovementKind::Topup, 1_000, None),
                 movement("alice", MovementKind::Send, 300, Some(&id)),
                 movement("alice", MovementKind::Refund, 80, Some(&id)),
             ],
-            vec![balance("bob", 120, 1), movement("bob", MovementKind::Grab, 120, Some(&id))],
-            vec![balance("carol", 100, 1), movement("carol", MovementKind::Grab, 100, Some(&id))],
+            vec![balance("bob", 120), movement("bob", MovementKind::Grab, 120, Some(&id))],
+            vec![balance("carol", 100), movement("carol", MovementKind::Grab, 100, Some(&id))],
             packet,
         ];
         (collections, id)
@@ -881,7 +877,7 @@ mod tests {
             }
             other => other,
         };
-        collections.push(vec![balance("dave", 50, 1), late(movement("dave", MovementKind::Topup, 50, None))]);
+        collections.push(vec![balance("dave", 50), late(movement("dave", MovementKind::Topup, 50, None))]);
         let (result, suspects) = reconcile(collections);
         assert!(result.balanced() && suspects.is_empty(), "{:?}", result.differences);
         assert_eq!(result.topups_cents, 1_000);
@@ -893,7 +889,7 @@ mod tests {
         // Before carol's grab is credited and before the refund: open, holding 180.
         let (mut collections, id) = balanced();
         collections[1].retain(|item| !matches!(item, LedgerItem::Movement(m) if m.kind == MovementKind::Refund));
-        collections[1][0] = balance("alice", 700, 2);
+        collections[1][0] = balance("alice", 700);
         collections.remove(3);
         collections[3].retain(|item| match item {
             LedgerItem::Grab { user, .. } | LedgerItem::Claim { user: Some(user), .. } => user.as_str() == "bob",
@@ -916,7 +912,7 @@ mod tests {
 
         // A forged balance.
         let (mut forged, _) = balanced();
-        forged[3][0] = balance("carol", 99, 1);
+        forged[3][0] = balance("carol", 99);
         has(&found(forged), DifferenceClass::WalletDiffers, "wallet:carol: balance 99 != sum of its movements 100");
 
         // A deleted packet record.
@@ -933,7 +929,7 @@ mod tests {
         // A duplicated movement (with its balance change: the wallet itself agrees).
         let (mut doubled, id) = balanced();
         doubled[2] = vec![
-            balance("bob", 240, 2),
+            balance("bob", 240),
             movement("bob", MovementKind::Grab, 120, Some(&id)),
             movement("bob", MovementKind::Grab, 120, Some(&id)),
         ];
@@ -968,7 +964,7 @@ mod tests {
         // A refund never credited, an unbalanced packet, a lost top-up credit.
         let (mut unrefunded, id) = balanced();
         unrefunded[1] = vec![
-            balance("alice", 700, 2),
+            balance("alice", 700),
             movement("alice", MovementKind::Topup, 1_000, None),
             movement("alice", MovementKind::Send, 300, Some(&id)),
         ];
@@ -993,7 +989,7 @@ mod tests {
     #[test]
     fn a_wallet_that_moved_while_it_was_read_is_a_suspect_until_read_exactly() {
         let (mut collections, _) = balanced();
-        collections[2] = vec![balance("bob", 170, 2), movement("bob", MovementKind::Grab, 120, None)];
+        collections[2] = vec![balance("bob", 170), movement("bob", MovementKind::Grab, 120, None)];
         let (_, suspects) = reconcile(collections);
         assert_eq!(suspects.len(), 1);
         let agreeing = WalletTally { balance_cents: 170, movements_cents: 170 };

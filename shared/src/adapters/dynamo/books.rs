@@ -38,8 +38,6 @@ const EXACT_READ_ATTEMPTS: u32 = 20;
 struct BalanceMoney {
     #[serde(default)]
     balance_cents: Cents,
-    #[serde(default)]
-    moves: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +127,7 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
         let user = UserId::from_claim(user).ok_or("corrupt wallet key")?;
         if sk == BALANCE {
             let balance: BalanceMoney = read(item)?;
-            LedgerItem::Balance { user, balance_cents: balance.balance_cents, moves: balance.moves }
+            LedgerItem::Balance { user, balance_cents: balance.balance_cents }
         } else if sk.starts_with("MOVE#") {
             let movement: MovementMoney = read(item)?;
             LedgerItem::Movement(MovementRecord {
@@ -256,45 +254,47 @@ impl DynamoLedger {
         Ok((page.items.unwrap_or_default(), page.last_evaluated_key))
     }
 
-    /// `user`'s balance and its movements, read so that they agree in time: the movements are
-    /// read after the balance and accepted when there are exactly as many as the balance counts
-    /// (movements are never deleted, so those are the ones it reflects). `None` when the wallet
-    /// kept moving through every attempt.
-    async fn wallet_tally(&self, user: &UserId) -> Result<Option<WalletTally>, ApiError> {
+    /// `user`'s balance and its movements, read so that they agree in time: the balance, then
+    /// the movements, then the balance again, accepted when both reads of the balance are the
+    /// same, count of movements (`moves`, bumped by every change) included: no change committed
+    /// between them, so the movements read in between are the ones the balance reflects.
+    /// Retried while the wallet keeps moving; a movement the books cannot read leaves the scan's
+    /// reading standing (the scan reported it).
+    async fn wallet_reread(&self, user: &UserId) -> Result<Reread, ApiError> {
+        let balance = || async {
+            let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
+            let item = item.unwrap_or_default();
+            Ok::<_, ApiError>((item.balance_cents, item.moves))
+        };
         for attempt in 0..EXACT_READ_ATTEMPTS {
-            let before: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
-            let before = before.unwrap_or_default();
-            let mut pages = self
-                .movements_query(user)
-                .projection_expression("kind, amount_cents")
-                .consistent_read(true)
-                .into_paginator()
-                .items()
-                .send();
-            let (mut count, mut sum) = (0u64, 0i128);
-            while let Some(item) = pages.next().await {
-                #[derive(Deserialize)]
-                struct Delta {
-                    kind: MovementKind,
-                    amount_cents: Cents,
+            let before = balance().await?;
+            let mut sum = 0i128;
+            for movement in self.movements_of(user).await? {
+                match movement {
+                    Some(movement) => sum += movement.kind.delta(movement.amount_cents),
+                    None => return Ok(Reread::Impossible),
                 }
-                let delta: Delta = super::from_item(item.map_err(unavailable)?)?;
-                count += 1;
-                sum += delta.kind.delta(delta.amount_cents);
             }
-            let settled = match before.moves {
-                Some(moves) => moves == count,
-                None => {
-                    let after: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
-                    after.unwrap_or_default().balance_cents == before.balance_cents
-                }
-            };
-            if settled {
-                return Ok(Some(WalletTally { balance_cents: before.balance_cents, movements_cents: sum }));
+            if balance().await? == before {
+                return Ok(Reread::Exact(WalletTally { balance_cents: before.0, movements_cents: sum }));
             }
             tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1))).await;
         }
-        Ok(None)
+        Ok(Reread::KeptMoving)
+    }
+
+    /// Every movement of `user`'s wallet (strongly consistent); `None` for one the books cannot read.
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<Option<MovementRecord>>, ApiError> {
+        let mut pages = self.movements_query(user).consistent_read(true).into_paginator().items().send();
+        let mut movements = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = serde_dynamo::Item::from(item.map_err(unavailable)?).into();
+            movements.push(match ledger_item(item) {
+                Ok(Some(LedgerItem::Movement(movement))) => Some(movement),
+                _ => None,
+            });
+        }
+        Ok(movements)
     }
 }
 
@@ -357,18 +357,10 @@ impl Books for DynamoLedger {
     }
 
     async fn wallet_exact(&self, user: &UserId) -> Result<Reread, ApiError> {
-        Ok(self.wallet_tally(user).await?.map_or(Reread::KeptMoving, Reread::Exact))
+        self.wallet_reread(user).await
     }
 
     async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
-        let mut pages = self.movements_query(user).consistent_read(true).into_paginator().items().send();
-        let mut movements = Vec::new();
-        while let Some(item) = pages.next().await {
-            let item = serde_dynamo::Item::from(item.map_err(unavailable)?).into();
-            if let Ok(Some(LedgerItem::Movement(movement))) = ledger_item(item) {
-                movements.push(movement);
-            }
-        }
-        Ok(movements)
+        Ok(DynamoLedger::movements_of(self, user).await?.into_iter().flatten().collect())
     }
 }
