@@ -59,6 +59,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&seeds)?);
         return Ok(());
     }
+    if std::env::var_os("BENCH_DRAIN_ONLY").is_some() {
+        // For tuning settle's writes: the drain comparison alone, printed.
+        let drain = drain::compare(&config, &ledger, &client).await;
+        println!("{}", serde_json::to_string_pretty(&drain)?);
+        return Ok(());
+    }
     step("cold starts (20 per binary), DynamoDB Local over TLS");
     let ledger_over_tls = cold::Ledger::over_tls().await;
     let binaries = cold::all(&workspace, &workspace.join("target/release"), &ledger_over_tls).await;

@@ -28,11 +28,54 @@ use crate::ports::SettleLedger;
 /// Conditional writes one packet's settle keeps in flight at once.
 const WRITES_IN_FLIGHT: usize = 32;
 
+/// Grabs credited in one transaction with the wallet: three items each, within
+/// TransactWriteItems' 100 items.
+const CREDITS_PER_TRANSACTION: usize = 25;
+
+/// Credit transactions one packet's settle keeps in flight at once.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// `grabs` in batches of up to [`CREDITS_PER_TRANSACTION`], no user twice in one batch (a
+/// transaction may not touch one item twice; a user appears twice in a packet's log only after
+/// a failover, and the second is refused).
+fn batches_of_distinct_users<'a>(grabs: &[&'a LoggedGrab]) -> Vec<Vec<&'a LoggedGrab>> {
+    let mut batches = Vec::new();
+    let mut pending = grabs.to_vec();
+    while !pending.is_empty() {
+        let mut batch: Vec<&LoggedGrab> = Vec::new();
+        let mut again = Vec::new();
+        for grab in pending {
+            if batch.iter().any(|other| other.user == grab.user) {
+                again.push(grab);
+                continue;
+            }
+            batch.push(grab);
+            if batch.len() == CREDITS_PER_TRANSACTION {
+                batches.push(std::mem::take(&mut batch));
+            }
+        }
+        if !batch.is_empty() {
+            batches.push(batch);
+        }
+        pending = again;
+    }
+    batches
+}
+
 impl DynamoLedger {
     /// Claims `grab`'s share, then writes its grab item. A claim already held by the same
     /// user for the same amount is the same grab (recorded before, or grabbed again after a
     /// failover): it is left as it is, its first time kept.
     async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
+        if let Some(refused) = self.claim_share(packet, grab).await? {
+            return Ok(Some(refused));
+        }
+        Ok(self.put_grab_item(packet, grab).await?.then(|| Refusal::UserPaid(grab.clone())))
+    }
+
+    /// Claims `grab`'s share (`SHARE#<seq>`): new, or held by this user for this amount
+    /// already. Returns the refusal when another grab holds it.
+    async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
         let claim = self
             .client
             .put_item()
@@ -43,18 +86,81 @@ impl DynamoLedger {
             .send()
             .await;
         match claim {
-            Ok(_) => {}
+            Ok(_) => Ok(None),
             Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
                 let held = condition_failed_item(error.as_service_error());
                 let held: Option<ShareItem> = held.map(from_item).transpose()?;
                 let same = held.map(|item| item.claim()).transpose()?.is_some_and(|claim| claim.holds(grab));
-                if !same {
-                    return Ok(Some(Refusal::ShareHeld(grab.clone())));
-                }
+                Ok((!same).then(|| Refusal::ShareHeld(grab.clone())))
             }
-            Err(error) => return Err(write_failed(error)),
+            Err(error) => Err(write_failed(error)),
         }
-        Ok(self.put_grab_item(packet, grab).await?.then(|| Refusal::UserPaid(grab.clone())))
+    }
+
+    /// With the wallet: claims every grab's share, then credits the claimed grabs in
+    /// transactions of up to [`CREDITS_PER_TRANSACTION`], each grab's item, movement and
+    /// balance change under the same conditions as one grab's own transaction. A transaction
+    /// cancelled for any of its grabs (one recorded before, a conflict that outlasted the
+    /// retries) is redone grab by grab, so each gets its own answer.
+    async fn record_grabs_in_batches(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+        let claims: Vec<_> = grabs.iter().map(|grab| self.claim_share(packet, grab)).collect();
+        let claimed: Vec<Result<Option<Refusal>, ApiError>> =
+            stream::iter(claims).buffered(WRITES_IN_FLIGHT).collect().await;
+        let mut refused = Vec::new();
+        let mut to_credit = Vec::new();
+        for (grab, claim) in grabs.iter().zip(claimed) {
+            match claim? {
+                Some(refusal) => refused.push(refusal),
+                None => to_credit.push(grab),
+            }
+        }
+        let batches: Vec<_> =
+            batches_of_distinct_users(&to_credit).into_iter().map(|batch| self.credit_grabs(packet, batch)).collect();
+        let outcomes: Vec<Result<Vec<Refusal>, ApiError>> =
+            stream::iter(batches).buffer_unordered(BATCHES_IN_FLIGHT).collect().await;
+        for outcome in outcomes {
+            refused.extend(outcome?);
+        }
+        Ok(refused)
+    }
+
+    /// One transaction recording and crediting `batch` (grabs of distinct users whose shares
+    /// are claimed); grab by grab when it is cancelled. Returns the grabs refused.
+    async fn credit_grabs(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, ApiError> {
+        let stamp = write_stamp();
+        let items: Vec<TransactWriteItem> =
+            batch.iter().flat_map(|grab| self.grab_credit_items(packet, grab, stamp)).collect();
+        match self.transact_retrying_conflicts(items).await {
+            Ok(()) => Ok(Vec::new()),
+            Err(error) if cancellation_reasons(&error).is_some() => {
+                let writes: Vec<_> = batch.iter().map(|grab| self.put_grab_item(packet, grab)).collect();
+                let outcomes: Vec<Result<bool, ApiError>> =
+                    stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
+                let mut refused = Vec::new();
+                for (grab, outcome) in batch.iter().zip(outcomes) {
+                    if outcome? {
+                        refused.push(Refusal::UserPaid((*grab).clone()));
+                    }
+                }
+                Ok(refused)
+            }
+            Err(error) => Err(write_failed(error)),
+        }
+    }
+
+    /// A grab's three transaction items with the wallet: its grab item (only if new), the
+    /// grabber's movement and their balance change, stamped `stamp`.
+    fn grab_credit_items(&self, packet: &Packet, grab: &LoggedGrab, stamp: Millis) -> [TransactWriteItem; 3] {
+        let grab_item = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("grab item put");
+        let [movement, balance] =
+            self.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), None, grab.at_ms, stamp);
+        [TransactWriteItem::builder().put(grab_item).build(), movement, balance]
     }
 
     /// The events of packet `id`'s casualties (`GrabRegranted`, `GrabRevoked`), for operators
@@ -120,12 +226,16 @@ impl DynamoLedger {
 }
 
 impl SettleLedger for DynamoLedger {
-    /// Records grabs, each with two conditional writes, up to [`WRITES_IN_FLIGHT`] at a time:
-    /// first the claim on its share (`SHARE#<seq>`: new, or held by this user for this amount),
-    /// then the grab item (`GRAB#<user>`: new, or the same share and amount). The conditions
-    /// make the writes idempotent for the same grab and refuse any other: no share is paid to
-    /// two users, no user is paid two shares, no amount changes. Returns the grabs refused.
+    /// Records grabs: first the claim on each one's share (`SHARE#<seq>`: new, or held by this
+    /// user for this amount), then its grab item (`GRAB#<user>`: new, or the same share and
+    /// amount), up to [`WRITES_IN_FLIGHT`] writes at a time; with the wallet, the grab items
+    /// and their credits go in transactions of several grabs. The conditions make the writes
+    /// idempotent for the same grab and refuse any other: no share is paid to two users, no
+    /// user is paid two shares, no amount changes. Returns the grabs refused.
     async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+        if self.funds == Funds::Wallet {
+            return self.record_grabs_in_batches(packet, grabs).await;
+        }
         // The futures are built first: a stream holding a closure over borrowed items trips
         // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
         let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
@@ -146,23 +256,7 @@ impl SettleLedger for DynamoLedger {
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
         let stamp = write_stamp();
         if self.funds == Funds::Wallet {
-            let grab_item = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
-                .condition_expression("attribute_not_exists(pk)")
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .build()
-                .expect("grab item put");
-            let mut items = vec![TransactWriteItem::builder().put(grab_item).build()];
-            items.extend(self.credit(
-                &grab.user,
-                MovementKind::Grab,
-                grab.amount_cents,
-                Some(&packet.id),
-                None,
-                grab.at_ms,
-                stamp,
-            ));
+            let items = self.grab_credit_items(packet, grab, stamp).to_vec();
             let written = self.transact_retrying_conflicts(items).await;
             let Err(error) = written else { return Ok(false) };
             let Some(reasons) = cancellation_reasons(&error) else { return Err(write_failed(error)) };
@@ -417,5 +511,34 @@ where
             ApiError::Internal(format!("DynamoDB refused a write: {}", DisplayErrorContext(&error)))
         }
         _ => unavailable(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::UserId;
+
+    fn grab(seq: u32, user: &str) -> LoggedGrab {
+        LoggedGrab { seq, user: UserId::from_claim(user).unwrap(), amount_cents: 10, at_ms: 0 }
+    }
+
+    #[test]
+    fn credit_batches_hold_each_user_once_and_every_grab_exactly_once() {
+        let mut grabs: Vec<LoggedGrab> = (1..=60).map(|seq| grab(seq, &format!("u{seq}"))).collect();
+        // After a failover a user can appear twice in one packet's log.
+        grabs.push(grab(61, "u7"));
+        grabs.push(grab(62, "u7"));
+        let refs: Vec<&LoggedGrab> = grabs.iter().collect();
+        let batches = batches_of_distinct_users(&refs);
+        for batch in &batches {
+            assert!(batch.len() <= CREDITS_PER_TRANSACTION);
+            let users: std::collections::HashSet<_> = batch.iter().map(|grab| &grab.user).collect();
+            assert_eq!(users.len(), batch.len(), "a user twice in one transaction");
+        }
+        let mut seqs: Vec<u32> = batches.iter().flatten().map(|grab| grab.seq).collect();
+        seqs.sort();
+        assert_eq!(seqs, (1..=62).collect::<Vec<_>>());
+        assert_eq!(batches.len(), 4, "60 in three batches, the two repeats of u7 after them");
     }
 }
