@@ -51,8 +51,13 @@ pub struct Drain {
 /// 100 packets of `shares` shares with 100 grabs each, recorded in the ledger and grabbed in
 /// Redis: finished when `shares` is 100, open (not due) when more.
 async fn prepare(store: &RedisStore, ledger: &DynamoLedger, shares: u32) -> Vec<Packet> {
+    prepare_packets(store, ledger, PACKETS, shares).await
+}
+
+/// `count` packets of `shares` shares with 100 grabs each, as [`prepare`] makes them.
+pub async fn prepare_packets(store: &RedisStore, ledger: &DynamoLedger, count: usize, shares: u32) -> Vec<Packet> {
     let mut packets = Vec::new();
-    for _ in 0..PACKETS {
+    for _ in 0..count {
         let packet = load_packet(store, PacketKind::Lucky, 20_000, shares).await;
         ledger.record_packet(&packet, None).await.expect("record packet");
         for user in 0..100 {

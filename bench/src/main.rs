@@ -2,7 +2,9 @@
 //! the same Redis; split, send and settle throughput; cold starts and footprint; fairness.
 //! Expects the Redis and DynamoDB Local that `scripts/bench.sh` starts (REDIS_URL,
 //! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds. With `BENCH_SEEDS_ONLY` set it
-//! runs the seeds' comparison alone and prints it (for `perf record` of the client side).
+//! runs the seeds' comparison alone and prints it (for `perf record` of the client side); with
+//! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab.
+#![recursion_limit = "256"]
 
 mod cold;
 mod drain;
@@ -16,6 +18,7 @@ mod seeds;
 mod settle_scale;
 mod stats;
 mod throughput;
+mod write_units;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +66,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // For tuning settle's writes: the drain comparison alone, printed.
         let drain = drain::compare(&config, &ledger, &client).await;
         println!("{}", serde_json::to_string_pretty(&drain)?);
+        let money_trail = write_units::money_trail(&config, &client).await;
+        println!("{}", serde_json::to_string_pretty(&money_trail)?);
         return Ok(());
     }
     step("cold starts (20 per binary), DynamoDB Local over TLS");
@@ -99,6 +104,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let send = throughput::sends(send_service).await;
     step("settle against a naive drain");
     let drain = drain::compare(&config, &ledger, &client).await;
+    step("write units per grab of settle's money trail");
+    let money_trail = write_units::money_trail(&config, &client).await;
     step("settle against open packets and new grabs; freshness while draining");
     let settle_scale = settle_scale::measure(&config, &ledger).await;
     step("fairness (100,000 packets per rule)");
@@ -119,6 +126,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         splits,
         send,
         drain,
+        money_trail,
         settle_scale,
         binaries,
         binaries_before,

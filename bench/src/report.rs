@@ -69,6 +69,7 @@ pub struct Results {
     pub splits: Vec<Split>,
     pub send: RunStats,
     pub drain: Drain,
+    pub money_trail: crate::write_units::MoneyTrail,
     pub settle_scale: crate::settle_scale::SettleScale,
     pub binaries: Vec<Binary>,
     /// The same starts on an earlier build's binaries (`COLD_BEFORE_DIR`), with where they came from.
@@ -155,6 +156,10 @@ impl Results {
             "settle_items_per_s": self.drain.settle_items_per_s,
             "settle_ceiling_items_per_s": self.drain.settle_ceiling_items_per_s,
             "settle_wallet_items_per_s": self.drain.settle_wallet_items_per_s,
+            "settle_wallet_ratio": self.drain.settle_wallet_items_per_s / self.drain.settle_items_per_s,
+            "money_trail_write_units_per_grab": self.money_trail.wallet_units_per_grab,
+            "money_trail_reported_write_units_per_grab": self.money_trail.wallet_reported_units_per_grab,
+            "settle_write_units_per_grab_without_wallet": self.money_trail.none_units_per_grab,
             "settle_full_run_items_per_s": self.drain.settle_full_run_items_per_s,
             "naive_settle_items_per_s": self.drain.naive_items_per_s,
             "settle_redis_commands_per_run_idle_1k": self.settle_scale.idle[0].redis_commands,
@@ -395,7 +400,14 @@ impl Results {
         let d = &self.drain;
         let _ = writeln!(md, "## Settle: persisting, the whole run, a naive drain\n");
         let _ = writeln!(md, "100 packets of 100 grabs each into DynamoDB Local, grabs persisted per second. *Persisting*: open packets (200 shares, 100 grabbed), so a run only persists; *the bare calls*: the same two conditional PutItems per grab through the ledger adapter, {} packets at a time, no Redis and no settle logic (`settle_ceiling_items_per_s`); *the whole run*: finished packets, persisted and finalised.\n", red_packets::settle::PACKETS_IN_FLIGHT);
-        let _ = writeln!(md, "| drain | grabs/s |\n|---|---|\n| settle persisting ({} grabs) | {:.0} |\n| the bare calls: two conditional PutItems per grab | {:.0} |\n| settle's whole run: persist, close, claim the refund's shares, finalise, reconcile, retire | {:.0} |\n| naive: one unconditional PutItem per grab, in order ({} grabs) | {:.0} |\n| DynamoDB Local's ceiling: bare BatchWriteItem of 25 items, 16 in flight (items/s) | {:.0} |\n| settle persisting with the wallet (`FUNDS=wallet`: the share's claim, then one transaction of grab item, movement and balance) | {:.0} |\n", d.settle_items, d.settle_items_per_s, d.settle_ceiling_items_per_s, d.settle_full_run_items_per_s, d.naive_items, d.naive_items_per_s, d.batch_ceiling_items_per_s, d.settle_wallet_items_per_s);
+        let _ = writeln!(md, "| drain | grabs/s |\n|---|---|\n| settle persisting ({} grabs) | {:.0} |\n| the bare calls: two conditional PutItems per grab | {:.0} |\n| settle's whole run: persist, close, claim the refund's shares, finalise, reconcile, retire | {:.0} |\n| naive: one unconditional PutItem per grab, in order ({} grabs) | {:.0} |\n| DynamoDB Local's ceiling: bare BatchWriteItem of 25 items, 16 in flight (items/s) | {:.0} |\n| settle persisting with the wallet (`FUNDS=wallet`: the shares' claims, then transactions of 25 grabs' items, movements and balances) | {:.0} |\n", d.settle_items, d.settle_items_per_s, d.settle_ceiling_items_per_s, d.settle_full_run_items_per_s, d.naive_items, d.naive_items_per_s, d.batch_ceiling_items_per_s, d.settle_wallet_items_per_s);
+        let m = &self.money_trail;
+        let _ = writeln!(
+            md,
+            "With the wallet, settle persists at {:.2} x its rate without it (target 0.7 x).\n",
+            d.settle_wallet_items_per_s / d.settle_items_per_s
+        );
+        let _ = writeln!(md, "Write units per grab persisted ({} grabs, every write settle issued counted by an interceptor on the client, {} failed): by AWS's pricing rules applied to the items written (1 a KB for a write, 2 a KB for a transaction's item, 1 a KB for each index entry), and as DynamoDB Local reported them (`ReturnConsumedCapacity: INDEXES`; Local prices a transaction at a flat 4.0, whatever it holds).\n\n| write units per grab | by AWS's rules | Local's report |\n|---|---|---|\n| with the wallet: claim, grab item and its history entry, movement, balance | {:.2} | {:.2} |\n| without (`FUNDS=none`): claim, grab item and its history entry | {:.2} | {:.2} |\n", m.grabs, m.failed_writes, m.wallet_units_per_grab, m.wallet_reported_units_per_grab, m.none_units_per_grab, m.none_reported_units_per_grab);
 
         let _ = writeln!(md, "## Settle against what is open and what is new\n");
         let _ = writeln!(md, "One run over every shard (`Settler::run`), on a Redis whose recovery sweep is not due: idle open packets (loaded, never grabbed), then new grabs among 100,000 of them (5 grabs on each of some of these 10-share packets, so they stay open). Redis commands from `INFO commandstats`, DynamoDB requests from an interceptor on the client.\n");
