@@ -327,6 +327,8 @@ impl PacketAcc {
     const RECORDED: u8 = 2;
     /// Finalised as of the cut-off.
     const FINALISED: u8 = 4;
+    /// Its grabs were read from its claims (with the wallet, a grab's record is its credit).
+    const CLAIMS: u8 = 8;
 
     fn read(&self) -> bool {
         self.flags & Self::READ != 0
@@ -469,10 +471,14 @@ impl BooksFold {
         }
         let mut balance = None;
         let mut sum: i128 = 0;
+        let mut grabbed: HashMap<PacketId, u32> = HashMap::new();
         for item in items {
             match item {
                 LedgerItem::Balance { balance_cents, .. } => balance = Some(balance_cents),
                 LedgerItem::Movement(movement) => {
+                    if let (MovementKind::Grab, Some(id)) = (movement.kind, &movement.packet_id) {
+                        *grabbed.entry(id.clone()).or_default() += 1;
+                    }
                     let delta = movement.kind.delta(movement.amount_cents);
                     sum += delta;
                     self.movements += 1;
@@ -487,6 +493,13 @@ impl BooksFold {
                 }
                 _ => {}
             }
+        }
+        // One user, one share of a packet: a second credit for it is a movement twice.
+        let mut twice: Vec<(PacketId, u32)> = grabbed.into_iter().filter(|(_, credits)| *credits > 1).collect();
+        twice.sort();
+        for (id, credits) in twice {
+            let what = format!("{credits} grab credits of packet {id}");
+            self.differ(format!("wallet:{user}"), DifferenceClass::MovementTwice, what);
         }
         let balance_cents = balance.unwrap_or(0);
         if i128::from(balance_cents) != sum {
@@ -564,6 +577,19 @@ impl BooksFold {
                 _ => {}
             }
         }
+        // With the wallet a grab's record is its credit, in the grabber's wallet: the packet's
+        // own collection holds the claims, which stand for its grabs (each claim is written
+        // before its credit, so they match the credits only once the packet is finalised).
+        let claims_as_grabs = grabs.is_empty() && claims.values().any(|(holder, _)| holder.is_some());
+        if claims_as_grabs {
+            let mut held: Vec<_> = claims.iter().collect();
+            held.sort_by_key(|(seq, _)| **seq);
+            for (seq, (holder, cents)) in held {
+                if let Some(user) = holder {
+                    grabs.push((user.clone(), *seq, *cents, 0));
+                }
+            }
+        }
         // Every grab item has its claim (written first, and read after it: `SHARE#` sorts after
         // `GRAB#`), held by the same grabber for the same amount.
         for (user, seq, amount, _) in &grabs {
@@ -581,7 +607,8 @@ impl BooksFold {
         }
         acc.flags |= PacketAcc::READ;
         let Some((sender, total, status, written_at_ms, settled_at_ms)) = record else {
-            let grab_items = grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}"));
+            let name = if claims_as_grabs { "share claim" } else { "grab item" };
+            let grab_items = grabs.iter().map(|(user, _, amount, _)| format!("{name} of {user} for {amount}"));
             let refund_item = refund.map(|(amount, _)| format!("refund item for {amount}"));
             self.orphans.extend(grab_items.chain(refund_item).map(|what| (key, what)));
             return;
@@ -602,6 +629,9 @@ impl BooksFold {
         acc.sender = who(&sender);
         acc.total = total;
         acc.flags |= PacketAcc::RECORDED | if finalised { PacketAcc::FINALISED } else { 0 };
+        if claims_as_grabs {
+            acc.flags |= PacketAcc::CLAIMS;
+        }
     }
 
     /// The reconciliation of everything folded: the cross-checks of each packet and top-up,
@@ -649,7 +679,22 @@ impl BooksFold {
             let mut debit = Tally::default();
             debit.add(sender, total);
             self.compare(&subject, "debit of the total", debit, acc.debits);
-            self.compare(&subject, "credits of its grabs and refund", acc.paid, acc.credited);
+            if acc.flags & PacketAcc::CLAIMS == 0 {
+                self.compare(&subject, "credits of its grabs and refund", acc.paid, acc.credited);
+            } else if finalised && acc.paid != acc.credited {
+                // Every claim was credited before finalisation: a credit beyond them is a grab
+                // no claim accounts for (a second credit of one user shows in their wallet).
+                let class = if acc.credited.count > acc.paid.count {
+                    DifferenceClass::GrabWithoutClaim
+                } else {
+                    DifferenceClass::MovementMissing
+                };
+                let what = format!(
+                    "credits of its claims and refund: {} for {} claimed, {} credited for {}",
+                    acc.paid.count, acc.paid.cents, acc.credited.count, acc.credited.cents
+                );
+                self.differ(subject.clone(), class, what);
+            }
             let credited = i128::from(acc.credited.cents);
             if finalised {
                 if credited != i128::from(total) {
@@ -829,6 +874,59 @@ mod tests {
         let mut found: Vec<_> = result.differences.into_iter().map(|d| (d.class, d.to_string())).collect();
         found.extend(suspects.iter().filter_map(|s| s.confirm(Reread::Impossible)).map(|d| (d.class, d.to_string())));
         found
+    }
+
+    /// [`balanced`] as the wallet writes it: no grab items, the claims stand for the grabs and
+    /// the credits in the wallets are their records.
+    fn balanced_with_credits_as_records() -> (Vec<Vec<LedgerItem>>, PacketId) {
+        let (mut collections, id) = balanced();
+        collections[4].retain(|item| !matches!(item, LedgerItem::Grab { .. }));
+        (collections, id)
+    }
+
+    #[test]
+    fn with_the_wallet_a_packets_claims_stand_for_its_grabs() {
+        let (collections, id) = balanced_with_credits_as_records();
+        assert_eq!(found(collections.clone()), vec![], "balanced");
+
+        // Open, carol's claim written and her credit not yet (in flight): no difference, and
+        // what is not credited is in the open packet.
+        let mut open = collections.clone();
+        open[3] = vec![balance("carol", 0)];
+        open[1].retain(|item| !matches!(item, LedgerItem::Movement(m) if m.kind == MovementKind::Refund));
+        open[1][0] = balance("alice", 700);
+        open[4].retain(|item| !matches!(item, LedgerItem::Refund { .. } | LedgerItem::Claim { user: None, .. }));
+        if let LedgerItem::Packet { status, settled_at_ms, .. } = &mut open[4][0] {
+            *status = PacketStatus::Open;
+            *settled_at_ms = None;
+        }
+        let (books, _) = reconcile(open);
+        assert_eq!(books.differences, vec![]);
+        assert_eq!(books.in_open_packets_cents, 180);
+
+        // Finalised, bob's claim gone: his credit is a grab no claim accounts for.
+        let mut unclaimed = collections.clone();
+        unclaimed[4].retain(|item| !matches!(item, LedgerItem::Claim { seq: 1, .. }));
+        let differences = found(unclaimed);
+        assert!(
+            differences.iter().any(|(class, text)| *class == DifferenceClass::GrabWithoutClaim
+                && text.starts_with(&format!("packet:{id}: credits of its claims and refund: 2 for 180 claimed"))),
+            "{differences:?}"
+        );
+
+        // Carol credited twice for the packet: her wallet says so.
+        let mut twice = collections;
+        twice[3] = vec![
+            balance("carol", 200),
+            movement("carol", MovementKind::Grab, 100, Some(&id)),
+            movement("carol", MovementKind::Grab, 100, Some(&id)),
+        ];
+        let differences = found(twice);
+        assert!(
+            differences
+                .contains(&(DifferenceClass::MovementTwice, format!("wallet:carol: 2 grab credits of packet {id}"))),
+            "{differences:?}"
+        );
     }
 
     #[test]

@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::items::{history_pk, packet_pk, CasualtyItem, GrabItem, PacketItem, META};
+use super::items::{history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, PacketItem, META};
 use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
-use crate::domain::{PacketId, PacketStatus, UserId};
+use crate::domain::wallet::MovementKind;
+use crate::domain::{Funds, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 
 /// The history index's sort key prefix of `role`'s items.
@@ -47,6 +48,62 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
     Ok(strings.into_iter().map(|(name, value)| (name, AttributeValue::S(value))).collect())
 }
 
+/// The received-history entry of an item of the history index: a grab item, or a casualty
+/// (a grab a failover cost its share, with none left to give).
+fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, ApiError> {
+    let revoked = item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
+    Ok(if revoked {
+        let casualty: CasualtyItem = from_item(item)?;
+        HistoryItem {
+            status: PacketStatus::Open,
+            packet_id: casualty.packet_id,
+            sender: casualty.sender,
+            total_cents: casualty.total_cents,
+            count: casualty.count,
+            created_at: casualty.packet_created_at,
+            amount_cents: None,
+            grabbed_at: Some(casualty.acknowledged_at),
+            revoked_cents: Some(casualty.acknowledged_cents),
+        }
+    } else {
+        let grab: GrabItem = from_item(item)?;
+        HistoryItem {
+            status: PacketStatus::Open,
+            packet_id: grab.packet_id,
+            sender: grab.sender,
+            total_cents: grab.total_cents,
+            count: grab.count,
+            created_at: grab.packet_created_at,
+            amount_cents: Some(grab.amount_cents),
+            grabbed_at: Some(grab.grabbed_at),
+            revoked_cents: None,
+        }
+    })
+}
+
+/// The received history's cursor with the wallet: its owner and the last entry's place.
+#[derive(Serialize, Deserialize)]
+struct WalletCursor {
+    user: String,
+    before: String,
+}
+
+fn encode_wallet_cursor(owner: &UserId, place: &str) -> String {
+    let cursor = WalletCursor { user: owner.to_string(), before: place.to_owned() };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&cursor).expect("a cursor serializes"))
+}
+
+fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, ApiError> {
+    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
+    let cursor: WalletCursor = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    let fits = !cursor.before.is_empty() && cursor.before.len() <= 512;
+    if cursor.user != owner.as_str() || !fits {
+        return Err(invalid());
+    }
+    Ok(cursor.before)
+}
+
 impl DynamoLedger {
     /// One page of `user`'s history in `role`, newest first.
     pub async fn history(
@@ -56,6 +113,9 @@ impl DynamoLedger {
         limit: u32,
         cursor: Option<&str>,
     ) -> Result<HistoryPage, ApiError> {
+        if role == Role::Received && self.funds == Funds::Wallet {
+            return self.received_with_wallet(user, limit, cursor).await;
+        }
         let start = cursor.map(|cursor| decode_cursor(cursor, user, role)).transpose()?;
         let output = self
             .client
@@ -93,51 +153,119 @@ impl DynamoLedger {
                 .collect::<Result<Vec<_>, ApiError>>()?,
             Role::Received => {
                 // Grab items, and the grabs a failover cost their share with none left to give.
-                let received = found
-                    .into_iter()
-                    .map(|item| {
-                        let revoked =
-                            item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
-                        Ok(if revoked {
-                            let casualty: CasualtyItem = from_item(item)?;
-                            HistoryItem {
-                                status: PacketStatus::Open,
-                                packet_id: casualty.packet_id,
-                                sender: casualty.sender,
-                                total_cents: casualty.total_cents,
-                                count: casualty.count,
-                                created_at: casualty.packet_created_at,
-                                amount_cents: None,
-                                grabbed_at: Some(casualty.acknowledged_at),
-                                revoked_cents: Some(casualty.acknowledged_cents),
-                            }
-                        } else {
-                            let grab: GrabItem = from_item(item)?;
-                            HistoryItem {
-                                status: PacketStatus::Open,
-                                packet_id: grab.packet_id,
-                                sender: grab.sender,
-                                total_cents: grab.total_cents,
-                                count: grab.count,
-                                created_at: grab.packet_created_at,
-                                amount_cents: Some(grab.amount_cents),
-                                grabbed_at: Some(grab.grabbed_at),
-                                revoked_cents: None,
-                            }
-                        })
-                    })
-                    .collect::<Result<Vec<HistoryItem>, ApiError>>()?;
-                let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
-                received
-                    .into_iter()
-                    .map(|item| HistoryItem {
-                        status: statuses.get(&item.packet_id).copied().unwrap_or(PacketStatus::Open),
-                        ..item
-                    })
-                    .collect()
+                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, ApiError>>()?;
+                self.with_statuses(received).await?
             }
         };
         Ok(HistoryPage { items, next_cursor })
+    }
+
+    /// The received history with the wallet, where a grab's record is its credit in the
+    /// grabber's wallet (`MOVE#<packet's creation>#grab#<id>`): those credits, newest packet
+    /// first, merged with the entries of the history index (the revoked grabs; grab items
+    /// written before the credit was the record). The cursor is the last entry's place in that
+    /// order, for its owner only.
+    async fn received_with_wallet(
+        &self,
+        user: &UserId,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, ApiError> {
+        let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
+        let limit = limit as usize;
+        let upper = match &before {
+            Some(place) => format!("MOVE#{place}"),
+            None => "MOVE$".to_owned(),
+        };
+        let mut entries: Vec<(String, HistoryItem)> = Vec::new();
+        let mut start = None;
+        let mut more_credits = true;
+        while entries.len() < limit && more_credits {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :wallet AND sk BETWEEN :first AND :upper")
+                .filter_expression("kind = :grab")
+                .expression_attribute_values(":wallet", AttributeValue::S(wallet_pk(user)))
+                .expression_attribute_values(":first", AttributeValue::S("MOVE#".into()))
+                .expression_attribute_values(":upper", AttributeValue::S(upper.clone()))
+                .expression_attribute_values(":grab", AttributeValue::S(MovementKind::Grab.as_str().into()))
+                .scan_index_forward(false)
+                .limit(100)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in output.items.unwrap_or_default() {
+                let credit: MovementItem = from_item(item)?;
+                let place = credit.sk.trim_start_matches("MOVE#").to_owned();
+                if before.as_ref().is_some_and(|before| &place >= before) {
+                    continue;
+                }
+                let Some(grab) = credit.grab else { continue };
+                let Some(packet_id) = credit.packet_id else { continue };
+                let entry = HistoryItem {
+                    status: PacketStatus::Open,
+                    packet_id,
+                    sender: grab.sender,
+                    total_cents: grab.total_cents,
+                    count: grab.count,
+                    created_at: grab.packet_created_at,
+                    amount_cents: Some(credit.amount_cents),
+                    grabbed_at: Some(credit.at),
+                    revoked_cents: None,
+                };
+                entries.push((place, entry));
+            }
+            start = output.last_evaluated_key;
+            more_credits = start.is_some();
+        }
+        // The index's entries are few (a revoked grab is rare): all of them, in the same order.
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(HISTORY_INDEX)
+            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
+            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
+            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(Role::Received).into()))
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(unavailable)?;
+            let suffix = match item.get("sk").and_then(|sk| sk.as_s().ok()) {
+                Some(sk) if sk.starts_with("CASUALTY#") => format!("#{sk}"),
+                _ => String::new(),
+            };
+            let entry = received_item(item)?;
+            let place = format!("{}#grab#{}{suffix}", entry.created_at, entry.packet_id);
+            if before.as_ref().is_none_or(|before| &place < before) {
+                entries.push((place, entry));
+            }
+        }
+        entries.sort_by(|a, b| b.0.cmp(&a.0));
+        let next_cursor = if entries.len() > limit || more_credits {
+            entries.truncate(limit);
+            entries.last().map(|(place, _)| encode_wallet_cursor(user, place))
+        } else {
+            None
+        };
+        let items = entries.into_iter().map(|(_, entry)| entry).collect();
+        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+    }
+
+    /// `received` with each packet's current status.
+    async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, ApiError> {
+        let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
+        Ok(received
+            .into_iter()
+            .map(|item| HistoryItem {
+                status: statuses.get(&item.packet_id).copied().unwrap_or(PacketStatus::Open),
+                ..item
+            })
+            .collect())
     }
 
     /// The current status of each packet (one BatchGetItem; at most 100 ids, the page limit).
@@ -206,5 +334,17 @@ mod tests {
         assert!(decode_cursor(&cursor, &UserId::from_claim("mallory").unwrap(), Role::Sent).is_err());
         assert!(decode_cursor("not base64!", &alice, Role::Sent).is_err());
         assert!(decode_cursor(&URL_SAFE_NO_PAD.encode(b"[]"), &alice, Role::Sent).is_err());
+    }
+
+    #[test]
+    fn a_wallet_cursor_round_trips_for_its_owner_only() {
+        let alice = UserId::from_claim("alice").unwrap();
+        let place = "2026-11-21T08:00:00.000Z#grab#0123";
+        let cursor = encode_wallet_cursor(&alice, place);
+        assert_eq!(decode_wallet_cursor(&cursor, &alice).unwrap(), place);
+        assert!(decode_wallet_cursor(&cursor, &UserId::from_claim("mallory").unwrap()).is_err());
+        assert!(decode_wallet_cursor("not base64!", &alice).is_err());
+        let empty = URL_SAFE_NO_PAD.encode(br#"{"user":"alice","before":""}"#);
+        assert!(decode_wallet_cursor(&empty, &alice).is_err());
     }
 }

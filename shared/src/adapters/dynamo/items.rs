@@ -499,9 +499,77 @@ pub struct MovementItem {
     /// The write stamp of the transaction that wrote it ([`write_stamp`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_at_ms: Option<Millis>,
+    /// A grab's credit only: the grab it records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grab: Option<GrabDetails>,
+}
+
+/// What a grab's movement holds besides the money: the share, when it was grabbed, and enough
+/// of its packet for the grabber's received history.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GrabDetails {
+    pub seq: u32,
+    pub grabbed_at_ms: Millis,
+    pub sender: UserId,
+    pub total_cents: Cents,
+    pub count: u32,
+    pub packet_created_at: String,
+}
+
+/// Sort key of `user`'s credit of their grab of the packet `id` created at `created_at_ms`:
+/// one per user and packet, whatever share or time the grab had, so the movement's own
+/// condition (new) refuses paying a user a second share of one packet. It sorts among the
+/// wallet's movements by the packet's creation.
+pub fn grab_movement_sk(created_at_ms: Millis, id: &PacketId) -> String {
+    format!("MOVE#{}#{}#{id}", rfc3339(created_at_ms), MovementKind::Grab.as_str())
 }
 
 impl MovementItem {
+    /// The credit of `grab` of `packet` to its grabber, which is also the ledger's record of
+    /// the grab (`GrabRecorded`), written at `written_at_ms`.
+    pub fn grab(packet: &Packet, grab: &LoggedGrab, written_at_ms: Millis) -> Self {
+        let at = rfc3339(grab.at_ms);
+        MovementItem {
+            pk: wallet_pk(&grab.user),
+            sk: grab_movement_sk(packet.created_at_ms, &packet.id),
+            user: grab.user.clone(),
+            kind: MovementKind::Grab,
+            amount_cents: grab.amount_cents,
+            packet_id: Some(packet.id.clone()),
+            reference: None,
+            event: LedgerEvent::new(
+                EventType::GrabRecorded,
+                packet.id.as_str(),
+                Some(&packet.id),
+                &grab.user,
+                grab.amount_cents,
+                at.clone(),
+            ),
+            at,
+            at_ms: grab.at_ms,
+            written_at_ms: Some(written_at_ms),
+            grab: Some(GrabDetails {
+                seq: grab.seq,
+                grabbed_at_ms: grab.at_ms,
+                sender: packet.sender.clone(),
+                total_cents: packet.total_cents,
+                count: packet.count,
+                packet_created_at: rfc3339(packet.created_at_ms),
+            }),
+        }
+    }
+
+    /// The grab a grab's credit records.
+    pub fn logged(&self) -> Option<LoggedGrab> {
+        let grab = self.grab.as_ref()?;
+        Some(LoggedGrab {
+            seq: grab.seq,
+            user: self.user.clone(),
+            amount_cents: self.amount_cents,
+            at_ms: grab.grabbed_at_ms,
+        })
+    }
+
     /// The movement of `amount_cents` of `kind` for `user` at `at_ms`, about a packet or a
     /// top-up's reference, written at `written_at_ms`.
     pub fn new(
@@ -534,6 +602,7 @@ impl MovementItem {
             at,
             at_ms,
             written_at_ms: Some(written_at_ms),
+            grab: None,
         }
     }
 

@@ -6,12 +6,14 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use futures::stream::{self, StreamExt};
 
 use super::items::{
-    open_partitions, packet_pk, write_stamp, CasualtyItem, GrabItem, PacketItem, RefundItem, ShareItem, META, REFUND,
-    SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
+    grab_movement_sk, open_partitions, packet_pk, wallet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem,
+    PacketItem, RefundItem, ShareItem, META, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
 use super::{
     cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX,
@@ -19,18 +21,21 @@ use super::{
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::recovery::Casualty;
-use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
+use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal, ShareClaim, ShareHolder};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
-use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus};
+use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::error::ApiError;
 use crate::ports::SettleLedger;
 
 /// Conditional writes one packet's settle keeps in flight at once.
 const WRITES_IN_FLIGHT: usize = 32;
 
-/// Grabs credited in one transaction with the wallet: three items each, within
+/// Grabs credited in one transaction with the wallet: two items each, within
 /// TransactWriteItems' 100 items.
-const CREDITS_PER_TRANSACTION: usize = 25;
+const CREDITS_PER_TRANSACTION: usize = 50;
+
+/// How many times a `BatchGetItem` is sent again for the keys DynamoDB left unprocessed.
+const UNPROCESSED_ATTEMPTS: u32 = 8;
 
 /// Credit transactions one packet's settle keeps in flight at once.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -97,29 +102,41 @@ impl DynamoLedger {
         }
     }
 
-    /// With the wallet: claims every grab's share, then credits the claimed grabs in
-    /// transactions of up to [`CREDITS_PER_TRANSACTION`], each grab's item, movement and
-    /// balance change under the same conditions as one grab's own transaction. A transaction
-    /// cancelled for any of its grabs (one recorded before, a conflict that outlasted the
-    /// retries) is redone grab by grab, so each gets its own answer.
+    /// With the wallet: the grabs in batches of up to [`CREDITS_PER_TRANSACTION`] distinct
+    /// users, each batch claiming its grabs' shares, then crediting the claimed ones in one
+    /// transaction, each grab's credit and balance change under the same conditions as one
+    /// grab's own transaction; [`BATCHES_IN_FLIGHT`] batches at a time, so one batch's claims
+    /// overlap another's credits. A transaction cancelled for any of its grabs (one recorded
+    /// before, a conflict that outlasted the retries) is redone grab by grab, so each gets its
+    /// own answer.
     async fn record_grabs_in_batches(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
-        let claims: Vec<_> = grabs.iter().map(|grab| self.claim_share(packet, grab)).collect();
+        let grabs: Vec<&LoggedGrab> = grabs.iter().collect();
+        let batches: Vec<_> =
+            batches_of_distinct_users(&grabs).into_iter().map(|batch| self.claim_and_credit(packet, batch)).collect();
+        let outcomes: Vec<Result<Vec<Refusal>, ApiError>> =
+            stream::iter(batches).buffer_unordered(BATCHES_IN_FLIGHT).collect().await;
+        let mut refused = Vec::new();
+        for outcome in outcomes {
+            refused.extend(outcome?);
+        }
+        Ok(refused)
+    }
+
+    /// Claims the shares of `batch`, then credits the grabs whose claims hold.
+    async fn claim_and_credit(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, ApiError> {
+        let claims: Vec<_> = batch.iter().map(|grab| self.claim_share(packet, grab)).collect();
         let claimed: Vec<Result<Option<Refusal>, ApiError>> =
             stream::iter(claims).buffered(WRITES_IN_FLIGHT).collect().await;
         let mut refused = Vec::new();
         let mut to_credit = Vec::new();
-        for (grab, claim) in grabs.iter().zip(claimed) {
+        for (grab, claim) in batch.into_iter().zip(claimed) {
             match claim? {
                 Some(refusal) => refused.push(refusal),
                 None => to_credit.push(grab),
             }
         }
-        let batches: Vec<_> =
-            batches_of_distinct_users(&to_credit).into_iter().map(|batch| self.credit_grabs(packet, batch)).collect();
-        let outcomes: Vec<Result<Vec<Refusal>, ApiError>> =
-            stream::iter(batches).buffer_unordered(BATCHES_IN_FLIGHT).collect().await;
-        for outcome in outcomes {
-            refused.extend(outcome?);
+        if !to_credit.is_empty() {
+            refused.extend(self.credit_grabs(packet, to_credit).await?);
         }
         Ok(refused)
     }
@@ -148,19 +165,63 @@ impl DynamoLedger {
         }
     }
 
-    /// A grab's three transaction items with the wallet: its grab item (only if new), the
-    /// grabber's movement and their balance change, stamped `stamp`.
-    fn grab_credit_items(&self, packet: &Packet, grab: &LoggedGrab, stamp: Millis) -> [TransactWriteItem; 3] {
-        let grab_item = Put::builder()
+    /// The grabs of packet `id` (created at `created_at_ms`) recorded as `users`' credits,
+    /// read by key (`BatchGetItem`, strongly consistent, 100 keys a request).
+    async fn grab_credits(
+        &self,
+        created_at_ms: Millis,
+        id: &PacketId,
+        users: &[&UserId],
+    ) -> Result<Vec<LoggedGrab>, ApiError> {
+        let sk = grab_movement_sk(created_at_ms, id);
+        let mut grabs = Vec::new();
+        for chunk in users.chunks(100) {
+            let keys = chunk.iter().map(|user| {
+                HashMap::from([
+                    ("pk".to_owned(), AttributeValue::S(wallet_pk(user))),
+                    ("sk".to_owned(), AttributeValue::S(sk.clone())),
+                ])
+            });
+            let mut request = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys.collect()))
+                    .consistent_read(true)
+                    .build()
+                    .expect("credit keys"),
+            );
+            let mut attempt = 0;
+            while let Some(keys) = request.take() {
+                attempt += 1;
+                let read =
+                    self.client.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
+                for item in read.responses.and_then(|mut tables| tables.remove(&self.table)).unwrap_or_default() {
+                    let credit: MovementItem = from_item(item)?;
+                    grabs.extend(credit.logged());
+                }
+                request = read.unprocessed_keys.and_then(|mut tables| tables.remove(&self.table));
+                if request.is_some() {
+                    if attempt >= UNPROCESSED_ATTEMPTS {
+                        return Err(ApiError::dynamodb_unavailable("BatchGetItem kept leaving keys unprocessed"));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))).await;
+                }
+            }
+        }
+        Ok(grabs)
+    }
+
+    /// A grab's two transaction items with the wallet: its credit, which is also its record
+    /// (`WALLET#<user>` / `MOVE#<packet's creation>#grab#<id>`, only if new: one per user and
+    /// packet), and the grabber's balance change, stamped `stamp`.
+    fn grab_credit_items(&self, packet: &Packet, grab: &LoggedGrab, stamp: Millis) -> [TransactWriteItem; 2] {
+        let credit = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
+            .set_item(Some(to_item(&MovementItem::grab(packet, grab, stamp))))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .expect("grab item put");
-        let [movement, balance] =
-            self.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), None, grab.at_ms, stamp);
-        [TransactWriteItem::builder().put(grab_item).build(), movement, balance]
+            .expect("grab credit put");
+        [TransactWriteItem::builder().put(credit).build(), self.balance_credit(&grab.user, grab.amount_cents)]
     }
 
     /// The events of packet `id`'s casualties (`GrabRegranted`, `GrabRevoked`), for operators
@@ -212,6 +273,21 @@ impl DynamoLedger {
             }
         }
         let Some(meta) = meta else { return Ok(None) };
+        if self.funds == Funds::Wallet {
+            // The grabs are the holders' credits, in their wallets.
+            let recorded: Vec<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
+            let mut holders: Vec<&UserId> = claims
+                .iter()
+                .filter_map(|claim: &ShareClaim| match &claim.holder {
+                    ShareHolder::Grabber { user, .. } if !recorded.contains(&user) => Some(user),
+                    _ => None,
+                })
+                .collect();
+            holders.sort();
+            holders.dedup();
+            let credits = self.grab_credits(meta.created_at_ms, id, &holders).await?;
+            grabs.extend(credits);
+        }
         grabs.sort_by_key(|grab| grab.seq);
         Ok(Some(LedgerPacket {
             cancelled_at_ms: meta.cancelled_at_ms,
@@ -248,11 +324,12 @@ impl SettleLedger for DynamoLedger {
         Ok(refused)
     }
 
-    /// Writes the grab item of a grab whose share claim is written: returns true when the
-    /// user already holds a grab item for another share or amount (nothing is written then).
-    /// With the wallet, the grab item, the grabber's movement and their balance change are one
-    /// transaction: the grab item's condition (new) guards the credit, so a grab recorded again
-    /// (a retry, a parallel run) is never credited twice.
+    /// Records a grab whose share claim is written: returns true when the user already holds
+    /// a grab of this packet for another share or amount (nothing is written then). Without
+    /// the wallet, the record is the grab item (`PKT#<id>` / `GRAB#<user>`). With it, the
+    /// record is the grabber's credit, written with their balance change in one transaction:
+    /// the credit's condition (new, one per user and packet) guards the balance, so a grab
+    /// recorded again (a retry, a parallel run) is never credited twice.
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
         let stamp = write_stamp();
         if self.funds == Funds::Wallet {
@@ -261,15 +338,12 @@ impl SettleLedger for DynamoLedger {
             let Err(error) = written else { return Ok(false) };
             let Some(reasons) = cancellation_reasons(&error) else { return Err(write_failed(error)) };
             return match reasons.first() {
-                // Recorded before, with its credit: the same grab is done; another is refused.
+                // Recorded before (its credit): the same grab is done; another is refused.
                 Some(reason) if is_condition(reason) => {
-                    let recorded: Option<GrabItem> = reason.item().cloned().map(from_item).transpose()?;
+                    let recorded: Option<MovementItem> = reason.item().cloned().map(from_item).transpose()?;
+                    let recorded = recorded.and_then(|credit| credit.logged());
                     Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
                 }
-                _ if reasons.iter().any(is_condition) => Err(ApiError::Internal(format!(
-                    "packet {}: {}'s grab item is missing but its credit is written",
-                    packet.id, grab.user
-                ))),
                 _ => Err(unavailable(error)),
             };
         }
@@ -525,10 +599,10 @@ mod tests {
 
     #[test]
     fn credit_batches_hold_each_user_once_and_every_grab_exactly_once() {
-        let mut grabs: Vec<LoggedGrab> = (1..=60).map(|seq| grab(seq, &format!("u{seq}"))).collect();
+        let mut grabs: Vec<LoggedGrab> = (1..=120).map(|seq| grab(seq, &format!("u{seq}"))).collect();
         // After a failover a user can appear twice in one packet's log.
-        grabs.push(grab(61, "u7"));
-        grabs.push(grab(62, "u7"));
+        grabs.push(grab(121, "u7"));
+        grabs.push(grab(122, "u7"));
         let refs: Vec<&LoggedGrab> = grabs.iter().collect();
         let batches = batches_of_distinct_users(&refs);
         for batch in &batches {
@@ -538,7 +612,7 @@ mod tests {
         }
         let mut seqs: Vec<u32> = batches.iter().flatten().map(|grab| grab.seq).collect();
         seqs.sort();
-        assert_eq!(seqs, (1..=62).collect::<Vec<_>>());
-        assert_eq!(batches.len(), 4, "60 in three batches, the two repeats of u7 after them");
+        assert_eq!(seqs, (1..=122).collect::<Vec<_>>());
+        assert_eq!(batches.len(), 4, "120 in three batches, the two repeats of u7 after them");
     }
 }

@@ -32,6 +32,12 @@ impl DynamoLedger {
         written_at_ms: Millis,
     ) -> [TransactWriteItem; 2] {
         let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms, written_at_ms);
+        [self.new_movement(&movement), self.balance_credit(user, amount_cents)]
+    }
+
+    /// The change of `user`'s balance by a credit of `amount_cents`, as a transaction item:
+    /// `ADD` (created at 0), its count of movements with it.
+    pub(super) fn balance_credit(&self, user: &UserId, amount_cents: Cents) -> TransactWriteItem {
         let balance = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(wallet_pk(user)))
@@ -43,7 +49,7 @@ impl DynamoLedger {
             .expression_attribute_values(":user", AttributeValue::S(user.to_string()))
             .build()
             .expect("credit update");
-        [self.new_movement(&movement), TransactWriteItem::builder().update(balance).build()]
+        TransactWriteItem::builder().update(balance).build()
     }
 
     /// A send's debit of `amount_cents` from `user`, as two transaction items: the movement,
