@@ -22,6 +22,14 @@ use crate::grab_path::load_packet;
 /// Packets per run, each with 100 grabs.
 const PACKETS: usize = 100;
 
+/// Rounds of persisting without the wallet and with it, alternating.
+const PERSIST_ROUNDS: usize = 3;
+
+fn median(rates: &mut [f64]) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
 /// Grabs persisted per second by settle, by the bare calls, and by the naive drain, on the same
 /// shape of data.
 #[derive(Debug, Clone, Serialize)]
@@ -29,7 +37,8 @@ pub struct Drain {
     /// Grabs settle persisted from open packets (100 of 200 shares grabbed): persisting only.
     pub settle_items: u64,
     /// Settle's persisting rate: the run over those packets (snapshot, two conditional
-    /// PutItems per grab, the persisted mark, the dirty set), grabs per second.
+    /// PutItems per grab, the persisted mark, the dirty set), grabs per second; the median of
+    /// [`PERSIST_ROUNDS`] rounds.
     pub settle_items_per_s: f64,
     /// The same two conditional PutItems per grab on the same shape of items, through the
     /// ledger adapter alone (no Redis, no settle logic), [`PACKETS_IN_FLIGHT`] packets at a time.
@@ -44,7 +53,8 @@ pub struct Drain {
     /// DynamoDB Local's own ceiling: bare BatchWriteItem calls of 25 items, 16 at a time, no settle logic.
     pub batch_ceiling_items_per_s: f64,
     /// Settle's persisting with the wallet on (`FUNDS=wallet`): per grab the share's claim, then
-    /// one transaction of the grab item, the grabber's movement and balance, grabs per second.
+    /// its credit and balance change, in transactions of up to 50 grabs; grabs per second, the
+    /// median of [`PERSIST_ROUNDS`] rounds alternating with those without.
     pub settle_wallet_items_per_s: f64,
 }
 
@@ -107,31 +117,38 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
     };
     bare_calls("warm-up").await;
     let ceiling = bare_calls("ceiling").await;
-    let (persisting, persisting_elapsed) = {
-        let store = swept(on_prefix("persist")).await;
-        prepare(&store, ledger, 200).await;
-        let settler = Settler::new(store.clone(), ledger.clone());
-        let started = Instant::now();
-        let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
-        (summary.grabs_persisted, started.elapsed())
+    // Persisting without the wallet and with it, in alternating rounds (DynamoDB Local's pace
+    // drifts between runs of a few seconds): the median of each.
+    let mut wallet_config = config.clone();
+    wallet_config.funds = red_packets::domain::Funds::Wallet;
+    let wallet = DynamoLedger::new(client.clone(), &wallet_config);
+    let funding = red_packets::domain::TopUp {
+        user: UserId::from_claim("bench-sender").expect("user"),
+        amount_cents: red_packets::domain::wallet::MAX_TOPUP_CENTS,
+        reference: format!("bench-{}", red_packets::domain::PacketId::random()),
     };
-    let settle_wallet_items_per_s = {
-        let mut wallet_config = config.clone();
-        wallet_config.funds = red_packets::domain::Funds::Wallet;
-        let wallet = DynamoLedger::new(client.clone(), &wallet_config);
-        let funding = red_packets::domain::TopUp {
-            user: UserId::from_claim("bench-sender").expect("user"),
-            amount_cents: red_packets::domain::wallet::MAX_TOPUP_CENTS,
-            reference: format!("bench-{}", red_packets::domain::PacketId::random()),
-        };
-        wallet.top_up(&funding, SystemClock.now_ms()).await.expect("top-up");
-        let store = swept(on_prefix("wallet")).await;
-        prepare(&store, &wallet, 200).await;
-        let settler = Settler::new(store.clone(), wallet.clone());
-        let started = Instant::now();
-        let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
-        summary.grabs_persisted as f64 / started.elapsed().as_secs_f64()
+    wallet.top_up(&funding, SystemClock.now_ms()).await.expect("top-up");
+    let persist = |ledger: DynamoLedger, suffix: String| {
+        let store = on_prefix(&suffix);
+        async move {
+            let store = swept(store).await;
+            prepare(&store, &ledger, 200).await;
+            let settler = Settler::new(store.clone(), ledger.clone());
+            let started = Instant::now();
+            let summary = settler.run(settler.shards_of(&Default::default()), None).await.expect("settle run");
+            (summary.grabs_persisted, summary.grabs_persisted as f64 / started.elapsed().as_secs_f64())
+        }
     };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    let mut persisting = 0;
+    for round in 0..PERSIST_ROUNDS {
+        let (grabs, rate) = persist(ledger.clone(), format!("persist-{round}")).await;
+        persisting = grabs;
+        without.push(rate);
+        with.push(persist(wallet.clone(), format!("wallet-{round}")).await.1);
+    }
+    let settle_items_per_s = median(&mut without);
+    let settle_wallet_items_per_s = median(&mut with);
     let store = swept(on_prefix("settle")).await;
     prepare(&store, ledger, 100).await;
     let settler = Settler::new(store.clone(), ledger.clone());
@@ -171,7 +188,7 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
     let batch_ceiling_items_per_s = batch_ceiling(config, client).await;
     Drain {
         settle_items: persisting,
-        settle_items_per_s: persisting as f64 / persisting_elapsed.as_secs_f64(),
+        settle_items_per_s,
         settle_ceiling_items_per_s: ceiling,
         settle_full_run_items_per_s: summary.grabs_persisted as f64 / settle_elapsed.as_secs_f64(),
         naive_items,

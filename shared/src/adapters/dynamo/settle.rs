@@ -126,7 +126,7 @@ impl DynamoLedger {
     async fn claim_and_credit(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, ApiError> {
         let claims: Vec<_> = batch.iter().map(|grab| self.claim_share(packet, grab)).collect();
         let claimed: Vec<Result<Option<Refusal>, ApiError>> =
-            stream::iter(claims).buffered(WRITES_IN_FLIGHT).collect().await;
+            stream::iter(claims).buffered(WRITES_IN_FLIGHT / BATCHES_IN_FLIGHT).collect().await;
         let mut refused = Vec::new();
         let mut to_credit = Vec::new();
         for (grab, claim) in batch.into_iter().zip(claimed) {
