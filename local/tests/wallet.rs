@@ -12,9 +12,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::books::{DifferenceClass, LedgerItem, MovementRecord};
+use red_packets::domain::recovery::{Casualty, Remedy};
+use red_packets::domain::settlement::LoggedGrab;
 use red_packets::domain::wallet::{MovementKind, TopUp};
 use red_packets::domain::{Cents, Funds, PacketId, PacketStatus, UserId};
 use red_packets::funds::{reconcile, Cutoff};
+use red_packets::ports::SettleLedger;
 use red_packets::settle::FaultPoint;
 use red_packets::{Clock, Config};
 use serde_json::json;
@@ -284,6 +287,73 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
         let held = balances.get(&user(who)).copied().unwrap_or(0);
         assert_eq!(i128::from(held), *balance, "{who}'s balance");
     }
+}
+
+/// With the wallet a grab's record is its credit, in the grabber's wallet: the grab costs one
+/// claim and one two-item transaction, no grab item. The received history reads the wallet,
+/// newest packet first, page by page without a repeat or a gap, merged with the revoked grabs
+/// of the history index; the ledger reads a packet's grabs back from its holders' credits; and
+/// a second share of one packet is refused by the credit's own key.
+#[tokio::test]
+async fn a_grabs_credit_is_its_record_in_the_history_and_the_ledger() {
+    let stack = wallet_stack("wallet-record").await;
+    top_up(&stack, "alice", 10_000, "record-1").await;
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let id = stack.send("alice", json!({ "total_cents": 200 + n, "count": 2 })).await;
+        assert_eq!(stack.grab(&id, "bob").await.0, 200);
+        ids.push(id);
+        stack.clock.advance(1_000);
+    }
+    stack.settle().await;
+    let items = records(&stack).await;
+    assert!(!items.iter().any(|item| matches!(item, LedgerItem::Grab { .. })), "no grab items with the wallet");
+
+    // A sixth packet whose grab by bob a failover revoked, as recovery records it.
+    let revoked = PacketId::parse(&stack.send("alice", json!({ "total_cents": 300, "count": 3 })).await).unwrap();
+    let packet = stack.ledger.ledger_packet(&revoked).await.unwrap().unwrap().packet;
+    let lost = LoggedGrab { seq: 1, user: user("bob"), amount_cents: 77, at_ms: stack.clock.now_ms() };
+    let casualty = Casualty { acknowledged: lost, remedy: Remedy::Revoked };
+    stack.ledger.record_casualty(&packet, &casualty, stack.clock.now_ms()).await.unwrap();
+
+    let mut seen: Vec<(String, Option<u64>, Option<u64>)> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let query = match &cursor {
+            Some(cursor) => format!("role=received&limit=2&cursor={cursor}"),
+            None => "role=received&limit=2".to_owned(),
+        };
+        let (status, page) = stack.history("bob", &query).await;
+        assert_eq!(status, 200, "{page}");
+        for item in page["items"].as_array().unwrap() {
+            let id = item["packet_id"].as_str().unwrap().to_owned();
+            seen.push((id, item["amount_cents"].as_u64(), item["revoked_cents"].as_u64()));
+        }
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        if let Some(cursor) = &cursor {
+            let (status, body) = stack.history("mallory", &format!("role=received&cursor={cursor}")).await;
+            assert_eq!(status, 400, "a cursor is its owner's only: {body}");
+        } else {
+            break;
+        }
+    }
+    let mut expected = vec![(revoked.to_string(), None, Some(77))];
+    for id in ids.iter().rev() {
+        let grabs = stack.ledger.ledger_packet(&PacketId::parse(id).unwrap()).await.unwrap().unwrap().grabs;
+        assert_eq!(grabs.len(), 1, "the ledger reads bob's grab back from his credit");
+        assert_eq!(grabs[0].user, user("bob"));
+        expected.push((id.clone(), Some(grabs[0].amount_cents), None));
+    }
+    assert_eq!(seen, expected, "newest packet first, each once");
+
+    // Bob's second share of a packet, as a failover could hand it: refused by his credit's key.
+    let first = PacketId::parse(&ids[0]).unwrap();
+    let recorded = stack.ledger.ledger_packet(&first).await.unwrap().unwrap();
+    let other_share = 3 - recorded.grabs[0].seq;
+    let again = LoggedGrab { seq: other_share, user: user("bob"), amount_cents: 1, at_ms: stack.clock.now_ms() };
+    let refused = stack.ledger.record_grabs(&recorded.packet, &[again]).await.unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_books_balance(&stack, "after the refusal").await;
 }
 
 /// Invariant 9: a balance changed behind the ledger's back is found, named with its amounts,
