@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::books::{DifferenceClass, LedgerItem, MovementRecord};
 use red_packets::domain::recovery::{Casualty, Remedy};
-use red_packets::domain::settlement::LoggedGrab;
+use red_packets::domain::settlement::{LoggedGrab, Refusal};
 use red_packets::domain::wallet::{MovementKind, TopUp};
 use red_packets::domain::{Cents, Funds, PacketId, PacketStatus, UserId};
 use red_packets::funds::{reconcile, Cutoff};
@@ -346,13 +346,21 @@ async fn a_grabs_credit_is_its_record_in_the_history_and_the_ledger() {
     }
     assert_eq!(seen, expected, "newest packet first, each once");
 
-    // Bob's second share of a packet, as a failover could hand it: refused by his credit's key.
-    let first = PacketId::parse(&ids[0]).unwrap();
-    let recorded = stack.ledger.ledger_packet(&first).await.unwrap().unwrap();
-    let other_share = 3 - recorded.grabs[0].seq;
-    let again = LoggedGrab { seq: other_share, user: user("bob"), amount_cents: 1, at_ms: stack.clock.now_ms() };
-    let refused = stack.ledger.record_grabs(&recorded.packet, &[again]).await.unwrap();
-    assert_eq!(refused.len(), 1, "{refused:?}");
+    // Bob's second share of a packet, as a failover could hand it, in one batch with carol's
+    // grab: the batch's transaction is cancelled, and grab by grab bob's is refused by his
+    // credit's key while carol's is recorded.
+    let id = PacketId::parse(&stack.send("alice", json!({ "total_cents": 300, "count": 3 })).await).unwrap();
+    assert_eq!(stack.grab(id.as_str(), "bob").await.0, 200);
+    stack.settle().await;
+    let recorded = stack.ledger.ledger_packet(&id).await.unwrap().unwrap();
+    let free: Vec<u32> = (1..=3).filter(|seq| *seq != recorded.grabs[0].seq).collect();
+    let now = stack.clock.now_ms();
+    let again = LoggedGrab { seq: free[0], user: user("bob"), amount_cents: 1, at_ms: now };
+    let carol = LoggedGrab { seq: free[1], user: user("carol"), amount_cents: 1, at_ms: now };
+    let refused = stack.ledger.record_grabs(&recorded.packet, &[again.clone(), carol.clone()]).await.unwrap();
+    assert_eq!(refused, vec![Refusal::UserPaid(again)], "the refusal is bob's, not carol's");
+    let grabs = stack.ledger.ledger_packet(&id).await.unwrap().unwrap().grabs;
+    assert!(grabs.contains(&carol), "{grabs:?}");
     assert_books_balance(&stack, "after the refusal").await;
 }
 

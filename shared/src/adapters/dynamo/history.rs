@@ -1,5 +1,7 @@
-//! `GET /me/packets`: the caller's own packets from the history GSI, newest first, paged with
-//! an opaque cursor that only its owner can use.
+//! `GET /me/packets`: the caller's own packets, newest first, paged with an opaque cursor that
+//! only its owner can use. Sent packets come from the history GSI; so do received grabs without
+//! the wallet. With the wallet a grab's record is its credit, so the received history reads the
+//! caller's wallet and merges in the GSI's few entries (revoked grabs).
 
 use std::collections::HashMap;
 

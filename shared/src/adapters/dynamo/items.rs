@@ -3,19 +3,21 @@
 //! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
 //! |---|---|---|---|---|
 //! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>#<id's last hex digit>` while open |
-//! | grab | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
+//! | grab (`FUNDS=none`) | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
 //! | share claim | `PKT#<id>` | `SHARE#<seq, 5 digits>` | | |
 //! | refund | `PKT#<id>` | `REFUND` | | |
 //! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
 //! | daily sends | `LIMIT#<sender>#<UTC day>` | `LIMIT` | | |
 //! | balance | `WALLET#<user>` | `BALANCE` | | |
 //! | movement | `WALLET#<user>` | `MOVE#<at>#<kind>#<packet id or reference>` | | |
+//! | grab credit (the wallet) | `WALLET#<user>` | `MOVE#<packet's created_at>#grab#<id>` | | |
 //! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
 //!
 //! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
 //! `packet_id`, `user`, `amount_cents`, `occurred_at`): the packet item when recorded
 //! (`PacketSent`) and when finalised (`PacketFinished` / `PacketExpired` / `PacketCancelled`),
-//! each grab item, the refund item and each movement. The EventBridge Pipe of `template.yaml`
+//! each grab item, the refund item and each movement (a grab's credit: `GrabRecorded`, since
+//! with the wallet the credit is the grab's record). The EventBridge Pipe of `template.yaml`
 //! reads them from the table's stream.
 
 use serde::{Deserialize, Serialize};

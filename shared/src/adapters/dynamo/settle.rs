@@ -68,7 +68,7 @@ fn batches_of_distinct_users<'a>(grabs: &[&'a LoggedGrab]) -> Vec<Vec<&'a Logged
 }
 
 impl DynamoLedger {
-    /// Claims `grab`'s share, then writes its grab item. A claim already held by the same
+    /// Claims `grab`'s share, then writes its record. A claim already held by the same
     /// user for the same amount is the same grab (recorded before, or grabbed again after a
     /// failover): it is left as it is, its first time kept.
     async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
@@ -151,8 +151,9 @@ impl DynamoLedger {
             Ok(()) => Ok(Vec::new()),
             Err(error) if cancellation_reasons(&error).is_some() => {
                 let writes: Vec<_> = batch.iter().map(|grab| self.put_grab_item(packet, grab)).collect();
+                // In order (`buffered`): each outcome is zipped back to its grab.
                 let outcomes: Vec<Result<bool, ApiError>> =
-                    stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
+                    stream::iter(writes).buffered(WRITES_IN_FLIGHT).collect().await;
                 let mut refused = Vec::new();
                 for (grab, outcome) in batch.iter().zip(outcomes) {
                     if outcome? {
@@ -275,11 +276,11 @@ impl DynamoLedger {
         let Some(meta) = meta else { return Ok(None) };
         if self.funds == Funds::Wallet {
             // The grabs are the holders' credits, in their wallets.
-            let recorded: Vec<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
+            let recorded: std::collections::HashSet<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
             let mut holders: Vec<&UserId> = claims
                 .iter()
                 .filter_map(|claim: &ShareClaim| match &claim.holder {
-                    ShareHolder::Grabber { user, .. } if !recorded.contains(&user) => Some(user),
+                    ShareHolder::Grabber { user, .. } if !recorded.contains(user) => Some(user),
                     _ => None,
                 })
                 .collect();
