@@ -35,8 +35,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub struct MoneyTrail {
     /// Grabs each figure was measured over.
     pub grabs: u64,
-    /// With the wallet, by AWS's pricing rules: claim, grab item and its history index entry,
-    /// movement, balance.
+    /// With the wallet, by AWS's pricing rules: the claim, then the grab's credit (its record)
+    /// and the balance in one transaction.
     pub wallet_units_per_grab: f64,
     /// With the wallet, as DynamoDB Local reported it.
     pub wallet_reported_units_per_grab: f64,
