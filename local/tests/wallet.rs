@@ -545,7 +545,10 @@ async fn each_planted_corruption_is_reported_with_its_class_and_ids() {
     has(DifferenceClass::MissingPacketRecord, &format!("packet:{}: share claim of bob", ids[0]));
     has(DifferenceClass::MovementTwice, &format!("wallet:carol: 2 grab credits of packet {}", ids[1]));
     has(DifferenceClass::MovementWithoutEvent, &format!("wallet:carol: movement {silent} carries no event"));
-    has(DifferenceClass::GrabWithoutClaim, &format!("packet:{}: credits of its claims and refund: 1 for", ids[2]));
+    has(
+        DifferenceClass::GrabWithoutClaim,
+        &format!("packet:{}: grabs credited to 2 user(s), claims held by 1", ids[2]),
+    );
     let classes: std::collections::BTreeSet<DifferenceClass> = books.differences.iter().map(|d| d.class).collect();
     eprintln!("figure: planted corruptions reported as {classes:?}");
 }
