@@ -531,7 +531,7 @@ pub fn books_scale_section() -> String {
     }
     let _ = writeln!(
         md,
-        "\nMemory follows the accounts (112 bytes a packet with its key, plus its wallets and top-ups), not the items; each pass keeps a share of them and reads the whole file again. Machine and file: {}.\n",
+        "\nMemory follows the accounts (136 bytes a packet with its key, plus its wallets and top-ups), not the items; each pass keeps a share of them and reads the whole file again. Machine and file: {}.\n",
         runs[0]["machine"].as_str().unwrap_or("this machine")
     );
     md
