@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
+.PHONY: run test check token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -11,6 +11,10 @@ run:
 ## make test: every test against a Redis and a DynamoDB Local of its own, then sam validate --lint
 test:
 	scripts/test.sh
+
+## make check: rustfmt, clippy -D warnings and the service-free tests (no Redis, no DynamoDB), in a minute or two
+check:
+	scripts/check.sh
 
 ## make token U=alice: a bearer token for the local API
 token:

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Lint first, so a formatting slip or a clippy warning fails in a minute, not after the suite.
+scripts/check.sh lint
+
 scripts/stack.sh install
 name="test-$$"
 exports=$(scripts/stack.sh start "$name" 0 0)
@@ -20,9 +23,8 @@ export FUNDS=none
 export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"
+# The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs).
 cargo build --workspace --bins --locked
-# The functions' release binaries, for AWS's Runtime Interface Emulator (events_on_binaries.rs).
-cargo build --release --locked -p send -p grab -p query -p settle -p funds
 LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
 valkey=$(scripts/stack.sh valkey-server)

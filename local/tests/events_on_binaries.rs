@@ -1,6 +1,7 @@
-//! Every sample in `events/` invoked on the function's real release binary (built by `make test`
-//! before the tests) under AWS's Lambda Runtime Interface Emulator, against the test Redis and
-//! DynamoDB Local: what `sam local invoke -e events/<file>` does inside its container.
+//! Every sample in `events/` invoked on the function's real binary (the dev build `make test`
+//! makes before the tests; `make invoke` and `make build` use the release build) under AWS's
+//! Lambda Runtime Interface Emulator, against the test Redis and DynamoDB Local: what
+//! `sam local invoke -e events/<file>` does inside its container.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,8 +33,8 @@ fn workspace() -> PathBuf {
 
 fn binary(name: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
-    let path = target.join("release").join(name);
-    assert!(path.exists(), "{} is missing: `cargo build --release` first (make test does)", path.display());
+    let path = target.join("debug").join(name);
+    assert!(path.exists(), "{} is missing: `cargo build --workspace --bins` first (make test does)", path.display());
     path
 }
 
@@ -62,7 +63,7 @@ fn every_sample_event_names_its_function() {
 /// One emulator at a time on this machine: it binds 127.0.0.1:9001 inside.
 static EMULATOR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A function's release binary under AWS's emulator, with `environment` on top of the test's:
+/// A function's binary under AWS's emulator, with `environment` on top of the test's:
 /// starts it, invokes each event, stops it. The caller holds [`EMULATOR`].
 async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<Value>) -> Vec<Value> {
     let rie = Rie::start_with(&binary(name), environment).await.unwrap_or_else(|error| panic!("{name}: {error}"));
@@ -79,7 +80,7 @@ async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
+async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let _emulator = EMULATOR.lock().await;
     let config = red_packets::Config::from_env().unwrap();
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
@@ -173,7 +174,7 @@ async fn the_sample_events_run_on_the_release_binaries_under_aws_lambda_rie() {
     assert_eq!(page["items"][0]["kind"], "topup", "{page}");
 }
 
-/// The ledger over TLS, as in AWS: `send`'s release binary reaches DynamoDB Local through a TLS
+/// The ledger over TLS, as in AWS: `send`'s binary reaches DynamoDB Local through a TLS
 /// front. Told to trust the front's authority (`AWS_CA_BUNDLE`) it records the packet; trusting
 /// only the Amazon Trust Services roots compiled in, it refuses the front's certificate and the
 /// send is a 503, so the certificate is checked.
