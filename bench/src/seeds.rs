@@ -364,7 +364,7 @@ pub async fn rounds(
     config: &Config,
     ledger: &DynamoLedger,
     rounds: usize,
-) -> Result<Vec<DesignResult>, red_packets::ApiError> {
+) -> Result<Vec<DesignResult>, red_packets::ports::StoreError> {
     let conn = RedisStore::new(config).connection().await?;
     let mut all: HashMap<&'static str, Vec<DesignResult>> = HashMap::new();
     for round in 0..rounds {

@@ -12,6 +12,7 @@ use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
 use red_packets::domain::books::LedgerItem;
 use red_packets::domain::wallet::TopUp;
 use red_packets::domain::{Funds, UserId};
+use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
 use serde_json::{json, Map, Value};
 use support::stack::Stack;

@@ -18,8 +18,8 @@ use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::packet::LedgerPacket;
 use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{Packet, PacketId, UserId};
-use red_packets::ports::{IdempotencyClaim, Ledger, Recorded};
-use red_packets::{ApiError, Config};
+use red_packets::ports::{IdempotencyClaim, Ledger, Recorded, StoreError};
+use red_packets::Config;
 use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
 
@@ -38,18 +38,18 @@ impl CountingLedger {
 }
 
 impl Ledger for CountingLedger {
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
         self.inner.record_packet(packet, claim).await
     }
 
-    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: i64) -> Result<(), ApiError> {
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: i64) -> Result<(), StoreError> {
         self.inner.cancel(id, sender, now_ms).await
     }
 
-    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         self.packet_reads.fetch_add(1, Ordering::SeqCst);
         if self.fail_next_read.swap(false, Ordering::SeqCst) {
-            return Err(ApiError::dynamodb_unavailable("injected: DynamoDB unreachable"));
+            return Err(StoreError::dynamodb_unavailable("injected: DynamoDB unreachable"));
         }
         self.inner.ledger_packet(id).await
     }
@@ -60,11 +60,11 @@ impl Ledger for CountingLedger {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> Result<HistoryPage, ApiError> {
+    ) -> Result<HistoryPage, StoreError> {
         self.inner.history(user, role, limit, cursor).await
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
         self.inner.wallet(user, limit, cursor).await
     }
 }

@@ -1,6 +1,12 @@
-//! The one error type every handler returns; [`crate::http::error_response`] maps it to HTTP.
+//! The HTTP edge's error: every handler returns it, [`crate::http::error_response`] maps it to
+//! a response. Nothing below the handlers speaks it: the domain refuses with
+//! [`Invalid`], the ports fail with [`StoreError`], and the two `From`s here are the only places
+//! those become HTTP statuses.
 
 use thiserror::Error;
+
+use crate::domain::Invalid;
+use crate::ports::{Conflict, StoreError};
 
 /// Everything a request can end in other than success.
 #[derive(Debug, Error)]
@@ -131,6 +137,32 @@ impl ApiError {
             ApiError::LimitExceeded { .. } => "limit_exceeded",
             ApiError::Unavailable { .. } => "unavailable",
             ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<Invalid> for ApiError {
+    fn from(invalid: Invalid) -> Self {
+        ApiError::InvalidRequest { field: invalid.field, message: invalid.message }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable { store, detail } => ApiError::Unavailable { dependency: store, detail },
+            StoreError::Corrupt(detail) => ApiError::Internal(format!("corrupt record: {detail}")),
+            StoreError::Rejected(detail) => ApiError::Internal(format!("the store refused a write: {detail}")),
+            StoreError::Invalid(invalid) => invalid.into(),
+            StoreError::Conflict(conflict) => match conflict {
+                Conflict::NoSuchPacket => ApiError::NotFound,
+                Conflict::NotTheSender => ApiError::Forbidden,
+                Conflict::NotOpen => ApiError::NotOpen,
+                Conflict::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
+                Conflict::LimitExceeded(field) => ApiError::LimitExceeded { field },
+                Conflict::InsufficientFunds => ApiError::InsufficientFunds,
+                Conflict::NoWallets => ApiError::NoWallets,
+            },
         }
     }
 }

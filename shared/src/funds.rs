@@ -4,17 +4,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapters::DynamoLedger;
 use crate::adapters::WRITES_LAND_WITHIN;
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::books::{combine, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::limits::utc_day;
 use crate::domain::statements::{day_bounds, Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
-use crate::domain::UserId;
-use crate::error::ApiError;
-use crate::ports::{Books, ReportSink};
-use crate::settle::RECONCILIATION_MISMATCH;
+use crate::domain::{Invalid, UserId};
+use crate::ports::{Books, ReportSink, StoreError, Wallets};
+use crate::telemetry::RECONCILIATION_MISMATCH;
+
+/// Why a funds request failed: the request itself (a bad day, a cut-off too late, a top-up the
+/// rules refuse), or the ledger.
+#[derive(Debug, thiserror::Error)]
+pub enum FundsError {
+    /// The request breaks a rule, named by its field.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The ledger failed (a top-up reference reused with another amount is its `Invalid`).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// What the `funds` function is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,15 +94,15 @@ impl Cutoff {
     }
 
     /// The cut-off `options` ask for, at `now_ms`: never later than a live one.
-    pub fn from_options(options: &ReconcileOptions, now_ms: Millis) -> Result<Self, ApiError> {
+    pub fn from_options(options: &ReconcileOptions, now_ms: Millis) -> Result<Self, Invalid> {
         let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
         let as_of_ms = match &options.as_of {
             None => latest,
             Some(text) => {
-                let at = parse_rfc3339(text).ok_or_else(|| ApiError::invalid("as_of", "not an RFC 3339 time"))?;
+                let at = parse_rfc3339(text).ok_or_else(|| Invalid::field("as_of", "not an RFC 3339 time"))?;
                 if at > latest {
                     let what = format!("later than {}: writes may still be landing behind it", rfc3339(latest));
-                    return Err(ApiError::invalid("as_of", what));
+                    return Err(Invalid::field("as_of", what));
                 }
                 at
             }
@@ -128,12 +138,12 @@ pub enum FundsResponse {
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 
 /// The cut-offs of `day`'s opening (its start) and closing (its end, or now less
-/// [`WRITES_LAND_WITHIN`] while it is not over): a 400 for a day that has not begun.
-pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), ApiError> {
-    let (start, end) = day_bounds(day).ok_or_else(|| ApiError::invalid("day", "not a day (YYYY-MM-DD)"))?;
+/// [`WRITES_LAND_WITHIN`] while it is not over); a day that has not begun is [`Invalid`].
+pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invalid> {
+    let (start, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
     let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
     if start - 1 > latest {
-        return Err(ApiError::invalid("day", "has not begun (or began less than a minute ago)"));
+        return Err(Invalid::field("day", "has not begun (or began less than a minute ago)"));
     }
     Ok((Cutoff::live(start - 1), Cutoff::live((end - 1).min(latest))))
 }
@@ -144,15 +154,15 @@ pub async fn trial_balance<B: Books>(
     day: &str,
     opening: Cutoff,
     closing: Cutoff,
-) -> Result<TrialBalance, ApiError> {
+) -> Result<TrialBalance, FundsError> {
     let at_start = reconcile(books, opening, 1).await?;
     let at_end = reconcile(books, closing, 1).await?;
     Ok(TrialBalance::new(day, &at_start, &at_end))
 }
 
 /// `user`'s statement of `day`.
-pub async fn statement<B: Books>(books: &B, user: &UserId, day: &str) -> Result<Statement, ApiError> {
-    let (start, end) = day_bounds(day).ok_or_else(|| ApiError::invalid("day", "not a day (YYYY-MM-DD)"))?;
+pub async fn statement<B: Books>(books: &B, user: &UserId, day: &str) -> Result<Statement, FundsError> {
+    let (start, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
     Ok(Statement::new(user, day, start, end, books.movements_of(user).await?))
 }
 
@@ -161,7 +171,7 @@ async fn write_report<R: ReportSink>(
     key: &str,
     json_lines: String,
     csv: String,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Vec<String>, FundsError> {
     Ok(vec![reports.put(&format!("{key}.jsonl"), json_lines).await?, reports.put(&format!("{key}.csv"), csv).await?])
 }
 
@@ -169,12 +179,12 @@ async fn write_report<R: ReportSink>(
 pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`, writing reports to `reports`.
-pub async fn run<R: ReportSink>(
-    ledger: &DynamoLedger,
+pub async fn run<L: Wallets + Books, R: ReportSink>(
+    ledger: &L,
     clock: &dyn Clock,
     reports: &R,
     request: &FundsRequest,
-) -> Result<FundsResponse, ApiError> {
+) -> Result<FundsResponse, FundsError> {
     match request {
         FundsRequest::Topup(topup) => {
             let result = ledger.top_up(topup, clock.now_ms()).await?;
@@ -210,7 +220,7 @@ pub async fn run<R: ReportSink>(
 /// `unchecked_wallets`, never reported as a difference it may not have. Each
 /// difference is logged at ERROR with [`RECONCILIATION_MISMATCH`], its class and amounts (the
 /// metric filter and alarm of `template.yaml` count them).
-pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Result<Reconciliation, ApiError> {
+pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Result<Reconciliation, FundsError> {
     let mut result = Reconciliation::default();
     for index in 0..passes {
         let mut fold = BooksFold::new(cutoff.as_of_ms, cutoff.landing_ms, Part { index, of: passes });

@@ -6,7 +6,7 @@ use crate::clock::Millis;
 use crate::domain::packet::LedgerPacket;
 use crate::domain::LivePacket;
 use crate::domain::{PacketId, PacketStatus, PacketView, UserId};
-use crate::error::ApiError;
+use crate::ports::StoreError;
 use crate::ports::{Ledger, LiveStore, Restored};
 
 /// The packet as `viewer` sees it at `now_ms`: live from Redis while open; from the ledger
@@ -18,7 +18,7 @@ pub async fn current_view<S: LiveStore, L: Ledger>(
     id: &PacketId,
     viewer: &UserId,
     now_ms: Millis,
-) -> Result<Option<PacketView>, ApiError> {
+) -> Result<Option<PacketView>, StoreError> {
     let live = store.snapshot(id).await?;
     let live_view = |live: &LivePacket| {
         let status = PacketStatus::at(live.remaining_count, live.packet.expires_at_ms, live.cancelled, now_ms);
@@ -43,7 +43,7 @@ pub async fn current_view<S: LiveStore, L: Ledger>(
 pub async fn reload_from_ledger<S: LiveStore>(
     store: &S,
     recorded: &LedgerPacket,
-) -> Result<Option<Restored>, ApiError> {
+) -> Result<Option<Restored>, StoreError> {
     if recorded.status != PacketStatus::Open || recorded.refund_claimed() {
         return Ok(None);
     }

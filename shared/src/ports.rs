@@ -1,6 +1,8 @@
 //! The narrow traits the handlers and settle see: what they need of the live store (Redis) and
 //! of the ledger (DynamoDB), nothing more. The domain knows nothing of these; the adapters
-//! implement them; the handlers, `packets` and `settle` use them.
+//! implement them; the handlers, `packets`, `funds` and `settle` use them. A port fails with a
+//! [`StoreError`], in the stores' terms: the HTTP edge alone turns it into a status code, and
+//! settle alone decides from it whether to skip a packet or stop.
 
 use std::future::Future;
 
@@ -12,14 +14,92 @@ use crate::domain::packet::LedgerPacket;
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
 use crate::domain::wallet::WalletPage;
-use crate::domain::{Cents, GrabOutcome, IdempotencyKey, LivePacket, Packet, PacketId, UserId};
-use crate::error::ApiError;
+use crate::domain::wallet::{TopUp, TopUpResult};
+use crate::domain::{Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
+
+/// Why a port's call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached, or did not answer in time: nothing is known to have
+    /// changed, and the same call may succeed later.
+    #[error("{store} is unavailable: {detail}")]
+    Unavailable {
+        /// Which store: "redis", "dynamodb" or "s3".
+        store: &'static str,
+        /// What went wrong, for the logs.
+        detail: String,
+    },
+    /// A record that cannot be read as the layout says, or that breaks an invariant: the
+    /// record's fault, not the store's. Settle skips the packet and names it.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
+    /// The store refused a write of this record for reasons of its own (too large, invalid),
+    /// not a condition of ours. Settle skips the packet and names it.
+    #[error("the store refused a write: {0}")]
+    Rejected(String),
+    /// A condition of the write refused it: the request cannot be carried out as asked.
+    #[error(transparent)]
+    Conflict(#[from] Conflict),
+    /// An argument the store cannot use (a cursor it never issued, a top-up reference used
+    /// for another amount), named by its field.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+}
+
+impl StoreError {
+    /// Redis cannot be reached.
+    pub fn redis_unavailable(detail: impl std::fmt::Display) -> Self {
+        StoreError::Unavailable { store: "redis", detail: detail.to_string() }
+    }
+
+    /// DynamoDB cannot be reached.
+    pub fn dynamodb_unavailable(detail: impl std::fmt::Display) -> Self {
+        StoreError::Unavailable { store: "dynamodb", detail: detail.to_string() }
+    }
+
+    /// An argument the store cannot use.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        StoreError::Invalid(Invalid::field(field, message))
+    }
+
+    /// True when the failure is the packet's own (its data), so settle skips it and goes on;
+    /// false when the store is at fault, so settle stops the run.
+    pub fn is_the_records_fault(&self) -> bool {
+        matches!(self, StoreError::Corrupt(_) | StoreError::Rejected(_))
+    }
+}
+
+/// A write the ledger's conditions refused, for a reason the caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    /// The packet does not exist.
+    #[error("no such packet")]
+    NoSuchPacket,
+    /// The caller did not send the packet.
+    #[error("only the packet's sender may do this")]
+    NotTheSender,
+    /// The packet is finished, expired or finalised.
+    #[error("the packet is no longer open")]
+    NotOpen,
+    /// An idempotency key reused with another request.
+    #[error("the idempotency key was used with another request")]
+    IdempotencyKeyReused,
+    /// The send would pass one of the sender's daily limits, named.
+    #[error("the send would pass the daily limit {0}")]
+    LimitExceeded(&'static str),
+    /// The sender's balance is below the packet's total.
+    #[error("the balance is below the packet's total")]
+    InsufficientFunds,
+    /// This deployment keeps no wallets (`FUNDS=none`).
+    #[error("this deployment keeps no wallets")]
+    NoWallets,
+}
 
 /// The live, atomic side of packets (Redis).
 pub trait LiveStore: Send + Sync {
     /// Makes `packet` grabbable with `shares`, and indexes it for settle. Idempotent: loading a
     /// packet already loaded changes nothing and is not an error.
-    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Loads a packet the ledger holds open (closed to grabs when `cancelled`), with the grabs
     /// the ledger already has and the shares still to hand out, `(seq, amount)` in the order
@@ -30,10 +110,10 @@ pub trait LiveStore: Send + Sync {
         cancelled: bool,
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
-    ) -> impl Future<Output = Result<Restored, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Restored, StoreError>> + Send;
 
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
-    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send;
+    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send;
 
     /// One grab attempt, decided at `clock`'s now: atomic, at most one share per user, only
     /// for the packet's recipients and with its passphrase. A packet the live store does not
@@ -45,11 +125,11 @@ pub trait LiveStore: Send + Sync {
         attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
-    ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send;
+    ) -> impl Future<Output = Result<GrabOutcome, StoreError>> + Send;
 
     /// Closes an open packet to grabs as cancelled at `now_ms`, and marks it for settle, which
     /// refunds the rest. Idempotent.
-    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, ApiError>> + Send;
+    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
 }
 
 /// What restoring a packet into the live store came to.
@@ -115,26 +195,26 @@ pub enum Recorded {
 pub trait Ledger: Send + Sync {
     /// Records a new packet, at most once per id and per idempotency claim, and counts it
     /// against its sender's daily limits in the same write. A claim whose key was used with
-    /// another body is [`ApiError::IdempotencyKeyReused`]; a replay is not counted again; a
-    /// send over a limit is [`ApiError::LimitExceeded`] and records nothing.
+    /// another body is [`Conflict::IdempotencyKeyReused`]; a replay is not counted again; a
+    /// send over a limit is [`Conflict::LimitExceeded`] and records nothing.
     fn record_packet(
         &self,
         packet: &Packet,
         claim: Option<&IdempotencyClaim>,
-    ) -> impl Future<Output = Result<Recorded, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Recorded, StoreError>> + Send;
 
     /// Everything the ledger holds of packet `id`: record, grabs, refund.
-    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send;
+    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, StoreError>> + Send;
 
     /// Records that `sender` cancelled packet `id` at `now_ms`, under a condition: the packet
-    /// is theirs ([`ApiError::Forbidden`]), still open and not expired ([`ApiError::NotOpen`]).
+    /// is theirs ([`Conflict::NotTheSender`]), still open and not expired ([`Conflict::NotOpen`]).
     /// Cancelling a cancelled packet again succeeds and changes nothing.
     fn cancel(
         &self,
         id: &PacketId,
         sender: &UserId,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// One page of `user`'s own history in `role`, newest first.
     fn history(
@@ -143,35 +223,43 @@ pub trait Ledger: Send + Sync {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send;
+    ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// `user`'s balance and one page of their movements, newest first
-    /// ([`ApiError::NoWallets`], a 404, when this deployment keeps no wallets).
+    /// ([`Conflict::NoWallets`] when this deployment keeps no wallets).
     fn wallet(
         &self,
         user: &UserId,
         limit: u32,
         cursor: Option<&str>,
-    ) -> impl Future<Output = Result<WalletPage, ApiError>> + Send;
+    ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send;
 }
 
 /// The ledger as a whole, for reconciliation.
 pub trait Books: Send + Sync {
     /// Feeds every item the books read to `fold`, each item collection whole (strongly
     /// consistent item by item, not one snapshot: the fold reads as of a cut-off).
-    fn read_into(&self, fold: &mut BooksFold) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn read_into(&self, fold: &mut BooksFold) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// `user`'s balance and the sum of their movements read again, so that they agree in time.
-    fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Reread, ApiError>> + Send;
+    fn wallet_exact(&self, user: &UserId) -> impl Future<Output = Result<Reread, StoreError>> + Send;
 
     /// Every movement of `user`'s wallet (strongly consistent), for their statement.
-    fn movements_of(&self, user: &UserId) -> impl Future<Output = Result<Vec<MovementRecord>, ApiError>> + Send;
+    fn movements_of(&self, user: &UserId) -> impl Future<Output = Result<Vec<MovementRecord>, StoreError>> + Send;
+}
+
+/// The wallets' side of the ledger that only the payments system drives.
+pub trait Wallets: Send + Sync {
+    /// Credits `topup.user` once per `topup.reference`, at `now_ms`: the same reference again
+    /// changes nothing (`applied: false`); with another user or amount it is
+    /// [`StoreError::Invalid`] on `reference`. [`Conflict::NoWallets`] under `FUNDS=none`.
+    fn top_up(&self, topup: &TopUp, now_ms: Millis) -> impl Future<Output = Result<TopUpResult, StoreError>> + Send;
 }
 
 /// Where reports go: a bucket in AWS, a directory locally.
 pub trait ReportSink: Send + Sync {
     /// Stores `body` under `key` (`trial-balance/2026-11-23.csv`, …); returns where it went.
-    fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, ApiError>> + Send;
+    fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
 /// What closing a packet to grabs came to.
@@ -198,19 +286,19 @@ pub trait SettleQueue: LiveStore {
         &self,
         shard: u32,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<Vec<PacketId>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Vec<PacketId>, StoreError>> + Send;
 
     /// After settle's pass over `id`: clears its mark, and marks it again if grabs made since
     /// are not persisted.
-    fn settled_pass(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn settled_pass(&self, id: &PacketId, shard: u32) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Closes the packet to grabs if it is finished or expired at `now_ms` (a cancelled packet
     /// is closed already).
-    fn close(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CloseOutcome, ApiError>> + Send;
+    fn close(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CloseOutcome, StoreError>> + Send;
 
     /// True when the replicas hold every write made to `id` so far (always, without replicas
     /// to wait for): only such grabs are persisted, so a failover cannot take one back.
-    fn replicas_hold(&self, id: &PacketId) -> impl Future<Output = Result<bool, ApiError>> + Send;
+    fn replicas_hold(&self, id: &PacketId) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Records that the first `confirmed` grabs of `id`'s log are in the ledger.
     /// Nothing changes unless `last` is still the `confirmed`-th grab of the log (a failover may
@@ -220,11 +308,11 @@ pub trait SettleQueue: LiveStore {
         id: &PacketId,
         confirmed: usize,
         last: &LoggedGrab,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Closes packet `id` to fresh grabs for a re-sync under `token`, and reads its whole grab
     /// log at that instant.
-    fn freeze(&self, id: &PacketId, token: &str) -> impl Future<Output = Result<Frozen, ApiError>> + Send;
+    fn freeze(&self, id: &PacketId, token: &str) -> impl Future<Output = Result<Frozen, StoreError>> + Send;
 
     /// Replaces what the live store holds of `packet` with the ledger's state (cancelled, or
     /// `closed` to grabs; its grabs; the shares still to hand out), if and only if the freeze
@@ -239,12 +327,12 @@ pub trait SettleQueue: LiveStore {
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
         token: &str,
-    ) -> impl Future<Output = Result<bool, ApiError>> + Send;
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
     /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought
     /// them back (see [`SettleQueue::packets_with_work`]).
-    fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Sets a packet whose books cannot balance aside for an operator, out of `shard`, closed
     /// to grabs.
@@ -253,29 +341,29 @@ pub trait SettleQueue: LiveStore {
         id: &PacketId,
         shard: u32,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The packets in quarantine, oldest first, with when each was set aside (at most `limit`).
-    fn quarantined(&self, limit: usize) -> impl Future<Output = Result<Vec<(PacketId, Millis)>, ApiError>> + Send;
+    fn quarantined(&self, limit: usize) -> impl Future<Output = Result<Vec<(PacketId, Millis)>, StoreError>> + Send;
 
     /// Takes packet `id` out of quarantine and puts it back in settle's work (due now); false
     /// when it was not in quarantine. Settle then finalises it, or quarantines it again when the
     /// ledger still does not explain it.
-    fn release(&self, id: &PacketId) -> impl Future<Output = Result<bool, ApiError>> + Send;
+    fn release(&self, id: &PacketId) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Where a run over `range` that stopped early left off.
-    fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, ApiError>> + Send;
+    fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
 
     /// Records where the next run over `range` starts (`None` after a complete run).
     fn set_resume_shard(
         &self,
         range: [u32; 2],
         shard: Option<u32>,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// The recovery sweep's next shard for `range` and when it is due; `None` when the live
     /// store has no record of it (never swept, or it lost its data).
-    fn sweep_state(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<(u32, Millis)>, ApiError>> + Send;
+    fn sweep_state(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<(u32, Millis)>, StoreError>> + Send;
 
     /// Records the recovery sweep's next shard for `range` and when it is due.
     fn set_sweep_state(
@@ -283,19 +371,19 @@ pub trait SettleQueue: LiveStore {
         range: [u32; 2],
         next_shard: u32,
         due_ms: Millis,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Every `SETTLE_SHARDS` value packets were indexed under since its shards last drained.
-    fn settle_layouts(&self) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
+    fn settle_layouts(&self) -> impl Future<Output = Result<Vec<u32>, StoreError>> + Send;
 
     /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
-    fn forget_settle_layout(&self, shards: u32) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn forget_settle_layout(&self, shards: u32) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The settle side of the ledger: recording grabs under conditions, and finalising.
 pub trait SettleLedger: Ledger {
     /// The packets of `shard` the ledger holds open (the recovery sweep).
-    fn open_packets(&self, shard: u32) -> impl Future<Output = Result<Vec<PacketId>, ApiError>> + Send;
+    fn open_packets(&self, shard: u32) -> impl Future<Output = Result<Vec<PacketId>, StoreError>> + Send;
 
     /// Records grabs, each claiming its share then writing its grab item under conditions that
     /// refuse paying a share or a user twice. Returns the grabs refused.
@@ -303,15 +391,19 @@ pub trait SettleLedger: Ledger {
         &self,
         packet: &Packet,
         grabs: &[LoggedGrab],
-    ) -> impl Future<Output = Result<Vec<Refusal>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Vec<Refusal>, StoreError>> + Send;
 
     /// Writes the grab item of a grab whose share claim is written; true when the ledger
     /// refused it (the user already holds a grab item for another share or amount).
-    fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> impl Future<Output = Result<bool, ApiError>> + Send;
+    fn put_grab_item(
+        &self,
+        packet: &Packet,
+        grab: &LoggedGrab,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Records that settle runs with `current` shards (`SETTLE_SHARDS`) and returns every value
     /// recorded so far: the open index's partitions of a larger earlier value are swept too.
-    fn settle_layouts(&self, current: u32) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
+    fn settle_layouts(&self, current: u32) -> impl Future<Output = Result<Vec<u32>, StoreError>> + Send;
 
     /// Records a casualty of a disagreement between the live store and the ledger, once, with
     /// its event (`GrabRegranted` / `GrabRevoked`).
@@ -320,14 +412,14 @@ pub trait SettleLedger: Ledger {
         packet: &Packet,
         casualty: &Casualty,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Claims `shares` (seq, amount) for the refund; returns the seqs a grab claimed first.
     fn claim_for_refund(
         &self,
         packet: &Packet,
         shares: &[(u32, Cents)],
-    ) -> impl Future<Output = Result<Vec<u32>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<Vec<u32>, StoreError>> + Send;
 
     /// Writes the refund and closes the packet in one transaction; false when it was finalised already.
     fn finalise(
@@ -335,11 +427,11 @@ pub trait SettleLedger: Ledger {
         packet: &Packet,
         result: &Finalisation,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<bool, ApiError>> + Send;
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
-    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).load(packet, shares)
     }
 
@@ -349,11 +441,11 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         cancelled: bool,
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
-    ) -> impl Future<Output = Result<Restored, ApiError>> + Send {
+    ) -> impl Future<Output = Result<Restored, StoreError>> + Send {
         (**self).restore(packet, cancelled, grabs, pool)
     }
 
-    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, ApiError>> + Send {
+    fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send {
         (**self).snapshot(id)
     }
 
@@ -363,11 +455,11 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
-    ) -> impl Future<Output = Result<GrabOutcome, ApiError>> + Send {
+    ) -> impl Future<Output = Result<GrabOutcome, StoreError>> + Send {
         (**self).grab(packet, attempt, clock, ledger)
     }
 
-    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, ApiError>> + Send {
+    fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
         (**self).cancel(id, now_ms)
     }
 }
@@ -377,11 +469,11 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         &self,
         packet: &Packet,
         claim: Option<&IdempotencyClaim>,
-    ) -> impl Future<Output = Result<Recorded, ApiError>> + Send {
+    ) -> impl Future<Output = Result<Recorded, StoreError>> + Send {
         (**self).record_packet(packet, claim)
     }
 
-    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, ApiError>> + Send {
+    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, StoreError>> + Send {
         (**self).ledger_packet(id)
     }
 
@@ -390,7 +482,7 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         id: &PacketId,
         sender: &UserId,
         now_ms: Millis,
-    ) -> impl Future<Output = Result<(), ApiError>> + Send {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).cancel(id, sender, now_ms)
     }
 
@@ -400,7 +492,7 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> impl Future<Output = Result<HistoryPage, ApiError>> + Send {
+    ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send {
         (**self).history(user, role, limit, cursor)
     }
 
@@ -409,7 +501,7 @@ impl<T: Ledger> Ledger for std::sync::Arc<T> {
         user: &UserId,
         limit: u32,
         cursor: Option<&str>,
-    ) -> impl Future<Output = Result<WalletPage, ApiError>> + Send {
+    ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send {
         (**self).wallet(user, limit, cursor)
     }
 }

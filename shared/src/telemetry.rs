@@ -1,6 +1,11 @@
-//! Logging: JSON lines in Lambda (CloudWatch), plain text locally; `RUST_LOG` filters.
+//! Logging: JSON lines in Lambda (CloudWatch), plain text locally; `RUST_LOG` filters. And the
+//! markers alarms filter the logs on.
 
 use tracing_subscriber::EnvFilter;
+
+/// The marker on every reconciliation failure's log line, settle's and the funds function's
+/// (the template's metric filter and alarm count them).
+pub const RECONCILIATION_MISMATCH: &str = "RECONCILIATION_MISMATCH";
 
 /// Installs the global subscriber once; later calls do nothing.
 pub fn init() {

@@ -3,10 +3,10 @@
 //! never a Rust type name, so the payments system can tell its mistake from a retryable fault.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
-use red_packets::adapters::DynamoLedger;
-use red_packets::funds::{run, FundsRequest, FundsResponse};
-use red_packets::ports::ReportSink;
-use red_packets::{ApiError, Clock};
+use red_packets::domain::Invalid;
+use red_packets::funds::{run, FundsError, FundsRequest, FundsResponse};
+use red_packets::ports::{Books, ReportSink, StoreError, Wallets};
+use red_packets::Clock;
 use serde_json::Value;
 
 /// Why an invocation failed.
@@ -28,16 +28,14 @@ pub enum FundsFailure {
     Unavailable(String),
 }
 
-impl From<ApiError> for FundsFailure {
-    fn from(error: ApiError) -> Self {
+impl From<FundsError> for FundsFailure {
+    fn from(error: FundsError) -> Self {
         match error {
-            ApiError::InvalidRequest { field, message } => {
+            FundsError::Invalid(Invalid { field, message })
+            | FundsError::Store(StoreError::Invalid(Invalid { field, message })) => {
                 FundsFailure::Refused { field: field.unwrap_or_default(), message }
             }
-            ApiError::Unavailable { dependency, detail } => {
-                FundsFailure::Unavailable(format!("{dependency}: {detail}"))
-            }
-            other => FundsFailure::Unavailable(format!("{other}: {other:?}")),
+            FundsError::Store(error) => FundsFailure::Unavailable(error.to_string()),
         }
     }
 }
@@ -53,8 +51,8 @@ impl From<FundsFailure> for Diagnostic {
 }
 
 /// The Lambda handler.
-pub async fn handle<R: ReportSink>(
-    ledger: &DynamoLedger,
+pub async fn handle<L: Wallets + Books, R: ReportSink>(
+    ledger: &L,
     clock: &dyn Clock,
     reports: &R,
     event: LambdaEvent<Value>,
@@ -68,6 +66,7 @@ mod tests {
     use super::*;
 
     use lambda_runtime::Context;
+    use red_packets::adapters::DynamoLedger;
     use red_packets::domain::{Funds, PacketId};
     use red_packets::{Config, SystemClock};
     use serde_json::json;

@@ -9,7 +9,7 @@ use red_packets::adapters::dynamo::client::{https_client, Connection};
 use red_packets::adapters::ReportDirectory;
 use red_packets::config::ConfigError;
 use red_packets::ports::ReportSink;
-use red_packets::ApiError;
+use red_packets::ports::StoreError;
 
 /// The reports bucket or a directory.
 pub enum Reports {
@@ -50,7 +50,7 @@ impl Reports {
 }
 
 impl ReportSink for Reports {
-    async fn put(&self, key: &str, body: String) -> Result<String, ApiError> {
+    async fn put(&self, key: &str, body: String) -> Result<String, StoreError> {
         match self {
             Reports::Directory(directory) => directory.put(key, body).await,
             Reports::Bucket { client, bucket } => {
@@ -63,8 +63,8 @@ impl ReportSink for Reports {
                     .body(ByteStream::from(body.into_bytes()))
                     .send()
                     .await
-                    .map_err(|error| ApiError::Unavailable {
-                        dependency: "s3",
+                    .map_err(|error| StoreError::Unavailable {
+                        store: "s3",
                         detail: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
                     })?;
                 Ok(format!("s3://{bucket}/{key}"))

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread};
 use crate::domain::UserId;
-use crate::error::ApiError;
+use crate::ports::StoreError;
 use crate::ports::{Books, ReportSink};
 
 #[derive(Serialize, Deserialize)]
@@ -61,13 +61,13 @@ impl ExportWriter {
     }
 }
 
-fn unreadable(error: impl std::fmt::Display) -> ApiError {
-    ApiError::Internal(format!("export file: {error}"))
+fn unreadable(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("export file: {error}"))
 }
 
 impl Books for ExportFile {
     /// Reads the file line by line (blocking reads: for tools, not request handlers).
-    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), ApiError> {
+    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), StoreError> {
         let file = File::open(&self.path).map_err(unreadable)?;
         let mut feed = CollectionFeed::default();
         for (number, line) in BufReader::with_capacity(1 << 20, file).lines().enumerate() {
@@ -85,12 +85,12 @@ impl Books for ExportFile {
     }
 
     /// A file is a copy: a wallet cannot be read again, so one that looked off is reported.
-    async fn wallet_exact(&self, _user: &UserId) -> Result<Reread, ApiError> {
+    async fn wallet_exact(&self, _user: &UserId) -> Result<Reread, StoreError> {
         Ok(Reread::Impossible)
     }
 
     /// Reads the whole file for one wallet's lines.
-    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, StoreError> {
         let file = File::open(&self.path).map_err(unreadable)?;
         let pk = super::dynamo::wallet_key(user);
         let mut movements = Vec::new();
@@ -124,7 +124,7 @@ impl ReportDirectory {
 }
 
 impl ReportSink for ReportDirectory {
-    async fn put(&self, key: &str, body: String) -> Result<String, ApiError> {
+    async fn put(&self, key: &str, body: String) -> Result<String, StoreError> {
         let path = self.root.join(key);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(unreadable)?;

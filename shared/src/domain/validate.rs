@@ -3,11 +3,11 @@
 use serde::Deserialize;
 
 use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIENT_CHARS};
+use super::invalid::Invalid;
 use super::limits::{Limits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec};
 use super::split::SplitRule;
 use super::UserId;
-use crate::error::ApiError;
 
 /// The body of `POST /packets` as sent, before validation. Unknown fields are refused.
 #[derive(Debug, Deserialize)]
@@ -25,7 +25,7 @@ struct SendRequest {
 
 /// Parses and validates a send body against `limits`, applying DESIGN.md's defaults. A
 /// passphrase leaves here as its digest under `key`; the clear phrase goes no further.
-pub fn parse_send_request(body: &[u8], limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, ApiError> {
+pub fn parse_send_request(body: &[u8], limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, Invalid> {
     let request: SendRequest = parse_json(body)?;
     validate(request, limits, key)
 }
@@ -38,7 +38,7 @@ struct GrabRequest {
 }
 
 /// The passphrase a grab body carries, if any (an empty body carries none).
-pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, ApiError> {
+pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, Invalid> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -48,18 +48,18 @@ pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, ApiError> {
 
 /// Deserializes a JSON object body, turning serde's complaint into a 400 that names the field.
 /// Only an object will do: serde would also read a struct from an array of its fields in order.
-pub fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ApiError> {
+pub fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Invalid> {
     if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
-        return Err(ApiError::InvalidRequest { field: None, message: "the body must be a JSON object".into() });
+        return Err(Invalid::whole("the body must be a JSON object"));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let message = error.inner().to_string();
         let path = error.path().to_string();
         let field = if path.is_empty() || path == "." { backticked(&message) } else { Some(path) };
-        ApiError::InvalidRequest { field, message }
+        Invalid { field, message }
     })?;
-    deserializer.end().map_err(|error| ApiError::InvalidRequest { field: None, message: error.to_string() })?;
+    deserializer.end().map_err(|error| Invalid::whole(error.to_string()))?;
     Ok(value)
 }
 
@@ -70,47 +70,47 @@ fn backticked(message: &str) -> Option<String> {
     Some(message[start..end].to_owned())
 }
 
-fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, ApiError> {
-    let total_cents = request.total_cents.ok_or_else(|| ApiError::invalid("total_cents", "total_cents is required"))?;
+fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, Invalid> {
+    let total_cents = request.total_cents.ok_or_else(|| Invalid::field("total_cents", "total_cents is required"))?;
     if !(1..=limits.max_total_cents).contains(&total_cents) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::field(
             "total_cents",
             format!("total_cents must be between 1 and {}", limits.max_total_cents),
         ));
     }
-    let count = request.count.ok_or_else(|| ApiError::invalid("count", "count is required"))?;
+    let count = request.count.ok_or_else(|| Invalid::field("count", "count is required"))?;
     if !(1..=u64::from(limits.max_count)).contains(&count) {
-        return Err(ApiError::invalid("count", format!("count must be between 1 and {}", limits.max_count)));
+        return Err(Invalid::field("count", format!("count must be between 1 and {}", limits.max_count)));
     }
     let count = count as u32;
     if total_cents < u64::from(count) {
-        return Err(ApiError::invalid("count", "count must not exceed total_cents: every share is at least 1 cent"));
+        return Err(Invalid::field("count", "count must not exceed total_cents: every share is at least 1 cent"));
     }
 
     let kind = match request.kind.as_deref() {
         None => PacketKind::Lucky,
         Some(name) => {
-            PacketKind::parse(name).ok_or_else(|| ApiError::invalid("kind", "kind must be \"lucky\" or \"fixed\""))?
+            PacketKind::parse(name).ok_or_else(|| Invalid::field("kind", "kind must be \"lucky\" or \"fixed\""))?
         }
     };
     let split = match (kind, request.split.as_deref()) {
         (PacketKind::Lucky, None) => Some(SplitRule::DoubleAverage),
         (PacketKind::Lucky, Some(name)) => Some(
             SplitRule::parse(name)
-                .ok_or_else(|| ApiError::invalid("split", "split must be \"double_average\" or \"line_cut\""))?,
+                .ok_or_else(|| Invalid::field("split", "split must be \"double_average\" or \"line_cut\""))?,
         ),
         (PacketKind::Fixed, None) => None,
         (PacketKind::Fixed, Some(_)) => {
-            return Err(ApiError::invalid("split", "split applies to lucky packets only"));
+            return Err(Invalid::field("split", "split applies to lucky packets only"));
         }
     };
     if kind == PacketKind::Fixed && total_cents % u64::from(count) != 0 {
-        return Err(ApiError::invalid("total_cents", "a fixed packet's total_cents must divide evenly by count"));
+        return Err(Invalid::field("total_cents", "a fixed packet's total_cents must divide evenly by count"));
     }
 
     if let Some(greeting) = &request.greeting {
         if greeting.chars().count() > MAX_GREETING_CHARS {
-            return Err(ApiError::invalid(
+            return Err(Invalid::field(
                 "greeting",
                 format!("greeting must be at most {MAX_GREETING_CHARS} characters"),
             ));
@@ -120,7 +120,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
     let expires_in_seconds = request.expires_in_seconds.unwrap_or(u64::from(limits.default_expires_in_seconds));
     let allowed = u64::from(limits.min_expires_in_seconds)..=u64::from(limits.max_expires_in_seconds);
     if !allowed.contains(&expires_in_seconds) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::field(
             "expires_in_seconds",
             format!("expires_in_seconds must be between {} and {}", allowed.start(), allowed.end()),
         ));
@@ -130,7 +130,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
     let passphrase = match request.passphrase.as_deref() {
         None => None,
         Some(text) => Some(key.digest(&Passphrase::new(text).ok_or_else(|| {
-            ApiError::invalid("passphrase", format!("passphrase must be 1 to {MAX_PASSPHRASE_CHARS} characters"))
+            Invalid::field("passphrase", format!("passphrase must be 1 to {MAX_PASSPHRASE_CHARS} characters"))
         })?)),
     };
 
@@ -149,9 +149,9 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
 /// The recipients named, validated: 1..=`max_recipients` distinct user ids of 1..=128
 /// characters, at least `count` of them. Sorted, so the packet's record does not depend on the
 /// order the app listed them in.
-fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<UserId>, ApiError> {
+fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<UserId>, Invalid> {
     if !(1..=limits.max_recipients as usize).contains(&names.len()) {
-        return Err(ApiError::invalid(
+        return Err(Invalid::field(
             "recipients",
             format!("recipients must list 1 to {} user ids", limits.max_recipients),
         ));
@@ -161,7 +161,7 @@ fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<Use
         let user = UserId::from_claim(name)
             .filter(|_| name.chars().count() <= MAX_RECIPIENT_CHARS)
             .ok_or_else(|| {
-                ApiError::invalid(
+                Invalid::field(
                     "recipients",
                     format!("each recipient must be a user id of 1 to {MAX_RECIPIENT_CHARS} characters without control characters"),
                 )
@@ -170,10 +170,10 @@ fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<Use
     }
     users.sort_unstable();
     if users.windows(2).any(|pair| pair[0] == pair[1]) {
-        return Err(ApiError::invalid("recipients", "recipients must be distinct"));
+        return Err(Invalid::field("recipients", "recipients must be distinct"));
     }
     if users.len() < count as usize {
-        return Err(ApiError::invalid("count", "count must not exceed the number of recipients"));
+        return Err(Invalid::field("count", "count must not exceed the number of recipients"));
     }
     Ok(users)
 }
@@ -188,7 +188,7 @@ mod tests {
 
     fn field_of(body: &str) -> Option<String> {
         match parse_send_request(body.as_bytes(), &Limits::default(), &key()) {
-            Err(ApiError::InvalidRequest { field, .. }) => field,
+            Err(Invalid { field, .. }) => field,
             other => panic!("expected a 400 for {body}, got {other:?}"),
         }
     }
@@ -266,10 +266,7 @@ mod tests {
             ["", "   ", "null", "[]", "[100, 3]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#]
         {
             assert!(
-                matches!(
-                    parse_send_request(body.as_bytes(), &Limits::default(), &key()),
-                    Err(ApiError::InvalidRequest { .. })
-                ),
+                matches!(parse_send_request(body.as_bytes(), &Limits::default(), &key()), Err(Invalid { .. })),
                 "{body}"
             );
         }

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::invalid::Invalid;
 use super::{Cents, PacketId, UserId};
-use crate::error::ApiError;
 
 /// Whether this deployment keeps balances (`FUNDS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -116,14 +116,14 @@ pub struct TopUp {
 
 impl TopUp {
     /// Checks the amount and the reference (1..=64 of `[A-Za-z0-9_.:-]`).
-    pub fn validate(&self) -> Result<(), ApiError> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         if !(1..=MAX_TOPUP_CENTS).contains(&self.amount_cents) {
-            return Err(ApiError::invalid("amount_cents", format!("amount_cents must be 1..={MAX_TOPUP_CENTS}")));
+            return Err(Invalid::field("amount_cents", format!("amount_cents must be 1..={MAX_TOPUP_CENTS}")));
         }
         let reference_ok = (1..=64).contains(&self.reference.len())
             && self.reference.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
         if !reference_ok {
-            return Err(ApiError::invalid("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
+            return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
         }
         Ok(())
     }
@@ -262,7 +262,7 @@ mod tests {
         assert!(topup(1, "pay-1").validate().is_ok());
         assert!(topup(MAX_TOPUP_CENTS, "pay.2:x_y").validate().is_ok());
         let field = |t: TopUp| match t.validate() {
-            Err(ApiError::InvalidRequest { field, .. }) => field,
+            Err(Invalid { field, .. }) => field,
             other => panic!("expected a 400, got {other:?}"),
         };
         assert_eq!(field(topup(0, "pay-1")).as_deref(), Some("amount_cents"));

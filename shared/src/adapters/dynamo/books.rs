@@ -18,8 +18,8 @@ use crate::clock::Millis;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{Cents, PacketId, PacketStatus, UserId};
-use crate::error::ApiError;
 use crate::ports::Books;
+use crate::ports::StoreError;
 
 /// Scan segments read at once.
 const SEGMENTS: i32 = 4;
@@ -230,7 +230,7 @@ impl DynamoLedger {
         &self,
         segment: i32,
         start: Option<HashMap<String, AttributeValue>>,
-    ) -> Result<(Vec<HashMap<String, AttributeValue>>, Option<HashMap<String, AttributeValue>>), ApiError> {
+    ) -> Result<(Vec<HashMap<String, AttributeValue>>, Option<HashMap<String, AttributeValue>>), StoreError> {
         let patient = aws_sdk_dynamodb::config::Builder::default().timeout_config(
             TimeoutConfig::builder()
                 .operation_attempt_timeout(PAGE_TIMEOUT)
@@ -260,11 +260,11 @@ impl DynamoLedger {
     /// between them, so the movements read in between are the ones the balance reflects.
     /// Retried while the wallet keeps moving; a movement the books cannot read leaves the scan's
     /// reading standing (the scan reported it).
-    async fn wallet_reread(&self, user: &UserId) -> Result<Reread, ApiError> {
+    async fn wallet_reread(&self, user: &UserId) -> Result<Reread, StoreError> {
         let balance = || async {
             let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
             let item = item.unwrap_or_default();
-            Ok::<_, ApiError>((item.balance_cents, item.moves))
+            Ok::<_, StoreError>((item.balance_cents, item.moves))
         };
         for attempt in 0..EXACT_READ_ATTEMPTS {
             let before = balance().await?;
@@ -284,7 +284,7 @@ impl DynamoLedger {
     }
 
     /// Every movement of `user`'s wallet (strongly consistent); `None` for one the books cannot read.
-    async fn movements_of(&self, user: &UserId) -> Result<Vec<Option<MovementRecord>>, ApiError> {
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<Option<MovementRecord>>, StoreError> {
         let mut pages = self.movements_query(user).consistent_read(true).into_paginator().items().send();
         let mut movements = Vec::new();
         while let Some(item) = pages.next().await {
@@ -301,7 +301,7 @@ impl DynamoLedger {
 impl DynamoLedger {
     /// Hands every item of the table to `each`, segment after segment, each partition key's items
     /// together: what `local export` writes, in DynamoDB's export shape, and what tests read.
-    pub async fn export_items(&self, mut each: impl FnMut(RawItem)) -> Result<u64, ApiError> {
+    pub async fn export_items(&self, mut each: impl FnMut(RawItem)) -> Result<u64, StoreError> {
         let mut count = 0;
         for segment in 0..SEGMENTS {
             let mut start = None;
@@ -321,7 +321,7 @@ impl DynamoLedger {
     }
 
     /// Every item the books read, in memory (for tests and small tables).
-    pub async fn books_items(&self) -> Result<Vec<LedgerItem>, ApiError> {
+    pub async fn books_items(&self) -> Result<Vec<LedgerItem>, StoreError> {
         let mut items = Vec::new();
         self.export_items(|item| items.extend(ledger_item(item).ok().flatten())).await?;
         Ok(items)
@@ -331,13 +331,13 @@ impl DynamoLedger {
 impl Books for DynamoLedger {
     /// Scans [`SEGMENTS`] segments at once, one page in flight each, feeding each segment's
     /// items to `fold` in order.
-    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), ApiError> {
+    async fn read_into(&self, fold: &mut BooksFold) -> Result<(), StoreError> {
         type Page = (i32, Vec<HashMap<String, AttributeValue>>);
         let segments = (0..SEGMENTS).map(|segment| {
             stream::unfold(Some(None), move |next| async move {
                 let start = next?;
                 Some(match self.scan_page(segment, start).await {
-                    Ok((items, last)) => (Ok::<Page, ApiError>((segment, items)), last.map(Some)),
+                    Ok((items, last)) => (Ok::<Page, StoreError>((segment, items)), last.map(Some)),
                     Err(error) => (Err(error), None),
                 })
             })
@@ -356,11 +356,11 @@ impl Books for DynamoLedger {
         Ok(())
     }
 
-    async fn wallet_exact(&self, user: &UserId) -> Result<Reread, ApiError> {
+    async fn wallet_exact(&self, user: &UserId) -> Result<Reread, StoreError> {
         self.wallet_reread(user).await
     }
 
-    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, ApiError> {
+    async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, StoreError> {
         Ok(DynamoLedger::movements_of(self, user).await?.into_iter().flatten().collect())
     }
 }

@@ -15,7 +15,7 @@ use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{Funds, PacketId, PacketStatus, UserId};
-use crate::error::ApiError;
+use crate::ports::StoreError;
 
 /// The history index's sort key prefix of `role`'s items.
 fn sort_key_prefix(role: Role) -> &'static str {
@@ -31,8 +31,8 @@ fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&strings).ok()?))
 }
 
-fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<String, AttributeValue>, ApiError> {
-    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
+fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     // DynamoDB answers a start key outside the query's key condition with a ValidationException:
@@ -52,7 +52,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
 
 /// The received-history entry of an item of the history index: a grab item, or a casualty
 /// (a grab a failover cost its share, with none left to give).
-fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, ApiError> {
+fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, StoreError> {
     let revoked = item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
     Ok(if revoked {
         let casualty: CasualtyItem = from_item(item)?;
@@ -95,8 +95,8 @@ fn encode_wallet_cursor(owner: &UserId, place: &str) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&cursor).expect("a cursor serializes"))
 }
 
-fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, ApiError> {
-    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
+fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, StoreError> {
+    let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let cursor: WalletCursor = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     let fits = !cursor.before.is_empty() && cursor.before.len() <= 512;
@@ -114,7 +114,7 @@ impl DynamoLedger {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> Result<HistoryPage, ApiError> {
+    ) -> Result<HistoryPage, StoreError> {
         if role == Role::Received && self.funds == Funds::Wallet {
             return self.received_with_wallet(user, limit, cursor).await;
         }
@@ -152,10 +152,10 @@ impl DynamoLedger {
                         revoked_cents: None,
                     })
                 })
-                .collect::<Result<Vec<_>, ApiError>>()?,
+                .collect::<Result<Vec<_>, StoreError>>()?,
             Role::Received => {
                 // Grab items, and the grabs a failover cost their share with none left to give.
-                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, ApiError>>()?;
+                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
                 self.with_statuses(received).await?
             }
         };
@@ -172,7 +172,7 @@ impl DynamoLedger {
         user: &UserId,
         limit: u32,
         cursor: Option<&str>,
-    ) -> Result<HistoryPage, ApiError> {
+    ) -> Result<HistoryPage, StoreError> {
         let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
         let limit = limit as usize;
         let upper = match &before {
@@ -259,7 +259,7 @@ impl DynamoLedger {
     }
 
     /// `received` with each packet's current status.
-    async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, ApiError> {
+    async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, StoreError> {
         let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
         Ok(received
             .into_iter()
@@ -274,7 +274,7 @@ impl DynamoLedger {
     async fn statuses<'a>(
         &self,
         ids: impl Iterator<Item = &'a PacketId>,
-    ) -> Result<HashMap<PacketId, PacketStatus>, ApiError> {
+    ) -> Result<HashMap<PacketId, PacketStatus>, StoreError> {
         let keys: Vec<HashMap<String, AttributeValue>> = ids
             .map(|id| {
                 HashMap::from([

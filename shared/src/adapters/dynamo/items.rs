@@ -30,7 +30,7 @@ use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::{
     Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::error::ApiError;
+use crate::ports::StoreError;
 
 /// A money write's own time: the wall clock when the write is issued, the same for every
 /// item of one transaction (a send, a grab's credit, a finalisation, a top-up). Reconciliation
@@ -190,9 +190,9 @@ impl PacketItem {
     }
 
     /// The packet this item records.
-    pub fn packet(&self) -> Result<Packet, ApiError> {
+    pub fn packet(&self) -> Result<Packet, StoreError> {
         let seed = Seed::from_hex(&self.seed)
-            .ok_or_else(|| ApiError::Internal(format!("packet {} has a corrupt seed", self.packet_id)))?;
+            .ok_or_else(|| StoreError::Corrupt(format!("packet {} has a corrupt seed", self.packet_id)))?;
         Ok(Packet {
             id: self.packet_id.clone(),
             sender: self.sender.clone(),
@@ -326,11 +326,13 @@ impl ShareItem {
     }
 
     /// The claim as the domain sees it.
-    pub fn claim(&self) -> Result<ShareClaim, ApiError> {
+    pub fn claim(&self) -> Result<ShareClaim, StoreError> {
         let holder = match (&self.user, self.grabbed_at_ms, self.refund) {
             (Some(user), Some(at_ms), false) => ShareHolder::Grabber { user: user.clone(), at_ms },
             (None, None, true) => ShareHolder::Refund,
-            _ => return Err(ApiError::Internal(format!("share claim {} of {} is malformed", self.sk, self.packet_id))),
+            _ => {
+                return Err(StoreError::Corrupt(format!("share claim {} of {} is malformed", self.sk, self.packet_id)))
+            }
         };
         Ok(ShareClaim { seq: self.seq, amount_cents: self.amount_cents, holder })
     }

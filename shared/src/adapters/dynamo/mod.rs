@@ -1,5 +1,6 @@
 //! The DynamoDB ledger: one table holding packets, grabs, refunds and idempotency claims
-//! (layout in [`items`]). Every failure to reach DynamoDB becomes a 503.
+//! (layout in [`items`]). Every failure to reach DynamoDB is
+//! [`StoreError::Unavailable`].
 
 mod books;
 pub use books::{item_keys, ledger_item, CollectionFeed, RawItem};
@@ -12,18 +13,19 @@ pub mod client;
 mod history;
 mod items;
 mod settle;
+mod transaction;
 mod wallet;
+
+use transaction::{Transaction, Write, CONFLICT_ATTEMPTS};
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, CancellationReason, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, Put, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use serde::{Deserialize, Serialize};
@@ -37,8 +39,7 @@ use crate::domain::limits::{utc_day, DailyLimit};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::wallet::WalletPage;
 use crate::domain::{DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::error::ApiError;
-use crate::ports::{IdempotencyClaim, Ledger, Recorded};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, StoreError};
 
 /// Name of the history GSI.
 pub const HISTORY_INDEX: &str = "history";
@@ -65,10 +66,6 @@ pub const WRITES_LAND_WITHIN: std::time::Duration = std::time::Duration::from_se
 
 /// What reconciliation allows for the difference between two hosts' clocks.
 const CLOCK_ALLOWANCE_SECS: u64 = 10;
-
-/// How many times a transaction is tried while a concurrent one holds one of its items
-/// (`TransactionConflict`: a sender's daily counter, a hot wallet) before it is a 503.
-const CONFLICT_ATTEMPTS: u32 = 8;
 
 /// The ledger on a DynamoDB table.
 #[derive(Clone, Debug)]
@@ -101,7 +98,7 @@ impl DynamoLedger {
 
     /// Creates the table with its GSIs and TTL if it does not exist (local runs and tests; in AWS
     /// the SAM template creates it).
-    pub async fn ensure_table(&self) -> Result<(), ApiError> {
+    pub async fn ensure_table(&self) -> Result<(), StoreError> {
         let attribute = |name: &str| {
             AttributeDefinition::builder()
                 .attribute_name(name)
@@ -157,12 +154,12 @@ impl DynamoLedger {
     }
 
     /// The packet recorded under `id`, if any (strongly consistent).
-    pub async fn packet(&self, id: &PacketId) -> Result<Option<Packet>, ApiError> {
+    pub async fn packet(&self, id: &PacketId) -> Result<Option<Packet>, StoreError> {
         let item: Option<PacketItem> = self.get(packet_pk(id), META.into()).await?;
         item.map(|item| item.packet()).transpose()
     }
 
-    async fn get<T: for<'de> Deserialize<'de>>(&self, pk: String, sk: String) -> Result<Option<T>, ApiError> {
+    async fn get<T: for<'de> Deserialize<'de>>(&self, pk: String, sk: String) -> Result<Option<T>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -176,17 +173,17 @@ impl DynamoLedger {
         output.item.map(from_item).transpose()
     }
 
-    async fn replay(&self, packet: &Packet, claim: &IdempotencyClaim) -> Result<Recorded, ApiError> {
+    async fn replay(&self, packet: &Packet, claim: &IdempotencyClaim) -> Result<Recorded, StoreError> {
         let pk = idempotency_pk(&packet.sender, claim);
         let Some(existing) = self.get::<IdempotencyItem>(pk.clone(), "IDEM".into()).await? else {
             // The claim expired between our write and this read: the caller may simply retry.
-            return Err(ApiError::dynamodb_unavailable("idempotency claim vanished, retry"));
+            return Err(StoreError::dynamodb_unavailable("idempotency claim vanished, retry"));
         };
         if existing.request_hash != claim.request_hash {
-            return Err(ApiError::IdempotencyKeyReused);
+            return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
         }
         let original = self.packet(&existing.packet_id).await?.ok_or_else(|| {
-            ApiError::Internal(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
+            StoreError::Corrupt(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
         })?;
         Ok(Recorded::Replay(original))
     }
@@ -196,69 +193,23 @@ fn idempotency_pk(sender: &UserId, claim: &IdempotencyClaim) -> String {
     format!("IDEM#{sender}#{}", claim.key.as_str())
 }
 
-fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> ApiError {
-    ApiError::dynamodb_unavailable(DisplayErrorContext(error))
+fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
+    StoreError::dynamodb_unavailable(DisplayErrorContext(error))
 }
 
 fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue> {
     serde_dynamo::to_item(value).expect("ledger items serialize")
 }
 
-fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, ApiError> {
-    serde_dynamo::from_item(item).map_err(|error| ApiError::Internal(format!("corrupt ledger item: {error}")))
-}
-
-/// True when a transaction was cancelled because one of its conditions failed.
-fn condition_failed(error: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
-    cancellation_reasons(error).is_some_and(|reasons| reasons.iter().any(is_condition))
-}
-
-/// Why a cancelled transaction was cancelled, one reason per item in order; `None` for any
-/// other error.
-fn cancellation_reasons<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<&[CancellationReason]> {
-    match error.as_service_error() {
-        Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
-            Some(cancelled.cancellation_reasons())
-        }
-        _ => None,
-    }
-}
-
-fn is_condition(reason: &CancellationReason) -> bool {
-    reason.code() == Some("ConditionalCheckFailed")
-}
-
-impl DynamoLedger {
-    /// Runs a transaction, trying it again (after a short, growing, jittered pause) while it is
-    /// cancelled only because a concurrent transaction held one of its items; a failed
-    /// condition or any other error is returned at once.
-    async fn transact_retrying_conflicts(
-        &self,
-        items: Vec<TransactWriteItem>,
-    ) -> Result<(), SdkError<TransactWriteItemsError, HttpResponse>> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let written = self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
-            let Err(error) = written else { return Ok(()) };
-            let conflict_only = cancellation_reasons(&error).is_some_and(|reasons| {
-                !reasons.iter().any(is_condition)
-                    && reasons.iter().any(|reason| reason.code() == Some("TransactionConflict"))
-            });
-            if !conflict_only || attempt >= CONFLICT_ATTEMPTS {
-                return Err(error);
-            }
-            let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
-            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-        }
-    }
+fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
 }
 
 impl DynamoLedger {
     /// The send's transaction: its daily counter (first), its idempotency claim (when it has
     /// one), its packet item, and with the wallet the debit of the sender's balance and its
     /// movement, each under its condition.
-    fn send_transaction(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Vec<TransactWriteItem> {
+    fn send_transaction(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Transaction {
         let day_started_ms = packet.created_at_ms - packet.created_at_ms.rem_euclid(24 * 60 * 60 * 1000);
         let n = |value: String| AttributeValue::N(value);
         // Within the limits after this send: fewer sends than the limit so far, and room left
@@ -291,7 +242,8 @@ impl DynamoLedger {
                 .expect("transaction put");
             TransactWriteItem::builder().put(put).build()
         };
-        let mut items = vec![TransactWriteItem::builder().update(counter).build()];
+        let mut items = Transaction::default();
+        items.push(Write::DailyCounter, TransactWriteItem::builder().update(counter).build());
         if let Some(claim) = claim {
             let claim_item = to_item(&IdempotencyItem {
                 pk: idempotency_pk(&packet.sender, claim),
@@ -302,60 +254,53 @@ impl DynamoLedger {
             });
             let now_epoch = AttributeValue::N((packet.created_at_ms / 1000).to_string());
             // A claim past its TTL that DynamoDB has not yet removed counts as absent.
-            items.push(put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)));
+            items.push(
+                Write::IdempotencyClaim,
+                put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)),
+            );
         }
         let stamp = write_stamp();
         let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
-        items.push(put(to_item(&packet_item), "attribute_not_exists(pk)", None));
+        items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
             items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms, stamp));
         }
         items
-    }
-
-    /// Where the sender's balance sits in [`Self::send_transaction`], with the wallet.
-    fn debit_index(&self, claim: Option<&IdempotencyClaim>) -> Option<usize> {
-        (self.funds == Funds::Wallet).then_some(if claim.is_some() { 3 } else { 2 })
     }
 }
 
 impl Ledger for DynamoLedger {
     /// One transaction: the sender's daily counter, the idempotency claim, the packet item and
     /// (with the wallet) the debit; a balance short of the total is
-    /// [`ApiError::InsufficientFunds`] and records nothing.
+    /// [`Conflict::InsufficientFunds`] and records nothing.
     /// The counter's condition is the limit, so concurrent sends can never pass it together
     /// (DynamoDB serialises them; a conflict is retried); a replay fails on its claim and is
     /// answered with the original packet, counted once.
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
         if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
-            return Err(ApiError::LimitExceeded { field: limit.field() });
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
-        let written = self.transact_retrying_conflicts(self.send_transaction(packet, claim)).await;
-        let Err(error) = written else { return Ok(Recorded::New) };
-        let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
-        if let (Some(claim), Some(reason)) = (claim, reasons.get(1)) {
-            if is_condition(reason) {
-                return self.replay(packet, claim).await;
-            }
+        let Err(failed) = self.transact(self.send_transaction(packet, claim)).await else { return Ok(Recorded::New) };
+        if let Some(claim) = claim.filter(|_| failed.refused_by(Write::IdempotencyClaim).is_some()) {
+            return self.replay(packet, claim).await;
         }
-        let debit = self.debit_index(claim).and_then(|index| reasons.get(index));
-        if debit.is_some_and(is_condition) {
-            return Err(ApiError::InsufficientFunds);
+        if failed.refused_by(Write::Balance).is_some() {
+            return Err(StoreError::Conflict(Conflict::InsufficientFunds));
         }
-        if let Some(reason) = reasons.first().filter(|reason| is_condition(reason)) {
+        if let Some(reason) = failed.refused_by(Write::DailyCounter) {
             let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
             let limit = self
                 .daily
                 .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
                 .unwrap_or(DailyLimit::Sends);
-            return Err(ApiError::LimitExceeded { field: limit.field() });
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
-        Err(unavailable(error))
+        Err(unavailable(failed.error))
     }
 
     /// One conditional update of the packet item: the caller is its sender, it is open, not
     /// expired and not cancelled yet. When the condition fails, the item as it was says why.
-    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), ApiError> {
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
         let s = |value: &str| AttributeValue::S(value.to_owned());
         let updated = self
             .client
@@ -383,18 +328,18 @@ impl Ledger for DynamoLedger {
         let Some(UpdateItemError::ConditionalCheckFailedException(failed)) = error.as_service_error() else {
             return Err(unavailable(error));
         };
-        let Some(item) = failed.item().cloned() else { return Err(ApiError::NotFound) };
+        let Some(item) = failed.item().cloned() else { return Err(StoreError::Conflict(Conflict::NoSuchPacket)) };
         let recorded: PacketItem = from_item(item)?;
         if &recorded.sender != sender {
-            return Err(ApiError::Forbidden);
+            return Err(StoreError::Conflict(Conflict::NotTheSender));
         }
         match (recorded.status, recorded.cancelled_at_ms) {
             (PacketStatus::Cancelled, _) | (PacketStatus::Open, Some(_)) => Ok(()),
-            _ => Err(ApiError::NotOpen),
+            _ => Err(StoreError::Conflict(Conflict::NotOpen)),
         }
     }
 
-    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         Self::ledger_packet(self, id).await
     }
 
@@ -404,11 +349,11 @@ impl Ledger for DynamoLedger {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> Result<HistoryPage, ApiError> {
+    ) -> Result<HistoryPage, StoreError> {
         Self::history(self, user, role, limit, cursor).await
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
         Self::wallet(self, user, limit, cursor).await
     }
 }
@@ -427,10 +372,11 @@ impl LazyLedger {
         LazyLedger { config: config.clone(), connection, ledger: tokio::sync::OnceCell::new() }
     }
 
-    async fn ledger(&self) -> Result<&DynamoLedger, ApiError> {
+    async fn ledger(&self) -> Result<&DynamoLedger, StoreError> {
         self.ledger
             .get_or_try_init(|| async {
-                let client = client::client(&self.connection).map_err(|error| ApiError::Internal(error.to_string()))?;
+                let client =
+                    client::client(&self.connection).map_err(|error| StoreError::Corrupt(error.to_string()))?;
                 Ok(DynamoLedger::new(client, &self.config))
             })
             .await
@@ -438,15 +384,15 @@ impl LazyLedger {
 }
 
 impl Ledger for LazyLedger {
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, ApiError> {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
         self.ledger().await?.record_packet(packet, claim).await
     }
 
-    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         DynamoLedger::ledger_packet(self.ledger().await?, id).await
     }
 
-    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), ApiError> {
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
         self.ledger().await?.cancel(id, sender, now_ms).await
     }
 
@@ -456,11 +402,11 @@ impl Ledger for LazyLedger {
         role: Role,
         limit: u32,
         cursor: Option<&str>,
-    ) -> Result<HistoryPage, ApiError> {
+    ) -> Result<HistoryPage, StoreError> {
         DynamoLedger::history(self.ledger().await?, user, role, limit, cursor).await
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
         DynamoLedger::wallet(self.ledger().await?, user, limit, cursor).await
     }
 }

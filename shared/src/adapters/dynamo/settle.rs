@@ -15,17 +15,15 @@ use super::items::{
     grab_movement_sk, open_partitions, packet_pk, wallet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem,
     PacketItem, RefundItem, ShareItem, META, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
-use super::{
-    cancellation_reasons, condition_failed, from_item, is_condition, to_item, unavailable, DynamoLedger, OPEN_INDEX,
-};
+use super::transaction::{Transaction, Write};
+use super::{from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::packet::LedgerPacket;
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal, ShareClaim, ShareHolder};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::error::ApiError;
-use crate::ports::SettleLedger;
+use crate::ports::{SettleLedger, StoreError};
 
 /// Conditional writes one packet's settle keeps in flight at once.
 const WRITES_IN_FLIGHT: usize = 32;
@@ -71,7 +69,7 @@ impl DynamoLedger {
     /// Claims `grab`'s share, then writes its record. A claim already held by the same
     /// user for the same amount is the same grab (recorded before, or grabbed again after a
     /// failover): it is left as it is, its first time kept.
-    async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
+    async fn record_grab(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, StoreError> {
         if let Some(refused) = self.claim_share(packet, grab).await? {
             return Ok(Some(refused));
         }
@@ -80,7 +78,7 @@ impl DynamoLedger {
 
     /// Claims `grab`'s share (`SHARE#<seq>`): new, or held by this user for this amount
     /// already. Returns the refusal when another grab holds it.
-    async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, ApiError> {
+    async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, StoreError> {
         let claim = self
             .client
             .put_item()
@@ -109,11 +107,11 @@ impl DynamoLedger {
     /// overlap another's credits. A transaction cancelled for any of its grabs (one recorded
     /// before, a conflict that outlasted the retries) is redone grab by grab, so each gets its
     /// own answer.
-    async fn record_grabs_in_batches(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+    async fn record_grabs_in_batches(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, StoreError> {
         let grabs: Vec<&LoggedGrab> = grabs.iter().collect();
         let batches: Vec<_> =
             batches_of_distinct_users(&grabs).into_iter().map(|batch| self.claim_and_credit(packet, batch)).collect();
-        let outcomes: Vec<Result<Vec<Refusal>, ApiError>> =
+        let outcomes: Vec<Result<Vec<Refusal>, StoreError>> =
             stream::iter(batches).buffer_unordered(BATCHES_IN_FLIGHT).collect().await;
         let mut refused = Vec::new();
         for outcome in outcomes {
@@ -123,9 +121,9 @@ impl DynamoLedger {
     }
 
     /// Claims the shares of `batch`, then credits the grabs whose claims hold.
-    async fn claim_and_credit(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, ApiError> {
+    async fn claim_and_credit(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, StoreError> {
         let claims: Vec<_> = batch.iter().map(|grab| self.claim_share(packet, grab)).collect();
-        let claimed: Vec<Result<Option<Refusal>, ApiError>> =
+        let claimed: Vec<Result<Option<Refusal>, StoreError>> =
             stream::iter(claims).buffered(WRITES_IN_FLIGHT / BATCHES_IN_FLIGHT).collect().await;
         let mut refused = Vec::new();
         let mut to_credit = Vec::new();
@@ -143,16 +141,15 @@ impl DynamoLedger {
 
     /// One transaction recording and crediting `batch` (grabs of distinct users whose shares
     /// are claimed); grab by grab when it is cancelled. Returns the grabs refused.
-    async fn credit_grabs(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, ApiError> {
+    async fn credit_grabs(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, StoreError> {
         let stamp = write_stamp();
-        let items: Vec<TransactWriteItem> =
-            batch.iter().flat_map(|grab| self.grab_credit_items(packet, grab, stamp)).collect();
-        match self.transact_retrying_conflicts(items).await {
+        let items: Transaction = batch.iter().flat_map(|grab| self.grab_credit_items(packet, grab, stamp)).collect();
+        match self.transact(items).await {
             Ok(()) => Ok(Vec::new()),
-            Err(error) if cancellation_reasons(&error).is_some() => {
+            Err(failed) if failed.cancelled() => {
                 let writes: Vec<_> = batch.iter().map(|grab| self.put_grab_item(packet, grab)).collect();
                 // In order (`buffered`): each outcome is zipped back to its grab.
-                let outcomes: Vec<Result<bool, ApiError>> =
+                let outcomes: Vec<Result<bool, StoreError>> =
                     stream::iter(writes).buffered(WRITES_IN_FLIGHT).collect().await;
                 let mut refused = Vec::new();
                 for (grab, outcome) in batch.iter().zip(outcomes) {
@@ -162,7 +159,7 @@ impl DynamoLedger {
                 }
                 Ok(refused)
             }
-            Err(error) => Err(write_failed(error)),
+            Err(failed) => Err(write_failed(failed.error)),
         }
     }
 
@@ -173,7 +170,7 @@ impl DynamoLedger {
         created_at_ms: Millis,
         id: &PacketId,
         users: &[&UserId],
-    ) -> Result<Vec<LoggedGrab>, ApiError> {
+    ) -> Result<Vec<LoggedGrab>, StoreError> {
         let sk = grab_movement_sk(created_at_ms, id);
         let mut grabs = Vec::new();
         for chunk in users.chunks(100) {
@@ -202,7 +199,7 @@ impl DynamoLedger {
                 request = read.unprocessed_keys.and_then(|mut tables| tables.remove(&self.table));
                 if request.is_some() {
                     if attempt >= UNPROCESSED_ATTEMPTS {
-                        return Err(ApiError::dynamodb_unavailable("BatchGetItem kept leaving keys unprocessed"));
+                        return Err(StoreError::dynamodb_unavailable("BatchGetItem kept leaving keys unprocessed"));
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))).await;
                 }
@@ -214,7 +211,7 @@ impl DynamoLedger {
     /// A grab's two transaction items with the wallet: its credit, which is also its record
     /// (`WALLET#<user>` / `MOVE#<packet's creation>#grab#<id>`, only if new: one per user and
     /// packet), and the grabber's balance change, stamped `stamp`.
-    fn grab_credit_items(&self, packet: &Packet, grab: &LoggedGrab, stamp: Millis) -> [TransactWriteItem; 2] {
+    fn grab_credit_items(&self, packet: &Packet, grab: &LoggedGrab, stamp: Millis) -> [(Write, TransactWriteItem); 2] {
         let credit = Put::builder()
             .table_name(&self.table)
             .set_item(Some(to_item(&MovementItem::grab(packet, grab, stamp))))
@@ -222,12 +219,15 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .expect("grab credit put");
-        [TransactWriteItem::builder().put(credit).build(), self.balance_credit(&grab.user, grab.amount_cents)]
+        [
+            (Write::Movement, TransactWriteItem::builder().put(credit).build()),
+            self.balance_credit(&grab.user, grab.amount_cents),
+        ]
     }
 
     /// The events of packet `id`'s casualties (`GrabRegranted`, `GrabRevoked`), for operators
     /// and checks: one per grab Redis acknowledged and the ledger refused.
-    pub async fn casualties(&self, id: &PacketId) -> Result<Vec<LedgerEvent>, ApiError> {
+    pub async fn casualties(&self, id: &PacketId) -> Result<Vec<LedgerEvent>, StoreError> {
         let mut pages = self
             .client
             .query()
@@ -248,7 +248,7 @@ impl DynamoLedger {
     }
 
     /// Every item of packet `id`: record, grabs and refund (strongly consistent).
-    pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, ApiError> {
+    pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         let mut meta: Option<PacketItem> = None;
         let mut grabs: Vec<LoggedGrab> = Vec::new();
         let mut claims = Vec::new();
@@ -309,14 +309,14 @@ impl SettleLedger for DynamoLedger {
     /// and their credits go in transactions of several grabs. The conditions make the writes
     /// idempotent for the same grab and refuse any other: no share is paid to two users, no
     /// user is paid two shares, no amount changes. Returns the grabs refused.
-    async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, ApiError> {
+    async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, StoreError> {
         if self.funds == Funds::Wallet {
             return self.record_grabs_in_batches(packet, grabs).await;
         }
         // The futures are built first: a stream holding a closure over borrowed items trips
         // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
         let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
-        let outcomes: Vec<Result<Option<Refusal>, ApiError>> =
+        let outcomes: Vec<Result<Option<Refusal>, StoreError>> =
             stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
         let mut refused = Vec::new();
         for outcome in outcomes {
@@ -331,22 +331,19 @@ impl SettleLedger for DynamoLedger {
     /// record is the grabber's credit, written with their balance change in one transaction:
     /// the credit's condition (new, one per user and packet) guards the balance, so a grab
     /// recorded again (a retry, a parallel run) is never credited twice.
-    async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, ApiError> {
+    async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, StoreError> {
         let stamp = write_stamp();
         if self.funds == Funds::Wallet {
-            let items = self.grab_credit_items(packet, grab, stamp).to_vec();
-            let written = self.transact_retrying_conflicts(items).await;
-            let Err(error) = written else { return Ok(false) };
-            let Some(reasons) = cancellation_reasons(&error) else { return Err(write_failed(error)) };
-            return match reasons.first() {
-                // Recorded before (its credit): the same grab is done; another is refused.
-                Some(reason) if is_condition(reason) => {
-                    let recorded: Option<MovementItem> = reason.item().cloned().map(from_item).transpose()?;
-                    let recorded = recorded.and_then(|credit| credit.logged());
-                    Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
-                }
-                _ => Err(unavailable(error)),
-            };
+            let items: Transaction = self.grab_credit_items(packet, grab, stamp).into_iter().collect();
+            let Err(failed) = self.transact(items).await else { return Ok(false) };
+            if !failed.cancelled() {
+                return Err(write_failed(failed.error));
+            }
+            // Recorded before (its credit): the same grab is done; another is refused.
+            let Some(reason) = failed.refused_by(Write::Movement) else { return Err(unavailable(failed.error)) };
+            let recorded: Option<MovementItem> = reason.item().cloned().map(from_item).transpose()?;
+            let recorded = recorded.and_then(|credit| credit.logged());
+            return Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents));
         }
         let written = self
             .client
@@ -372,7 +369,7 @@ impl SettleLedger for DynamoLedger {
     /// Records a casualty of a disagreement between Redis and the ledger, once (its item's
     /// condition): `GrabRegranted` or `GrabRevoked`, in the grabber's history. The money, if
     /// any, moved with the regranted grab's own item.
-    async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Result<(), ApiError> {
+    async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Result<(), StoreError> {
         let written = self
             .client
             .put_item()
@@ -391,7 +388,7 @@ impl SettleLedger for DynamoLedger {
     /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
     /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
     /// claimed first.
-    async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, ApiError> {
+    async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
         let writes: Vec<_> = shares
             .iter()
             .map(|&(seq, amount_cents)| async move {
@@ -415,7 +412,7 @@ impl SettleLedger for DynamoLedger {
                 }
             })
             .collect();
-        let outcomes: Vec<Result<Option<u32>, ApiError>> =
+        let outcomes: Vec<Result<Option<u32>, StoreError>> =
             stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
         let mut taken = Vec::new();
         for outcome in outcomes {
@@ -428,7 +425,7 @@ impl SettleLedger for DynamoLedger {
     /// credit to the sender's wallet, sets the packet's finalisation event and moves the packet
     /// out of `open`, conditional on it still being open. Returns false when another
     /// run finalised it first: nothing is written twice.
-    async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, ApiError> {
+    async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, StoreError> {
         let now = rfc3339(now_ms);
         let stamp = write_stamp();
         let mut values = HashMap::from([
@@ -472,7 +469,8 @@ impl SettleLedger for DynamoLedger {
             .set_expression_attribute_values(Some(values))
             .build()
             .expect("finalise update");
-        let mut items = vec![TransactWriteItem::builder().update(update).build()];
+        let mut items = Transaction::default();
+        items.push(Write::Packet, TransactWriteItem::builder().update(update).build());
         if result.refund_cents > 0 {
             let refund = RefundItem {
                 pk: packet_pk(&packet.id),
@@ -497,7 +495,7 @@ impl SettleLedger for DynamoLedger {
                 .condition_expression("attribute_not_exists(pk)")
                 .build()
                 .expect("refund put");
-            items.push(TransactWriteItem::builder().put(put).build());
+            items.push(Write::Refund, TransactWriteItem::builder().put(put).build());
             if self.funds == Funds::Wallet {
                 // The refund's credit rides on the packet's condition (still open): once only.
                 items.extend(self.credit(
@@ -511,15 +509,15 @@ impl SettleLedger for DynamoLedger {
                 ));
             }
         }
-        match self.transact_retrying_conflicts(items).await {
-            Ok(_) => Ok(true),
-            Err(error) if condition_failed(&error) => Ok(false),
-            Err(error) => Err(unavailable(error)),
+        match self.transact(items).await {
+            Ok(()) => Ok(true),
+            Err(failed) if failed.refused_by(Write::Packet).is_some() => Ok(false),
+            Err(failed) => Err(unavailable(failed.error)),
         }
     }
 
     /// One `UpdateItem` adding `current` to the layouts item's number set, returning the set.
-    async fn settle_layouts(&self, current: u32) -> Result<Vec<u32>, ApiError> {
+    async fn settle_layouts(&self, current: u32) -> Result<Vec<u32>, StoreError> {
         let updated = self
             .client
             .update_item()
@@ -539,7 +537,7 @@ impl SettleLedger for DynamoLedger {
 
     /// The packets still open in settle shard `shard`, by the ledger's sparse open index (one
     /// query per partition of the shard; only the recovery sweep reads it).
-    async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
+    async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, StoreError> {
         let mut ids = Vec::new();
         for partition in open_partitions(shard) {
             let mut pages = self
@@ -574,8 +572,9 @@ fn condition_failed_item(error: Option<&PutItemError>) -> Option<HashMap<String,
 }
 
 /// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
-/// [`ApiError::Internal`], so settle skips that packet; anything else is a 503 that ends the run.
-fn write_failed<E, R>(error: SdkError<E, R>) -> ApiError
+/// [`StoreError::Rejected`], so settle skips that packet; anything else is
+/// [`StoreError::Unavailable`], which ends the run.
+fn write_failed<E, R>(error: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
@@ -583,7 +582,7 @@ where
     let code = error.as_service_error().and_then(|service| service.code()).map(str::to_owned);
     match code.as_deref() {
         Some("ValidationException" | "ItemCollectionSizeLimitExceededException") => {
-            ApiError::Internal(format!("DynamoDB refused a write: {}", DisplayErrorContext(&error)))
+            StoreError::Rejected(DisplayErrorContext(&error).to_string())
         }
         _ => unavailable(error),
     }

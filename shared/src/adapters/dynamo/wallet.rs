@@ -10,11 +10,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
 use super::items::{topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, TOPUP};
-use super::{cancellation_reasons, from_item, is_condition, to_item, unavailable, DynamoLedger};
+use super::transaction::{Transaction, Write};
+use super::{from_item, to_item, unavailable, DynamoLedger};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, Funds, PacketId, UserId};
-use crate::error::ApiError;
+use crate::ports::{Conflict, StoreError, Wallets};
 
 impl DynamoLedger {
     /// The movement of `amount_cents` into `user`'s balance and the balance change, as two
@@ -30,14 +31,14 @@ impl DynamoLedger {
         reference: Option<&str>,
         at_ms: Millis,
         written_at_ms: Millis,
-    ) -> [TransactWriteItem; 2] {
+    ) -> [(Write, TransactWriteItem); 2] {
         let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms, written_at_ms);
-        [self.new_movement(&movement), self.balance_credit(user, amount_cents)]
+        [(Write::Movement, self.new_movement(&movement)), self.balance_credit(user, amount_cents)]
     }
 
     /// The change of `user`'s balance by a credit of `amount_cents`, as a transaction item:
     /// `ADD` (created at 0), its count of movements with it.
-    pub(super) fn balance_credit(&self, user: &UserId, amount_cents: Cents) -> TransactWriteItem {
+    pub(super) fn balance_credit(&self, user: &UserId, amount_cents: Cents) -> (Write, TransactWriteItem) {
         let balance = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(wallet_pk(user)))
@@ -49,7 +50,7 @@ impl DynamoLedger {
             .expression_attribute_values(":user", AttributeValue::S(user.to_string()))
             .build()
             .expect("credit update");
-        TransactWriteItem::builder().update(balance).build()
+        (Write::Balance, TransactWriteItem::builder().update(balance).build())
     }
 
     /// A send's debit of `amount_cents` from `user`, as two transaction items: the movement,
@@ -62,7 +63,7 @@ impl DynamoLedger {
         packet_id: &PacketId,
         at_ms: Millis,
         written_at_ms: Millis,
-    ) -> [TransactWriteItem; 2] {
+    ) -> [(Write, TransactWriteItem); 2] {
         let movement =
             MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms, written_at_ms);
         let balance = Update::builder()
@@ -75,7 +76,10 @@ impl DynamoLedger {
             .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
             .build()
             .expect("debit update");
-        [TransactWriteItem::builder().update(balance).build(), self.new_movement(&movement)]
+        [
+            (Write::Balance, TransactWriteItem::builder().update(balance).build()),
+            (Write::Movement, self.new_movement(&movement)),
+        ]
     }
 
     fn new_movement(&self, movement: &MovementItem) -> TransactWriteItem {
@@ -86,57 +90,6 @@ impl DynamoLedger {
             .build()
             .expect("movement put");
         TransactWriteItem::builder().put(put).build()
-    }
-
-    /// Applies a top-up once per reference: one transaction writes the top-up item (only if
-    /// its reference is new), its movement and the balance change. A reference applied before
-    /// with the same user and amount changes nothing; with another it is a 400 naming it.
-    pub async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, ApiError> {
-        topup.validate()?;
-        if self.funds == Funds::None {
-            return Err(ApiError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
-        }
-        let stamp = write_stamp();
-        let record = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(to_item(&TopupItem {
-                pk: topup_pk(&topup.reference),
-                sk: TOPUP.into(),
-                user: topup.user.clone(),
-                amount_cents: topup.amount_cents,
-                reference: topup.reference.clone(),
-                at: rfc3339(now_ms),
-                written_at_ms: Some(stamp),
-            })))
-            .condition_expression("attribute_not_exists(pk)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .expect("top-up put");
-        let mut items = vec![TransactWriteItem::builder().put(record).build()];
-        items.extend(self.credit(
-            &topup.user,
-            MovementKind::Topup,
-            topup.amount_cents,
-            None,
-            Some(&topup.reference),
-            now_ms,
-            stamp,
-        ));
-        let applied = match self.transact_retrying_conflicts(items).await {
-            Ok(()) => true,
-            Err(error) => {
-                let Some(reasons) = cancellation_reasons(&error) else { return Err(unavailable(error)) };
-                let Some(earlier) = reasons.first().filter(|reason| is_condition(reason)).and_then(|r| r.item()) else {
-                    return Err(unavailable(error));
-                };
-                let earlier: TopupItem = from_item(earlier.clone())?;
-                if earlier.user != topup.user || earlier.amount_cents != topup.amount_cents {
-                    return Err(ApiError::invalid("reference", "this reference was applied to another user or amount"));
-                }
-                false
-            }
-        };
-        Ok(TopUpResult { applied, balance_cents: self.balance(&topup.user).await? })
     }
 
     /// A query of `user`'s movements (`WALLET#<user>`, `MOVE#…`), oldest first.
@@ -150,15 +103,15 @@ impl DynamoLedger {
     }
 
     /// `user`'s balance now (0 without a wallet item), strongly consistent.
-    pub async fn balance(&self, user: &UserId) -> Result<Cents, ApiError> {
+    pub async fn balance(&self, user: &UserId) -> Result<Cents, StoreError> {
         let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
         Ok(item.map(|item| item.balance_cents).unwrap_or(0))
     }
 
     /// `user`'s balance and one page of their movements, newest first; 404 with `FUNDS=none`.
-    pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, ApiError> {
+    pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
-            return Err(ApiError::NoWallets);
+            return Err(StoreError::Conflict(Conflict::NoWallets));
         }
         let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
         let output = self
@@ -186,8 +139,8 @@ fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
 }
 
 /// The cursor holds the last movement's sort key; its owner is the caller, never the cursor.
-fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, ApiError> {
-    let invalid = || ApiError::invalid("cursor", "cursor is not one this endpoint returned");
+fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned");
     let sk = URL_SAFE_NO_PAD.decode(cursor).ok().and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(invalid)?;
     if !sk.starts_with("MOVE#") || sk.len() > 1024 {
         return Err(invalid());
@@ -196,4 +149,61 @@ fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, Attribu
         ("pk".to_owned(), AttributeValue::S(wallet_pk(owner))),
         ("sk".to_owned(), AttributeValue::S(sk)),
     ]))
+}
+
+impl Wallets for DynamoLedger {
+    /// Applies a top-up once per reference: one transaction writes the top-up item (only if
+    /// its reference is new), its movement and the balance change. A reference applied before
+    /// with the same user and amount changes nothing; with another it is
+    /// [`StoreError::Invalid`] naming it.
+    async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, StoreError> {
+        topup.validate()?;
+        if self.funds == Funds::None {
+            return Err(StoreError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
+        }
+        let stamp = write_stamp();
+        let record = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&TopupItem {
+                pk: topup_pk(&topup.reference),
+                sk: TOPUP.into(),
+                user: topup.user.clone(),
+                amount_cents: topup.amount_cents,
+                reference: topup.reference.clone(),
+                at: rfc3339(now_ms),
+                written_at_ms: Some(stamp),
+            })))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("top-up put");
+        let mut items = Transaction::default();
+        items.push(Write::Topup, TransactWriteItem::builder().put(record).build());
+        items.extend(self.credit(
+            &topup.user,
+            MovementKind::Topup,
+            topup.amount_cents,
+            None,
+            Some(&topup.reference),
+            now_ms,
+            stamp,
+        ));
+        let applied = match self.transact(items).await {
+            Ok(()) => true,
+            Err(failed) => {
+                let Some(earlier) = failed.refused_by(Write::Topup).and_then(|reason| reason.item()) else {
+                    return Err(unavailable(failed.error));
+                };
+                let earlier: TopupItem = from_item(earlier.clone())?;
+                if earlier.user != topup.user || earlier.amount_cents != topup.amount_cents {
+                    return Err(StoreError::invalid(
+                        "reference",
+                        "this reference was applied to another user or amount",
+                    ));
+                }
+                false
+            }
+        };
+        Ok(TopUpResult { applied, balance_cents: self.balance(&topup.user).await? })
+    }
 }

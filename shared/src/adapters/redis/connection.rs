@@ -11,7 +11,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{Cmd, RedisFuture, RedisResult, Value};
 
 use crate::config::{RedisConfig, ReplicaWait};
-use crate::error::ApiError;
+use crate::ports::StoreError;
 
 /// A connection to a single Redis node or to a cluster; cheap to clone, multiplexed.
 #[derive(Clone)]
@@ -78,7 +78,7 @@ impl RedisConnection {
         key: &str,
         wait: ReplicaWait,
         limit: Duration,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, StoreError> {
         let mut command = redis::cmd("WAIT");
         command.arg(wait.replicas).arg(wait.timeout.as_millis() as u64);
         let acknowledged: i64 = match self {
@@ -90,7 +90,7 @@ impl RedisConnection {
                     SlotAddr::Master,
                 )));
                 let value = within(limit, cluster.route_command(command, route)).await?;
-                redis::from_redis_value(value).map_err(ApiError::redis_unavailable)?
+                redis::from_redis_value(value).map_err(StoreError::redis_unavailable)?
             }
         };
         Ok(acknowledged >= i64::from(wait.replicas))
@@ -98,10 +98,10 @@ impl RedisConnection {
 }
 
 /// Runs one Redis operation within `limit`: a failure or no answer in time is a 503.
-pub async fn within<T>(limit: Duration, operation: impl Future<Output = RedisResult<T>>) -> Result<T, ApiError> {
+pub async fn within<T>(limit: Duration, operation: impl Future<Output = RedisResult<T>>) -> Result<T, StoreError> {
     match tokio::time::timeout(limit, operation).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(ApiError::redis_unavailable(error)),
-        Err(_) => Err(ApiError::redis_unavailable(format!("no answer within {limit:?}"))),
+        Ok(Err(error)) => Err(StoreError::redis_unavailable(error)),
+        Err(_) => Err(StoreError::redis_unavailable(format!("no answer within {limit:?}"))),
     }
 }

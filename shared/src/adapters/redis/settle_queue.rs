@@ -8,7 +8,7 @@ use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
 use crate::domain::settlement::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId};
-use crate::error::ApiError;
+use crate::ports::StoreError;
 use crate::ports::{CloseOutcome, Frozen, SettleQueue};
 
 impl RedisStore {
@@ -29,7 +29,7 @@ impl RedisStore {
 
     /// Every packet indexed for settle in `shard` (open, not retired or quarantined): for
     /// checks and operators; settle itself reads only [`RedisStore::packets_with_work`].
-    pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, ApiError> {
+    pub async fn indexed_packets(&self, shard: u32) -> Result<Vec<PacketId>, StoreError> {
         let mut conn = self.connection().await?;
         let mut range = redis::cmd("ZRANGE");
         range.arg(self.settle_index_key(shard)).arg(0).arg(-1);
@@ -64,7 +64,7 @@ impl SettleQueue for RedisStore {
     }
 
     /// Runs `freeze.lua`: the packet closed to fresh grabs under `token`, and its whole log.
-    async fn freeze(&self, id: &PacketId, token: &str) -> Result<Frozen, ApiError> {
+    async fn freeze(&self, id: &PacketId, token: &str) -> Result<Frozen, StoreError> {
         let mut conn = self.connection().await?;
         self.run(scripts::freeze(&mut conn, &self.keys(id), token)).await
     }
@@ -79,7 +79,7 @@ impl SettleQueue for RedisStore {
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
         token: &str,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, StoreError> {
         let loaded = self.load_with(packet, cancelled, closed, grabs, pool, LoadMode::Replace { token }).await?;
         Ok(loaded == Loaded::Now)
     }
@@ -87,7 +87,7 @@ impl SettleQueue for RedisStore {
     /// Waits until the configured replicas hold every write made to `id`'s keys so far (a no-op
     /// without `GRAB_WAIT_REPLICAS`): settle persists only grabs a failover cannot take back.
     /// False when they did not acknowledge in time.
-    async fn replicas_hold(&self, id: &PacketId) -> Result<bool, ApiError> {
+    async fn replicas_hold(&self, id: &PacketId) -> Result<bool, StoreError> {
         if self.grab_wait.is_none() {
             return Ok(true);
         }
@@ -96,13 +96,13 @@ impl SettleQueue for RedisStore {
     }
 
     /// Closes the packet to grabs if it is finished or expired at `now_ms`.
-    async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, ApiError> {
+    async fn close(&self, id: &PacketId, now_ms: Millis) -> Result<CloseOutcome, StoreError> {
         let mut conn = self.connection().await?;
         self.run(scripts::close(&mut conn, &self.keys(id), now_ms, false)).await
     }
 
     /// Records that the first `confirmed` grabs of the log are in the ledger.
-    async fn mark_persisted(&self, id: &PacketId, confirmed: usize, last: &LoggedGrab) -> Result<(), ApiError> {
+    async fn mark_persisted(&self, id: &PacketId, confirmed: usize, last: &LoggedGrab) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         self.run(scripts::mark_persisted(&mut conn, &self.keys(id), confirmed, last)).await?;
         Ok(())
@@ -111,7 +111,7 @@ impl SettleQueue for RedisStore {
     /// The packets of `shard` with work for settle: grabs not yet persisted (the dirty set),
     /// or due at `now_ms` (expired by the index's `expires_at` scores). Two commands, whatever
     /// the number of open packets.
-    async fn packets_with_work(&self, shard: u32, now_ms: Millis) -> Result<Vec<PacketId>, ApiError> {
+    async fn packets_with_work(&self, shard: u32, now_ms: Millis) -> Result<Vec<PacketId>, StoreError> {
         let mut conn = self.connection().await?;
         let mut pipe = redis::pipe();
         pipe.smembers(self.settle_dirty_key(shard));
@@ -142,7 +142,7 @@ impl SettleQueue for RedisStore {
     /// it still has grabs not persisted (made during the pass, or deferred) and is still indexed.
     /// A grab after the removal sees a clean packet and marks it itself; one before it is seen
     /// here, so no grab is left unmarked.
-    async fn settled_pass(&self, id: &PacketId, shard: u32) -> Result<(), ApiError> {
+    async fn settled_pass(&self, id: &PacketId, shard: u32) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         let dirty = self.settle_dirty_key(shard);
         let mut unmark = redis::pipe();
@@ -163,7 +163,7 @@ impl SettleQueue for RedisStore {
 
     /// Takes a finalised packet out of settle index `shard`, lets its keys expire shortly, and
     /// lists it among the retired until a minute after they should have.
-    async fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
+    async fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
         let mut unindex = redis::pipe();
@@ -181,7 +181,7 @@ impl SettleQueue for RedisStore {
 
     /// Moves a packet whose books settle cannot balance from settle index `shard` to the
     /// quarantine index (scored by when), keeping its keys as they are for an operator.
-    async fn quarantine(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), ApiError> {
+    async fn quarantine(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         self.run(scripts::close(&mut conn, &self.keys(id), now_ms, true)).await?;
         let add = redis::Cmd::zadd(self.quarantine_key(), id.as_str(), now_ms);
@@ -192,7 +192,7 @@ impl SettleQueue for RedisStore {
     }
 
     /// The quarantine index, oldest first.
-    async fn quarantined(&self, limit: usize) -> Result<Vec<(PacketId, Millis)>, ApiError> {
+    async fn quarantined(&self, limit: usize) -> Result<Vec<(PacketId, Millis)>, StoreError> {
         let mut conn = self.connection().await?;
         let mut range = redis::cmd("ZRANGE");
         let last = i64::try_from(limit.saturating_sub(1)).unwrap_or(i64::MAX);
@@ -202,7 +202,7 @@ impl SettleQueue for RedisStore {
     }
 
     /// Out of the quarantine index, into its shard's index (due now) and dirty set.
-    async fn release(&self, id: &PacketId) -> Result<bool, ApiError> {
+    async fn release(&self, id: &PacketId) -> Result<bool, StoreError> {
         let mut conn = self.connection().await?;
         let removed: u32 =
             self.run(redis::Cmd::zrem(self.quarantine_key(), id.as_str()).query_async(&mut conn)).await?;
@@ -217,7 +217,7 @@ impl SettleQueue for RedisStore {
     }
 
     /// Where a run over `range` that stopped early left off, if it did.
-    async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, ApiError> {
+    async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, StoreError> {
         let mut conn = self.connection().await?;
         let field = format!("{}-{}", range[0], range[1]);
         self.run(redis::Cmd::hget(self.settle_progress_key(), field).query_async(&mut conn)).await
@@ -225,7 +225,7 @@ impl SettleQueue for RedisStore {
 
     /// Records where the next run over `range` starts: `Some(shard)` after a run that stopped
     /// early, `None` after a complete one.
-    async fn set_resume_shard(&self, range: [u32; 2], shard: Option<u32>) -> Result<(), ApiError> {
+    async fn set_resume_shard(&self, range: [u32; 2], shard: Option<u32>) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         let field = format!("{}-{}", range[0], range[1]);
         let command = match shard {
@@ -238,7 +238,7 @@ impl SettleQueue for RedisStore {
     /// The recovery sweep's place for the run over `range`: the next shard to read from the
     /// ledger and when (epoch ms). `None` when Redis has no record of it: never swept, or Redis
     /// lost its data since, which is how settle notices a flushed or replaced Redis.
-    async fn sweep_state(&self, range: [u32; 2]) -> Result<Option<(u32, Millis)>, ApiError> {
+    async fn sweep_state(&self, range: [u32; 2]) -> Result<Option<(u32, Millis)>, StoreError> {
         let mut conn = self.connection().await?;
         let field = format!("{}-{}", range[0], range[1]);
         let state: Option<String> = self.run(redis::Cmd::hget(self.sweep_key(), field).query_async(&mut conn)).await?;
@@ -249,7 +249,7 @@ impl SettleQueue for RedisStore {
     }
 
     /// Records the recovery sweep's next shard for `range` and when it is due.
-    async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), ApiError> {
+    async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         let field = format!("{}-{}", range[0], range[1]);
         let command = redis::Cmd::hset(self.sweep_key(), field, format!("{next_shard}:{due_ms}"));
@@ -258,13 +258,13 @@ impl SettleQueue for RedisStore {
 
     /// Every `SETTLE_SHARDS` value packets were indexed under since its shards last drained
     /// (each send records its own): a larger earlier value has index shards this one no longer lists.
-    async fn settle_layouts(&self) -> Result<Vec<u32>, ApiError> {
+    async fn settle_layouts(&self) -> Result<Vec<u32>, StoreError> {
         let mut conn = self.connection().await?;
         self.run(redis::Cmd::smembers(self.settle_layouts_key()).query_async(&mut conn)).await
     }
 
     /// Forgets an earlier `SETTLE_SHARDS` value once its extra shards are empty.
-    async fn forget_settle_layout(&self, shards: u32) -> Result<(), ApiError> {
+    async fn forget_settle_layout(&self, shards: u32) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         self.run(redis::Cmd::srem(self.settle_layouts_key(), shards).query_async::<()>(&mut conn)).await
     }

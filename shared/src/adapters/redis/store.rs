@@ -24,7 +24,7 @@ use crate::domain::settlement::LoggedGrab;
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::error::ApiError;
+use crate::ports::StoreError;
 use crate::ports::{CancelOutcome, Ledger, LiveStore, Restored};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
@@ -78,7 +78,7 @@ impl RedisStore {
     }
 
     /// The shared connection, opened on first use. Failing to open it is a 503; the next call tries again.
-    pub async fn connection(&self) -> Result<RedisConnection, ApiError> {
+    pub async fn connection(&self) -> Result<RedisConnection, StoreError> {
         let limit = self.limit();
         self.connection.get_or_try_init(|| within(limit, RedisConnection::open(&self.config))).await.cloned()
     }
@@ -97,12 +97,12 @@ impl RedisStore {
     pub(super) async fn run<T>(
         &self,
         operation: impl std::future::Future<Output = RedisResult<T>>,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, StoreError> {
         within(self.limit(), operation).await
     }
 
     /// The packet's fields and whole grab log, read at one instant; `None` when Redis holds no such packet.
-    pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+    pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, StoreError> {
         let mut conn = self.connection().await?;
         let Some(raw) = self.run(scripts::snapshot(&mut conn, &self.keys(id))).await? else {
             return Ok(None);
@@ -121,7 +121,7 @@ impl RedisStore {
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
         mode: LoadMode<'_>,
-    ) -> Result<Loaded, ApiError> {
+    ) -> Result<Loaded, StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
@@ -164,18 +164,18 @@ impl RedisStore {
         keys: &PacketKeys,
         attempt: &GrabAttempt,
         now_ms: Millis,
-    ) -> Result<ScriptGrab, ApiError> {
+    ) -> Result<ScriptGrab, StoreError> {
         let lease_ms = LOOKUP_LEASE.as_millis() as u64;
         let script = scripts::grab(conn, keys, attempt, now_ms, lease_ms);
         let refused = match tokio::time::timeout(self.limit(), script).await {
             Ok(Ok(answer)) => return Ok(answer),
             Ok(Err(error)) if error.code() == Some("OOM") => error,
-            Ok(Err(error)) => return Err(ApiError::redis_unavailable(error)),
-            Err(_) => return Err(ApiError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
+            Ok(Err(error)) => return Err(StoreError::redis_unavailable(error)),
+            Err(_) => return Err(StoreError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
         };
         match self.answer_from_reads(conn, keys, &attempt.user, false).await? {
             Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
-            None => Err(ApiError::redis_unavailable(refused)),
+            None => Err(StoreError::redis_unavailable(refused)),
         }
     }
 
@@ -190,7 +190,7 @@ impl RedisStore {
         keys: &PacketKeys,
         user: &UserId,
         known_sold_out: bool,
-    ) -> Result<Option<GrabOutcome>, ApiError> {
+    ) -> Result<Option<GrabOutcome>, StoreError> {
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET").arg(&keys.packet).arg(PacketKeys::grabber_field(user)).arg("open_until").arg("gate");
         type Fields = (Option<String>, Option<String>, Option<String>);
@@ -219,7 +219,7 @@ impl RedisStore {
         attempt: &GrabAttempt,
         now_ms: Millis,
         lookup: Lookup,
-    ) -> Result<Option<GrabOutcome>, ApiError> {
+    ) -> Result<Option<GrabOutcome>, StoreError> {
         let recorded = ledger.ledger_packet(packet).await;
         let user = &attempt.user;
         if lookup == Lookup::Claimed {
@@ -235,13 +235,13 @@ impl RedisStore {
             return Ok(Some(outcome));
         }
         if recorded.refund_claimed() {
-            return Err(ApiError::redis_unavailable(format!("packet {packet} is being finalised; try again")));
+            return Err(StoreError::redis_unavailable(format!("packet {packet} is being finalised; try again")));
         }
         let cancelled = recorded.cancelled_at_ms.is_some();
         let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
         match self.load_with(&recorded.packet, cancelled, false, &grabs, &pool, LoadMode::Add).await? {
             // Redis lost the packet's record but not its log: settle's re-sync, not a load.
-            Loaded::Partial => Err(ApiError::redis_unavailable(format!("packet {packet} is being re-synced"))),
+            Loaded::Partial => Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced"))),
             _ => {
                 tracing::warn!(packet_id = %packet, "loaded a packet the ledger holds open and Redis did not, from the ledger");
                 Ok(None)
@@ -251,7 +251,7 @@ impl RedisStore {
 
     /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a
     /// failed lookup (`None`) releases the lease so the next grab asks again.
-    async fn record_lookup(&self, id: &PacketId, verdict: Option<&str>) -> Result<(), ApiError> {
+    async fn record_lookup(&self, id: &PacketId, verdict: Option<&str>) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
         let key = self.keys(id).lookup;
         let command = match verdict {
@@ -283,7 +283,7 @@ impl RedisStore {
         packet: &PacketId,
         outcome: GrabOutcome,
         dirtied: bool,
-    ) -> Result<GrabOutcome, ApiError> {
+    ) -> Result<GrabOutcome, StoreError> {
         if dirtied {
             self.mark_dirty(conn, packet).await;
         }
@@ -301,7 +301,7 @@ impl RedisStore {
             _ => true,
         };
         if !acknowledged {
-            return Err(ApiError::redis_unavailable(
+            return Err(StoreError::redis_unavailable(
                 "fewer replicas than GRAB_WAIT_REPLICAS acknowledged the grab in time",
             ));
         }
@@ -316,7 +316,7 @@ impl RedisStore {
         &self,
         conn: &mut RedisConnection,
         id: &PacketId,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<bool, StoreError> {
         let Some(wait) = self.grab_wait else { return Ok(true) };
         let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
         let touch = redis::Cmd::pset_ex(probe, crate::clock::SystemClock.now_ms(), 60_000);
@@ -326,15 +326,15 @@ impl RedisStore {
 }
 
 /// `Already` from a grabber's `<seq>:<amount>:<left>:<at_ms>`.
-fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, ApiError> {
+fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, StoreError> {
     let GrabEntry { amount_cents, at_ms, .. } =
-        grab_entry(prior).ok_or_else(|| ApiError::Internal(format!("unreadable grab {prior:?} in Redis")))?;
+        grab_entry(prior).ok_or_else(|| StoreError::Corrupt(format!("unreadable grab {prior:?} in Redis")))?;
     Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
 }
 
 /// The packet `snapshot.lua` read, as the domain sees it.
-fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError> {
-    let corrupt = |what: &str| ApiError::Internal(format!("packet {id} in Redis has a bad {what}"));
+fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, StoreError> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("packet {id} in Redis has a bad {what}"));
     let text = |name: &str| raw.field(name).unwrap_or("");
     let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
     let gate = raw.field("gate").unwrap_or("");
@@ -376,7 +376,7 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, ApiError>
 }
 
 impl LiveStore for RedisStore {
-    async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), ApiError> {
+    async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), StoreError> {
         let pool: Vec<(u32, Cents)> = (1..).zip(shares.iter().copied()).collect();
         self.load_with(packet, false, false, &[], &pool, LoadMode::Add).await?;
         Ok(())
@@ -388,7 +388,7 @@ impl LiveStore for RedisStore {
         cancelled: bool,
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
-    ) -> Result<Restored, ApiError> {
+    ) -> Result<Restored, StoreError> {
         Ok(match self.load_with(packet, cancelled, false, grabs, pool, LoadMode::Add).await? {
             Loaded::Now => Restored::Loaded,
             Loaded::Partial => Restored::Partial,
@@ -396,7 +396,7 @@ impl LiveStore for RedisStore {
         })
     }
 
-    async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, ApiError> {
+    async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, StoreError> {
         Self::snapshot(self, id).await
     }
 
@@ -406,7 +406,7 @@ impl LiveStore for RedisStore {
         attempt: &GrabAttempt,
         clock: &dyn Clock,
         ledger: &L,
-    ) -> Result<GrabOutcome, ApiError> {
+    ) -> Result<GrabOutcome, StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(packet);
         if let Some(memo) = &self.sold_out {
@@ -434,7 +434,7 @@ impl LiveStore for RedisStore {
                 ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
             }
         }
-        Err(ApiError::redis_unavailable(format!(
+        Err(StoreError::redis_unavailable(format!(
             "packet {packet} is being looked up or re-synced; no answer within the lease"
         )))
     }
@@ -443,7 +443,7 @@ impl LiveStore for RedisStore {
     /// marks a cancelled packet for settle and, with `GRAB_WAIT_REPLICAS`, has the replicas
     /// acknowledge the close before answering. Unlike a grab's mark, a failed mark or wait fails
     /// the call (503): the sender retries, and the retry marks it.
-    async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, ApiError> {
+    async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
         let mut outcome = CancelOutcome::Resyncing;
@@ -458,7 +458,7 @@ impl LiveStore for RedisStore {
             let dirty = self.settle_dirty_key(id.settle_shard(self.settle_shards));
             self.run(redis::Cmd::sadd(dirty, id.as_str()).query_async::<()>(&mut conn)).await?;
             if !self.replicas_hold_writes(&mut conn, id).await? {
-                return Err(ApiError::redis_unavailable("the replicas did not acknowledge the cancel in time"));
+                return Err(StoreError::redis_unavailable("the replicas did not acknowledge the cancel in time"));
             }
         }
         Ok(outcome)

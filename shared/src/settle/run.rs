@@ -1,0 +1,260 @@
+//! A run: which shards and packets, in what order, how many at a time, until when; the
+//! recovery sweep over the ledger's open index; where the next run resumes.
+
+use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::stream::{self, StreamExt};
+
+use super::{
+    SettleError, SettleSummary, Settler, Stop, DEADLINE_MARGIN_MS, DRAIN_PAUSE_MS, PACKETS_IN_FLIGHT, SWEEP_PERIOD_MS,
+};
+use crate::clock::Millis;
+use crate::domain::PacketId;
+use crate::ports::{SettleLedger, SettleQueue, StoreError};
+
+/// Which shards a run reads from the ledger's open index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// Every shard of the run: Redis has no record of a sweep (first use, or it lost its data).
+    All,
+    /// One shard, its turn in the hourly rotation.
+    Shard(u32),
+    /// None this run.
+    Nothing,
+}
+
+impl Sweep {
+    fn covers(self, shard: u32) -> bool {
+        match self {
+            Sweep::All => true,
+            Sweep::Shard(swept) => swept == shard,
+            Sweep::Nothing => false,
+        }
+    }
+}
+
+impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
+    /// Settles `shards`, [`PACKETS_IN_FLIGHT`] packets at a time, taking no new packet once
+    /// `deadline_ms` (epoch ms, on the wall clock) is within [`DEADLINE_MARGIN_MS`]. A run that stopped
+    /// early resumes at the shard it stopped in; the run that covers the last shard also drains
+    /// the shards of a larger `SETTLE_SHARDS` used before.
+    pub async fn run(
+        &self,
+        shards: RangeInclusive<u32>,
+        deadline_ms: Option<Millis>,
+    ) -> Result<SettleSummary, SettleError> {
+        let range = [*shards.start(), *shards.end()];
+        let mut summary = SettleSummary { shards: range, passes: 1, ..SettleSummary::default() };
+        let now_ms = self.clock.now_ms();
+        let planned = async { Ok::<_, StoreError>((self.plan(range).await?, self.sweep_plan(range, now_ms).await?)) };
+        let ((order, earlier_layouts), sweep) = match planned.await {
+            Ok(plan) => plan,
+            Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+        };
+        // A sweep reads the ledger's open index under every SETTLE_SHARDS value settle ran with:
+        // packets sent under a larger one sit in partitions this layout does not name.
+        let widest = match sweep {
+            Sweep::Nothing => 0,
+            _ => match self.ledger.settle_layouts(self.store.settle_shards()).await {
+                Ok(layouts) => layouts.into_iter().max().unwrap_or(0),
+                Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+            },
+        };
+        // Every shard's work first (a few commands per shard, whatever is open), then all of it
+        // PACKETS_IN_FLIGHT at a time, in shard order from where the last run stopped.
+        let mut drained_extra_shards = true;
+        let mut work: Vec<(u32, PacketId)> = Vec::new();
+        for &shard in &order {
+            let swept = sweep.covers(shard) && shard <= range[1];
+            summary.swept_shards += u32::from(swept);
+            let packets = match self.packets_in(shard, now_ms, swept.then_some(widest), &mut summary).await {
+                Ok(packets) => packets,
+                Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+            };
+            if shard > range[1] && !packets.is_empty() {
+                drained_extra_shards = false;
+            }
+            work.extend(packets.into_iter().map(|id| (shard, id)));
+        }
+        // Once a store fails, no new packet starts, but those in flight finish: their writes
+        // are idempotent, and what they record is not left for the next run.
+        let halted = AtomicBool::new(false);
+        let mut failure: Option<StoreError> = None;
+        let mut resume: Option<(usize, u32)> = None;
+        let runs = work.into_iter().enumerate().map(|(position, (shard, id))| {
+            let halted = &halted;
+            async move { (position, shard, self.settle_before(id, shard, deadline_ms, halted).await) }
+        });
+        let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
+        while let Some((position, shard, (id, outcome))) = settled.next().await {
+            let Some((delta, result)) = outcome else {
+                if failure.is_none() && resume.is_none_or(|(first, _)| position < first) {
+                    resume = Some((position, shard));
+                }
+                continue;
+            };
+            summary.packets += 1;
+            summary.absorb(&delta);
+            match result {
+                Ok(()) => {}
+                Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
+                Err(Stop::Store(error)) if error.is_the_records_fault() => {
+                    summary.failed += 1;
+                    summary.failed_packets.push(id.to_string());
+                    tracing::error!(packet_id = %id, %error, "settle skipped a packet it cannot settle; the run goes on");
+                }
+                Err(Stop::Store(error)) => {
+                    tracing::error!(packet_id = %id, %error, "settle stopping: a store is unreachable");
+                    halted.store(true, Ordering::Relaxed);
+                    failure.get_or_insert(error);
+                }
+            }
+        }
+        drop(settled);
+        if let Some(error) = failure {
+            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+        }
+        if let Some((_, shard)) = resume {
+            summary.stopped_early = true;
+            let resume = shard.min(range[1]);
+            if let Err(error) = self.store.set_resume_shard(range, Some(resume)).await {
+                return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+            }
+            tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
+            return Ok(summary);
+        }
+        let finished = async {
+            self.store.set_resume_shard(range, None).await?;
+            self.sweep_done(range, sweep, now_ms).await?;
+            if drained_extra_shards {
+                for layout in earlier_layouts {
+                    self.store.forget_settle_layout(layout).await?;
+                }
+            }
+            Ok::<(), StoreError>(())
+        };
+        if let Err(error) = finished.await {
+            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+        }
+        if summary.failed > 0 {
+            tracing::error!(?summary, "settle run complete with packets it could not settle");
+        } else {
+            tracing::info!(?summary, "settle run complete");
+        }
+        Ok(summary)
+    }
+
+    /// Runs passes over `shards` until `until_ms` (epoch ms, real time) is near, pausing
+    /// [`DRAIN_PAUSE_MS`] between them, so grabs reach the ledger within seconds although the
+    /// schedule fires once a minute; a single pass when `until_ms` is `None`. Stops at the
+    /// first pass that fails or stops early.
+    pub async fn drain(
+        &self,
+        shards: RangeInclusive<u32>,
+        deadline_ms: Option<Millis>,
+        until_ms: Option<Millis>,
+    ) -> Result<SettleSummary, SettleError> {
+        let mut total = self.run(shards.clone(), deadline_ms).await?;
+        while let Some(until) = until_ms {
+            let pass_started = self.wall.now_ms();
+            if total.stopped_early || pass_started + DRAIN_PAUSE_MS >= until {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(DRAIN_PAUSE_MS as u64)).await;
+            total.add_pass(self.run(shards.clone(), deadline_ms).await?);
+        }
+        Ok(total)
+    }
+
+    /// Settles one packet unless `deadline_ms` is too near or the run is `halted`: `None` then.
+    async fn settle_before(
+        &self,
+        id: PacketId,
+        shard: u32,
+        deadline_ms: Option<Millis>,
+        halted: &AtomicBool,
+    ) -> (PacketId, Option<(SettleSummary, Result<(), Stop>)>) {
+        let near_deadline = deadline_ms.is_some_and(|deadline| self.wall.now_ms() + DEADLINE_MARGIN_MS >= deadline);
+        if near_deadline || halted.load(Ordering::Relaxed) {
+            return (id, None);
+        }
+        let mut delta = SettleSummary::default();
+        let mut result = self.settle_packet(&id, shard, &mut delta).await;
+        if result.is_ok() {
+            result = self.store.settled_pass(&id, shard).await.map_err(Stop::from);
+        }
+        (id, Some((delta, result)))
+    }
+
+    /// The shards of this run in order (from where an earlier run stopped, wrapping round), plus,
+    /// for the run covering the last shard, the shards of larger `SETTLE_SHARDS` values used
+    /// before (whose packets no other run visits), and those earlier values.
+    async fn plan(&self, range: [u32; 2]) -> Result<(Vec<u32>, Vec<u32>), StoreError> {
+        let [from, to] = range;
+        let start = self.store.resume_shard(range).await?.filter(|shard| (from..=to).contains(shard)).unwrap_or(from);
+        let mut order: Vec<u32> = (start..=to).chain(from..start).collect();
+        let configured = self.store.settle_shards();
+        let mut earlier = Vec::new();
+        if to == configured - 1 {
+            earlier = self.store.settle_layouts().await?.into_iter().filter(|&count| count > configured).collect();
+            let widest = earlier.iter().copied().max().unwrap_or(configured);
+            order.extend(configured..widest);
+        }
+        Ok((order, earlier))
+    }
+
+    /// The packets of `shard` with work: grabs not yet persisted or due at `now_ms` (Redis's
+    /// queues), plus, when the shard is swept (`swept_to`: the widest `SETTLE_SHARDS` settle ran
+    /// with), every packet the ledger holds open in it or in the shards of a larger earlier
+    /// layout that fold into it (the ledger survives a Redis loss), and the shard's quarantined
+    /// packets, tried again (one the ledger explains by now leaves quarantine by itself). An
+    /// idle open packet costs nothing.
+    async fn packets_in(
+        &self,
+        shard: u32,
+        now_ms: Millis,
+        swept_to: Option<u32>,
+        summary: &mut SettleSummary,
+    ) -> Result<BTreeSet<PacketId>, StoreError> {
+        let mut packets: BTreeSet<PacketId> = self.store.packets_with_work(shard, now_ms).await?.into_iter().collect();
+        if let Some(widest) = swept_to {
+            let shards = self.store.settle_shards();
+            // This shard, and the shards of a larger earlier layout that fold into it.
+            for earlier in (shard..widest.max(shard + 1)).step_by(shards as usize) {
+                packets.extend(self.ledger.open_packets(earlier).await?);
+            }
+            for (id, _) in self.store.quarantined(usize::MAX).await? {
+                if id.settle_shard(shards) == shard && self.store.release(&id).await? {
+                    summary.released += 1;
+                    packets.insert(id);
+                }
+            }
+        }
+        Ok(packets)
+    }
+
+    /// Which shards of `range` this run sweeps: all when Redis has no record of a sweep (first
+    /// use, or Redis lost its data), else the next shard once its turn has come.
+    async fn sweep_plan(&self, range: [u32; 2], now_ms: Millis) -> Result<Sweep, StoreError> {
+        Ok(match self.store.sweep_state(range).await? {
+            None => Sweep::All,
+            Some((shard, due_ms)) if now_ms >= due_ms => Sweep::Shard(shard.clamp(range[0], range[1])),
+            Some(_) => Sweep::Nothing,
+        })
+    }
+
+    /// Records a completed sweep: the next shard of the rotation and when it is due.
+    async fn sweep_done(&self, range: [u32; 2], sweep: Sweep, now_ms: Millis) -> Result<(), StoreError> {
+        let shards = Millis::from(range[1] - range[0] + 1);
+        let every_ms = SWEEP_PERIOD_MS / shards;
+        let next = match sweep {
+            Sweep::All => range[0],
+            Sweep::Shard(shard) if shard >= range[1] => range[0],
+            Sweep::Shard(shard) => shard + 1,
+            Sweep::Nothing => return Ok(()),
+        };
+        self.store.set_sweep_state(range, next, now_ms + every_ms).await
+    }
+}
