@@ -11,8 +11,9 @@ pub mod tls_front;
 use std::sync::Arc;
 use std::time::Duration;
 
-use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory, WRITES_LAND_WITHIN};
+use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory};
 use red_packets::funds::{reconcile, Cutoff};
+use red_packets::ports::WRITES_LAND_WITHIN;
 use red_packets::settle::Settler;
 use red_packets::{Clock, Config, SystemClock};
 use tokio::net::TcpListener;

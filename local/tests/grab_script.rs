@@ -14,7 +14,7 @@ use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab};
 use red_packets::adapters::RedisStore;
 use red_packets::domain::access::{Passphrase, PassphraseCheck, PassphraseKey};
 use red_packets::domain::grab::GrabAttempt;
-use red_packets::domain::settlement::LoggedGrab;
+use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
 };

@@ -15,7 +15,7 @@ use grab::GrabService;
 use local::LocalAuthorizer;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::history::{HistoryPage, Role};
-use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{Packet, PacketId, UserId};
 use red_packets::ports::{IdempotencyClaim, Ledger, Recorded, StoreError};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
-use red_packets::domain::settlement::ShareHolder;
+use red_packets::domain::ledger::ShareHolder;
 use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
 use red_packets::funds::{reconcile, Cutoff};
 use red_packets::ports::{SettleQueue, Wallets};

@@ -4,14 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapters::WRITES_LAND_WITHIN;
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::books::{combine, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::limits::utc_day;
 use crate::domain::statements::{day_bounds, Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::{Invalid, UserId};
-use crate::ports::{Books, ReportSink, StoreError, Wallets};
+use crate::ports::{Books, ReportSink, StoreError, Wallets, WRITES_LAND_WITHIN};
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
 /// Why a funds request failed: the request itself (a bad day, a cut-off too late, a top-up the

@@ -3,7 +3,7 @@
 //! nothing here loads a packet the ledger has settled, or loads one without the ledger's grabs.
 
 use crate::clock::Millis;
-use crate::domain::packet::LedgerPacket;
+use crate::domain::ledger::LedgerPacket;
 use crate::domain::LivePacket;
 use crate::domain::{PacketId, PacketStatus, PacketView, UserId};
 use crate::ports::StoreError;

@@ -5,17 +5,25 @@
 //! settle alone decides from it whether to skip a packet or stop.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::GrabAttempt;
+use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryPage, Role};
-use crate::domain::packet::LedgerPacket;
+use crate::domain::ledger::LedgerPacket;
+use crate::domain::ledger::Refusal;
 use crate::domain::recovery::Casualty;
-use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal};
+use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::WalletPage;
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
+
+/// The longest a ledger write may take to land after its write stamp: the ledger's promise,
+/// which reconciliation relies on (nothing stamped before a cut-off this far back is still in
+/// flight). The DynamoDB adapter's timeouts and retries are checked against it at compile time.
+pub const WRITES_LAND_WITHIN: Duration = Duration::from_secs(51);
 
 /// Why a port's call failed.
 #[derive(Debug, thiserror::Error)]

@@ -13,9 +13,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::grab::LoggedGrab;
+use red_packets::domain::ledger::LedgerPacket;
+use red_packets::domain::ledger::{ShareClaim, ShareHolder};
 use red_packets::domain::recovery::{plan_recovery, Remedy};
-use red_packets::domain::settlement::{finalise_from_ledger, LoggedGrab, ShareClaim, ShareHolder};
+use red_packets::domain::settlement::finalise_from_ledger;
 use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, Seed, SplitRule, UserId};
 use stateright::{Checker, Model, Property};
 

@@ -9,7 +9,7 @@ use local::{Functions, LocalAuthorizer};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::ManualClock;
-use red_packets::domain::packet::LedgerPacket;
+use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::settle::{FaultPoint, SettleSummary, Settler};
 use red_packets::{events, Config};

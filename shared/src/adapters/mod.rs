@@ -6,7 +6,7 @@ pub mod export;
 pub mod redis;
 
 pub use self::redis::RedisStore;
-pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, LazyLedger, RawItem, WRITES_LAND_WITHIN};
+pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, LazyLedger, RawItem};
 pub use export::{ExportFile, ExportWriter, ReportDirectory};
 
 /// Settle on the deployed stores: ElastiCache (Redis, Valkey) and DynamoDB.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use unicode_normalization::UnicodeNormalization;
 
-use super::UserId;
+use super::ids::UserId;
 
 /// Longest passphrase, in characters (after NFC).
 pub const MAX_PASSPHRASE_CHARS: usize = 32;

@@ -26,8 +26,10 @@ use std::hash::{Hash, Hasher};
 
 use serde::Serialize;
 
+use super::ids::{PacketId, UserId};
+use super::money::Cents;
+use super::packet::PacketStatus;
 use super::wallet::MovementKind;
-use super::{Cents, PacketId, PacketStatus, UserId};
 use crate::clock::{rfc3339, Millis};
 
 /// One movement as the ledger holds it.

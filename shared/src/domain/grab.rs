@@ -1,7 +1,11 @@
-//! What one grab attempt comes to, as the API answers it.
+//! A grab: who attempts it, what it comes to as the API answers it, and the grab as the live
+//! store logs it (and the best luck among a finished packet's grabs).
+
+use serde::{Deserialize, Serialize};
 
 use super::access::PassphraseDigest;
-use super::{Cents, UserId};
+use super::ids::UserId;
+use super::money::Cents;
 use crate::clock::Millis;
 
 /// Who grabs, and the digest of the passphrase their grab carried, if any.
@@ -69,6 +73,41 @@ impl GrabOutcome {
             _ => false,
         }
     }
+}
+
+/// One grab as the Redis log holds it (`grab.lua` writes `{seq, user, amount, at}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedGrab {
+    /// 1-based grab order within the packet.
+    pub seq: u32,
+    /// Who grabbed.
+    pub user: UserId,
+    /// The share, in cents.
+    #[serde(rename = "amount")]
+    pub amount_cents: Cents,
+    /// When, epoch ms.
+    #[serde(rename = "at")]
+    pub at_ms: Millis,
+}
+
+/// The largest share of a finished packet (the earliest grab on a tie).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BestLuck {
+    /// Who had it.
+    pub user: UserId,
+    /// How much.
+    pub amount_cents: Cents,
+}
+
+/// The largest share, the earliest grab on a tie; `None` unless every share was taken.
+pub fn best_luck(count: u32, grabs: &[LoggedGrab]) -> Option<BestLuck> {
+    if grabs.len() != count as usize {
+        return None;
+    }
+    grabs
+        .iter()
+        .max_by(|a, b| a.amount_cents.cmp(&b.amount_cents).then(b.seq.cmp(&a.seq)))
+        .map(|grab| BestLuck { user: grab.user.clone(), amount_cents: grab.amount_cents })
 }
 
 #[cfg(test)]

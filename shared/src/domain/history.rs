@@ -2,7 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cents, PacketId, PacketStatus, UserId};
+use super::ids::{PacketId, UserId};
+
+use super::money::Cents;
+
+use super::packet::PacketStatus;
 
 /// Which side of the caller's packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

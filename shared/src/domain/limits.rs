@@ -1,6 +1,6 @@
 //! The limits a deployment sets, per packet and per sender per UTC day, with DESIGN.md's defaults.
 
-use super::Cents;
+use super::money::Cents;
 
 /// What a packet may be: amounts, share counts and lifetimes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

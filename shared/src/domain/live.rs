@@ -1,8 +1,8 @@
 //! A packet as the live store holds it while it is grabbable: the record, what is left, every
 //! grab in order and how many of them the ledger holds.
 
-use super::settlement::LoggedGrab;
-use super::Packet;
+use super::grab::LoggedGrab;
+use super::packet::Packet;
 
 /// A packet as the live store holds it: the record, its shares left and every grab in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

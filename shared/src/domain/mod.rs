@@ -6,8 +6,10 @@ pub mod grab;
 pub mod history;
 pub mod ids;
 pub mod invalid;
+pub mod ledger;
 pub mod limits;
 pub mod live;
+pub mod money;
 pub mod packet;
 pub mod recovery;
 pub mod settlement;
@@ -22,9 +24,7 @@ pub use ids::{IdempotencyKey, PacketId, UserId};
 pub use invalid::Invalid;
 pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
+pub use money::Cents;
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
 pub use split::{Seed, SplitRule};
 pub use wallet::{EventType, Funds, LedgerEvent, Movement, MovementKind, TopUp};
-
-/// An amount of money in integer cents (分). Money never touches floating point.
-pub type Cents = u64;

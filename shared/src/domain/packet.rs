@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::access::{Access, PassphraseDigest};
-use super::grab::GrabOutcome;
-use super::settlement::{best_luck, LoggedGrab, ShareClaim, ShareHolder};
+use super::grab::{best_luck, BestLuck, LoggedGrab};
+use super::ids::{PacketId, UserId};
+use super::money::Cents;
 use super::split::{self, Seed, SplitRule};
-use super::{Cents, PacketId, UserId};
 use crate::clock::{rfc3339, Millis};
 
 /// Lucky (random shares) or fixed (equal shares).
@@ -215,112 +215,6 @@ impl Packet {
     }
 }
 
-/// A packet as the ledger holds it: its record, status, grabs (in grab order) and refund.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LedgerPacket {
-    /// The packet as sent.
-    pub packet: Packet,
-    /// `Open` until settle finalises it.
-    pub status: PacketStatus,
-    /// Set by finalisation.
-    pub refund_cents: Option<Cents>,
-    /// The refund item's amount, if one was written.
-    pub refund_item_cents: Option<Cents>,
-    /// Every grab item, in grab order.
-    pub grabs: Vec<LoggedGrab>,
-    /// Every share claim, by share.
-    pub claims: Vec<ShareClaim>,
-    /// When the sender cancelled it, if they did.
-    pub cancelled_at_ms: Option<Millis>,
-}
-
-impl LedgerPacket {
-    /// The shares nobody holds in the ledger, `(seq, amount)` in share order: what a reload
-    /// into the live store hands out. A share below the highest claimed one whose grab a
-    /// failover lost before it reached the ledger goes out again: nobody holds it.
-    pub fn pool(&self) -> Vec<(u32, Cents)> {
-        let shares = self.packet.shares();
-        self.unclaimed_shares()
-            .into_iter()
-            .filter(|seq| !self.grabs.iter().any(|grab| grab.seq == *seq))
-            .filter_map(|seq| Some((seq, *shares.get(seq as usize - 1)?)))
-            .collect()
-    }
-
-    /// Claims a grabber holds with no grab item of theirs yet (settle stopped between the two
-    /// writes): the grabs settle completes before it finalises.
-    pub fn incomplete_claims(&self) -> Vec<LoggedGrab> {
-        self.claims
-            .iter()
-            .filter_map(ShareClaim::grab)
-            .filter(|claimed| !self.grabs.iter().any(|grab| grab.user == claimed.user))
-            .collect()
-    }
-
-    /// The shares nobody has claimed, by number.
-    pub fn unclaimed_shares(&self) -> Vec<u32> {
-        (1..=self.packet.count).filter(|seq| !self.claims.iter().any(|claim| claim.seq == *seq)).collect()
-    }
-
-    /// The grabs Redis must know of when it reloads this packet: every grab item, and every
-    /// claim whose grab item is still to be written; in share order.
-    pub fn grabs_to_reload(&self) -> Vec<LoggedGrab> {
-        let mut grabs: Vec<LoggedGrab> = self.grabs.iter().cloned().chain(self.incomplete_claims()).collect();
-        grabs.sort_by_key(|grab| grab.seq);
-        grabs
-    }
-
-    /// True when a share is claimed for the refund: the packet is closed to grabs in the ledger.
-    pub fn refund_claimed(&self) -> bool {
-        self.claims.iter().any(|claim| claim.holder == ShareHolder::Refund)
-    }
-
-    /// What a grab by `user` at `now_ms` comes to, decided by the ledger alone (for a packet
-    /// the live store no longer holds). `None` for an open, unexpired packet with shares left:
-    /// only the live store hands out shares, and settle is restoring the packet into it.
-    ///
-    /// A repeat gets its share; anybody not among the recipients is not eligible. The
-    /// passphrase is not tested here: every answer left is a packet that is over, and an
-    /// over packet answering its state to any phrase is no oracle for guessing it (the live
-    /// store, which counts wrong tries, tests it while shares can still be had).
-    pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Option<GrabOutcome> {
-        let remaining_count = self.packet.count.saturating_sub(self.grabs.len() as u32);
-        if let Some(grab) = self.grabs.iter().find(|grab| &grab.user == user) {
-            return Some(GrabOutcome::Already {
-                amount_cents: grab.amount_cents,
-                grabbed_at_ms: grab.at_ms,
-                remaining_count,
-            });
-        }
-        if !self.packet.access.admits(user) {
-            return Some(GrabOutcome::NotEligible);
-        }
-        match self.view_status(now_ms) {
-            PacketStatus::Finished => Some(GrabOutcome::SoldOut),
-            PacketStatus::Expired => Some(GrabOutcome::Expired),
-            PacketStatus::Cancelled => Some(GrabOutcome::Cancelled),
-            PacketStatus::Open => None,
-        }
-    }
-
-    fn view_status(&self, now_ms: Millis) -> PacketStatus {
-        match self.status {
-            PacketStatus::Open => PacketStatus::at(
-                self.packet.count.saturating_sub(self.grabs.len() as u32),
-                self.packet.expires_at_ms,
-                self.cancelled_at_ms.is_some(),
-                now_ms,
-            ),
-            settled => settled,
-        }
-    }
-
-    /// The packet view `viewer` gets from the ledger's side.
-    pub fn view(&self, viewer: &UserId, now_ms: Millis) -> PacketView {
-        self.packet.view(viewer, &self.grabs, self.view_status(now_ms), self.refund_cents)
-    }
-}
-
 /// One grab as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrabRecord {
@@ -330,15 +224,6 @@ pub struct GrabRecord {
     pub amount_cents: Cents,
     /// When, RFC 3339.
     pub grabbed_at: String,
-}
-
-/// The largest share of a finished packet (the earliest grab on a tie).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BestLuck {
-    /// Who had it.
-    pub user: UserId,
-    /// How much.
-    pub amount_cents: Cents,
 }
 
 /// A packet as `GET /packets/{id}` and `POST /packets` return it.
@@ -426,43 +311,6 @@ mod tests {
             0,
         );
         assert_eq!(packet.shares(), vec![200, 200, 200]);
-    }
-
-    #[test]
-    fn the_ledger_says_which_shares_are_gone_and_which_grabs_to_finish() {
-        let packet = Packet::new(
-            PacketId::random(),
-            UserId::from_claim("alice").unwrap(),
-            &spec(PacketKind::Fixed, 400, 4),
-            Seed::random(),
-            0,
-        );
-        let user = |name: &str| UserId::from_claim(name).unwrap();
-        let grabbed = |seq: u32, name: &str| LoggedGrab { seq, user: user(name), amount_cents: 100, at_ms: 5 };
-        let claimed = |seq: u32, name: &str| ShareClaim {
-            seq,
-            amount_cents: 100,
-            holder: ShareHolder::Grabber { user: user(name), at_ms: 5 },
-        };
-        let recorded = LedgerPacket {
-            packet,
-            status: PacketStatus::Open,
-            refund_cents: None,
-            refund_item_cents: None,
-            // bob's grab item is written; carol's share 3 is claimed, her item not yet.
-            grabs: vec![grabbed(1, "bob")],
-            claims: vec![claimed(1, "bob"), claimed(3, "carol")],
-            cancelled_at_ms: None,
-        };
-        assert_eq!(
-            recorded.pool(),
-            vec![(2, 100), (4, 100)],
-            "share 2, whose grab never reached the ledger, goes out again"
-        );
-        assert_eq!(recorded.incomplete_claims(), vec![grabbed(3, "carol")]);
-        assert_eq!(recorded.unclaimed_shares(), vec![2, 4]);
-        assert_eq!(recorded.grabs_to_reload(), vec![grabbed(1, "bob"), grabbed(3, "carol")]);
-        assert!(!recorded.refund_claimed());
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! share (both `GrabRegranted`), or, when no share is left to give, the grab is revoked
 //! (`GrabRevoked`).
 
-use super::packet::LedgerPacket;
-use super::settlement::LoggedGrab;
+use super::grab::LoggedGrab;
+use super::ledger::LedgerPacket;
 use crate::clock::Millis;
 
 /// What became of a grab Redis acknowledged and the ledger refused.
@@ -71,8 +71,10 @@ pub fn plan_recovery(recorded: &LedgerPacket, log: &[LoggedGrab], now_ms: Millis
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::settlement::{ShareClaim, ShareHolder};
-    use crate::domain::{Packet, PacketId, PacketKind, PacketSpec, PacketStatus, Seed, UserId};
+    use crate::domain::ids::{PacketId, UserId};
+    use crate::domain::ledger::{ShareClaim, ShareHolder};
+    use crate::domain::packet::{Packet, PacketKind, PacketSpec, PacketStatus};
+    use crate::domain::split::Seed;
 
     fn user(name: &str) -> UserId {
         UserId::from_claim(name).unwrap()

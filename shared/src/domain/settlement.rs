@@ -1,107 +1,10 @@
 //! Settlement rules, pure: what a closed packet's grabs come to (status, refund, best luck) and
 //! the reconciliation finance relies on (grabs + refund == total, grabs <= count).
 
-use serde::{Deserialize, Serialize};
-
-use super::packet::{BestLuck, PacketStatus};
-use super::{Cents, UserId};
-use crate::clock::Millis;
-
-/// One grab as the Redis log holds it (`grab.lua` writes `{seq, user, amount, at}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoggedGrab {
-    /// 1-based grab order within the packet.
-    pub seq: u32,
-    /// Who grabbed.
-    pub user: UserId,
-    /// The share, in cents.
-    #[serde(rename = "amount")]
-    pub amount_cents: Cents,
-    /// When, epoch ms.
-    #[serde(rename = "at")]
-    pub at_ms: Millis,
-}
-
-/// A grab the ledger refused, because recording it would pay a share or a user twice.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Its share is claimed by another user (or by the refund).
-    ShareHeld(LoggedGrab),
-    /// Its user already holds another share of the packet.
-    UserPaid(LoggedGrab),
-}
-
-impl Refusal {
-    /// The grab refused.
-    pub fn grab(&self) -> &LoggedGrab {
-        match self {
-            Refusal::ShareHeld(grab) | Refusal::UserPaid(grab) => grab,
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::ShareHeld(grab) => {
-                write!(
-                    f,
-                    "share {} ({} cents) grabbed by {} is held by another in the ledger",
-                    grab.seq, grab.amount_cents, grab.user
-                )
-            }
-            Refusal::UserPaid(grab) => {
-                write!(f, "{} grabbed share {} but the ledger already pays them another share", grab.user, grab.seq)
-            }
-        }
-    }
-}
-
-/// Who holds one share in the ledger. Each share is claimed at most once, by the write itself
-/// (`SHARE#<seq>` under a condition), so two users can never be paid the same share.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ShareHolder {
-    /// A grab took it.
-    Grabber {
-        /// Who grabbed.
-        user: UserId,
-        /// When, epoch ms.
-        at_ms: Millis,
-    },
-    /// Settle claimed it for the sender's refund: no grab can be recorded for it after.
-    Refund,
-}
-
-/// One share's claim in the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShareClaim {
-    /// The share's 1-based position: grab `seq` takes share `seq`.
-    pub seq: u32,
-    /// The share, in cents.
-    pub amount_cents: Cents,
-    /// Who holds it.
-    pub holder: ShareHolder,
-}
-
-impl ShareClaim {
-    /// The grab this claim records, when a grab holds it.
-    pub fn grab(&self) -> Option<LoggedGrab> {
-        match &self.holder {
-            ShareHolder::Grabber { user, at_ms } => {
-                Some(LoggedGrab { seq: self.seq, user: user.clone(), amount_cents: self.amount_cents, at_ms: *at_ms })
-            }
-            ShareHolder::Refund => None,
-        }
-    }
-
-    /// True when this claim is `grab`'s: the same share, user and amount. The time is not
-    /// identity: a user who grabs the same share again after a failover makes the same grab.
-    pub fn holds(&self, grab: &LoggedGrab) -> bool {
-        self.seq == grab.seq
-            && self.amount_cents == grab.amount_cents
-            && matches!(&self.holder, ShareHolder::Grabber { user, .. } if *user == grab.user)
-    }
-}
+use super::grab::{best_luck, BestLuck, LoggedGrab};
+use super::ledger::ShareClaim;
+use super::money::Cents;
+use super::packet::PacketStatus;
 
 /// Checks a grab from Redis against the packet's shares before it reaches the ledger: grab
 /// `seq` must carry share `seq` exactly.
@@ -131,17 +34,6 @@ pub struct Finalisation {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Mismatch(pub String);
-
-/// The largest share, the earliest grab on a tie; `None` unless every share was taken.
-pub fn best_luck(count: u32, grabs: &[LoggedGrab]) -> Option<BestLuck> {
-    if grabs.len() != count as usize {
-        return None;
-    }
-    grabs
-        .iter()
-        .max_by(|a, b| a.amount_cents.cmp(&b.amount_cents).then(b.seq.cmp(&a.seq)))
-        .map(|grab| BestLuck { user: grab.user.clone(), amount_cents: grab.amount_cents })
-}
 
 /// Finalises a closed packet from every grab it ever had; `cancelled` when its sender
 /// cancelled it (a packet whose every share was taken is finished all the same).
@@ -223,6 +115,8 @@ fn checked_sum(amounts: &[Cents]) -> Result<Cents, Mismatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::UserId;
+    use crate::domain::ledger::ShareHolder;
 
     fn grab(seq: u32, user: &str, amount_cents: Cents) -> LoggedGrab {
         LoggedGrab { seq, user: UserId::from_claim(user).unwrap(), amount_cents, at_ms: 1_000 + i64::from(seq) }

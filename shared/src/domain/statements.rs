@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::books::{MovementRecord, Reconciliation};
-use super::UserId;
+use super::ids::UserId;
 use crate::clock::{rfc3339, Millis};
 
 /// One day's trial balance, from the books as of its start and as of its end.

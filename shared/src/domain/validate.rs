@@ -3,11 +3,11 @@
 use serde::Deserialize;
 
 use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIENT_CHARS};
+use super::ids::UserId;
 use super::invalid::Invalid;
 use super::limits::{Limits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec};
 use super::split::SplitRule;
-use super::UserId;
 
 /// The body of `POST /packets` as sent, before validation. Unknown fields are refused.
 #[derive(Debug, Deserialize)]

@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::{PacketId, UserId};
 use super::invalid::Invalid;
-use super::{Cents, PacketId, UserId};
+use super::money::Cents;
 
 /// Whether this deployment keeps balances (`FUNDS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,9 +4,10 @@
 //! books cannot balance.
 
 use super::{FaultPoint, SettleSummary, Settler, Stop, RECONCILIATION_MISMATCH};
-use crate::domain::packet::LedgerPacket;
+use crate::domain::grab::LoggedGrab;
+use crate::domain::ledger::LedgerPacket;
 use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
-use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, LoggedGrab, Mismatch};
+use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, Mismatch};
 use crate::domain::LivePacket;
 use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;

@@ -12,8 +12,11 @@ use futures::stream::{self, StreamExt};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::items::{wallet_pk, BalanceItem, BALANCE, META, REFUND, TOPUP};
-use super::{unavailable, DynamoLedger};
+use super::items::{
+    wallet_pk, BalanceItem, BALANCE, GRAB_PREFIX, META, MOVE_PREFIX, PACKET_PREFIX, REFUND, SHARE_PREFIX, TOPUP,
+    TOPUP_PREFIX, WALLET_PREFIX,
+};
+use super::table::{unavailable, DynamoLedger};
 use crate::clock::Millis;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
@@ -123,12 +126,12 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
     }
     let (pk, sk) = item_keys(&item);
     let stamp = |at: Option<Millis>| at.unwrap_or(0);
-    Ok(Some(if let Some(user) = pk.strip_prefix("WALLET#") {
+    Ok(Some(if let Some(user) = pk.strip_prefix(WALLET_PREFIX) {
         let user = UserId::from_claim(user).ok_or("corrupt wallet key")?;
         if sk == BALANCE {
             let balance: BalanceMoney = read(item)?;
             LedgerItem::Balance { user, balance_cents: balance.balance_cents }
-        } else if sk.starts_with("MOVE#") {
+        } else if sk.starts_with(MOVE_PREFIX) {
             let movement: MovementMoney = read(item)?;
             LedgerItem::Movement(MovementRecord {
                 user: movement.user,
@@ -143,7 +146,7 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
         } else {
             return Ok(None);
         }
-    } else if pk.starts_with("TOPUP#") && sk == TOPUP {
+    } else if pk.starts_with(TOPUP_PREFIX) && sk == TOPUP {
         let topup: TopupMoney = read(item)?;
         LedgerItem::Topup {
             reference: topup.reference,
@@ -151,7 +154,7 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
             amount_cents: topup.amount_cents,
             written_at_ms: stamp(topup.written_at_ms),
         }
-    } else if pk.starts_with("PKT#") {
+    } else if pk.starts_with(PACKET_PREFIX) {
         if sk == META {
             let packet: PacketMoney = read(item)?;
             LedgerItem::Packet {
@@ -162,7 +165,7 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
                 written_at_ms: stamp(packet.written_at_ms),
                 settled_at_ms: packet.settled_at_ms,
             }
-        } else if sk.starts_with("GRAB#") {
+        } else if sk.starts_with(GRAB_PREFIX) {
             let grab: GrabMoney = read(item)?;
             LedgerItem::Grab {
                 packet_id: grab.packet_id,
@@ -171,7 +174,7 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
                 amount_cents: grab.amount_cents,
                 written_at_ms: stamp(grab.written_at_ms),
             }
-        } else if sk.starts_with("SHARE#") {
+        } else if sk.starts_with(SHARE_PREFIX) {
             let share: ShareMoney = read(item)?;
             LedgerItem::Claim {
                 packet_id: share.packet_id,

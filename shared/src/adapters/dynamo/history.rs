@@ -10,8 +10,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use super::items::{history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, PacketItem, META};
-use super::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
+use super::items::{
+    history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, PacketItem, CASUALTY_PREFIX, GRAB_PREFIX,
+    META, MOVE_PREFIX, PACKET_PREFIX,
+};
+use super::table::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{Funds, PacketId, PacketStatus, UserId};
@@ -39,10 +42,10 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
     // check every part here, so a forged or misplaced cursor is the caller's 400, never a 503.
     let owned = strings.get("history_pk") == Some(&history_pk(owner));
     let in_role = strings.get("history_sk").is_some_and(|sk| sk.starts_with(sort_key_prefix(role)));
-    let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with("PKT#"))
+    let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with(PACKET_PREFIX))
         && strings.get("sk").is_some_and(|sk| match role {
             Role::Sent => sk == "META",
-            Role::Received => sk.starts_with("GRAB#") || sk.starts_with("CASUALTY#"),
+            Role::Received => sk.starts_with(GRAB_PREFIX) || sk.starts_with(CASUALTY_PREFIX),
         });
     if !owned || !in_role || !table_key || strings.len() != 4 {
         return Err(invalid());
@@ -176,7 +179,7 @@ impl DynamoLedger {
         let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
         let limit = limit as usize;
         let upper = match &before {
-            Some(place) => format!("MOVE#{place}"),
+            Some(place) => format!("{MOVE_PREFIX}{place}"),
             None => "MOVE$".to_owned(),
         };
         let mut entries: Vec<(String, HistoryItem)> = Vec::new();
@@ -190,7 +193,7 @@ impl DynamoLedger {
                 .key_condition_expression("pk = :wallet AND sk BETWEEN :first AND :upper")
                 .filter_expression("kind = :grab")
                 .expression_attribute_values(":wallet", AttributeValue::S(wallet_pk(user)))
-                .expression_attribute_values(":first", AttributeValue::S("MOVE#".into()))
+                .expression_attribute_values(":first", AttributeValue::S(MOVE_PREFIX.into()))
                 .expression_attribute_values(":upper", AttributeValue::S(upper.clone()))
                 .expression_attribute_values(":grab", AttributeValue::S(MovementKind::Grab.as_str().into()))
                 .scan_index_forward(false)
@@ -201,7 +204,7 @@ impl DynamoLedger {
                 .map_err(unavailable)?;
             for item in output.items.unwrap_or_default() {
                 let credit: MovementItem = from_item(item)?;
-                let place = credit.sk.trim_start_matches("MOVE#").to_owned();
+                let place = credit.sk.trim_start_matches(MOVE_PREFIX).to_owned();
                 if before.as_ref().is_some_and(|before| &place >= before) {
                     continue;
                 }

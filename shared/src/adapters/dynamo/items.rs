@@ -23,23 +23,38 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{rfc3339, Clock, Millis};
-use crate::domain::packet::BestLuck;
+use crate::domain::grab::{BestLuck, LoggedGrab};
+use crate::domain::ledger::{ShareClaim, ShareHolder};
 use crate::domain::recovery::{Casualty, Remedy};
-use crate::domain::settlement::{LoggedGrab, ShareClaim, ShareHolder};
 use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::{
     Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::ports::StoreError;
+use crate::ports::{IdempotencyClaim, StoreError};
 
 /// A money write's own time: the wall clock when the write is issued, the same for every
 /// item of one transaction (a send, a grab's credit, a finalisation, a top-up). Reconciliation
 /// reads the ledger up to a cut-off behind the longest a write can take to land
-/// ([`super::WRITES_LAND_WITHIN`]), so an item stamped before it is committed, with its whole
+/// ([`crate::ports::WRITES_LAND_WITHIN`]), so an item stamped before it is committed, with its whole
 /// transaction. The wall clock, not the domain clock: the cut-off is compared with real time.
 pub fn write_stamp() -> Millis {
     crate::clock::SystemClock.now_ms()
 }
+
+/// The prefix of a packet's partition (`PKT#<id>`).
+pub const PACKET_PREFIX: &str = "PKT#";
+/// The prefix of a grab item's sort key (`GRAB#<user>`, without the wallet).
+pub const GRAB_PREFIX: &str = "GRAB#";
+/// The prefix of a share claim's sort key (`SHARE#<seq>`).
+pub const SHARE_PREFIX: &str = "SHARE#";
+/// The prefix of a casualty's sort key (`CASUALTY#<user>#<seq>`).
+pub const CASUALTY_PREFIX: &str = "CASUALTY#";
+/// The prefix of a wallet's partition (`WALLET#<user>`).
+pub const WALLET_PREFIX: &str = "WALLET#";
+/// The prefix of a wallet movement's sort key (`MOVE#<at>#<kind>#<subject>`).
+pub const MOVE_PREFIX: &str = "MOVE#";
+/// The prefix of a top-up record's partition (`TOPUP#<reference>`).
+pub const TOPUP_PREFIX: &str = "TOPUP#";
 
 /// Sort key of a packet's own item.
 pub const META: &str = "META";
@@ -48,12 +63,12 @@ pub const REFUND: &str = "REFUND";
 
 /// `PKT#<id>`.
 pub fn packet_pk(id: &PacketId) -> String {
-    format!("PKT#{id}")
+    format!("{PACKET_PREFIX}{id}")
 }
 
 /// `GRAB#<user>`.
 pub fn grab_sk(user: &UserId) -> String {
-    format!("GRAB#{user}")
+    format!("{GRAB_PREFIX}{user}")
 }
 
 /// The item listing every `SETTLE_SHARDS` value settle ran with (`SETTLE#LAYOUTS` / `LAYOUTS`).
@@ -64,12 +79,12 @@ pub const SETTLE_LAYOUTS_SK: &str = "LAYOUTS";
 /// `CASUALTY#<user>#<seq>`: what became of `user`'s grab of share `seq`, which Redis
 /// acknowledged and the ledger refused.
 pub fn casualty_sk(user: &UserId, seq: u32) -> String {
-    format!("CASUALTY#{user}#{seq:05}")
+    format!("{CASUALTY_PREFIX}{user}#{seq:05}")
 }
 
 /// `SHARE#<seq>`, zero-padded so the claims sort by share.
 pub fn share_sk(seq: u32) -> String {
-    format!("SHARE#{seq:05}")
+    format!("{SHARE_PREFIX}{seq:05}")
 }
 
 /// `USER#<user>`, the history GSI's partition.
@@ -431,6 +446,14 @@ pub struct RefundItem {
     pub written_at_ms: Option<Millis>,
 }
 
+/// `IDEM#<sender>#<key>`: a sender's claim on one `Idempotency-Key`.
+pub fn idempotency_pk(sender: &UserId, claim: &IdempotencyClaim) -> String {
+    format!("IDEM#{sender}#{}", claim.key.as_str())
+}
+
+/// Sort key of an idempotency claim.
+pub const IDEM: &str = "IDEM";
+
 /// The idempotency item (`IDEM#<sender>#<key>` / `IDEM`); DynamoDB's TTL removes it after 24 h.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdempotencyItem {
@@ -467,7 +490,7 @@ pub const BALANCE: &str = "BALANCE";
 
 /// `WALLET#<user>`: a wallet's balance and movements.
 pub fn wallet_pk(user: &UserId) -> String {
-    format!("WALLET#{user}")
+    format!("{WALLET_PREFIX}{user}")
 }
 
 /// A wallet's balance (`WALLET#<user>` / `BALANCE`), changed only in the same write as a movement.
@@ -525,7 +548,7 @@ pub struct GrabDetails {
 /// condition (new) refuses paying a user a second share of one packet. It sorts among the
 /// wallet's movements by the packet's creation.
 pub fn grab_movement_sk(created_at_ms: Millis, id: &PacketId) -> String {
-    format!("MOVE#{}#{}#{id}", rfc3339(created_at_ms), MovementKind::Grab.as_str())
+    format!("{MOVE_PREFIX}{}#{}#{id}", rfc3339(created_at_ms), MovementKind::Grab.as_str())
 }
 
 impl MovementItem {
@@ -589,7 +612,7 @@ impl MovementItem {
         let subject = packet_id.map(PacketId::as_str).or(reference).unwrap_or_default().to_owned();
         MovementItem {
             pk: wallet_pk(user),
-            sk: format!("MOVE#{at}#{}#{subject}", kind.as_str()),
+            sk: format!("{MOVE_PREFIX}{at}#{}#{subject}", kind.as_str()),
             user: user.clone(),
             kind,
             amount_cents,
@@ -625,7 +648,7 @@ impl MovementItem {
 /// `TOPUP#<reference>`: a top-up applied, keyed by the payments system's reference, so a second
 /// delivery of it is refused by the write itself.
 pub fn topup_pk(reference: &str) -> String {
-    format!("TOPUP#{reference}")
+    format!("{TOPUP_PREFIX}{reference}")
 }
 
 /// Sort key of a top-up.

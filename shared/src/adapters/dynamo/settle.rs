@@ -13,14 +13,17 @@ use futures::stream::{self, StreamExt};
 
 use super::items::{
     grab_movement_sk, open_partitions, packet_pk, wallet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem,
-    PacketItem, RefundItem, ShareItem, META, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
+    PacketItem, RefundItem, ShareItem, GRAB_PREFIX, META, PACKET_PREFIX, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
+    SHARE_PREFIX,
 };
+use super::table::{from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use super::transaction::{Transaction, Write};
-use super::{from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use crate::clock::{rfc3339, Millis};
-use crate::domain::packet::LedgerPacket;
+use crate::domain::grab::LoggedGrab;
+use crate::domain::ledger::LedgerPacket;
+use crate::domain::ledger::{Refusal, ShareClaim, ShareHolder};
 use crate::domain::recovery::Casualty;
-use crate::domain::settlement::{Finalisation, LoggedGrab, Refusal, ShareClaim, ShareHolder};
+use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::{Cents, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{SettleLedger, StoreError};
@@ -268,8 +271,8 @@ impl DynamoLedger {
             match item.get("sk").and_then(|sk| sk.as_s().ok()).map(String::as_str) {
                 Some(META) => meta = Some(from_item(item)?),
                 Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
-                Some(sk) if sk.starts_with("GRAB#") => grabs.push(from_item::<GrabItem>(item)?.logged()),
-                Some(sk) if sk.starts_with("SHARE#") => claims.push(from_item::<ShareItem>(item)?.claim()?),
+                Some(sk) if sk.starts_with(GRAB_PREFIX) => grabs.push(from_item::<GrabItem>(item)?.logged()),
+                Some(sk) if sk.starts_with(SHARE_PREFIX) => claims.push(from_item::<ShareItem>(item)?.claim()?),
                 _ => {}
             }
         }
@@ -554,7 +557,7 @@ impl SettleLedger for DynamoLedger {
             while let Some(item) = pages.next().await {
                 let item = item.map_err(unavailable)?;
                 let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
-                if let Some(id) = pk.and_then(|pk| pk.strip_prefix("PKT#")).and_then(PacketId::parse) {
+                if let Some(id) = pk.and_then(|pk| pk.strip_prefix(PACKET_PREFIX)).and_then(PacketId::parse) {
                     ids.push(id);
                 }
             }

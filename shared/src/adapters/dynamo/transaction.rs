@@ -6,11 +6,26 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 
-use super::DynamoLedger;
+use super::client;
+use super::table::DynamoLedger;
+use crate::ports::WRITES_LAND_WITHIN;
 
 /// How many times a transaction cancelled only by a concurrent transaction on one of its items
-/// is tried.
-pub(super) const CONFLICT_ATTEMPTS: u32 = 8;
+/// (`TransactionConflict`: a sender's daily counter, a hot wallet) is tried.
+const CONFLICT_ATTEMPTS: u32 = 8;
+
+/// What reconciliation allows for the difference between two hosts' clocks.
+const CLOCK_ALLOWANCE_SECS: u64 = 10;
+
+// The ledger's promise that reconciliation relies on ([`WRITES_LAND_WITHIN`]): every attempt of
+// [`CONFLICT_ATTEMPTS`] is bounded by the client's operation timeout ([`client::OPERATION_TIMEOUT`],
+// itself covering the SDK's own retry), plus the pauses between them (under 50 ms each), plus a
+// margin for the clocks of the writers and of reconciliation (Lambda's are kept by the Amazon
+// Time Sync Service).
+const _: () = assert!(
+    client::OPERATION_TIMEOUT.as_secs() * CONFLICT_ATTEMPTS as u64 + 1 + CLOCK_ALLOWANCE_SECS
+        <= WRITES_LAND_WITHIN.as_secs()
+);
 
 /// What an item of a ledger transaction is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

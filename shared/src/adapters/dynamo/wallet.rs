@@ -9,9 +9,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::items::{topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, TOPUP};
+use super::items::{
+    topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, MOVE_PREFIX, TOPUP,
+};
+use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
-use super::{from_item, to_item, unavailable, DynamoLedger};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, Funds, PacketId, UserId};
@@ -99,7 +101,7 @@ impl DynamoLedger {
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
             .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
-            .expression_attribute_values(":moves", AttributeValue::S("MOVE#".into()))
+            .expression_attribute_values(":moves", AttributeValue::S(MOVE_PREFIX.into()))
     }
 
     /// `user`'s balance now (0 without a wallet item), strongly consistent.
@@ -142,7 +144,7 @@ fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
 fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, StoreError> {
     let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned");
     let sk = URL_SAFE_NO_PAD.decode(cursor).ok().and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(invalid)?;
-    if !sk.starts_with("MOVE#") || sk.len() > 1024 {
+    if !sk.starts_with(MOVE_PREFIX) || sk.len() > 1024 {
         return Err(invalid());
     }
     Ok(HashMap::from([

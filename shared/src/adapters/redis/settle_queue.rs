@@ -6,7 +6,7 @@
 use super::scripts::{self, LoadMode, Loaded};
 use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
-use crate::domain::settlement::LoggedGrab;
+use crate::domain::grab::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId};
 use crate::ports::StoreError;
 use crate::ports::{CloseOutcome, Frozen, SettleQueue};

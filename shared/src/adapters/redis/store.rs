@@ -20,7 +20,7 @@ use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::grab::GrabAttempt;
-use crate::domain::settlement::LoggedGrab;
+use crate::domain::grab::LoggedGrab;
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };

@@ -1,0 +1,251 @@
+//! The [`Ledger`] port on DynamoDB: a send's one transaction (daily counter, idempotency claim,
+//! packet, debit), a cancel's conditional update, and the reads the API serves; and
+//! [`LazyLedger`], which builds its client on first use.
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+
+use super::client;
+use super::items::{
+    daily_limit_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, IdempotencyItem, PacketItem, IDEM, LIMIT,
+    META,
+};
+use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::transaction::{Transaction, Write};
+use crate::clock::{rfc3339, Millis};
+use crate::config::Config;
+use crate::domain::history::{HistoryPage, Role};
+use crate::domain::ledger::LedgerPacket;
+use crate::domain::limits::{utc_day, DailyLimit};
+use crate::domain::wallet::WalletPage;
+use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, StoreError};
+
+/// How long an idempotency claim holds.
+pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// How long a daily-sends counter stays after its day began (TTL): two days.
+pub const DAILY_SENDS_KEEP_MS: Millis = 2 * 24 * 60 * 60 * 1000;
+
+impl DynamoLedger {
+    /// The send's transaction: its daily counter (first), its idempotency claim (when it has
+    /// one), its packet item, and with the wallet the debit of the sender's balance and its
+    /// movement, each under its condition.
+    fn send_transaction(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Transaction {
+        let day_started_ms = packet.created_at_ms - packet.created_at_ms.rem_euclid(24 * 60 * 60 * 1000);
+        let n = |value: String| AttributeValue::N(value);
+        // Within the limits after this send: fewer sends than the limit so far, and room left
+        // for this total. A counter not yet written is a day's first send (the total alone was
+        // checked against the cents limit before).
+        let counter = Update::builder()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(daily_limit_pk(&packet.sender, &utc_day(packet.created_at_ms))))
+            .key("sk", AttributeValue::S(LIMIT.into()))
+            .update_expression("ADD sends :one, sent_cents :total SET expires_at_epoch = :ttl")
+            .condition_expression("attribute_not_exists(sends) OR (sends < :max_sends AND sent_cents <= :room)")
+            .expression_attribute_values(":one", n("1".into()))
+            .expression_attribute_values(":total", n(packet.total_cents.to_string()))
+            .expression_attribute_values(":ttl", n(((day_started_ms + DAILY_SENDS_KEEP_MS) / 1000).to_string()))
+            .expression_attribute_values(":max_sends", n(self.daily.max_sends.to_string()))
+            .expression_attribute_values(
+                ":room",
+                n(self.daily.max_sent_cents.saturating_sub(packet.total_cents).to_string()),
+            )
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("daily counter update");
+        let put = |item, condition: &str, now: Option<AttributeValue>| {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression(condition)
+                .set_expression_attribute_values(now.map(|now| [(":now".to_owned(), now)].into()))
+                .build()
+                .expect("transaction put");
+            TransactWriteItem::builder().put(put).build()
+        };
+        let mut items = Transaction::default();
+        items.push(Write::DailyCounter, TransactWriteItem::builder().update(counter).build());
+        if let Some(claim) = claim {
+            let claim_item = to_item(&IdempotencyItem {
+                pk: idempotency_pk(&packet.sender, claim),
+                sk: IDEM.into(),
+                request_hash: claim.request_hash.clone(),
+                packet_id: packet.id.clone(),
+                expires_at_epoch: (packet.created_at_ms + IDEMPOTENCY_TTL_MS) / 1000,
+            });
+            let now_epoch = AttributeValue::N((packet.created_at_ms / 1000).to_string());
+            // A claim past its TTL that DynamoDB has not yet removed counts as absent.
+            items.push(
+                Write::IdempotencyClaim,
+                put(claim_item, "attribute_not_exists(pk) OR expires_at_epoch < :now", Some(now_epoch)),
+            );
+        }
+        let stamp = write_stamp();
+        let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
+        items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
+        if self.funds == Funds::Wallet {
+            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms, stamp));
+        }
+        items
+    }
+
+    /// The answer to a send whose idempotency claim exists: the packet it made, when the
+    /// request is the same; the key reused with another request otherwise.
+    async fn replay(&self, packet: &Packet, claim: &IdempotencyClaim) -> Result<Recorded, StoreError> {
+        let pk = idempotency_pk(&packet.sender, claim);
+        let Some(existing) = self.get::<IdempotencyItem>(pk.clone(), IDEM.into()).await? else {
+            // The claim expired between our write and this read: the caller may simply retry.
+            return Err(StoreError::dynamodb_unavailable("idempotency claim vanished, retry"));
+        };
+        if existing.request_hash != claim.request_hash {
+            return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
+        }
+        let original = self.packet(&existing.packet_id).await?.ok_or_else(|| {
+            StoreError::Corrupt(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
+        })?;
+        Ok(Recorded::Replay(original))
+    }
+}
+
+impl Ledger for DynamoLedger {
+    /// One transaction: the sender's daily counter, the idempotency claim, the packet item and
+    /// (with the wallet) the debit; a balance short of the total is
+    /// [`Conflict::InsufficientFunds`] and records nothing.
+    /// The counter's condition is the limit, so concurrent sends can never pass it together
+    /// (DynamoDB serialises them; a conflict is retried); a replay fails on its claim and is
+    /// answered with the original packet, counted once.
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
+        if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
+        }
+        let Err(failed) = self.transact(self.send_transaction(packet, claim)).await else { return Ok(Recorded::New) };
+        if let Some(claim) = claim.filter(|_| failed.refused_by(Write::IdempotencyClaim).is_some()) {
+            return self.replay(packet, claim).await;
+        }
+        if failed.refused_by(Write::Balance).is_some() {
+            return Err(StoreError::Conflict(Conflict::InsufficientFunds));
+        }
+        if let Some(reason) = failed.refused_by(Write::DailyCounter) {
+            let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
+            let limit = self
+                .daily
+                .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
+                .unwrap_or(DailyLimit::Sends);
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
+        }
+        Err(unavailable(failed.error))
+    }
+
+    /// One conditional update of the packet item: the caller is its sender, it is open, not
+    /// expired and not cancelled yet. When the condition fails, the item as it was says why.
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
+        let s = |value: &str| AttributeValue::S(value.to_owned());
+        let updated = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&packet_pk(id)))
+            .key("sk", s(META))
+            .update_expression("SET cancelled_at = :at, cancelled_at_ms = :at_ms")
+            .condition_expression(
+                "attribute_exists(pk) AND sender = :sender AND #status = :open AND expires_at_ms > :at_ms \
+                 AND attribute_not_exists(cancelled_at_ms)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":at", s(&rfc3339(now_ms)))
+            .expression_attribute_values(":at_ms", AttributeValue::N(now_ms.to_string()))
+            .expression_attribute_values(":sender", s(sender.as_str()))
+            .expression_attribute_values(":open", s(PacketStatus::Open.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let error = match updated {
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        let Some(UpdateItemError::ConditionalCheckFailedException(failed)) = error.as_service_error() else {
+            return Err(unavailable(error));
+        };
+        let Some(item) = failed.item().cloned() else { return Err(StoreError::Conflict(Conflict::NoSuchPacket)) };
+        let recorded: PacketItem = from_item(item)?;
+        if &recorded.sender != sender {
+            return Err(StoreError::Conflict(Conflict::NotTheSender));
+        }
+        match (recorded.status, recorded.cancelled_at_ms) {
+            (PacketStatus::Cancelled, _) | (PacketStatus::Open, Some(_)) => Ok(()),
+            _ => Err(StoreError::Conflict(Conflict::NotOpen)),
+        }
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
+        Self::ledger_packet(self, id).await
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, StoreError> {
+        Self::history(self, user, role, limit, cursor).await
+    }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+        Self::wallet(self, user, limit, cursor).await
+    }
+}
+
+/// A ledger whose DynamoDB client is built on first use. `grab` reads the ledger only for a
+/// packet Redis no longer holds, so most grab instances never pay for building a client at init.
+pub struct LazyLedger {
+    config: Config,
+    connection: client::Connection,
+    ledger: tokio::sync::OnceCell<DynamoLedger>,
+}
+
+impl LazyLedger {
+    /// A ledger on `config`'s table through `connection`, connecting when first needed.
+    pub fn new(config: &Config, connection: client::Connection) -> Self {
+        LazyLedger { config: config.clone(), connection, ledger: tokio::sync::OnceCell::new() }
+    }
+
+    async fn ledger(&self) -> Result<&DynamoLedger, StoreError> {
+        self.ledger
+            .get_or_try_init(|| async {
+                let client =
+                    client::client(&self.connection).map_err(|error| StoreError::Corrupt(error.to_string()))?;
+                Ok(DynamoLedger::new(client, &self.config))
+            })
+            .await
+    }
+}
+
+impl Ledger for LazyLedger {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
+        self.ledger().await?.record_packet(packet, claim).await
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
+        DynamoLedger::ledger_packet(self.ledger().await?, id).await
+    }
+
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
+        self.ledger().await?.cancel(id, sender, now_ms).await
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, StoreError> {
+        DynamoLedger::history(self.ledger().await?, user, role, limit, cursor).await
+    }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+        DynamoLedger::wallet(self.ledger().await?, user, limit, cursor).await
+    }
+}

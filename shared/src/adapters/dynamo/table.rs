@@ -1,0 +1,150 @@
+//! The ledger's table: the client and table name every part of the adapter writes through,
+//! creating the table locally, and the one codec between items and their structs.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+use serde::{Deserialize, Serialize};
+
+use super::client;
+use super::items::{packet_pk, PacketItem, META};
+use crate::config::{Config, ConfigError};
+use crate::domain::{DailyLimits, Funds, Packet, PacketId};
+use crate::ports::StoreError;
+
+/// Name of the history GSI.
+pub const HISTORY_INDEX: &str = "history";
+
+/// Name of the sparse GSI of open packets, by settle shard.
+pub const OPEN_INDEX: &str = "open";
+
+/// The ledger on a DynamoDB table.
+#[derive(Clone, Debug)]
+pub struct DynamoLedger {
+    pub(super) client: Client,
+    pub(super) table: String,
+    pub(super) settle_shards: u32,
+    pub(super) daily: DailyLimits,
+    pub(super) funds: Funds,
+}
+
+impl DynamoLedger {
+    /// A ledger on `config`'s table through `client`.
+    pub fn new(client: Client, config: &Config) -> Self {
+        DynamoLedger {
+            client,
+            table: config.table_name.clone(),
+            settle_shards: config.settle_shards,
+            daily: config.daily,
+            funds: config.funds,
+        }
+    }
+
+    /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
+    /// `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local), with short timeouts and two attempts, so
+    /// an unreachable DynamoDB is a prompt 503.
+    pub fn client_from_env() -> Result<Client, ConfigError> {
+        client::client(&client::Connection::from_env())
+    }
+
+    /// Creates the table with its GSIs and TTL if it does not exist (local runs and tests; in AWS
+    /// the SAM template creates it).
+    pub async fn ensure_table(&self) -> Result<(), StoreError> {
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("attribute definition")
+        };
+        let key = |name: &str, key_type: KeyType| {
+            KeySchemaElement::builder().attribute_name(name).key_type(key_type).build().expect("key schema")
+        };
+        let index = |name: &str, hash: &str, range: &str, projection: ProjectionType| {
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .key_schema(key(hash, KeyType::Hash))
+                .key_schema(key(range, KeyType::Range))
+                .projection(Projection::builder().projection_type(projection).build())
+                .build()
+                .expect("index")
+        };
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .set_attribute_definitions(Some(
+                ["pk", "sk", "history_pk", "history_sk", "open_shard", "expires_at"].map(attribute).to_vec(),
+            ))
+            .key_schema(key("pk", KeyType::Hash))
+            .key_schema(key("sk", KeyType::Range))
+            .global_secondary_indexes(index(HISTORY_INDEX, "history_pk", "history_sk", ProjectionType::All))
+            .global_secondary_indexes(index(OPEN_INDEX, "open_shard", "expires_at", ProjectionType::KeysOnly))
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(()),
+            Err(error) => return Err(unavailable(error)),
+        }
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .enabled(true)
+                    .attribute_name("expires_at_epoch")
+                    .build()
+                    .expect("ttl specification"),
+            )
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// The packet recorded under `id`, if any (strongly consistent).
+    pub async fn packet(&self, id: &PacketId) -> Result<Option<Packet>, StoreError> {
+        let item: Option<PacketItem> = self.get(packet_pk(id), META.into()).await?;
+        item.map(|item| item.packet()).transpose()
+    }
+
+    pub(super) async fn get<T: for<'de> Deserialize<'de>>(
+        &self,
+        pk: String,
+        sk: String,
+    ) -> Result<Option<T>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(pk))
+            .key("sk", AttributeValue::S(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        output.item.map(from_item).transpose()
+    }
+}
+
+/// DynamoDB could not be reached, or failed to answer.
+pub(super) fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
+    StoreError::dynamodb_unavailable(DisplayErrorContext(error))
+}
+
+/// An item's attributes (every item struct serializes).
+pub(super) fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue> {
+    serde_dynamo::to_item(value).expect("ledger items serialize")
+}
+
+/// An item read back into its struct; one that does not fit is corrupt.
+pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
+}
