@@ -1,4 +1,5 @@
-//! `grab.lua` against a straightforward model, on the real Redis: packets open to all, for
+//! `grab.lua` against the library's model of a live packet ([`LiveState`], which the in-memory
+//! live store runs on: one model, two uses), on the real Redis: packets open to all, for
 //! recipients only, with a passphrase or both; random sequences of grabs (repeats, strangers,
 //! right, wrong and missing passphrases among them), clock moves, closes, cancels, persisted
 //! marks and re-syncs from the ledger's state, each answer compared with what the model says,
@@ -12,111 +13,17 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab};
 use red_packets::adapters::RedisStore;
-use red_packets::domain::access::{Passphrase, PassphraseCheck, PassphraseKey};
-use red_packets::domain::grab::GrabAttempt;
-use red_packets::domain::grab::LoggedGrab;
+use red_packets::domain::access::{Passphrase, PassphraseKey};
+use red_packets::domain::grab::{GrabAttempt, LoggedGrab};
+use red_packets::domain::live::{Gate, LiveState};
 use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use red_packets::ports::{CancelOutcome, CloseOutcome, Frozen, LiveStore, SettleQueue};
+use red_packets::ports::{Frozen, LiveStore, SettleQueue};
 use red_packets::Config;
 
 const START_MS: i64 = 1_700_000_000_000;
 const LIFETIME_MS: i64 = 60_000;
-
-/// What a grab should answer, and the packet as it should be, kept the plain way.
-struct Model {
-    count: u32,
-    expires_at_ms: i64,
-    /// Shares not yet taken, as (seq, amount), in order.
-    shares: Vec<(u32, Cents)>,
-    grabs: Vec<LoggedGrab>,
-    closed: bool,
-    cancelled: bool,
-    persisted: usize,
-    access: Access,
-    wrong_tries: HashMap<UserId, u32>,
-}
-
-impl Model {
-    fn of(packet: &Packet) -> Self {
-        Model {
-            count: packet.count,
-            expires_at_ms: packet.expires_at_ms,
-            shares: packet.shares().into_iter().enumerate().map(|(n, amount)| (n as u32 + 1, amount)).collect(),
-            grabs: Vec::new(),
-            closed: false,
-            cancelled: false,
-            persisted: 0,
-            access: packet.access.clone(),
-            wrong_tries: HashMap::new(),
-        }
-    }
-
-    fn grab(&mut self, attempt: &GrabAttempt, now_ms: i64) -> ScriptGrab {
-        let user = &attempt.user;
-        let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: false };
-        if let Some(prior) = self.grabs.iter().find(|grab| &grab.user == user) {
-            return decided(GrabOutcome::Already {
-                amount_cents: prior.amount_cents,
-                grabbed_at_ms: prior.at_ms,
-                remaining_count: self.shares.len() as u32,
-            });
-        }
-        if !self.access.admits(user) {
-            return decided(GrabOutcome::NotEligible);
-        }
-        let tries = self.wrong_tries.entry(user.clone()).or_default();
-        match PassphraseCheck::of(self.access.passphrase.as_ref(), attempt.passphrase.as_ref(), *tries) {
-            PassphraseCheck::Passed => {}
-            PassphraseCheck::Wrong => {
-                *tries += 1;
-                return decided(GrabOutcome::WrongPassphrase);
-            }
-            PassphraseCheck::Locked => return decided(GrabOutcome::TooManyAttempts),
-        }
-        if self.cancelled {
-            return decided(GrabOutcome::Cancelled);
-        }
-        if self.shares.is_empty() {
-            return decided(GrabOutcome::SoldOut);
-        }
-        if self.closed || now_ms >= self.expires_at_ms {
-            return decided(GrabOutcome::Expired);
-        }
-        let (seq, amount_cents) = self.shares.remove(0);
-        let dirtied = self.grabs.len() == self.persisted;
-        self.grabs.push(LoggedGrab { seq, user: user.clone(), amount_cents, at_ms: now_ms });
-        ScriptGrab::Decided {
-            outcome: GrabOutcome::Grabbed { amount_cents, grabbed_at_ms: now_ms, remaining_count: self.count - seq },
-            dirtied,
-        }
-    }
-
-    fn cancel(&mut self, now_ms: i64) -> CancelOutcome {
-        if self.cancelled {
-            CancelOutcome::Cancelled
-        } else if self.shares.is_empty() {
-            CancelOutcome::Finished
-        } else if self.closed || now_ms >= self.expires_at_ms {
-            CancelOutcome::Expired
-        } else {
-            self.cancelled = true;
-            CancelOutcome::Cancelled
-        }
-    }
-
-    fn close(&mut self, now_ms: i64) -> CloseOutcome {
-        if self.cancelled {
-            CloseOutcome::Closed
-        } else if self.closed || self.shares.is_empty() || now_ms >= self.expires_at_ms {
-            self.closed = true;
-            CloseOutcome::Closed
-        } else {
-            CloseOutcome::StillOpen
-        }
-    }
-}
 
 /// The passphrase a grab carries.
 #[derive(Debug, Clone, Copy)]
@@ -208,7 +115,7 @@ async fn run(
     let mut packet = packet(count, kind);
     packet.access = access;
     store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
-    let mut model = Model::of(&packet);
+    let mut model = LiveState::new(&packet, &packet.shares());
     let mut conn = store.connection().await.unwrap();
     let keys = store.keys(&packet.id);
     let mut now_ms = START_MS;
@@ -223,7 +130,7 @@ async fn run(
                 };
                 let attempt = GrabAttempt { user: user(*n_user), passphrase };
                 let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms, 5_000).await.unwrap();
-                prop_assert_eq!(answer, model.grab(&attempt, now_ms), "step {} of {:?}", n, steps);
+                prop_assert_eq!(answer, model.grab(&attempt, now_ms).into(), "step {} of {:?}", n, steps);
             }
             Step::Cancel => {
                 let cancelled = scripts::cancel(&mut conn, &keys, now_ms).await.unwrap();
@@ -231,7 +138,7 @@ async fn run(
             }
             Step::Close => {
                 let closed = scripts::close(&mut conn, &keys, now_ms, false).await.unwrap();
-                prop_assert_eq!(closed, model.close(now_ms), "step {} of {:?}", n, steps);
+                prop_assert_eq!(closed, model.close(now_ms, false), "step {} of {:?}", n, steps);
             }
             Step::Persist(confirmed) => {
                 let confirmed = confirmed % (model.grabs.len() + 1);
@@ -239,46 +146,40 @@ async fn run(
                     // A mark naming another grab at that place (a failover's) changes nothing.
                     let stranger = LoggedGrab { user: user(99), ..model.grabs[confirmed - 1].clone() };
                     let mark = scripts::mark_persisted(&mut conn, &keys, confirmed, &stranger).await.unwrap();
-                    prop_assert_eq!(mark, model.persisted);
+                    prop_assert_eq!(mark, model.mark_persisted(confirmed, &stranger));
                     let last = model.grabs[confirmed - 1].clone();
                     let mark = scripts::mark_persisted(&mut conn, &keys, confirmed, &last).await.unwrap();
-                    model.persisted = model.persisted.max(confirmed);
-                    prop_assert_eq!(mark, model.persisted);
+                    prop_assert_eq!(mark, model.mark_persisted(confirmed, &last));
                 }
             }
             Step::Resync => {
                 // Frozen first, as settle's re-sync is; the freeze's log is every grab so far.
                 let token = format!("resync-{n}");
                 let frozen = store.freeze(&packet.id, &token).await.unwrap();
-                prop_assert_eq!(frozen, Frozen::Log { grabs: model.grabs.clone(), partial: false });
-                if model.access.recipients.is_none() && model.access.passphrase.is_none() {
+                let cancelled = model.gate == Gate::Cancelled;
+                prop_assert_eq!(frozen, Frozen::Log { grabs: model.freeze(&token), partial: false });
+                if model.packet.access.recipients.is_none() && model.packet.access.passphrase.is_none() {
                     let fresh = GrabAttempt::by(user(200));
                     let answer = scripts::grab(&mut conn, &keys, &fresh, now_ms, 5_000).await.unwrap();
-                    prop_assert_eq!(answer, ScriptGrab::Resyncing, "no fresh grab while frozen");
+                    prop_assert_eq!(answer, model.grab(&fresh, now_ms).into(), "no fresh grab while frozen");
+                    prop_assert_eq!(answer, ScriptGrab::Resyncing);
                 }
-                let stale = store.resync(&packet, model.cancelled, false, &model.grabs, &model.shares, "another").await;
+                let stale = store.resync(&packet, cancelled, false, &model.grabs, &model.pool, "another").await;
                 prop_assert!(!stale.unwrap(), "a replace under another token changes nothing");
-                prop_assert!(store
-                    .resync(&packet, model.cancelled, false, &model.grabs, &model.shares, &token)
-                    .await
-                    .unwrap());
+                prop_assert!(!model.frozen_by("another"));
+                prop_assert!(store.resync(&packet, cancelled, false, &model.grabs, &model.pool, &token).await.unwrap());
+                prop_assert!(model.frozen_by(&token));
                 // The ledger's state is all persisted; a closed packet reloads open (a cancelled
                 // one closed), as settle's re-sync does; wrong tries are not ledger state.
-                model.persisted = model.grabs.len();
-                model.closed = false;
-                model.wrong_tries.clear();
+                model = LiveState::restored(&packet, cancelled, false, &model.grabs, model.pool.clone());
             }
         }
     }
     let live = store.snapshot(&packet.id).await.unwrap().expect("loaded");
-    prop_assert_eq!(&live.grabs, &model.grabs);
-    prop_assert_eq!(live.remaining_count, model.shares.len() as u32);
-    prop_assert_eq!(live.persisted, model.persisted);
-    prop_assert_eq!(live.open, !model.closed && !model.cancelled);
-    prop_assert_eq!(live.cancelled, model.cancelled);
-    prop_assert_eq!(&live.packet.access, &model.access, "Redis describes who may grab as it was loaded");
+    prop_assert_eq!(&live, &model.snapshot(), "Redis holds what the model holds");
+    prop_assert_eq!(&live.packet.access, &packet.access, "Redis describes who may grab as it was loaded");
     let paid: Cents = live.grabs.iter().map(|grab| grab.amount_cents).sum::<Cents>()
-        + model.shares.iter().map(|(_, amount)| amount).sum::<Cents>();
+        + model.pool.iter().map(|(_, amount)| amount).sum::<Cents>();
     prop_assert_eq!(paid, packet.total_cents, "grabs and shares left always add up to the total");
     Ok(())
 }

@@ -14,6 +14,7 @@ use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::ledger::Refusal;
+pub use crate::domain::live::{CancelOutcome, CloseOutcome};
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::WalletPage;
@@ -166,21 +167,6 @@ pub enum Frozen {
     },
 }
 
-/// What cancelling a packet in the live store came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelOutcome {
-    /// The live store holds no such packet.
-    Missing,
-    /// Cancelled: closed to grabs, now or by an earlier call.
-    Cancelled,
-    /// Every share is taken: nothing to cancel.
-    Finished,
-    /// Expired (or closed) with shares left: settle refunds it as expired.
-    Expired,
-    /// Settle is re-syncing it from the ledger: nothing changed, ask again shortly.
-    Resyncing,
-}
-
 /// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyClaim {
@@ -268,17 +254,6 @@ pub trait Wallets: Send + Sync {
 pub trait ReportSink: Send + Sync {
     /// Stores `body` under `key` (`trial-balance/2026-11-23.csv`, …); returns where it went.
     fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, StoreError>> + Send;
-}
-
-/// What closing a packet to grabs came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseOutcome {
-    /// The live store holds no such packet.
-    Missing,
-    /// Neither finished nor expired: still open.
-    StillOpen,
-    /// Closed to grabs, now or earlier.
-    Closed,
 }
 
 /// The settle side of the live store: which packets have work, closing, progress marks,

@@ -3,6 +3,7 @@
 
 pub mod dynamo;
 pub mod export;
+pub mod memory;
 pub mod redis;
 
 pub use self::redis::RedisStore;

@@ -1,8 +1,18 @@
 //! A packet as the live store holds it while it is grabbable: the record, what is left, every
-//! grab in order and how many of them the ledger holds.
+//! grab in order and how many of them the ledger holds; and [`LiveState`], the same packet as
+//! a plain Rust state machine. `grab.lua`, `cancel.lua`, `close.lua`, `persisted.lua`,
+//! `freeze.lua` and `load.lua` are checked against it by a property test on real Redis
+//! (`local/tests/grab_script.rs`), and the in-memory live store
+//! (`adapters::memory::MemoryStore`) is built on it: one model, two uses.
 
-use super::grab::LoggedGrab;
+use std::collections::HashMap;
+
+use super::access::{Access, PassphraseCheck};
+use super::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
+use super::ids::UserId;
+use super::money::Cents;
 use super::packet::Packet;
+use crate::clock::Millis;
 
 /// A packet as the live store holds it: the record, its shares left and every grab in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,5 +37,231 @@ impl LivePacket {
     /// The grabs the ledger has not confirmed yet.
     pub fn pending(&self) -> &[LoggedGrab] {
         &self.grabs[self.persisted.min(self.grabs.len())..]
+    }
+}
+
+/// What cancelling a packet in the live store came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The live store holds no such packet.
+    Missing,
+    /// Cancelled: closed to grabs, now or by an earlier call.
+    Cancelled,
+    /// Every share is taken: nothing to cancel.
+    Finished,
+    /// Expired (or closed) with shares left: settle refunds it as expired.
+    Expired,
+    /// Settle is re-syncing it from the ledger: nothing changed, ask again shortly.
+    Resyncing,
+}
+
+/// What closing a packet to grabs came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseOutcome {
+    /// The live store holds no such packet.
+    Missing,
+    /// Neither finished nor expired: still open.
+    StillOpen,
+    /// Closed to grabs, now or earlier.
+    Closed,
+}
+
+/// Where a live packet stands for grabs (`open_until` in `grab.lua`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Grabbable until its expiry.
+    Open,
+    /// Closed by settle: finished or expired.
+    Closed,
+    /// Cancelled by its sender.
+    Cancelled,
+    /// Frozen by settle's re-sync under this token: no fresh grab until the replace.
+    Frozen(String),
+}
+
+/// What one grab did to a live packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveGrab {
+    /// Decided: the outcome, and whether this grab is the packet's only one settle has not
+    /// persisted (the caller marks the packet for settle then).
+    Decided {
+        /// The answer.
+        outcome: GrabOutcome,
+        /// True when the packet just became dirty.
+        dirtied: bool,
+    },
+    /// Settle is re-syncing the packet: try again shortly.
+    Resyncing,
+}
+
+/// A packet's live state, kept the plain way: what the scripts keep in Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveState {
+    /// The packet as sent.
+    pub packet: Packet,
+    /// Shares not yet taken, `(seq, amount)`, in the order they go out.
+    pub pool: Vec<(u32, Cents)>,
+    /// Every grab, in grab order.
+    pub grabs: Vec<LoggedGrab>,
+    /// Open, closed, cancelled or frozen.
+    pub gate: Gate,
+    /// How many of `grabs` the ledger has confirmed.
+    pub persisted: usize,
+    /// Wrong passphrases tried, per user.
+    pub wrong_tries: HashMap<UserId, u32>,
+}
+
+impl LiveState {
+    /// A packet loaded at its send, every share to hand out.
+    pub fn new(packet: &Packet, shares: &[Cents]) -> Self {
+        let pool = shares.iter().enumerate().map(|(n, &amount)| (n as u32 + 1, amount)).collect();
+        LiveState::restored(packet, false, false, &[], pool)
+    }
+
+    /// A packet loaded from the ledger's state: its grabs (all persisted), the shares still to
+    /// hand out, cancelled or closed to grabs as the ledger says (`load.lua`).
+    pub fn restored(
+        packet: &Packet,
+        cancelled: bool,
+        closed: bool,
+        grabs: &[LoggedGrab],
+        pool: Vec<(u32, Cents)>,
+    ) -> Self {
+        let gate = if cancelled {
+            Gate::Cancelled
+        } else if closed {
+            Gate::Closed
+        } else {
+            Gate::Open
+        };
+        LiveState {
+            packet: packet.clone(),
+            pool,
+            grabs: grabs.to_vec(),
+            gate,
+            persisted: grabs.len(),
+            wrong_tries: HashMap::new(),
+        }
+    }
+
+    /// One grab at `now_ms` (`grab.lua`): a repeat gets its share; then who may grab, the
+    /// passphrase (wrong tries counted, then locked), cancelled, frozen, expired or sold out,
+    /// in that order; else the next share.
+    pub fn grab(&mut self, attempt: &GrabAttempt, now_ms: Millis) -> LiveGrab {
+        let user = &attempt.user;
+        let decided = |outcome| LiveGrab::Decided { outcome, dirtied: false };
+        if let Some(prior) = self.grabs.iter().find(|grab| &grab.user == user) {
+            return decided(GrabOutcome::Already {
+                amount_cents: prior.amount_cents,
+                grabbed_at_ms: prior.at_ms,
+                remaining_count: self.pool.len() as u32,
+            });
+        }
+        let access: &Access = &self.packet.access;
+        if !access.admits(user) {
+            return decided(GrabOutcome::NotEligible);
+        }
+        let tries = self.wrong_tries.entry(user.clone()).or_default();
+        match PassphraseCheck::of(access.passphrase.as_ref(), attempt.passphrase.as_ref(), *tries) {
+            PassphraseCheck::Passed => {}
+            PassphraseCheck::Wrong => {
+                *tries += 1;
+                return decided(GrabOutcome::WrongPassphrase);
+            }
+            PassphraseCheck::Locked => return decided(GrabOutcome::TooManyAttempts),
+        }
+        match self.gate {
+            Gate::Cancelled => return decided(GrabOutcome::Cancelled),
+            Gate::Frozen(_) => return LiveGrab::Resyncing,
+            Gate::Closed => return decided(self.over()),
+            Gate::Open if now_ms >= self.packet.expires_at_ms => return decided(self.over()),
+            Gate::Open => {}
+        }
+        if self.pool.is_empty() {
+            return decided(GrabOutcome::SoldOut);
+        }
+        let (seq, amount_cents) = self.pool.remove(0);
+        let dirtied = self.grabs.len() == self.persisted;
+        self.grabs.push(LoggedGrab { seq, user: user.clone(), amount_cents, at_ms: now_ms });
+        let remaining_count = self.pool.len() as u32;
+        LiveGrab::Decided {
+            outcome: GrabOutcome::Grabbed { amount_cents, grabbed_at_ms: now_ms, remaining_count },
+            dirtied,
+        }
+    }
+
+    /// A packet past its time or closed: sold out when no share is left, else expired.
+    fn over(&self) -> GrabOutcome {
+        if self.pool.is_empty() {
+            GrabOutcome::SoldOut
+        } else {
+            GrabOutcome::Expired
+        }
+    }
+
+    /// The sender cancels at `now_ms` (`cancel.lua`).
+    pub fn cancel(&mut self, now_ms: Millis) -> CancelOutcome {
+        match self.gate {
+            Gate::Cancelled => CancelOutcome::Cancelled,
+            Gate::Frozen(_) => CancelOutcome::Resyncing,
+            _ if self.pool.is_empty() => CancelOutcome::Finished,
+            Gate::Closed => CancelOutcome::Expired,
+            Gate::Open if now_ms >= self.packet.expires_at_ms => CancelOutcome::Expired,
+            Gate::Open => {
+                self.gate = Gate::Cancelled;
+                CancelOutcome::Cancelled
+            }
+        }
+    }
+
+    /// Settle closes it at `now_ms` if it is finished or expired, or whatever its state when
+    /// `force`d (a quarantine); a frozen packet stays open to its re-sync (`close.lua`).
+    pub fn close(&mut self, now_ms: Millis, force: bool) -> CloseOutcome {
+        match self.gate {
+            Gate::Closed | Gate::Cancelled => CloseOutcome::Closed,
+            _ if force => {
+                self.gate = Gate::Closed;
+                CloseOutcome::Closed
+            }
+            Gate::Frozen(_) => CloseOutcome::StillOpen,
+            Gate::Open if now_ms < self.packet.expires_at_ms && !self.pool.is_empty() => CloseOutcome::StillOpen,
+            Gate::Open => {
+                self.gate = Gate::Closed;
+                CloseOutcome::Closed
+            }
+        }
+    }
+
+    /// Records that the first `confirmed` grabs are in the ledger, if `last` is still the
+    /// `confirmed`-th grab of the log (`persisted.lua`); returns the persisted mark.
+    pub fn mark_persisted(&mut self, confirmed: usize, last: &LoggedGrab) -> usize {
+        if confirmed > self.persisted && self.grabs.get(confirmed.wrapping_sub(1)) == Some(last) {
+            self.persisted = confirmed;
+        }
+        self.persisted
+    }
+
+    /// Freezes it for a re-sync under `token` (`freeze.lua`) and returns its whole log.
+    pub fn freeze(&mut self, token: &str) -> Vec<LoggedGrab> {
+        self.gate = Gate::Frozen(token.to_owned());
+        self.grabs.clone()
+    }
+
+    /// True while the re-sync under `token` holds its freeze.
+    pub fn frozen_by(&self, token: &str) -> bool {
+        matches!(&self.gate, Gate::Frozen(held) if held == token)
+    }
+
+    /// The packet as a snapshot reads it.
+    pub fn snapshot(&self) -> LivePacket {
+        LivePacket {
+            packet: self.packet.clone(),
+            open: matches!(self.gate, Gate::Open | Gate::Frozen(_)),
+            frozen: matches!(self.gate, Gate::Frozen(_)),
+            cancelled: self.gate == Gate::Cancelled,
+            remaining_count: self.pool.len() as u32,
+            grabs: self.grabs.clone(),
+            persisted: self.persisted,
+        }
     }
 }

@@ -17,6 +17,7 @@ use crate::clock::Millis;
 use crate::domain::access::MAX_WRONG_PASSPHRASES;
 use crate::domain::grab::GrabAttempt;
 use crate::domain::grab::LoggedGrab;
+use crate::domain::live::LiveGrab;
 use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
 use crate::ports::{CancelOutcome, CloseOutcome, Frozen};
 
@@ -361,6 +362,18 @@ pub enum ScriptGrab {
     LookupPending,
     /// Settle is re-syncing the packet from the ledger: ask again shortly.
     Resyncing,
+}
+
+impl From<LiveGrab> for ScriptGrab {
+    /// What `grab.lua` answers where the model ([`LiveState::grab`]) decides.
+    ///
+    /// [`LiveState::grab`]: crate::domain::live::LiveState::grab
+    fn from(grab: LiveGrab) -> Self {
+        match grab {
+            LiveGrab::Decided { outcome, dirtied } => ScriptGrab::Decided { outcome, dirtied },
+            LiveGrab::Resyncing => ScriptGrab::Resyncing,
+        }
+    }
 }
 
 /// Runs `grab.lua` for `attempt` at `now_ms`; a caller that claims an unknown id's lookup holds

@@ -1,0 +1,443 @@
+//! The ledger in memory, each write guarded as DynamoDB's is: a send under its daily limits,
+//! its idempotency claim and (with the wallet) its balance; a cancel by the sender of an open
+//! packet; a share claimed once; a user paid once per packet; a packet finalised once. Two
+//! switches inject the faults settle must survive: an unreachable ledger, and a packet whose
+//! writes the store rejects (a poison record).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::clock::{rfc3339, Millis};
+use crate::config::Config;
+use crate::domain::grab::LoggedGrab;
+use crate::domain::history::{HistoryItem, HistoryPage, Role};
+use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
+use crate::domain::limits::utc_day;
+use crate::domain::recovery::{Casualty, Remedy};
+use crate::domain::settlement::Finalisation;
+use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
+use crate::domain::{Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, SettleLedger, StoreError, Wallets};
+
+/// The ledger in memory.
+#[derive(Debug)]
+pub struct MemoryLedger {
+    settle_shards: u32,
+    daily: DailyLimits,
+    funds: Funds,
+    state: Mutex<State>,
+}
+
+/// One packet's items: record, claims by share, grabs by user, refund.
+#[derive(Debug, Clone)]
+struct PacketItems {
+    packet: Packet,
+    status: PacketStatus,
+    refund_cents: Option<Cents>,
+    refund_item_cents: Option<Cents>,
+    cancelled_at_ms: Option<Millis>,
+    open_shard: Option<u32>,
+    claims: BTreeMap<u32, ShareClaim>,
+    grabs: BTreeMap<UserId, LoggedGrab>,
+    revoked: Vec<LoggedGrab>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    packets: HashMap<PacketId, PacketItems>,
+    idempotency: HashMap<(UserId, String), (String, PacketId)>,
+    sends: HashMap<(UserId, String), (u32, Cents)>,
+    balances: HashMap<UserId, Cents>,
+    movements: HashMap<UserId, Vec<Movement>>,
+    topups: HashMap<String, (UserId, Cents)>,
+    casualties: HashSet<(PacketId, UserId, u32)>,
+    layouts: BTreeSet<u32>,
+    unreachable: bool,
+    poisoned: HashSet<PacketId>,
+}
+
+impl MemoryLedger {
+    /// An empty ledger with `config`'s shards, daily limits and funds.
+    pub fn new(config: &Config) -> Self {
+        MemoryLedger {
+            settle_shards: config.settle_shards.max(1),
+            daily: config.daily,
+            funds: config.funds,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Every call fails as an unreachable DynamoDB's would, until switched back.
+    pub fn set_unreachable(&self, unreachable: bool) {
+        self.lock().unreachable = unreachable;
+    }
+
+    /// Every settle write of packet `id` is rejected, as DynamoDB rejects an item it cannot
+    /// take (a poison record).
+    pub fn reject_writes_of(&self, id: &PacketId) {
+        self.lock().poisoned.insert(id.clone());
+    }
+
+    /// A user's balance.
+    pub fn balance(&self, user: &UserId) -> Cents {
+        self.lock().balances.get(user).copied().unwrap_or(0)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The state, once the ledger is reachable.
+    fn state(&self) -> Result<MutexGuard<'_, State>, StoreError> {
+        let state = self.lock();
+        if state.unreachable {
+            return Err(StoreError::dynamodb_unavailable("the in-memory ledger is switched unreachable"));
+        }
+        Ok(state)
+    }
+
+    /// The state, for a settle write of packet `id`.
+    fn state_for_write(&self, id: &PacketId) -> Result<MutexGuard<'_, State>, StoreError> {
+        let state = self.state()?;
+        if state.poisoned.contains(id) {
+            return Err(StoreError::Rejected(format!("packet {id}: the item cannot be written")));
+        }
+        Ok(state)
+    }
+}
+
+impl State {
+    fn credit(
+        &mut self,
+        user: &UserId,
+        kind: MovementKind,
+        amount_cents: Cents,
+        packet: Option<&PacketId>,
+        at_ms: Millis,
+    ) {
+        *self.balances.entry(user.clone()).or_default() += amount_cents;
+        self.movements.entry(user.clone()).or_default().push(Movement {
+            kind,
+            amount_cents,
+            packet_id: packet.cloned(),
+            reference: None,
+            at: rfc3339(at_ms),
+        });
+    }
+
+    fn packet(&mut self, id: &PacketId) -> Result<&mut PacketItems, StoreError> {
+        self.packets.get_mut(id).ok_or_else(|| StoreError::Corrupt(format!("packet {id} is not in the ledger")))
+    }
+}
+
+/// A page of `items` from `cursor` (an offset, bound to its owner and role), `limit` long.
+fn page<T: Clone>(
+    items: &[T],
+    owner: &str,
+    limit: u32,
+    cursor: Option<&str>,
+) -> Result<(Vec<T>, Option<String>), StoreError> {
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => cursor
+            .strip_prefix(owner)
+            .and_then(|rest| rest.strip_prefix('@'))
+            .and_then(|offset| offset.parse::<usize>().ok())
+            .ok_or_else(|| StoreError::invalid("cursor", "cursor is not one this endpoint returned to you"))?,
+    };
+    let end = (start + limit as usize).min(items.len());
+    let next = (end < items.len()).then(|| format!("{owner}@{end}"));
+    Ok((items.get(start..end).unwrap_or_default().to_vec(), next))
+}
+
+impl Ledger for MemoryLedger {
+    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
+        if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
+        }
+        let mut state = self.state()?;
+        if let Some(claim) = claim {
+            let key = (packet.sender.clone(), claim.key.as_str().to_owned());
+            if let Some((hash, id)) = state.idempotency.get(&key) {
+                if *hash != claim.request_hash {
+                    return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
+                }
+                let original = state.packets.get(id).map(|recorded| recorded.packet.clone());
+                return original
+                    .map(Recorded::Replay)
+                    .ok_or_else(|| StoreError::Corrupt(format!("claim names missing packet {id}")));
+            }
+        }
+        if self.funds == Funds::Wallet && state.balances.get(&packet.sender).copied().unwrap_or(0) < packet.total_cents
+        {
+            return Err(StoreError::Conflict(Conflict::InsufficientFunds));
+        }
+        let day = (packet.sender.clone(), utc_day(packet.created_at_ms));
+        let (sends, sent_cents) = state.sends.get(&day).copied().unwrap_or_default();
+        if let Some(limit) = self.daily.broken_by(sends, sent_cents, packet.total_cents) {
+            return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
+        }
+        if state.packets.contains_key(&packet.id) {
+            return Err(StoreError::Corrupt(format!("packet {} recorded twice", packet.id)));
+        }
+        state.sends.insert(day, (sends + 1, sent_cents + packet.total_cents));
+        if let Some(claim) = claim {
+            let key = (packet.sender.clone(), claim.key.as_str().to_owned());
+            state.idempotency.insert(key, (claim.request_hash.clone(), packet.id.clone()));
+        }
+        if self.funds == Funds::Wallet {
+            *state.balances.entry(packet.sender.clone()).or_default() -= packet.total_cents;
+            state.movements.entry(packet.sender.clone()).or_default().push(Movement {
+                kind: MovementKind::Send,
+                amount_cents: packet.total_cents,
+                packet_id: Some(packet.id.clone()),
+                reference: None,
+                at: rfc3339(packet.created_at_ms),
+            });
+        }
+        let recorded = PacketItems {
+            packet: packet.clone(),
+            status: PacketStatus::Open,
+            refund_cents: None,
+            refund_item_cents: None,
+            cancelled_at_ms: None,
+            open_shard: Some(packet.id.settle_shard(self.settle_shards)),
+            claims: BTreeMap::new(),
+            grabs: BTreeMap::new(),
+            revoked: Vec::new(),
+        };
+        state.packets.insert(packet.id.clone(), recorded);
+        Ok(Recorded::New)
+    }
+
+    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
+        let state = self.state()?;
+        Ok(state.packets.get(id).map(|recorded| {
+            let mut grabs: Vec<LoggedGrab> = recorded.grabs.values().cloned().collect();
+            grabs.sort_by_key(|grab| grab.seq);
+            LedgerPacket {
+                packet: recorded.packet.clone(),
+                status: recorded.status,
+                refund_cents: recorded.refund_cents,
+                refund_item_cents: recorded.refund_item_cents,
+                grabs,
+                claims: recorded.claims.values().cloned().collect(),
+                cancelled_at_ms: recorded.cancelled_at_ms,
+            }
+        }))
+    }
+
+    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
+        let mut state = self.state()?;
+        let Some(recorded) = state.packets.get_mut(id) else { return Err(Conflict::NoSuchPacket.into()) };
+        if &recorded.packet.sender != sender {
+            return Err(Conflict::NotTheSender.into());
+        }
+        match (recorded.status, recorded.cancelled_at_ms) {
+            (PacketStatus::Cancelled, _) | (PacketStatus::Open, Some(_)) => Ok(()),
+            (PacketStatus::Open, None) if recorded.packet.expires_at_ms > now_ms => {
+                recorded.cancelled_at_ms = Some(now_ms);
+                Ok(())
+            }
+            _ => Err(Conflict::NotOpen.into()),
+        }
+    }
+
+    async fn history(
+        &self,
+        user: &UserId,
+        role: Role,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<HistoryPage, StoreError> {
+        let state = self.state()?;
+        let item = |recorded: &PacketItems| HistoryItem {
+            packet_id: recorded.packet.id.clone(),
+            sender: recorded.packet.sender.clone(),
+            total_cents: recorded.packet.total_cents,
+            count: recorded.packet.count,
+            status: recorded.status,
+            created_at: rfc3339(recorded.packet.created_at_ms),
+            amount_cents: None,
+            grabbed_at: None,
+            revoked_cents: None,
+        };
+        let mut listed: Vec<(Millis, String, HistoryItem)> = Vec::new();
+        for recorded in state.packets.values() {
+            let id = recorded.packet.id.to_string();
+            match role {
+                Role::Sent if &recorded.packet.sender == user => {
+                    listed.push((recorded.packet.created_at_ms, id, item(recorded)));
+                }
+                Role::Received => {
+                    if let Some(grab) = recorded.grabs.get(user) {
+                        let received = HistoryItem {
+                            amount_cents: Some(grab.amount_cents),
+                            grabbed_at: Some(rfc3339(grab.at_ms)),
+                            ..item(recorded)
+                        };
+                        listed.push((grab.at_ms, id.clone(), received));
+                    }
+                    for revoked in recorded.revoked.iter().filter(|grab| &grab.user == user) {
+                        let void = HistoryItem {
+                            grabbed_at: Some(rfc3339(revoked.at_ms)),
+                            revoked_cents: Some(revoked.amount_cents),
+                            ..item(recorded)
+                        };
+                        listed.push((revoked.at_ms, id.clone(), void));
+                    }
+                }
+                Role::Sent => {}
+            }
+        }
+        listed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        let items: Vec<HistoryItem> = listed.into_iter().map(|(_, _, item)| item).collect();
+        let owner = format!("{user}/{}", if role == Role::Sent { "sent" } else { "received" });
+        let (items, next_cursor) = page(&items, &owner, limit, cursor)?;
+        Ok(HistoryPage { items, next_cursor })
+    }
+
+    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+        if self.funds == Funds::None {
+            return Err(Conflict::NoWallets.into());
+        }
+        let state = self.state()?;
+        let mut movements = state.movements.get(user).cloned().unwrap_or_default();
+        movements.reverse();
+        let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), limit, cursor)?;
+        Ok(WalletPage { balance_cents: state.balances.get(user).copied().unwrap_or(0), items, next_cursor })
+    }
+}
+
+impl SettleLedger for MemoryLedger {
+    async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, StoreError> {
+        let state = self.state()?;
+        let mut open: Vec<PacketId> = state
+            .packets
+            .values()
+            .filter(|recorded| recorded.open_shard == Some(shard))
+            .map(|r| r.packet.id.clone())
+            .collect();
+        open.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(open)
+    }
+
+    async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, StoreError> {
+        let mut refused = Vec::new();
+        for grab in grabs {
+            {
+                let mut state = self.state_for_write(&packet.id)?;
+                let recorded = state.packet(&packet.id)?;
+                match recorded.claims.get(&grab.seq) {
+                    Some(claim) if claim.holds(grab) => {}
+                    Some(_) => {
+                        refused.push(Refusal::ShareHeld(grab.clone()));
+                        continue;
+                    }
+                    None => {
+                        let holder = ShareHolder::Grabber { user: grab.user.clone(), at_ms: grab.at_ms };
+                        recorded
+                            .claims
+                            .insert(grab.seq, ShareClaim { seq: grab.seq, amount_cents: grab.amount_cents, holder });
+                    }
+                }
+            }
+            if self.put_grab_item(packet, grab).await? {
+                refused.push(Refusal::UserPaid(grab.clone()));
+            }
+        }
+        Ok(refused)
+    }
+
+    async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, StoreError> {
+        let mut state = self.state_for_write(&packet.id)?;
+        let recorded = state.packet(&packet.id)?;
+        if let Some(held) = recorded.grabs.get(&grab.user) {
+            return Ok(!(held.seq == grab.seq && held.amount_cents == grab.amount_cents));
+        }
+        recorded.grabs.insert(grab.user.clone(), grab.clone());
+        if self.funds == Funds::Wallet {
+            state.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), grab.at_ms);
+        }
+        Ok(false)
+    }
+
+    async fn settle_layouts(&self, current: u32) -> Result<Vec<u32>, StoreError> {
+        let mut state = self.state()?;
+        state.layouts.insert(current);
+        Ok(state.layouts.iter().copied().collect())
+    }
+
+    async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, _now_ms: Millis) -> Result<(), StoreError> {
+        let mut state = self.state_for_write(&packet.id)?;
+        let acknowledged = &casualty.acknowledged;
+        let key = (packet.id.clone(), acknowledged.user.clone(), acknowledged.seq);
+        if state.casualties.insert(key) && casualty.remedy == Remedy::Revoked {
+            state.packet(&packet.id)?.revoked.push(acknowledged.clone());
+        }
+        Ok(())
+    }
+
+    async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
+        let mut state = self.state_for_write(&packet.id)?;
+        let recorded = state.packet(&packet.id)?;
+        let mut taken = Vec::new();
+        for &(seq, amount_cents) in shares {
+            match recorded.claims.get(&seq) {
+                Some(ShareClaim { holder: ShareHolder::Refund, .. }) => {}
+                Some(_) => taken.push(seq),
+                None => {
+                    recorded.claims.insert(seq, ShareClaim { seq, amount_cents, holder: ShareHolder::Refund });
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, StoreError> {
+        let mut state = self.state_for_write(&packet.id)?;
+        let recorded = state.packet(&packet.id)?;
+        if recorded.status != PacketStatus::Open {
+            return Ok(false);
+        }
+        recorded.status = result.status;
+        recorded.refund_cents = Some(result.refund_cents);
+        recorded.open_shard = None;
+        if result.refund_cents > 0 {
+            recorded.refund_item_cents = Some(result.refund_cents);
+            if self.funds == Funds::Wallet {
+                state.credit(&packet.sender, MovementKind::Refund, result.refund_cents, Some(&packet.id), now_ms);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Wallets for MemoryLedger {
+    async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, StoreError> {
+        topup.validate()?;
+        if self.funds == Funds::None {
+            return Err(StoreError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
+        }
+        let mut state = self.state()?;
+        let applied = match state.topups.get(&topup.reference) {
+            Some((user, amount)) if *user == topup.user && *amount == topup.amount_cents => false,
+            Some(_) => {
+                return Err(StoreError::invalid("reference", "this reference was applied to another user or amount"))
+            }
+            None => {
+                state.topups.insert(topup.reference.clone(), (topup.user.clone(), topup.amount_cents));
+                *state.balances.entry(topup.user.clone()).or_default() += topup.amount_cents;
+                state.movements.entry(topup.user.clone()).or_default().push(Movement {
+                    kind: MovementKind::Topup,
+                    amount_cents: topup.amount_cents,
+                    packet_id: None,
+                    reference: Some(topup.reference.clone()),
+                    at: rfc3339(now_ms),
+                });
+                true
+            }
+        };
+        Ok(TopUpResult { applied, balance_cents: state.balances.get(&topup.user).copied().unwrap_or(0) })
+    }
+}
