@@ -12,6 +12,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 if [ "${1:-}" = lint ]; then
   exit 0
 fi
-echo "== the service-free tests (unit tests of every crate)"
+echo "== the service-free tests: every crate's unit tests (the handlers and settle on the in-memory stores) and the recovery model"
 # No store is reachable here: a test that needed one would fail, not pass quietly.
-env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB FUNDS=none RUST_LOG=warn cargo test --workspace --lib --bins --locked
+no_services=(env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY FUNDS=none RUST_LOG=warn)
+"${no_services[@]}" cargo test --workspace --lib --bins --locked
+"${no_services[@]}" cargo test -p red-packets --test recovery_model --locked

@@ -109,8 +109,12 @@ async fn grab<S: LiveStore, L: Ledger>(
 
 #[cfg(test)]
 mod tests {
+    //! The handler on the in-memory stores (no service needed); the integration suites in
+    //! `local/tests` run it on Redis and DynamoDB Local.
+
     use super::*;
-    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
+    use red_packets::adapters::RedisStore;
     use red_packets::clock::ManualClock;
     use red_packets::domain::{Packet, PacketKind, PacketSpec, Seed, SplitRule};
     use red_packets::events;
@@ -126,24 +130,25 @@ mod tests {
         events::to_request(&event).unwrap()
     }
 
-    async fn ledger(config: &Config) -> DynamoLedger {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
-        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        ledger
+    /// The defaults, without wallets: these tests are about grabs, not money.
+    fn config() -> Config {
+        Config::from_lookup(|name| (name == "FUNDS").then(|| "none".to_owned())).unwrap()
     }
 
-    async fn service(config: &Config) -> GrabService<RedisStore, DynamoLedger> {
-        GrabService::new(RedisStore::new(config), ledger(config).await, config.passphrase_key.clone())
+    fn service(clock: Arc<ManualClock>) -> GrabService<MemoryStore, MemoryLedger> {
+        let config = config();
+        let store = MemoryStore::new(config.settle_shards);
+        GrabService::with_clock(store, MemoryLedger::new(&config), config.passphrase_key.clone(), clock)
     }
 
-    async fn call(service: &GrabService<RedisStore, DynamoLedger>, request: Request) -> (u16, Value) {
+    async fn call<S: LiveStore, L: Ledger>(service: &GrabService<S, L>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
-    /// A packet of 3 lucky shares (600 cents), recorded in the ledger and loaded into Redis, as
-    /// send does it (settle reports a packet Redis holds and the ledger does not).
-    async fn loaded_packet(store: &RedisStore, ledger: &DynamoLedger, clock: &ManualClock) -> Packet {
+    /// A packet of 3 lucky shares (600 cents), recorded in the ledger and, unless `ledger_only`
+    /// (a send whose load failed, or a live store that lost it), loaded into the live store.
+    async fn sent_packet(service: &GrabService<MemoryStore, MemoryLedger>, ledger_only: bool) -> Packet {
         let spec = PacketSpec {
             total_cents: 600,
             count: 3,
@@ -154,21 +159,18 @@ mod tests {
             recipients: None,
             passphrase: None,
         };
-        let packet = Packet::new(
-            PacketId::random(),
-            UserId::from_claim("alice").unwrap(),
-            &spec,
-            Seed::random(),
-            clock.now_ms(),
-        );
-        ledger.record_packet(&packet, None).await.expect("DynamoDB Local (make test) is reachable");
-        store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
+        let alice = UserId::from_claim("alice").unwrap();
+        let packet = Packet::new(PacketId::random(), alice, &spec, Seed::random(), service.clock.now_ms());
+        service.ledger.record_packet(&packet, None).await.unwrap();
+        if !ledger_only {
+            service.store.load(&packet, &packet.shares()).await.unwrap();
+        }
         packet
     }
 
     #[tokio::test]
     async fn the_sample_event_without_identity_is_401() {
-        let service = service(&Config::from_env().unwrap()).await;
+        let service = service(Arc::new(ManualClock::starting_now()));
         let (status, body) = call(&service, grab_event("0123456789abcdef0123456789abcdef", None)).await;
         assert_eq!(status, 401);
         assert_eq!(body["error"]["code"], "unauthorized");
@@ -176,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn malformed_and_unknown_ids_are_404() {
-        let service = service(&Config::from_env().unwrap()).await;
+        let service = service(Arc::new(ManualClock::starting_now()));
         for id in ["..%2F..%2Fetc", "not-an-id", &PacketId::random().to_string()] {
             let (status, body) = call(&service, grab_event(id, Some("bob"))).await;
             assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{id}");
@@ -186,11 +188,8 @@ mod tests {
     #[tokio::test]
     async fn grab_repeat_sold_out_and_expired() {
         let clock = Arc::new(ManualClock::starting_now());
-        let config = Config::from_env().unwrap();
-        let store = RedisStore::new(&config);
-        let ledger = ledger(&config).await;
-        let packet = loaded_packet(&store, &ledger, &clock).await;
-        let service = GrabService::with_clock(store, ledger, config.passphrase_key.clone(), clock.clone());
+        let service = service(clock.clone());
+        let packet = sent_packet(&service, false).await;
         let id = packet.id.to_string();
 
         let (status, first) = call(&service, grab_event(&id, Some("bob"))).await;
@@ -217,11 +216,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_last_share_then_sold_out_and_the_shares_add_up() {
+        let service = service(Arc::new(ManualClock::starting_now()));
+        let packet = sent_packet(&service, false).await;
+        let id = packet.id.to_string();
+        let mut paid = 0;
+        for user in ["bob", "carol", "dave"] {
+            let (status, body) = call(&service, grab_event(&id, Some(user))).await;
+            assert_eq!(status, 200, "{body}");
+            paid += body["amount_cents"].as_u64().unwrap();
+        }
+        assert_eq!(paid, 600, "three grabs take the whole packet");
+        let (status, body) = call(&service, grab_event(&id, Some("erin"))).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (409, Some("sold_out")));
+    }
+
+    #[tokio::test]
+    async fn a_packet_only_the_ledger_holds_is_restored_then_grabbed() {
+        let service = service(Arc::new(ManualClock::starting_now()));
+        let packet = sent_packet(&service, true).await;
+        let (status, body) = call(&service, grab_event(&packet.id.to_string(), Some("bob"))).await;
+        assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(false)), "{body}");
+        assert!(service.store.snapshot(&packet.id).await.unwrap().is_some(), "restored into the live store");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_ledger_behind_a_packet_the_live_store_lacks_is_503() {
+        let service = service(Arc::new(ManualClock::starting_now()));
+        let packet = sent_packet(&service, true).await;
+        service.ledger.set_unreachable(true);
+        let response = handle(&service, grab_event(&packet.id.to_string(), Some("bob"))).await.unwrap();
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.headers()["retry-after"], "1");
+    }
+
+    #[tokio::test]
     async fn unreachable_redis_is_503_with_retry_after() {
-        let mut config = Config::from_env().unwrap();
+        let mut config = config();
         config.redis.url = "redis://127.0.0.1:1".into();
         config.redis.timeout = std::time::Duration::from_millis(200);
-        let service = GrabService::new(RedisStore::new(&config), ledger(&config).await, config.passphrase_key.clone());
+        let ledger = MemoryLedger::new(&config);
+        let service = GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone());
         let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");

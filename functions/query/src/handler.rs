@@ -103,9 +103,12 @@ fn page_limit(request: &Request) -> Result<u32, ApiError> {
 
 #[cfg(test)]
 mod tests {
+    //! The handler on the in-memory stores (no service needed); the integration suites in
+    //! `local/tests` run it on Redis and DynamoDB Local.
+
     use super::*;
-    use red_packets::adapters::{DynamoLedger, RedisStore};
-    use red_packets::domain::{Funds, PacketId};
+    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
+    use red_packets::domain::{Funds, Packet, PacketId, PacketKind, PacketSpec, Seed, UserId};
     use red_packets::events;
     use red_packets::Config;
     use serde_json::Value;
@@ -114,26 +117,24 @@ mod tests {
     const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
     const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 
-    async fn service() -> QueryService<RedisStore, DynamoLedger> {
-        service_with(Funds::Wallet).await
+    fn service() -> QueryService<MemoryStore, MemoryLedger> {
+        service_with(Funds::Wallet)
     }
 
-    async fn service_with(funds: Funds) -> QueryService<RedisStore, DynamoLedger> {
-        let mut config = Config::from_env().unwrap();
+    fn service_with(funds: Funds) -> QueryService<MemoryStore, MemoryLedger> {
+        let mut config = Config::from_lookup(|_| None).unwrap();
         config.funds = funds;
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
-        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        QueryService::new(RedisStore::new(&config), ledger)
+        QueryService::new(MemoryStore::new(config.settle_shards), MemoryLedger::new(&config))
     }
 
-    async fn call(service: &QueryService<RedisStore, DynamoLedger>, event: &Value) -> (u16, Value) {
+    async fn call(service: &QueryService<MemoryStore, MemoryLedger>, event: &Value) -> (u16, Value) {
         let response = handle(service, events::to_request(event).unwrap()).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
     #[tokio::test]
     async fn the_sample_query_of_an_unknown_packet_is_404_and_needs_identity() {
-        let service = service().await;
+        let service = service();
         let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
         events::set_packet_id(&mut event, &PacketId::random().to_string());
         assert_eq!(call(&service, &event).await.0, 404);
@@ -143,7 +144,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_sample_history_query_answers_a_page() {
-        let service = service().await;
+        let service = service();
         let event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
         let (status, body) = call(&service, &event).await;
         assert_eq!(status, 200, "{body}");
@@ -152,7 +153,7 @@ mod tests {
 
     #[tokio::test]
     async fn bad_history_parameters_name_their_field() {
-        let service = service().await;
+        let service = service();
         for (query, field) in [
             ("role=everyone", "role"),
             ("limit=5", "role"),
@@ -171,7 +172,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_sample_wallet_query_answers_a_balance_and_names_a_bad_cursor() {
-        let service = service().await;
+        let service = service();
         let event: Value = serde_json::from_str(WALLET_EVENT).unwrap();
         let (status, body) = call(&service, &event).await;
         assert_eq!(status, 200, "{body}");
@@ -183,8 +184,51 @@ mod tests {
             let (status, body) = call(&service, &event).await;
             assert_eq!((status, body["error"]["field"].as_str()), (400, Some(field)), "{query}");
         }
-        let (status, body) = call(&service_with(Funds::None).await, &event).await;
+        let (status, body) = call(&service_with(Funds::None), &event).await;
         assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "FUNDS=none: {body}");
         assert_eq!(body["error"]["message"], "this deployment keeps no wallets");
+    }
+
+    #[tokio::test]
+    async fn the_history_pages_newest_first_and_a_packets_view_is_live_while_open() {
+        let service = service_with(Funds::None);
+        let spec = PacketSpec {
+            total_cents: 300,
+            count: 3,
+            kind: PacketKind::Fixed,
+            split: None,
+            greeting: None,
+            expires_in_seconds: 60,
+            recipients: None,
+            passphrase: None,
+        };
+        let alice = UserId::from_claim("alice").unwrap();
+        let mut sent = Vec::new();
+        for at_ms in [1_000, 2_000, 3_000] {
+            let packet =
+                Packet::new(PacketId::random(), alice.clone(), &spec, Seed::random(), service.clock.now_ms() + at_ms);
+            service.ledger.record_packet(&packet, None).await.unwrap();
+            service.store.load(&packet, &packet.shares()).await.unwrap();
+            sent.push(packet.id.to_string());
+        }
+        let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        event["rawQueryString"] = Value::String("role=sent&limit=2".into());
+        event.as_object_mut().unwrap().remove("queryStringParameters");
+        let (status, first) = call(&service, &event).await;
+        assert_eq!(status, 200, "{first}");
+        let ids = |page: &Value| {
+            page["items"].as_array().unwrap().iter().map(|item| item["packet_id"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&first), [sent[2].clone(), sent[1].clone()], "newest first");
+        let cursor = first["next_cursor"].as_str().expect("a next page").to_owned();
+        event["rawQueryString"] = Value::String(format!("role=sent&limit=2&cursor={cursor}"));
+        let (_, second) = call(&service, &event).await;
+        assert_eq!(ids(&second), [sent[0].clone()]);
+        assert!(second["next_cursor"].is_null());
+
+        let mut query: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut query, &sent[0]);
+        let (status, view) = call(&service, &query).await;
+        assert_eq!((status, view["status"].as_str(), view["remaining_count"].as_u64()), (200, Some("open"), Some(3)));
     }
 }

@@ -47,7 +47,7 @@ pub async fn cancel<L: Ledger, S: LiveStore>(
 mod tests {
     use std::sync::Arc;
 
-    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::clock::ManualClock;
     use red_packets::events;
     use red_packets::Config;
@@ -58,14 +58,13 @@ mod tests {
     const SEND_EVENT: &str = include_str!("../../../events/send.json");
     const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
 
-    async fn service(clock: Arc<ManualClock>) -> SendService<DynamoLedger, RedisStore> {
-        let config = Config::from_env().unwrap();
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
-        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        SendService::with_clock(ledger, RedisStore::new(&config), &config, clock)
+    /// The handler on the in-memory stores, without wallets.
+    fn service(clock: Arc<ManualClock>) -> SendService<MemoryLedger, MemoryStore> {
+        let config = Config::from_lookup(|name| (name == "FUNDS").then(|| "none".to_owned())).unwrap();
+        SendService::with_clock(MemoryLedger::new(&config), MemoryStore::new(config.settle_shards), &config, clock)
     }
 
-    async fn call(service: &SendService<DynamoLedger, RedisStore>, event: Value) -> (u16, Value) {
+    async fn call(service: &SendService<MemoryLedger, MemoryStore>, event: Value) -> (u16, Value) {
         let response = handle(service, events::to_request(&event).unwrap()).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
@@ -80,7 +79,7 @@ mod tests {
     #[tokio::test]
     async fn only_the_sender_cancels_again_and_again_and_never_an_expired_packet() {
         let clock = Arc::new(ManualClock::starting_now());
-        let service = service(clock.clone()).await;
+        let service = service(clock.clone());
         let mut send: Value = serde_json::from_str(SEND_EVENT).unwrap();
         events::set_header(&mut send, "Idempotency-Key", None);
         events::set_body(&mut send, r#"{"total_cents":300,"count":3,"expires_in_seconds":60}"#);

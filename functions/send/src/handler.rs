@@ -96,36 +96,48 @@ async fn send<L: Ledger, S: LiveStore>(
 
 #[cfg(test)]
 mod tests {
+    //! The handler on the in-memory stores (no service needed); the integration suites in
+    //! `local/tests` run it on Redis and DynamoDB Local.
+
+    use std::sync::Arc;
+
     use super::*;
-    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
+    use red_packets::adapters::RedisStore;
+    use red_packets::domain::wallet::TopUp;
+    use red_packets::domain::UserId;
     use red_packets::events;
+    use red_packets::ports::Wallets;
     use red_packets::Config;
     use serde_json::Value;
 
     const SEND_EVENT: &str = include_str!("../../../events/send.json");
 
-    async fn service(config: &Config) -> SendService<DynamoLedger, RedisStore> {
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
-        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        SendService::new(ledger, RedisStore::new(config), config)
+    /// The defaults with `settings` on top (`FUNDS=none` unless they say otherwise).
+    fn config(settings: &[(&str, &str)]) -> Config {
+        let setting = |name: &str| settings.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string());
+        Config::from_lookup(|name| setting(name).or_else(|| (name == "FUNDS").then(|| "none".to_owned()))).unwrap()
+    }
+
+    fn service(config: &Config) -> SendService<Arc<MemoryLedger>, MemoryStore> {
+        SendService::new(Arc::new(MemoryLedger::new(config)), MemoryStore::new(config.settle_shards), config)
     }
 
     fn send_event(edit: impl FnOnce(&mut Value)) -> Request {
         let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-        // A key of our own per test run, so runs never replay each other's packets.
         events::set_header(&mut event, "Idempotency-Key", Some(&PacketId::random().to_string()));
         edit(&mut event);
         events::to_request(&event).unwrap()
     }
 
-    async fn call(service: &SendService<DynamoLedger, RedisStore>, request: Request) -> (u16, Value) {
+    async fn call<L: Ledger, S: LiveStore>(service: &SendService<L, S>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
     #[tokio::test]
     async fn the_sample_event_creates_a_packet() {
-        let service = service(&Config::from_env().unwrap()).await;
+        let service = service(&config(&[]));
         let (status, body) = call(&service, send_event(|_| {})).await;
         assert_eq!(status, 201, "{body}");
         assert_eq!(body["sender"], "alice");
@@ -134,11 +146,14 @@ mod tests {
         assert_eq!(body["status"], "open");
         assert_eq!(body["greeting"], "恭喜发财");
         assert_eq!(body["grabs"], serde_json::json!([]));
+        let id = PacketId::parse(body["packet_id"].as_str().unwrap()).unwrap();
+        assert!(service.store.snapshot(&id).await.unwrap().is_some(), "loaded into the live store");
+        assert!(service.ledger.ledger_packet(&id).await.unwrap().is_some(), "recorded in the ledger");
     }
 
     #[tokio::test]
     async fn the_same_key_and_body_replay_and_another_body_is_422() {
-        let service = service(&Config::from_env().unwrap()).await;
+        let service = service(&config(&[]));
         let key = PacketId::random().to_string();
         let with_key = |body: Option<&'static str>| {
             let key = key.clone();
@@ -159,7 +174,7 @@ mod tests {
 
     #[tokio::test]
     async fn bad_input_is_a_4xx_naming_the_field() {
-        let service = service(&Config::from_env().unwrap()).await;
+        let service = service(&config(&[]));
         let (status, body) =
             call(&service, send_event(|e| events::set_body(e, r#"{"total_cents":5,"count":6}"#))).await;
         assert_eq!((status, body["error"]["field"].as_str()), (400, Some("count")));
@@ -177,32 +192,55 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn unreachable_dynamodb_is_503_with_retry_after() {
-        let config = Config::from_env().unwrap();
-        let reachable = DynamoLedger::client_from_env().expect("a DynamoDB client");
-        let unreachable = aws_sdk_dynamodb::Client::from_conf(
-            reachable.config().to_builder().endpoint_url("http://127.0.0.1:1").build(),
-        );
-        let service = SendService::new(DynamoLedger::new(unreachable, &config), RedisStore::new(&config), &config);
+    async fn the_daily_limit_is_429_naming_it_and_a_replay_is_not_counted() {
+        let service = service(&config(&[("MAX_SENDS_PER_DAY", "2")]));
+        let key = PacketId::random().to_string();
+        let keyed = || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
+        assert_eq!(call(&service, keyed()).await.0, 201);
+        assert_eq!(call(&service, keyed()).await.0, 201, "a replay, not a second send");
+        assert_eq!(call(&service, send_event(|_| {})).await.0, 201);
+        let (status, body) = call(&service, send_event(|_| {})).await;
+        assert_eq!((status, body["error"]["field"].as_str()), (429, Some("max_sends_per_day")), "{body}");
+    }
+
+    #[tokio::test]
+    async fn with_the_wallet_a_short_balance_is_402_and_a_funded_send_debits_it() {
+        let service = service(&config(&[("FUNDS", "wallet")]));
+        let (status, body) = call(&service, send_event(|_| {})).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (402, Some("insufficient_funds")));
+        let alice = UserId::from_claim("alice").unwrap();
+        let topup = TopUp { user: alice.clone(), amount_cents: 15_000, reference: "pay-1".into() };
+        service.ledger.top_up(&topup, 0).await.unwrap();
+        assert_eq!(call(&service, send_event(|_| {})).await.0, 201);
+        assert_eq!(service.ledger.balance(&alice), 5_000, "the packet's total left the balance");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_ledger_is_503_with_retry_after() {
+        let service = service(&config(&[]));
+        service.ledger.set_unreachable(true);
         let response = handle(&service, send_event(|_| {})).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");
     }
 
     #[tokio::test]
-    async fn a_failed_redis_load_is_still_201_and_a_retry_with_the_key_loads_the_same_packet() {
-        let config = Config::from_env().unwrap();
+    async fn a_failed_live_load_is_still_201_and_a_retry_with_the_key_loads_the_same_packet() {
+        let config = config(&[]);
         let mut broken = config.clone();
         broken.redis.url = "redis://127.0.0.1:1".into();
         broken.redis.timeout = std::time::Duration::from_millis(200);
+        let ledger = Arc::new(MemoryLedger::new(&config));
         let key = PacketId::random().to_string();
         let request = || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
 
-        // Recorded and paid in the ledger: done, whatever Redis said (a 503 would invite a retry
-        // that pays again); its first grab, or a replay, loads it.
-        let (status, body) = call(&service(&broken).await, request()).await;
+        // Recorded and paid in the ledger: done, whatever the live store said (a 503 would invite
+        // a retry that pays again); its first grab, or a replay, loads it.
+        let unreachable_live = SendService::new(ledger.clone(), RedisStore::new(&broken), &config);
+        let (status, body) = call(&unreachable_live, request()).await;
         assert_eq!(status, 201, "{body}");
-        let (status, again) = call(&service(&config).await, request()).await;
+        let store = MemoryStore::new(config.settle_shards);
+        let (status, again) = call(&SendService::new(ledger, store, &config), request()).await;
         assert_eq!((status, &again["packet_id"]), (201, &body["packet_id"]), "never a second packet");
     }
 }

@@ -54,26 +54,27 @@ pub async fn handle<S: SettleQueue, L: SettleLedger>(
 
 #[cfg(test)]
 mod tests {
+    //! The handler on the in-memory stores (no service needed); settle's own flows are tested
+    //! in `red_packets::settle`, and on Redis and DynamoDB Local in `local/tests`.
+
     use super::*;
     use std::sync::Arc;
 
     use lambda_runtime::Context;
-    use red_packets::adapters::{DynamoLedger, RedisStore};
+    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::Config;
 
     const SETTLE_EVENT: &str = include_str!("../../../events/settle.json");
 
-    async fn settler() -> red_packets::adapters::DeployedSettler {
-        let config = Config::from_env().unwrap();
-        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
-        ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
-        Settler::new(Arc::new(RedisStore::new(&config)), ledger)
+    fn settler() -> Settler<MemoryStore, MemoryLedger> {
+        let config = Config::from_lookup(|_| None).unwrap();
+        Settler::new(Arc::new(MemoryStore::new(config.settle_shards)), MemoryLedger::new(&config))
     }
 
     #[tokio::test]
     async fn the_sample_event_settles_its_shards() {
         let payload: Value = serde_json::from_str(SETTLE_EVENT).unwrap();
-        let summary = handle(&settler().await, LambdaEvent::new(payload, Context::default())).await.unwrap();
+        let summary = handle(&settler(), LambdaEvent::new(payload, Context::default())).await.unwrap();
         assert_eq!(summary.shards, [0, 15]);
         assert_eq!(summary.mismatches, 0);
     }
@@ -82,14 +83,22 @@ mod tests {
     async fn a_past_deadline_stops_the_run_cleanly_or_finds_nothing_to_do() {
         let mut context = Context::default();
         context.deadline = 1;
-        let summary = handle(&settler().await, LambdaEvent::new(Value::Null, context)).await.unwrap();
+        let summary = handle(&settler(), LambdaEvent::new(Value::Null, context)).await.unwrap();
         assert_eq!(summary.packets, 0, "no packet is started past the deadline");
     }
 
     #[tokio::test]
     async fn a_malformed_payload_is_an_error() {
         let payload = serde_json::json!({ "shards": "all" });
-        let failure = handle(&settler().await, LambdaEvent::new(payload, Context::default())).await.unwrap_err();
+        let failure = handle(&settler(), LambdaEvent::new(payload, Context::default())).await.unwrap_err();
         assert_eq!(Diagnostic::from(failure).error_type, "InvalidSettleRequest");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_ledger_is_a_store_unavailable_failure() {
+        let settler = settler();
+        settler.ledger().set_unreachable(true);
+        let failure = handle(&settler, LambdaEvent::new(Value::Null, Context::default())).await.unwrap_err();
+        assert_eq!(Diagnostic::from(failure).error_type, "StoreUnavailable");
     }
 }

@@ -31,6 +31,8 @@
 mod packet;
 mod run;
 mod summary;
+#[cfg(test)]
+mod tests;
 
 use std::ops::RangeInclusive;
 use std::sync::Arc;
@@ -178,6 +180,16 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     pub fn crashing_at(mut self, point: Option<FaultPoint>) -> Self {
         self.crash_at = point;
         self
+    }
+
+    /// The ledger this settler writes to (tests and operator tools read it back).
+    pub fn ledger(&self) -> &L {
+        &self.ledger
+    }
+
+    /// The live store this settler reads.
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     /// The shards a request names, clamped to the configured count; every shard by default.

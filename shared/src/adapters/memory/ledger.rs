@@ -5,7 +5,7 @@
 //! writes the store rejects (a poison record).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::{rfc3339, Millis};
 use crate::config::Config;
@@ -19,18 +19,22 @@ use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPa
 use crate::domain::{Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, SettleLedger, StoreError, Wallets};
 
-/// The ledger in memory.
-#[derive(Debug)]
+/// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
+/// table.
+#[derive(Debug, Clone)]
 pub struct MemoryLedger {
     settle_shards: u32,
     daily: DailyLimits,
     funds: Funds,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 /// One packet's items: record, claims by share, grabs by user, refund.
 #[derive(Debug, Clone)]
 struct PacketItems {
+    /// False for items written under a packet the ledger has no record of (as DynamoDB would
+    /// write a claim into a partition without its `META`): reads do not see such a packet.
+    recorded: bool,
     packet: Packet,
     status: PacketStatus,
     refund_cents: Option<Cents>,
@@ -63,7 +67,7 @@ impl MemoryLedger {
             settle_shards: config.settle_shards.max(1),
             daily: config.daily,
             funds: config.funds,
-            state: Mutex::new(State::default()),
+            state: Arc::new(Mutex::new(State::default())),
         }
     }
 
@@ -125,8 +129,26 @@ impl State {
         });
     }
 
-    fn packet(&mut self, id: &PacketId) -> Result<&mut PacketItems, StoreError> {
-        self.packets.get_mut(id).ok_or_else(|| StoreError::Corrupt(format!("packet {id} is not in the ledger")))
+    /// The items of `packet`, created (unrecorded) when the ledger has no record of it.
+    fn packet(&mut self, packet: &Packet) -> &mut PacketItems {
+        self.packets.entry(packet.id.clone()).or_insert_with(|| PacketItems::new(packet, false, None))
+    }
+}
+
+impl PacketItems {
+    fn new(packet: &Packet, recorded: bool, open_shard: Option<u32>) -> Self {
+        PacketItems {
+            recorded,
+            packet: packet.clone(),
+            status: PacketStatus::Open,
+            refund_cents: None,
+            refund_item_cents: None,
+            cancelled_at_ms: None,
+            open_shard,
+            claims: BTreeMap::new(),
+            grabs: BTreeMap::new(),
+            revoked: Vec::new(),
+        }
     }
 }
 
@@ -162,7 +184,7 @@ impl Ledger for MemoryLedger {
                 if *hash != claim.request_hash {
                     return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
                 }
-                let original = state.packets.get(id).map(|recorded| recorded.packet.clone());
+                let original = state.packets.get(id).filter(|items| items.recorded).map(|items| items.packet.clone());
                 return original
                     .map(Recorded::Replay)
                     .ok_or_else(|| StoreError::Corrupt(format!("claim names missing packet {id}")));
@@ -177,7 +199,7 @@ impl Ledger for MemoryLedger {
         if let Some(limit) = self.daily.broken_by(sends, sent_cents, packet.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
-        if state.packets.contains_key(&packet.id) {
+        if state.packets.get(&packet.id).is_some_and(|items| items.recorded) {
             return Err(StoreError::Corrupt(format!("packet {} recorded twice", packet.id)));
         }
         state.sends.insert(day, (sends + 1, sent_cents + packet.total_cents));
@@ -195,24 +217,16 @@ impl Ledger for MemoryLedger {
                 at: rfc3339(packet.created_at_ms),
             });
         }
-        let recorded = PacketItems {
-            packet: packet.clone(),
-            status: PacketStatus::Open,
-            refund_cents: None,
-            refund_item_cents: None,
-            cancelled_at_ms: None,
-            open_shard: Some(packet.id.settle_shard(self.settle_shards)),
-            claims: BTreeMap::new(),
-            grabs: BTreeMap::new(),
-            revoked: Vec::new(),
-        };
+        let shard = packet.id.settle_shard(self.settle_shards);
+        let items = state.packet(packet).clone();
+        let recorded = PacketItems { recorded: true, packet: packet.clone(), open_shard: Some(shard), ..items };
         state.packets.insert(packet.id.clone(), recorded);
         Ok(Recorded::New)
     }
 
     async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         let state = self.state()?;
-        Ok(state.packets.get(id).map(|recorded| {
+        Ok(state.packets.get(id).filter(|items| items.recorded).map(|recorded| {
             let mut grabs: Vec<LoggedGrab> = recorded.grabs.values().cloned().collect();
             grabs.sort_by_key(|grab| grab.seq);
             LedgerPacket {
@@ -229,7 +243,9 @@ impl Ledger for MemoryLedger {
 
     async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
         let mut state = self.state()?;
-        let Some(recorded) = state.packets.get_mut(id) else { return Err(Conflict::NoSuchPacket.into()) };
+        let Some(recorded) = state.packets.get_mut(id).filter(|items| items.recorded) else {
+            return Err(Conflict::NoSuchPacket.into());
+        };
         if &recorded.packet.sender != sender {
             return Err(Conflict::NotTheSender.into());
         }
@@ -263,7 +279,7 @@ impl Ledger for MemoryLedger {
             revoked_cents: None,
         };
         let mut listed: Vec<(Millis, String, HistoryItem)> = Vec::new();
-        for recorded in state.packets.values() {
+        for recorded in state.packets.values().filter(|items| items.recorded) {
             let id = recorded.packet.id.to_string();
             match role {
                 Role::Sent if &recorded.packet.sender == user => {
@@ -327,7 +343,7 @@ impl SettleLedger for MemoryLedger {
         for grab in grabs {
             {
                 let mut state = self.state_for_write(&packet.id)?;
-                let recorded = state.packet(&packet.id)?;
+                let recorded = state.packet(packet);
                 match recorded.claims.get(&grab.seq) {
                     Some(claim) if claim.holds(grab) => {}
                     Some(_) => {
@@ -351,7 +367,7 @@ impl SettleLedger for MemoryLedger {
 
     async fn put_grab_item(&self, packet: &Packet, grab: &LoggedGrab) -> Result<bool, StoreError> {
         let mut state = self.state_for_write(&packet.id)?;
-        let recorded = state.packet(&packet.id)?;
+        let recorded = state.packet(packet);
         if let Some(held) = recorded.grabs.get(&grab.user) {
             return Ok(!(held.seq == grab.seq && held.amount_cents == grab.amount_cents));
         }
@@ -373,14 +389,14 @@ impl SettleLedger for MemoryLedger {
         let acknowledged = &casualty.acknowledged;
         let key = (packet.id.clone(), acknowledged.user.clone(), acknowledged.seq);
         if state.casualties.insert(key) && casualty.remedy == Remedy::Revoked {
-            state.packet(&packet.id)?.revoked.push(acknowledged.clone());
+            state.packet(packet).revoked.push(acknowledged.clone());
         }
         Ok(())
     }
 
     async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
         let mut state = self.state_for_write(&packet.id)?;
-        let recorded = state.packet(&packet.id)?;
+        let recorded = state.packet(packet);
         let mut taken = Vec::new();
         for &(seq, amount_cents) in shares {
             match recorded.claims.get(&seq) {
@@ -396,8 +412,8 @@ impl SettleLedger for MemoryLedger {
 
     async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, StoreError> {
         let mut state = self.state_for_write(&packet.id)?;
-        let recorded = state.packet(&packet.id)?;
-        if recorded.status != PacketStatus::Open {
+        let recorded = state.packet(packet);
+        if !recorded.recorded || recorded.status != PacketStatus::Open {
             return Ok(false);
         }
         recorded.status = result.status;

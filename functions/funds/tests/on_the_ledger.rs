@@ -1,0 +1,87 @@
+//! The funds handler on DynamoDB Local, with the sample events: a top-up applied once, the
+//! books as of the daily cut-off, the sample statement and trial balance, and the caller's
+//! mistakes (`make test` provides DynamoDB Local).
+
+use funds::handle;
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use red_packets::Clock;
+use serde_json::Value;
+
+use lambda_runtime::Context;
+use red_packets::adapters::DynamoLedger;
+use red_packets::domain::{Funds, PacketId};
+use red_packets::{Config, SystemClock};
+use serde_json::json;
+
+const TOPUP_EVENT: &str = include_str!("../../../events/topup.json");
+const RECONCILE_EVENT: &str = include_str!("../../../events/reconcile.json");
+const STATEMENT_EVENT: &str = include_str!("../../../events/statement.json");
+const TRIAL_BALANCE_EVENT: &str = include_str!("../../../events/trial-balance.json");
+
+async fn ledger() -> DynamoLedger {
+    let mut config = Config::from_env().unwrap();
+    config.funds = Funds::Wallet;
+    config.table_name = format!("RedPackets-funds-{}", &PacketId::random().as_str()[..8]);
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
+    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    ledger
+}
+
+async fn call(ledger: &DynamoLedger, payload: Value) -> Result<Value, Diagnostic> {
+    let event = LambdaEvent::new(payload, Context::default());
+    let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
+    handle(ledger, &SystemClock, &reports, event)
+        .await
+        .map(|response| serde_json::to_value(response).unwrap())
+        .map_err(Diagnostic::from)
+}
+
+#[tokio::test]
+async fn the_sample_top_up_applies_once_and_the_books_balance() {
+    let ledger = ledger().await;
+    let payload: Value = serde_json::from_str(TOPUP_EVENT).unwrap();
+    let first = call(&ledger, payload.clone()).await.unwrap();
+    assert_eq!(first["topup"], json!({"applied": true, "balance_cents": 50000}));
+    let again = call(&ledger, payload.clone()).await.unwrap();
+    assert_eq!(again["topup"], json!({"applied": false, "balance_cents": 50000}), "one reference, one credit");
+
+    let mut reused = payload.clone();
+    reused["topup"]["amount_cents"] = json!(1);
+    let refused = call(&ledger, reused).await.unwrap_err();
+    assert_eq!(refused.error_type, "InvalidFundsRequest");
+    assert!(refused.error_message.starts_with("reference:"), "{}", refused.error_message);
+
+    // The daily run's cut-off is behind the longest a write can take to land: the top-up
+    // just applied is after it, on both sides (its record and its credit), so the books
+    // balance without it.
+    let reconciled = call(&ledger, serde_json::from_str(RECONCILE_EVENT).unwrap()).await.unwrap();
+    assert_eq!(reconciled["reconcile"]["topups_cents"], json!(0), "{reconciled}");
+    assert_eq!(reconciled["reconcile"]["balances_cents"], json!(0));
+    assert_eq!(reconciled["reconcile"]["differences"], json!([]));
+    let too_late = call(&ledger, json!({"reconcile": {"as_of": red_packets::clock::rfc3339(SystemClock.now_ms())}}));
+    let refused = too_late.await.unwrap_err();
+    assert!(refused.error_message.starts_with("as_of:"), "{}", refused.error_message);
+
+    // The sample report requests: each written as JSON lines and CSV.
+    let statement = call(&ledger, serde_json::from_str(STATEMENT_EVENT).unwrap()).await.unwrap();
+    assert_eq!(statement["statement"]["report"]["user"], json!("alice"), "{statement}");
+    assert_eq!(statement["statement"]["written"].as_array().map(Vec::len), Some(2), "{statement}");
+    let trial = call(&ledger, serde_json::from_str(TRIAL_BALANCE_EVENT).unwrap()).await.unwrap();
+    assert_eq!(trial["trial_balance"]["report"]["balanced"], json!(true), "{trial}");
+    let not_a_day = call(&ledger, json!({"statement": {"user": "alice", "day": "yesterday"}})).await.unwrap_err();
+    assert!(not_a_day.error_message.starts_with("day:"), "{}", not_a_day.error_message);
+}
+
+#[tokio::test]
+async fn bad_payloads_are_the_callers_mistake() {
+    let ledger = ledger().await;
+    for payload in [
+        json!({"withdraw": {}}),
+        json!({"topup": {"user": "alice", "amount_cents": 0, "reference": "pay-0"}}),
+        json!({"topup": {"user": "alice", "amount_cents": 5, "reference": "pay 0"}}),
+        json!(null),
+    ] {
+        let failure = call(&ledger, payload.clone()).await.unwrap_err();
+        assert_eq!(failure.error_type, "InvalidFundsRequest", "{payload}");
+    }
+}
