@@ -4,6 +4,7 @@
 //! books cannot balance.
 
 use super::{FaultPoint, SettleSummary, Settler, Stop, RECONCILIATION_MISMATCH};
+use crate::clock::Clock;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
@@ -11,7 +12,7 @@ use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reco
 use crate::domain::LivePacket;
 use crate::domain::{Cents, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;
-use crate::ports::{CloseOutcome, Frozen, LiveStore, Restored, SettleLedger, SettleQueue, StoreError};
+use crate::ports::{CloseOutcome, Frozen, Restored, SettleLedger, SettleQueue, StoreError};
 
 /// Where Redis and the ledger stand after settle compared a packet's grabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +28,40 @@ enum Agreement {
 /// How many times finalisation re-reads the ledger while grabs race its refund claims.
 const FINALISE_ATTEMPTS: u32 = 3;
 
+/// One packet's pass through settle: the packet, its shard, the two stores, and what the pass
+/// did (its own counts, which the run absorbs).
+pub(super) struct PacketPass<'a, S, L> {
+    store: &'a S,
+    ledger: &'a L,
+    clock: &'a dyn Clock,
+    crash_at: Option<FaultPoint>,
+    id: &'a PacketId,
+    shard: u32,
+    summary: SettleSummary,
+}
+
 impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
+    /// The pass of packet `id` of `shard`.
+    pub(super) fn pass<'a>(&'a self, id: &'a PacketId, shard: u32) -> PacketPass<'a, S, L> {
+        PacketPass {
+            store: self.store.as_ref(),
+            ledger: &self.ledger,
+            clock: self.clock.as_ref(),
+            crash_at: self.crash_at,
+            id,
+            shard,
+            summary: SettleSummary::default(),
+        }
+    }
+}
+
+impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
+    /// Runs the pass; returns what it did, and how it ended.
+    pub(super) async fn run(mut self) -> (SettleSummary, Result<(), Stop>) {
+        let result = self.settle().await;
+        (self.summary, result)
+    }
+
     /// Stops here when a test asked settle to crash at `point`.
     fn checkpoint(&self, point: FaultPoint) -> Result<(), Stop> {
         if self.crash_at == Some(point) {
@@ -36,30 +70,26 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         Ok(())
     }
 
-    /// One packet's pass, counted into `summary`: restore or finish a re-sync when needed,
-    /// persist its grabs, and once it is closed, finalise it.
-    pub(super) async fn settle_packet(
-        &self,
-        id: &PacketId,
-        shard: u32,
-        summary: &mut SettleSummary,
-    ) -> Result<(), Stop> {
+    /// Restores the packet or finishes a re-sync when needed, persists its grabs, and once it
+    /// is closed, finalises it.
+    async fn settle(&mut self) -> Result<(), Stop> {
+        let id = self.id;
         // A second round only after a re-sync made Redis agree with the ledger.
         for _ in 0..2 {
             let live = match self.store.snapshot(id).await? {
                 // A re-sync that stopped half-way (a crash, a failover): finish it.
-                Some(live) if live.frozen => match self.resync(id, shard, summary).await? {
+                Some(live) if live.frozen => match self.resync().await? {
                     Agreement::Resynced => continue,
                     _ => return Ok(()),
                 },
                 Some(live) => live,
-                None => match self.restore(id, shard, summary).await? {
+                None => match self.restore().await? {
                     Some(live) => live,
                     None => return Ok(()),
                 },
             };
             let shares = live.packet.shares();
-            match self.persist(&live, &shares, shard, summary).await? {
+            match self.persist(&live, &shares).await? {
                 Agreement::Agreed => {}
                 Agreement::Resynced => continue,
                 Agreement::Later => return Ok(()),
@@ -70,17 +100,17 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             self.checkpoint(FaultPoint::AfterClose)?;
             // The replicas hold the close before any share is claimed for the refund.
             if !self.store.replicas_hold(id).await? {
-                summary.deferred += 1;
+                self.summary.deferred += 1;
                 return Ok(());
             }
             let Some(live) = self.store.snapshot(id).await? else { return Ok(()) };
-            match self.persist(&live, &shares, shard, summary).await? {
+            match self.persist(&live, &shares).await? {
                 Agreement::Agreed => {}
                 Agreement::Resynced => continue,
                 Agreement::Later => return Ok(()),
             }
             self.checkpoint(FaultPoint::BeforeFinalise)?;
-            return self.finalise(&live.packet, &shares, shard, summary).await;
+            return self.finalise(&live.packet, &shares).await;
         }
         Ok(())
     }
@@ -88,20 +118,14 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     /// Records the grabs the ledger has not confirmed, then advances the persisted mark. Grabs
     /// the replicas do not hold yet wait for a later run. A grab the ledger refuses (or whose
     /// amount is not its share's) is reported and the packet re-synced from the ledger.
-    async fn persist(
-        &self,
-        live: &LivePacket,
-        shares: &[Cents],
-        shard: u32,
-        summary: &mut SettleSummary,
-    ) -> Result<Agreement, Stop> {
+    async fn persist(&mut self, live: &LivePacket, shares: &[Cents]) -> Result<Agreement, Stop> {
         let id = &live.packet.id;
         let pending = live.pending();
         if pending.is_empty() {
             return Ok(Agreement::Agreed);
         }
         if !self.store.replicas_hold(id).await? {
-            summary.deferred += 1;
+            self.summary.deferred += 1;
             return Ok(Agreement::Later);
         }
         let mut valid: Vec<LoggedGrab> = Vec::with_capacity(pending.len());
@@ -113,7 +137,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             }
         }
         let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
-        summary.grabs_persisted += (valid.len() - refused.len()) as u64;
+        self.summary.grabs_persisted += (valid.len() - refused.len()) as u64;
         self.checkpoint(FaultPoint::AfterGrabItems)?;
         if refused.is_empty() && invalid.is_empty() {
             if let Some(last) = live.grabs.last() {
@@ -122,12 +146,12 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             return Ok(Agreement::Agreed);
         }
         for mismatch in &invalid {
-            self.report(id, summary, &format!("Redis holds a grab the ledger cannot take: {mismatch}"));
+            self.report(&format!("Redis holds a grab the ledger cannot take: {mismatch}"));
         }
         for refusal in &refused {
-            self.report(id, summary, &format!("the ledger refused a grab Redis acknowledged: {refusal}"));
+            self.report(&format!("the ledger refused a grab Redis acknowledged: {refusal}"));
         }
-        self.resync(id, shard, summary).await
+        self.resync().await
     }
 
     /// Re-syncs a packet in Redis from the ledger after the two disagreed, destroying nothing:
@@ -141,17 +165,18 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     ///    failover that lost the freeze, or another run's re-sync, makes it wait for a later pass).
     ///
     /// A packet the ledger finalised is replaced closed, then retired.
-    async fn resync(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary) -> Result<Agreement, Stop> {
+    async fn resync(&mut self) -> Result<Agreement, Stop> {
+        let id = self.id;
         let token = PacketId::random().to_string();
         let Frozen::Log { grabs: log, partial } = self.store.freeze(id, &token).await? else {
             return Ok(Agreement::Later);
         };
         let Some(mut recorded) = self.ledger.ledger_packet(id).await? else {
-            self.quarantine(id, shard, summary, "the ledger has no record of this packet").await?;
+            self.quarantine("the ledger has no record of this packet").await?;
             return Ok(Agreement::Later);
         };
         if !self.store.replicas_hold(id).await? {
-            summary.deferred += 1;
+            self.summary.deferred += 1;
             return Ok(Agreement::Later);
         }
         let packet = recorded.packet.clone();
@@ -164,8 +189,8 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             .collect();
         if !unrecorded.is_empty() {
             let refused = self.ledger.record_grabs(&packet, &unrecorded).await?;
-            summary.grabs_persisted += (unrecorded.len() - refused.len()) as u64;
-            recorded = self.read_ledger(id).await?;
+            self.summary.grabs_persisted += (unrecorded.len() - refused.len()) as u64;
+            recorded = self.read_ledger().await?;
         }
         let now_ms = self.clock.now_ms();
         let mut casualties = plan_recovery(&recorded, &log, now_ms);
@@ -176,7 +201,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             }
             // A grant another run made first is refused here: the next plan sees it.
             self.ledger.record_grabs(&packet, &fresh).await?;
-            recorded = self.read_ledger(id).await?;
+            recorded = self.read_ledger().await?;
             casualties = plan_recovery(&recorded, &log, now_ms);
         }
         if !fresh_grants(&casualties).is_empty() {
@@ -188,11 +213,11 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             let acknowledged = &casualty.acknowledged;
             match &casualty.remedy {
                 Remedy::Regranted { holds, .. } => {
-                    summary.regranted += 1;
+                    self.summary.regranted += 1;
                     tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, holds_seq = holds.seq, holds_cents = holds.amount_cents, "GrabRegranted: a grab the ledger refused, its user holds another share instead");
                 }
                 Remedy::Revoked => {
-                    summary.revoked += 1;
+                    self.summary.revoked += 1;
                     tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "GrabRevoked: a grab the ledger refused, with no share left to give instead");
                 }
             }
@@ -206,17 +231,18 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             tracing::warn!(packet_id = %id, "the re-sync's freeze is gone (a failover, or another run's re-sync); the next pass goes on");
             return Ok(Agreement::Later);
         }
-        summary.resynced += 1;
+        self.summary.resynced += 1;
         tracing::warn!(packet_id = %id, partial, grabs_on_record = grabs.len(), shares_left = pool.len(), casualties = casualties.len(), "re-synced a packet in Redis from the ledger");
         if finalised {
-            self.store.retire(id, shard, self.clock.now_ms()).await?;
+            self.store.retire(id, self.shard, self.clock.now_ms()).await?;
             return Ok(Agreement::Later);
         }
         Ok(Agreement::Resynced)
     }
 
     /// The ledger's packet `id`, which settle knows exists.
-    async fn read_ledger(&self, id: &PacketId) -> Result<LedgerPacket, Stop> {
+    async fn read_ledger(&self) -> Result<LedgerPacket, Stop> {
+        let id = self.id;
         self.ledger
             .ledger_packet(id)
             .await?
@@ -226,18 +252,12 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     /// Finalises a closed packet from the ledger's own records: completes grabs whose claim is
     /// written but not their item, claims every unclaimed share for the refund, then one
     /// conditional transaction writes the refund; then reconciles and retires.
-    async fn finalise(
-        &self,
-        packet: &Packet,
-        shares: &[Cents],
-        shard: u32,
-        summary: &mut SettleSummary,
-    ) -> Result<(), Stop> {
+    async fn finalise(&mut self, packet: &Packet, shares: &[Cents]) -> Result<(), Stop> {
         let id = &packet.id;
         let mut attempt = 0;
         let recorded = loop {
             let Some(recorded) = self.ledger.ledger_packet(id).await? else {
-                return self.quarantine(id, shard, summary, "the ledger has no record of this packet").await;
+                return self.quarantine("the ledger has no record of this packet").await;
             };
             if recorded.status != PacketStatus::Open {
                 break recorded;
@@ -250,7 +270,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             }
             attempt += 1;
             if attempt > FINALISE_ATTEMPTS {
-                return self.quarantine(id, shard, summary, "grabs kept racing the refund's claims").await;
+                return self.quarantine("grabs kept racing the refund's claims").await;
             }
             for grab in &incomplete {
                 if self.ledger.put_grab_item(packet, grab).await? {
@@ -272,75 +292,71 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
                 cancelled,
             ) {
                 Ok(result) => result,
-                Err(mismatch) => return self.quarantine(id, shard, summary, &mismatch.to_string()).await,
+                Err(mismatch) => return self.quarantine(&mismatch.to_string()).await,
             };
             if self.ledger.finalise(packet, &result, self.clock.now_ms()).await? {
-                summary.finalised += 1;
-                summary.refunded_cents += result.refund_cents;
+                self.summary.finalised += 1;
+                self.summary.refunded_cents += result.refund_cents;
                 tracing::info!(packet_id = %id, status = result.status.as_str(), refund_cents = result.refund_cents, "finalised");
             }
         }
         self.checkpoint(FaultPoint::AfterFinalise)?;
         let Some(recorded) = self.ledger.ledger_packet(id).await? else {
-            return self.quarantine(id, shard, summary, "the ledger has no record of this packet").await;
+            return self.quarantine("the ledger has no record of this packet").await;
         };
         match books(&recorded) {
-            Ok(()) => self.store.retire(id, shard, self.clock.now_ms()).await?,
-            Err(mismatch) => self.quarantine(id, shard, summary, &mismatch.to_string()).await?,
+            Ok(()) => self.store.retire(id, self.shard, self.clock.now_ms()).await?,
+            Err(mismatch) => self.quarantine(&mismatch.to_string()).await?,
         }
         Ok(())
     }
 
     /// Reloads a packet Redis lost from the ledger, if the ledger still has it open. A packet
     /// the ledger already claimed for its refund is finalised from the ledger alone.
-    async fn restore(
-        &self,
-        id: &PacketId,
-        shard: u32,
-        summary: &mut SettleSummary,
-    ) -> Result<Option<LivePacket>, Stop> {
+    async fn restore(&mut self) -> Result<Option<LivePacket>, Stop> {
+        let id = self.id;
         let Some(recorded) = self.ledger.ledger_packet(id).await? else {
-            self.quarantine(id, shard, summary, "indexed for settle, yet neither Redis nor the ledger holds it")
-                .await?;
+            self.quarantine("indexed for settle, yet neither Redis nor the ledger holds it").await?;
             return Ok(None);
         };
         if recorded.status == PacketStatus::Open && recorded.refund_claimed() {
             let shares = recorded.packet.shares();
-            self.finalise(&recorded.packet, &shares, shard, summary).await?;
+            self.finalise(&recorded.packet, &shares).await?;
             return Ok(None);
         }
-        match reload_from_ledger(self.store.as_ref(), &recorded).await? {
+        match reload_from_ledger(self.store, &recorded).await? {
             None => {
-                self.store.retire(id, shard, self.clock.now_ms()).await?;
+                self.store.retire(id, self.shard, self.clock.now_ms()).await?;
                 return Ok(None);
             }
             // Redis lost the packet's record but not its log (or holds a re-sync's freeze):
             // the log may hold grabs the ledger lacks, so only a re-sync may replace it.
             Some(Restored::Partial | Restored::AlreadyHeld) => {
-                return Ok(match self.resync(id, shard, summary).await? {
+                return Ok(match self.resync().await? {
                     Agreement::Resynced => self.store.snapshot(id).await?,
                     _ => None,
                 });
             }
             Some(Restored::Loaded) => {}
         }
-        summary.restored += 1;
+        self.summary.restored += 1;
         tracing::warn!(packet_id = %id, grabs_on_record = recorded.grabs.len(), shares_left = recorded.pool().len(), "restored a packet Redis had lost, from the ledger");
         Ok(self.store.snapshot(id).await?)
     }
 
     /// Logs a mismatch at ERROR with [`RECONCILIATION_MISMATCH`] and counts it.
-    fn report(&self, id: &PacketId, summary: &mut SettleSummary, what: &str) {
-        summary.mismatches += 1;
+    fn report(&mut self, what: &str) {
+        let id = self.id;
+        self.summary.mismatches += 1;
         tracing::error!(marker = RECONCILIATION_MISMATCH, packet_id = %id, mismatch = what, "{RECONCILIATION_MISMATCH} {id}: {what}");
     }
 
     /// Reports a packet settle cannot balance and sets it aside: out of the settle index, into
     /// the quarantine index, its Redis keys kept for inspection.
-    async fn quarantine(&self, id: &PacketId, shard: u32, summary: &mut SettleSummary, what: &str) -> Result<(), Stop> {
-        self.report(id, summary, what);
-        self.store.quarantine(id, shard, self.clock.now_ms()).await?;
-        summary.quarantined += 1;
+    async fn quarantine(&mut self, what: &str) -> Result<(), Stop> {
+        self.report(what);
+        self.store.quarantine(self.id, self.shard, self.clock.now_ms()).await?;
+        self.summary.quarantined += 1;
         Ok(())
     }
 }

@@ -180,8 +180,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         if near_deadline || halted.load(Ordering::Relaxed) {
             return (id, None);
         }
-        let mut delta = SettleSummary::default();
-        let mut result = self.settle_packet(&id, shard, &mut delta).await;
+        let (delta, mut result) = self.pass(&id, shard).run().await;
         if result.is_ok() {
             result = self.store.settled_pass(&id, shard).await.map_err(Stop::from);
         }
