@@ -4,10 +4,8 @@
 
 use crate::clock::Millis;
 use crate::domain::ledger::LedgerPacket;
-use crate::domain::LivePacket;
-use crate::domain::{PacketId, PacketStatus, PacketView, UserId};
-use crate::ports::StoreError;
-use crate::ports::{Ledger, LiveStore, Restored};
+use crate::domain::{LivePacket, PacketId, PacketStatus, PacketView, UserId};
+use crate::ports::{Ledger, LiveStore, Restored, StoreError};
 
 /// The packet as `viewer` sees it at `now_ms`: live from Redis while open; from the ledger
 /// once settled; a closed packet not yet settled from Redis, which has every grab. `None` for

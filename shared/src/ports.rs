@@ -9,16 +9,13 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
-use crate::domain::grab::GrabAttempt;
-use crate::domain::grab::LoggedGrab;
+use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
-use crate::domain::ledger::LedgerPacket;
-use crate::domain::ledger::Refusal;
+use crate::domain::ledger::{LedgerPacket, Refusal};
 pub use crate::domain::live::{CancelOutcome, CloseOutcome};
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
-use crate::domain::wallet::WalletPage;
-use crate::domain::wallet::{TopUp, TopUpResult};
+use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
 
 /// The longest a ledger write may take to land after its write stamp: the ledger's promise,

@@ -14,8 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use red_packets::domain::grab::LoggedGrab;
-use red_packets::domain::ledger::LedgerPacket;
-use red_packets::domain::ledger::{ShareClaim, ShareHolder};
+use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::recovery::{plan_recovery, Remedy};
 use red_packets::domain::settlement::finalise_from_ledger;
 use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, Seed, SplitRule, UserId};

@@ -8,8 +8,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use red_packets::adapters::dynamo::client::{https_client, Connection};
 use red_packets::adapters::ReportDirectory;
 use red_packets::config::ConfigError;
-use red_packets::ports::ReportSink;
-use red_packets::ports::StoreError;
+use red_packets::ports::{ReportSink, StoreError};
 
 /// The reports bucket or a directory.
 pub enum Reports {

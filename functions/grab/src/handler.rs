@@ -117,8 +117,7 @@ mod tests {
     use red_packets::adapters::RedisStore;
     use red_packets::clock::ManualClock;
     use red_packets::domain::{Packet, PacketKind, PacketSpec, Seed, SplitRule};
-    use red_packets::events;
-    use red_packets::Config;
+    use red_packets::{events, Config};
     use serde_json::Value;
 
     const GRAB_EVENT: &str = include_str!("../../../events/grab.json");

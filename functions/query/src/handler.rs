@@ -109,8 +109,7 @@ mod tests {
     use super::*;
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::domain::{Funds, Packet, PacketId, PacketKind, PacketSpec, Seed, UserId};
-    use red_packets::events;
-    use red_packets::Config;
+    use red_packets::{events, Config};
     use serde_json::Value;
 
     const QUERY_EVENT: &str = include_str!("../../../events/query.json");

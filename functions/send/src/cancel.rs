@@ -49,8 +49,7 @@ mod tests {
 
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::clock::ManualClock;
-    use red_packets::events;
-    use red_packets::Config;
+    use red_packets::{events, Config};
     use serde_json::Value;
 
     use crate::{handle, SendService};

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
-use red_packets::adapters::DeployedSettler;
-use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::adapters::{DeployedSettler, DynamoLedger, RedisStore};
 use red_packets::clock::ManualClock;
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};

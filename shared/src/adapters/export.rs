@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread};
 use crate::domain::UserId;
-use crate::ports::StoreError;
-use crate::ports::{Books, ReportSink};
+use crate::ports::{Books, ReportSink, StoreError};
 
 #[derive(Serialize, Deserialize)]
 struct Line {

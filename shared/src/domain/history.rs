@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{PacketId, UserId};
-
 use super::money::Cents;
-
 use super::packet::PacketStatus;
 
 /// Which side of the caller's packets.

@@ -9,8 +9,7 @@ use crate::domain::grab::LoggedGrab;
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, Mismatch};
-use crate::domain::LivePacket;
-use crate::domain::{Cents, Packet, PacketId, PacketStatus};
+use crate::domain::{Cents, LivePacket, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;
 use crate::ports::{CloseOutcome, Frozen, Restored, SettleLedger, SettleQueue, StoreError};
 

@@ -21,8 +21,7 @@ use crate::clock::Millis;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{Cents, PacketId, PacketStatus, UserId};
-use crate::ports::Books;
-use crate::ports::StoreError;
+use crate::ports::{Books, StoreError};
 
 /// Scan segments read at once.
 const SEGMENTS: i32 = 4;

@@ -15,8 +15,7 @@ use redis::{RedisResult, Script, Value};
 
 use crate::clock::Millis;
 use crate::domain::access::MAX_WRONG_PASSPHRASES;
-use crate::domain::grab::GrabAttempt;
-use crate::domain::grab::LoggedGrab;
+use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
 use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
 use crate::ports::{CancelOutcome, CloseOutcome, Frozen};

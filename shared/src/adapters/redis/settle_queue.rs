@@ -8,8 +8,7 @@ use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::{Cents, Packet, PacketId};
-use crate::ports::StoreError;
-use crate::ports::{CloseOutcome, Frozen, SettleQueue};
+use crate::ports::{CloseOutcome, Frozen, SettleQueue, StoreError};
 
 impl RedisStore {
     /// The settle index key of `shard`.

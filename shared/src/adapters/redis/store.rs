@@ -19,13 +19,11 @@ use super::scripts::{
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
-use crate::domain::grab::GrabAttempt;
-use crate::domain::grab::LoggedGrab;
+use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::ports::StoreError;
-use crate::ports::{CancelOutcome, Ledger, LiveStore, Restored};
+use crate::ports::{CancelOutcome, Ledger, LiveStore, Restored, StoreError};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
