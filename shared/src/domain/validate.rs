@@ -1,4 +1,5 @@
-//! Validation of `POST /packets` bodies: each violation is a 400 naming its field.
+//! Validation of `POST /packets` bodies: each violation is an [`Invalid`] naming its field (a
+//! 400 at the HTTP edge).
 
 use serde::Deserialize;
 
@@ -46,7 +47,7 @@ pub fn parse_grab_request(body: &[u8]) -> Result<Option<Passphrase>, Invalid> {
     Ok(request.passphrase.as_deref().map(Passphrase::offered))
 }
 
-/// Deserializes a JSON object body, turning serde's complaint into a 400 that names the field.
+/// Deserializes a JSON object body, turning serde's complaint into an [`Invalid`] that names the field.
 /// Only an object will do: serde would also read a struct from an array of its fields in order.
 pub fn parse_json<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Invalid> {
     if body.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {

@@ -228,6 +228,8 @@ impl CollectionFeed {
 }
 
 impl DynamoLedger {
+    /// One page of the parallel scan's `segment` from `start` (strongly consistent, with a
+    /// timeout of its own), and where the next page starts.
     async fn scan_page(
         &self,
         segment: i32,
@@ -298,9 +300,7 @@ impl DynamoLedger {
         }
         Ok(movements)
     }
-}
 
-impl DynamoLedger {
     /// Hands every item of the table to `each`, segment after segment, each partition key's items
     /// together: what `local export` writes, in DynamoDB's export shape, and what tests read.
     pub async fn export_items(&self, mut each: impl FnMut(RawItem)) -> Result<u64, StoreError> {

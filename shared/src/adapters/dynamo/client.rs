@@ -92,7 +92,7 @@ pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A DynamoDB client for `connection`: TLS through rustls on aws-lc trusting
 /// [`Connection::trusted_roots`], short timeouts and two attempts, so an unreachable DynamoDB is
-/// a prompt 503.
+/// promptly unavailable.
 pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
     let credentials = connection.credentials.clone().ok_or_else(|| {
         ConfigError::new(

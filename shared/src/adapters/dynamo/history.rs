@@ -39,7 +39,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     // DynamoDB answers a start key outside the query's key condition with a ValidationException:
-    // check every part here, so a forged or misplaced cursor is the caller's 400, never a 503.
+    // check every part here, so a forged or misplaced cursor is the caller's `Invalid`, never unavailable.
     let owned = strings.get("history_pk") == Some(&history_pk(owner));
     let in_role = strings.get("history_sk").is_some_and(|sk| sk.starts_with(sort_key_prefix(role)));
     let table_key = strings.get("pk").is_some_and(|pk| pk.starts_with(PACKET_PREFIX))

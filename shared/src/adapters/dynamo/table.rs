@@ -47,7 +47,7 @@ impl DynamoLedger {
 
     /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
     /// `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local), with short timeouts and two attempts, so
-    /// an unreachable DynamoDB is a prompt 503.
+    /// an unreachable DynamoDB is promptly [`StoreError::Unavailable`].
     pub fn client_from_env() -> Result<Client, ConfigError> {
         client::client(&client::Connection::from_env())
     }

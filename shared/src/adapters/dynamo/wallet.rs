@@ -110,7 +110,7 @@ impl DynamoLedger {
         Ok(item.map(|item| item.balance_cents).unwrap_or(0))
     }
 
-    /// `user`'s balance and one page of their movements, newest first; 404 with `FUNDS=none`.
+    /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.
     pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
             return Err(StoreError::Conflict(Conflict::NoWallets));

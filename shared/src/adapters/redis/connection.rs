@@ -97,7 +97,8 @@ impl RedisConnection {
     }
 }
 
-/// Runs one Redis operation within `limit`: a failure or no answer in time is a 503.
+/// Runs one Redis operation within `limit`: a failure or no answer in time is
+/// [`StoreError::Unavailable`].
 pub async fn within<T>(limit: Duration, operation: impl Future<Output = RedisResult<T>>) -> Result<T, StoreError> {
     match tokio::time::timeout(limit, operation).await {
         Ok(Ok(value)) => Ok(value),

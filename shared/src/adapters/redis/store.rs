@@ -1,5 +1,5 @@
 //! The live store: packets' shares and grabs in Redis, behind [`LiveStore`]. Every failure to
-//! reach Redis becomes a 503, within the configured timeout.
+//! reach Redis is `StoreError::Unavailable` (a 503 at the HTTP edge), within the configured timeout.
 //!
 //! A grab is one `grab.lua` call. What the script cannot decide alone stays in here: a packet
 //! Redis does not hold is answered from the ledger, one caller per id asking while the others
@@ -75,7 +75,7 @@ impl RedisStore {
         self
     }
 
-    /// The shared connection, opened on first use. Failing to open it is a 503; the next call tries again.
+    /// The shared connection, opened on first use. Failing to open it is unavailable; the next call tries again.
     pub async fn connection(&self) -> Result<RedisConnection, StoreError> {
         let limit = self.limit();
         self.connection.get_or_try_init(|| within(limit, RedisConnection::open(&self.config))).await.cloned()
@@ -86,7 +86,7 @@ impl RedisStore {
         PacketKeys::of(&self.config.key_prefix, id)
     }
 
-    /// How long one call to Redis may take before it is a 503: twice the configured timeout.
+    /// How long one call to Redis may take before it is unavailable: twice the configured timeout.
     pub(super) fn limit(&self) -> Duration {
         self.config.timeout * 2
     }
