@@ -58,7 +58,8 @@ release:
 	@$(SETTLE_ENV) cargo run -q -p local -- release $(ID)
 
 ## make invoke FN=grab EVENT=events/grab.json: one event on the function's release binary under
-## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services
+## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services;
+## FN is send, grab, query, settle or funds (EVENT defaults to events/<FN>.json, for funds events/reconcile.json)
 invoke:
 	FN=$(FN) EVENT=$(EVENT) scripts/invoke.sh
 

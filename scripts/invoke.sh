@@ -22,11 +22,18 @@ if [ "${1:-}" = --emulator ]; then
   exit 0
 fi
 
-fn=${FN:?FN=send|grab|query|settle}
-event=${EVENT:-events/$fn.json}
+fn=${FN:?FN=send|grab|query|settle|funds}
+case "$fn" in
+  send | grab | query | settle | funds) ;;
+  *) echo "no such function: $fn (send, grab, query, settle or funds)" >&2; exit 2 ;;
+esac
+# The funds function has no HTTP route: its default event is the daily reconciliation.
+default_event=events/$fn.json
+[ "$fn" = funds ] && default_event=events/reconcile.json
+event=${EVENT:-$default_event}
 [ -f "$event" ] || { echo "no such event file: $event" >&2; exit 2; }
-# All four, as `make test` builds them, so the artifacts are shared.
-cargo build --release --locked -p send -p grab -p query -p settle >&2
+# All five, so one build serves every invocation.
+cargo build --release --locked -p send -p grab -p query -p settle -p funds >&2
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:${LOCAL_REDIS_PORT:-6479}}
 export AWS_ENDPOINT_URL_DYNAMODB=${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:${LOCAL_DYNAMODB_PORT:-8479}}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}

@@ -61,12 +61,32 @@ def check_translated(name, output):
         problems.append("the reports bucket is missing or not encrypted")
     problems += check_events_pipe(name, resources)
     invoke_configs = [r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
-    if len(invoke_configs) != 1 or "OnFailure" not in json.dumps(invoke_configs[0]):
-        problems.append("settle's on-failure destination is missing")
+    if len(invoke_configs) != 2 or not all("OnFailure" in json.dumps(config) for config in invoke_configs):
+        problems.append("settle's and funds' on-failure destinations are missing")
+    problems += check_rollouts(resources)
     apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
     body = json.dumps(apis[0]["Properties"].get("Body", {})) if apis else ""
     if "JwtAuthorizer" not in body:
         problems.append("the JWT authorizer is not on the routes")
+    return problems
+
+
+def check_rollouts(resources):
+    """send, grab and query deploy through an alias and CodeDeploy, each rolled back by its
+    server-errors alarm (its 5xx, counted from its logs); every function's logs are kept for a
+    bounded time."""
+    problems = []
+    groups = [r for r in resources.values() if r["Type"] == "AWS::CodeDeploy::DeploymentGroup"]
+    if len(groups) != 3:
+        problems.append(f"{len(groups)} deployment groups, expected 3 (send, grab, query)")
+    for group in groups:
+        alarms = json.dumps(group["Properties"].get("AlarmConfiguration", {}))
+        if "ServerErrorsAlarm" not in alarms:
+            problems.append(f"a deployment group without its 5xx alarm: {alarms}")
+    retained = {json.dumps(r["Properties"]["LogGroupName"]) for r in resources.values() if r["Type"] == "AWS::Logs::LogGroup" and "RetentionInDays" in r["Properties"]}
+    for function in ["SendFunction", "GrabFunction", "QueryFunction", "SettleFunction", "FundsFunction"]:
+        if not any(function in name for name in retained):
+            problems.append(f"{function} has no log group with a retention")
     return problems
 
 

@@ -1,6 +1,7 @@
 //! What can be checked of the deployment without AWS: template.yaml, openapi.yaml and the local
 //! API serve the same routes; every function holds only the permissions it needs; the functions
-//! reach the cache over TLS with the cluster client.
+//! reach the cache over TLS with the cluster client; every marker the code logs is counted,
+//! alarmed and has a runbook; what must outlive the stack is retained.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -145,7 +146,8 @@ fn every_function_holds_only_the_permissions_it_needs() {
 }
 
 /// Every variable the template sets is one the functions read, and every limit of DESIGN.md's
-/// configuration is settable; the passphrase key comes from a generated secret, never a default.
+/// configuration is settable; the passphrase key comes from a generated secret, never a default,
+/// and only the two functions that digest passphrases (send, grab) hold it.
 #[test]
 fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
     let template = read("template.yaml");
@@ -160,8 +162,18 @@ fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
         assert!(value.contains("Ref") && value.contains(parameter), "{name} comes from {parameter}: {value}");
         assert!(parameters.contains_key(parameter), "{parameter} is a parameter");
     }
-    let key = format!("{:?}", variables["PASSPHRASE_KEY"]);
-    assert!(key.contains("resolve:secretsmanager") && key.contains("PassphraseKey"), "{key}");
+    assert!(variables["PASSPHRASE_KEY"].is_null(), "the secret is not in every function's environment");
+    for function in ["SendFunction", "GrabFunction"] {
+        let key = format!(
+            "{:?}",
+            template["Resources"][function]["Properties"]["Environment"]["Variables"]["PASSPHRASE_KEY"]
+        );
+        assert!(key.contains("resolve:secretsmanager") && key.contains("PassphraseKey"), "{function}: {key}");
+    }
+    for function in ["QueryFunction", "SettleFunction", "FundsFunction"] {
+        let environment = &template["Resources"][function]["Properties"]["Environment"]["Variables"];
+        assert!(environment["PASSPHRASE_KEY"].is_null(), "{function} digests no passphrase: no key");
+    }
     assert_eq!(
         template["Resources"]["PassphraseKey"]["Type"].as_str(),
         Some("AWS::SecretsManager::Secret"),
@@ -200,4 +212,97 @@ fn functions_reach_the_cache_over_tls_with_the_cluster_client() {
     assert_eq!(variables["REDIS_CLUSTER"].as_str(), Some("true"));
     let url = format!("{:?}", variables["REDIS_URL"]);
     assert!(url.matches("rediss://").count() == 2, "both cache modes use TLS: {url}");
+}
+
+fn rust_sources(dir: &std::path::Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_sources(&path, found);
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// Every ERROR line the functions and the library can log carries a marker; every marker
+/// (`red_packets::telemetry::MARKERS`) is counted by a metric filter of template.yaml whose
+/// metric an alarm watches, notifying the alarm topic; every alarm of the template, and every
+/// marker, has its runbook in docs/OPERATIONS.md. A new ERROR line, marker or alarm without the
+/// rest fails here.
+#[test]
+fn every_marker_is_counted_alarmed_and_has_a_runbook() {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
+    let mut sources = Vec::new();
+    rust_sources(&workspace.join("shared/src"), &mut sources);
+    for function in ["send", "grab", "query", "settle", "funds"] {
+        rust_sources(&workspace.join("functions").join(function).join("src"), &mut sources);
+    }
+    let mut error_lines = 0;
+    for path in &sources {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (at, _) in text.match_indices("tracing::error!(") {
+            let call = &text[at..at + text[at..].find(");").expect("a closed macro call")];
+            assert!(call.contains("marker = "), "an ERROR line without a marker in {}: {call}", path.display());
+            error_lines += 1;
+        }
+    }
+    assert!(error_lines >= 5, "the scan found the ERROR lines ({error_lines})");
+
+    let template = read("template.yaml");
+    let resources = template["Resources"].as_mapping().unwrap();
+    let of_type = |kind: &'static str| {
+        resources
+            .iter()
+            .filter(move |(_, resource)| resource["Type"].as_str() == Some(kind))
+            .map(|(name, resource)| (name.as_str().unwrap().to_owned(), resource))
+    };
+    let alarms: Vec<(String, &Value)> = of_type("AWS::CloudWatch::Alarm").collect();
+    for marker in red_packets::telemetry::MARKERS {
+        let metrics: Vec<&str> = of_type("AWS::Logs::MetricFilter")
+            .filter(|(_, filter)| filter["Properties"]["FilterPattern"].as_str().is_some_and(|p| p.contains(marker)))
+            .map(|(_, filter)| filter["Properties"]["MetricTransformations"][0]["MetricName"].as_str().unwrap())
+            .collect();
+        assert!(!metrics.is_empty(), "{marker}: no metric filter counts it");
+        for metric in metrics {
+            // On the metric itself, or on it within metric math.
+            let watched = alarms.iter().any(|(_, alarm)| {
+                let properties = &alarm["Properties"];
+                (properties["MetricName"].as_str() == Some(metric)
+                    || format!("{:?}", properties["Metrics"]).contains(&format!("String(\"{metric}\")")))
+                    && format!("{:?}", properties["AlarmActions"]).contains("AlarmTopic")
+            });
+            assert!(watched, "{marker}: no alarm on {metric} notifies the alarm topic");
+        }
+    }
+
+    let operations = std::fs::read_to_string(workspace.join("docs/OPERATIONS.md")).unwrap();
+    for (name, _) in &alarms {
+        assert!(operations.contains(&format!("`{name}`")), "docs/OPERATIONS.md has no runbook for {name}");
+    }
+    for marker in red_packets::telemetry::MARKERS {
+        assert!(operations.contains(marker), "docs/OPERATIONS.md does not explain {marker}");
+    }
+}
+
+/// What the stack must not lose on a delete or a replacement: the table (the ledger), the user
+/// pool (wallets are keyed by its `sub`), the passphrase key (every phrase packet's digest) and
+/// the reports; and every function's logs kept for a bounded time.
+#[test]
+fn what_must_outlive_the_stack_is_retained_and_logs_expire() {
+    let template = read("template.yaml");
+    let resources = &template["Resources"];
+    for name in ["PacketsTable", "UserPool", "PassphraseKey", "ReportsBucket"] {
+        assert_eq!(resources[name]["DeletionPolicy"].as_str(), Some("Retain"), "{name}");
+        assert_eq!(resources[name]["UpdateReplacePolicy"].as_str(), Some("Retain"), "{name}");
+    }
+    assert_eq!(resources["UserPool"]["Properties"]["DeletionProtection"].as_str(), Some("ACTIVE"));
+    for function in ["SendFunction", "GrabFunction", "QueryFunction", "SettleFunction", "FundsFunction"] {
+        let kept = resources.as_mapping().unwrap().values().any(|resource| {
+            resource["Type"].as_str() == Some("AWS::Logs::LogGroup")
+                && format!("{:?}", resource["Properties"]["LogGroupName"]).contains(function)
+                && !resource["Properties"]["RetentionInDays"].is_null()
+        });
+        assert!(kept, "{function} has no log group with a retention");
+    }
 }

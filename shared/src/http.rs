@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{IdempotencyKey, PacketId, UserId};
 use crate::error::ApiError;
+use crate::telemetry::{DEPENDENCY_UNAVAILABLE, INTERNAL_ERROR};
 
 /// Seconds a client should wait before retrying a 503.
 pub const RETRY_AFTER_SECONDS: u32 = 1;
@@ -105,9 +106,11 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
     };
     match error {
         ApiError::Unavailable { dependency, detail } => {
-            tracing::warn!(dependency, detail, "dependency unavailable")
+            tracing::warn!(marker = DEPENDENCY_UNAVAILABLE, dependency, detail, "{DEPENDENCY_UNAVAILABLE} {dependency}")
         }
-        ApiError::Internal(detail) => tracing::error!(detail, "internal error"),
+        ApiError::Internal(detail) => {
+            tracing::error!(marker = INTERNAL_ERROR, detail, "{INTERNAL_ERROR} internal error")
+        }
         _ => {}
     }
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -12,6 +12,7 @@ use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reco
 use crate::domain::{Cents, LivePacket, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;
 use crate::ports::{CloseOutcome, Frozen, Restored, SettleLedger, SettleQueue, StoreError};
+use crate::telemetry::{GRAB_REVOKED, PACKET_QUARANTINED};
 
 /// Where Redis and the ledger stand after settle compared a packet's grabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,7 +218,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
                 }
                 Remedy::Revoked => {
                     self.summary.revoked += 1;
-                    tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "GrabRevoked: a grab the ledger refused, with no share left to give instead");
+                    tracing::warn!(marker = GRAB_REVOKED, packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "{GRAB_REVOKED} GrabRevoked: a grab the ledger refused, with no share left to give instead");
                 }
             }
         }
@@ -354,6 +355,8 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
     /// the quarantine index, its Redis keys kept for inspection.
     async fn quarantine(&mut self, what: &str) -> Result<(), Stop> {
         self.report(what);
+        let id = self.id;
+        tracing::error!(marker = PACKET_QUARANTINED, packet_id = %id, "{PACKET_QUARANTINED} {id}: set aside for an operator, closed to grabs, its keys kept");
         self.store.quarantine(self.id, self.shard, self.clock.now_ms()).await?;
         self.summary.quarantined += 1;
         Ok(())

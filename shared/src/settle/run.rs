@@ -13,6 +13,7 @@ use super::{
 use crate::clock::Millis;
 use crate::domain::PacketId;
 use crate::ports::{SettleLedger, SettleQueue, StoreError};
+use crate::telemetry::{SETTLE_PACKET_SKIPPED, SETTLE_STOPPED};
 
 /// Which shards a run reads from the ledger's open index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,10 +104,10 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
                 Err(Stop::Store(error)) if error.is_the_records_fault() => {
                     summary.failed += 1;
                     summary.failed_packets.push(id.to_string());
-                    tracing::error!(packet_id = %id, %error, "settle skipped a packet it cannot settle; the run goes on");
+                    tracing::error!(marker = SETTLE_PACKET_SKIPPED, packet_id = %id, %error, "{SETTLE_PACKET_SKIPPED} {id}: settle skipped a packet it cannot settle; the run goes on");
                 }
                 Err(Stop::Store(error)) => {
-                    tracing::error!(packet_id = %id, %error, "settle stopping: a store is unreachable");
+                    tracing::error!(marker = SETTLE_STOPPED, packet_id = %id, %error, "{SETTLE_STOPPED}: a store is unreachable; the next run goes on");
                     halted.store(true, Ordering::Relaxed);
                     failure.get_or_insert(error);
                 }
@@ -139,7 +140,10 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
         }
         if summary.failed > 0 {
-            tracing::error!(?summary, "settle run complete with packets it could not settle");
+            tracing::warn!(
+                ?summary,
+                "settle run complete with packets it could not settle ({SETTLE_PACKET_SKIPPED} above)"
+            );
         } else {
             tracing::info!(?summary, "settle run complete");
         }
