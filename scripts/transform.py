@@ -64,6 +64,7 @@ def check_translated(name, output):
     if len(invoke_configs) != 2 or not all("OnFailure" in json.dumps(config) for config in invoke_configs):
         problems.append("settle's and funds' on-failure destinations are missing")
     problems += check_rollouts(resources)
+    problems += check_dashboard(resources)
     apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
     body = json.dumps(apis[0]["Properties"].get("Body", {})) if apis else ""
     if "JwtAuthorizer" not in body:
@@ -88,6 +89,22 @@ def check_rollouts(resources):
         if not any(function in name for name in retained):
             problems.append(f"{function} has no log group with a retention")
     return problems
+
+
+def check_dashboard(resources):
+    """The dashboard's body is JSON once CloudFormation substitutes its references, and every
+    widget has what CloudWatch requires of it."""
+    import re
+
+    dashboards = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    if len(dashboards) != 1:
+        return [f"{len(dashboards)} dashboards, expected 1"]
+    body = dashboards[0]["Properties"]["DashboardBody"]["Fn::Sub"]
+    try:
+        widgets = json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
+    except (ValueError, KeyError) as error:
+        return [f"the dashboard's body is not JSON: {error}"]
+    return [f"a widget without its properties: {w}" for w in widgets if "type" not in w or "properties" not in w]
 
 
 EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at"]

@@ -58,7 +58,21 @@ pub async fn handle<L: Wallets + Books, R: ReportSink>(
     event: LambdaEvent<Value>,
 ) -> Result<FundsResponse, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
-    Ok(run(ledger, clock, reports, &request).await?)
+    let response = run(ledger, clock, reports, &request).await?;
+    match (&request, &response) {
+        (FundsRequest::Topup(topup), FundsResponse::Topup(result)) => {
+            let outcome = if result.applied { "applied" } else { "replayed" };
+            metrics::counter!("Topups", "outcome" => outcome).increment(1);
+            if result.applied {
+                metrics::counter!("TopupCents").increment(topup.amount_cents);
+            }
+        }
+        (_, FundsResponse::Reconcile(reconciliation)) => {
+            metrics::gauge!("BooksDifferences").set(reconciliation.differences.len() as f64);
+        }
+        _ => {}
+    }
+    Ok(response)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Lambda entry point of `funds`.
 
 use lambda_runtime::{service_fn, Error};
+use metrics_cloudwatch_embedded::lambda::service::run;
 use red_packets::adapters::DynamoLedger;
 use red_packets::{telemetry, Config, SystemClock};
 
@@ -10,5 +11,5 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let reports = funds::reports::Reports::from_env()?;
-    lambda_runtime::run(service_fn(|event| funds::handle(&ledger, &SystemClock, &reports, event))).await
+    run(telemetry::metrics("funds")?, service_fn(|event| funds::handle(&ledger, &SystemClock, &reports, event))).await
 }

@@ -60,12 +60,17 @@ pub struct GrabResponse {
     pub already_grabbed: bool,
 }
 
-/// The Lambda handler: every outcome, errors included, is an HTTP response.
+/// The Lambda handler: every outcome, errors included, is an HTTP response, and is counted
+/// (`Grabs` by outcome: `grabbed`, `already_grabbed` or the error's code; `GrabbedCents`).
 pub async fn handle<S: LiveStore, L: Ledger>(
     service: &GrabService<S, L>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
-    Ok(respond(grab(service, &request).await))
+    let result = grab(service, &request).await;
+    if let Err(error) = &result {
+        metrics::counter!("Grabs", "outcome" => error.code()).increment(1);
+    }
+    Ok(respond(result))
 }
 
 async fn grab<S: LiveStore, L: Ledger>(
@@ -83,9 +88,12 @@ async fn grab<S: LiveStore, L: Ledger>(
     let outcome = service.store.grab(&packet_id, &attempt, service.clock.as_ref(), &service.ledger).await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
+            metrics::counter!("Grabs", "outcome" => "grabbed").increment(1);
+            metrics::counter!("GrabbedCents").increment(amount_cents);
             (amount_cents, grabbed_at_ms, remaining_count, false)
         }
         GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
+            metrics::counter!("Grabs", "outcome" => "already_grabbed").increment(1);
             (amount_cents, grabbed_at_ms, remaining_count, true)
         }
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
@@ -259,5 +267,30 @@ mod tests {
         let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
         assert_eq!(response.status(), 503);
         assert_eq!(response.headers()["retry-after"], "1");
+    }
+
+    /// The only test of this process that installs the metrics recorder (it is global).
+    #[tokio::test]
+    async fn each_grab_is_counted_in_the_embedded_metric_format() {
+        let collector = red_packets::telemetry::metrics("grab").expect("the first recorder of this process");
+        let service = service(Arc::new(ManualClock::starting_now()));
+        let packet = sent_packet(&service, false).await;
+        for user in ["bob", "bob"] {
+            assert_eq!(call(&service, grab_event(&packet.id.to_string(), Some(user))).await.0, 200);
+        }
+        let mut written = Vec::new();
+        collector.flush(&mut written).unwrap();
+        let documents: Vec<Value> =
+            String::from_utf8(written).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let counted = |outcome: &str| {
+            documents.iter().find(|document| document["outcome"] == outcome && document["Grabs"].is_number()).cloned()
+        };
+        let grabbed = counted("grabbed").unwrap_or_else(|| panic!("no grabbed count in {documents:?}"));
+        assert!(grabbed["Grabs"].as_u64() >= Some(1), "{grabbed}");
+        assert_eq!(grabbed["Function"], "grab");
+        let declared = &grabbed["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(declared["Namespace"], red_packets::telemetry::LOCAL_METRICS_NAMESPACE);
+        assert!(declared["Dimensions"].to_string().contains("outcome"), "{declared}");
+        assert!(counted("already_grabbed").is_some(), "the repeat is counted apart: {documents:?}");
     }
 }

@@ -1,6 +1,7 @@
 //! Lambda entry point of `query`.
 
 use lambda_http::{service_fn, Error};
+use metrics_cloudwatch_embedded::lambda::service::run_http;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::{telemetry, Config};
 
@@ -10,5 +11,5 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let service = query::QueryService::new(RedisStore::new(&config), ledger);
-    lambda_http::run(service_fn(|request| query::handle(&service, request))).await
+    run_http(telemetry::metrics("query")?, service_fn(|request| query::handle(&service, request))).await
 }

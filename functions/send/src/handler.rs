@@ -43,14 +43,22 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
 }
 
 /// The Lambda handler of both routes: a request naming a `{packet_id}` is a cancel, any other
-/// a send. Every outcome, errors included, is an HTTP response.
+/// a send. Every outcome, errors included, is an HTTP response; every send is counted
+/// (`Sends` by outcome: `created`, `replayed` or the error's code; `SentCents`).
 pub async fn handle<L: Ledger, S: LiveStore>(
     service: &SendService<L, S>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
     let names_packet = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
-    let result =
-        if names_packet { crate::cancel::cancel(service, &request).await } else { send(service, &request).await };
+    let result = if names_packet {
+        crate::cancel::cancel(service, &request).await
+    } else {
+        let sent = send(service, &request).await;
+        if let Err(error) = &sent {
+            metrics::counter!("Sends", "outcome" => error.code()).increment(1);
+        }
+        sent
+    };
     Ok(respond(result))
 }
 
@@ -72,10 +80,13 @@ async fn send<L: Ledger, S: LiveStore>(
             if let Err(error) = service.store.load(&fresh, &fresh.shares()).await {
                 tracing::warn!(packet_id = %fresh.id, %error, "packet recorded but not loaded into Redis; its first grab loads it");
             }
+            metrics::counter!("Sends", "outcome" => "created").increment(1);
+            metrics::counter!("SentCents").increment(fresh.total_cents);
             fresh.fresh_view(&sender)
         }
         Recorded::Replay(original) => {
             tracing::info!(packet_id = %original.id, "idempotent replay of a send");
+            metrics::counter!("Sends", "outcome" => "replayed").increment(1);
             let recorded =
                 service.ledger.ledger_packet(&original.id).await?.ok_or_else(|| {
                     ApiError::Internal(format!("replayed packet {} has no ledger record", original.id))

@@ -1,6 +1,7 @@
 //! Lambda entry point of `send`.
 
 use lambda_http::{service_fn, Error};
+use metrics_cloudwatch_embedded::lambda::service::run_http;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::{telemetry, Config};
 
@@ -10,5 +11,5 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let service = send::SendService::new(ledger, RedisStore::new(&config), &config);
-    lambda_http::run(service_fn(|request| send::handle(&service, request))).await
+    run_http(telemetry::metrics("send")?, service_fn(|request| send::handle(&service, request))).await
 }

@@ -3,7 +3,8 @@
 //! the summary of its passes. A run that cannot reach a store fails (so Lambda's
 //! retry and the on-failure destination see it); what it did stays done. A failure's
 //! `errorType` names what went wrong (`InvalidSettleRequest`, `StoreUnavailable`), never a Rust
-//! type name.
+//! type name. Each run's figures leave as metrics (its lag, what it persisted, finalised,
+//! skipped, quarantined, its duration).
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::ports::{SettleLedger, SettleQueue};
@@ -44,12 +45,36 @@ pub async fn handle<S: SettleQueue, L: SettleLedger>(
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
+    let started = std::time::Instant::now();
     let unavailable = |error| SettleError::Unavailable { error, summary: Box::default() };
     let released = settler.release(&request.release).await.map_err(unavailable)?;
-    let mut summary = settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await?;
+    let drained = settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await;
+    match &drained {
+        Ok(summary) => record(summary, started.elapsed()),
+        Err(SettleError::Unavailable { summary, .. }) => record(summary, started.elapsed()),
+        Err(SettleError::Crashed(_)) => {}
+    }
+    let mut summary = drained?;
     summary.released += released;
     summary.in_quarantine = settler.quarantined().await.map_err(unavailable)?;
     Ok(summary)
+}
+
+/// A run's figures as metrics: what it made durable and finalised, what it could not, its lag
+/// and its duration.
+fn record(summary: &SettleSummary, elapsed: std::time::Duration) {
+    metrics::counter!("GrabsPersisted").increment(summary.grabs_persisted);
+    metrics::counter!("PacketsFinalised").increment(summary.finalised.into());
+    metrics::counter!("RefundedCents").increment(summary.refunded_cents);
+    metrics::counter!("PacketsSkipped").increment(summary.failed.into());
+    metrics::counter!("PacketsQuarantined").increment(summary.quarantined.into());
+    metrics::counter!("PacketsResynced").increment(summary.resynced.into());
+    metrics::counter!("PacketsRestored").increment(summary.restored.into());
+    metrics::counter!("PacketsDeferred").increment(summary.deferred.into());
+    metrics::counter!("GrabsRegranted").increment(summary.regranted.into());
+    metrics::counter!("GrabsRevoked").increment(summary.revoked.into());
+    metrics::gauge!("SettleLagMilliseconds").set(summary.lag_ms as f64);
+    metrics::histogram!("SettleRunSeconds").record(elapsed.as_secs_f64());
 }
 
 #[cfg(test)]

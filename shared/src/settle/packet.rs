@@ -121,9 +121,9 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
     async fn persist(&mut self, live: &LivePacket, shares: &[Cents]) -> Result<Agreement, Stop> {
         let id = &live.packet.id;
         let pending = live.pending();
-        if pending.is_empty() {
-            return Ok(Agreement::Agreed);
-        }
+        let Some(oldest) = pending.first() else { return Ok(Agreement::Agreed) };
+        let lag_ms = u64::try_from(self.clock.now_ms() - oldest.at_ms).unwrap_or(0);
+        self.summary.lag_ms = self.summary.lag_ms.max(lag_ms);
         if !self.store.replicas_hold(id).await? {
             self.summary.deferred += 1;
             return Ok(Agreement::Later);

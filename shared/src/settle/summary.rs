@@ -37,6 +37,9 @@ pub struct SettleSummary {
     pub quarantined: u32,
     /// Packets whose grabs wait for the replicas to acknowledge them (`GRAB_WAIT_REPLICAS`).
     pub deferred: u32,
+    /// Settle's lag: the age (ms) of the oldest grab not yet in the ledger that this run found.
+    #[serde(default)]
+    pub lag_ms: u64,
     /// Packets skipped because of their own data (corrupt, or refused by DynamoDB; ERROR lines).
     pub failed: u32,
     /// The packets counted in `failed`.
@@ -69,6 +72,7 @@ impl SettleSummary {
         self.swept_shards += pass.swept_shards;
         self.passes += pass.passes;
         self.released += pass.released;
+        self.lag_ms = self.lag_ms.max(pass.lag_ms);
     }
 
     /// Adds one packet's pass (its own counts) to this run's.
@@ -83,5 +87,6 @@ impl SettleSummary {
         self.revoked += packet.revoked;
         self.quarantined += packet.quarantined;
         self.deferred += packet.deferred;
+        self.lag_ms = self.lag_ms.max(packet.lag_ms);
     }
 }
