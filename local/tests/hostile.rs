@@ -1,6 +1,7 @@
 //! Hostile input against the local API binary (`target/debug/local`, run as a subprocess so its
 //! logs can be read): every malformed request is a 4xx JSON error naming what is wrong, never a
-//! 5xx; forged, expired and wrongly signed tokens are 401; and no token or secret reaches the logs.
+//! 5xx; forged, expired and wrongly signed tokens are the JWT authorizer's 401, unknown routes its
+//! 404, both in API Gateway's own shape; and no token or secret reaches the logs.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -144,11 +145,31 @@ async fn hostile_requests_get_clear_4xx_answers_and_secrets_stay_out_of_the_logs
         (Some(format!("Basic {good}")), "wrong scheme"),
         (Some("Bearer ".to_owned()), "empty"),
     ] {
+        let presented = authorization.is_some();
         let mut request = http.get(format!("{}/me/packets?role=sent", api.base));
         if let Some(authorization) = authorization {
             request = request.header("authorization", authorization);
         }
-        expect_error(request.send().await.unwrap(), 401, "unauthorized", what).await;
+        // The JWT authorizer's own answer, as API Gateway gives it: no handler ran.
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401, "{what}");
+        let why = response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+        assert!(why.starts_with("Bearer"), "{what}: {why}");
+        assert_eq!(why.contains(r#"error="invalid_token""#), presented, "{what}: {why}");
+        assert_eq!(response.json::<Value>().await.unwrap(), json!({ "message": "Unauthorized" }), "{what}");
+    }
+
+    // Routes and methods API Gateway does not have: its own 404, never the app's.
+    for (method, path) in [("GET", "/nowhere"), ("DELETE", "/packets"), ("PUT", "/me/wallet")] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = http
+            .request(method.clone(), format!("{}{path}", api.base))
+            .header("authorization", &bearer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{method} {path}");
+        assert_eq!(response.json::<Value>().await.unwrap(), json!({ "message": "Not Found" }), "{method} {path}");
     }
 
     // Nothing secret in the logs, even at debug level.

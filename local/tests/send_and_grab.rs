@@ -227,7 +227,7 @@ async fn the_local_api_serves_send_and_grab_over_http() {
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 401);
         let body: Value = response.json().await.unwrap();
-        assert_eq!(body["error"]["code"], "unauthorized");
+        assert_eq!(body, json!({ "message": "Unauthorized" }), "the JWT authorizer's own answer");
     }
 
     let unknown = http

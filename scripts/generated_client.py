@@ -1,0 +1,92 @@
+"""A client generated from openapi.yaml by a well-known generator (openapi-python-client, from
+PyPI) tells API Gateway's own answers from the app's: a throttled grab (429 `{"message": …}`)
+is not a passphrase lockout (429 `too_many_attempts`), an unknown route (404 `{"message": …}`)
+is not an unknown packet (404 `not_found`), the JWT authorizer's 401 is not the app's. Each
+shape goes through the generated `_parse_response` of the operation that can receive it; then the
+local API's own answers (a refused token, an unknown packet, a good grab) go through the same
+client over HTTP. Usage: generated_client.py <base url> <bearer token> (scripts/fuzz.sh runs it
+with the local API it started). Exits non-zero on the first mismatch.
+"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import httpx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENERATOR = os.path.join(os.path.dirname(sys.executable), "openapi-python-client")
+
+
+def generate(into):
+    config = os.path.join(into, "config.json")
+    with open(config, "w") as file:
+        json.dump({"post_hooks": [], "project_name_override": "client", "package_name_override": "red_packets_client"}, file)
+    subprocess.run(
+        [GENERATOR, "generate", "--path", os.path.join(HERE, "..", "openapi.yaml"), "--meta", "none",
+         "--output-path", os.path.join(into, "red_packets_client"), "--config", config],
+        check=True, capture_output=True,
+    )
+    sys.path.insert(0, into)
+    return importlib.import_module("red_packets_client")
+
+
+def answering(client_module, status, body):
+    """A client whose every request is answered with `status` and `body`."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, json=body))
+    return client_module.AuthenticatedClient(base_url="https://example", token="t", httpx_args={"transport": transport})
+
+
+def main():
+    base_url, token = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as into:
+        client = generate(into)
+        grab = importlib.import_module("red_packets_client.api.default.grab_packet")
+        send = importlib.import_module("red_packets_client.api.default.send_packet")
+        models = importlib.import_module("red_packets_client.models")
+        packet_id = "0123456789abcdef0123456789abcdef"
+        cases = [
+            (grab, 429, {"message": "Too Many Requests"}, models.GatewayMessage, None),
+            (grab, 429, {"error": {"code": "too_many_attempts", "message": "too many"}}, models.Error, "too_many_attempts"),
+            (grab, 401, {"message": "Unauthorized"}, models.GatewayMessage, None),
+            (grab, 404, {"message": "Not Found"}, models.GatewayMessage, None),
+            (grab, 404, {"error": {"code": "not_found", "message": "no such packet"}}, models.Error, "not_found"),
+            (grab, 403, {"message": "Forbidden"}, models.GatewayMessage, None),
+            (grab, 403, {"error": {"code": "wrong_passphrase", "message": "wrong"}}, models.Error, "wrong_passphrase"),
+            (grab, 500, {"message": "Internal Server Error"}, models.GatewayMessage, None),
+            (grab, 503, {"message": "Service Unavailable"}, models.GatewayMessage, None),
+            (grab, 503, {"error": {"code": "unavailable", "message": "redis is unavailable"}}, models.Error, "unavailable"),
+            (send, 429, {"message": "Too Many Requests"}, models.GatewayMessage, None),
+            (send, 429, {"error": {"code": "limit_exceeded", "message": "limit", "field": "max_sends_per_day"}}, models.Error, "limit_exceeded"),
+        ]
+        for operation, status, body, expected, code in cases:
+            http = answering(client, status, body)
+            if operation is grab:
+                parsed = operation.sync_detailed(packet_id=packet_id, client=http).parsed
+            else:
+                request = models.SendRequest(total_cents=100, count=1)
+                parsed = operation.sync_detailed(client=http, body=request).parsed
+            name = f"{operation.__name__.rsplit('.', 1)[-1]} {status} {json.dumps(body)}"
+            if not isinstance(parsed, expected):
+                sys.exit(f"{name}: decoded as {type(parsed).__name__}, expected {expected.__name__}")
+            if code is not None and str(parsed.error.code.value if hasattr(parsed.error.code, "value") else parsed.error.code) != code:
+                sys.exit(f"{name}: code {parsed.error.code}")
+        # The local API's own answers, over HTTP, through the same client.
+        live = client.AuthenticatedClient(base_url=base_url, token=token)
+        refused = client.AuthenticatedClient(base_url=base_url, token="not-a-token")
+        unknown = grab.sync_detailed(packet_id=packet_id, client=live)
+        if unknown.status_code != 404 or not isinstance(unknown.parsed, models.Error):
+            sys.exit(f"an unknown packet: {unknown.status_code} {unknown.parsed!r}")
+        denied = grab.sync_detailed(packet_id=packet_id, client=refused)
+        if denied.status_code != 401 or not isinstance(denied.parsed, models.GatewayMessage):
+            sys.exit(f"a refused token: {denied.status_code} {denied.parsed!r}")
+        if "invalid_token" not in denied.headers.get("www-authenticate", ""):
+            sys.exit(f"a refused token without its www-authenticate: {dict(denied.headers)}")
+        print(f"generated client (openapi-python-client): {len(cases)} answers and 2 live ones decoded as their shapes")
+
+
+if __name__ == "__main__":
+    main()
