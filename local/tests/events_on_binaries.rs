@@ -210,3 +210,82 @@ async fn the_ledger_is_reached_over_tls_trusting_only_the_roots_it_is_given() {
     let (status, body) = status_and_body(&untrusted[0]);
     assert_eq!((status, body["error"]["code"].as_str()), (503, Some("unavailable")), "{body}");
 }
+
+/// An event as `sam local generate-event apigateway http-api-proxy` makes it (AWS's own shape:
+/// a base64 body, cookies, JWT claims, stage variables), with what API Gateway fills in for one
+/// of our routes: the route key, the path and its parameters, the caller's claims, the query.
+fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: Option<&str>) -> Value {
+    let sam = workspace().join(".local/venv/bin/sam");
+    let mut command = std::process::Command::new(&sam);
+    command.args(["local", "generate-event", "apigateway", "http-api-proxy", "--method", method, "--path"]);
+    command.arg(path.trim_start_matches('/').split('?').next().unwrap());
+    if let Some(body) = body {
+        command.args(["--body", body]);
+    }
+    let output = command.env("SAM_CLI_TELEMETRY", "0").output().expect("SAM CLI (make test installs it)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut event: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(event["isBase64Encoded"], true, "AWS's shape: the body arrives base64");
+    event["routeKey"] = Value::from(route_key);
+    event["requestContext"]["routeKey"] = Value::from(route_key);
+    let query = path.split_once('?').map_or("", |(_, query)| query);
+    event["rawQueryString"] = Value::from(query);
+    let parameters: serde_json::Map<String, Value> = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_owned(), Value::from(value)))
+        .collect();
+    event["queryStringParameters"] = Value::Object(parameters);
+    event["headers"]["content-type"] = Value::from("application/json");
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::from(sub);
+    let segments: Vec<&str> = path.split('?').next().unwrap().split('/').collect();
+    if let (Some(&"packets"), Some(id)) = (segments.get(1), segments.get(2)) {
+        event["pathParameters"] = serde_json::json!({ "packet_id": id });
+    } else {
+        event.as_object_mut().unwrap().remove("pathParameters");
+    }
+    event
+}
+
+/// Every route answers AWS's own event shape, made by `sam local generate-event` at test time,
+/// on the function's binary under the emulator: a send, its packet's grab and view, the
+/// sender's history and wallet, and the cancel.
+#[tokio::test]
+async fn events_made_by_sam_local_generate_event_run_on_every_route() {
+    let _emulator = EMULATOR.lock().await;
+    let body = r#"{"total_cents":300,"count":3}"#;
+    let sent =
+        on_emulator("send", vec![generated_event("POST", "POST /packets", "/packets", "erin", Some(body))]).await;
+    let (status, packet) = status_and_body(&sent[0]);
+    assert_eq!(status, 201, "{packet}");
+    let id = packet["packet_id"].as_str().unwrap().to_owned();
+
+    let grab =
+        generated_event("POST", "POST /packets/{packet_id}/grab", &format!("/packets/{id}/grab"), "frank", Some(""));
+    let (status, grabbed) = status_and_body(&on_emulator("grab", vec![grab]).await[0]);
+    assert_eq!((status, grabbed["user"].as_str()), (200, Some("frank")), "{grabbed}");
+
+    let queries = on_emulator_with(
+        "query",
+        &[("FUNDS", "wallet")],
+        vec![
+            generated_event("GET", "GET /packets/{packet_id}", &format!("/packets/{id}"), "frank", None),
+            generated_event("GET", "GET /me/packets", "/me/packets?role=sent&limit=5", "erin", None),
+            generated_event("GET", "GET /me/wallet", "/me/wallet?limit=5", "erin", None),
+        ],
+    )
+    .await;
+    let (status, view) = status_and_body(&queries[0]);
+    assert_eq!((status, view["packet_id"].as_str()), (200, Some(id.as_str())), "{view}");
+    let (status, history) = status_and_body(&queries[1]);
+    assert_eq!(status, 200, "{history}");
+    assert!(history["items"].as_array().unwrap().iter().any(|item| item["packet_id"] == id.as_str()), "{history}");
+    let (status, wallet) = status_and_body(&queries[2]);
+    assert_eq!(status, 200, "{wallet}");
+    assert!(wallet["balance_cents"].is_u64(), "{wallet}");
+
+    let cancel =
+        generated_event("POST", "POST /packets/{packet_id}/cancel", &format!("/packets/{id}/cancel"), "erin", Some(""));
+    let (status, cancelled) = status_and_body(&on_emulator("send", vec![cancel]).await[0]);
+    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
+}
