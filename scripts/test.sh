@@ -56,6 +56,8 @@ echo "sam validate --lint"
 .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
 echo "the SAM transform on template.yaml, for every parameter set (scripts/transform.py)"
 .local/venv/bin/python scripts/transform.py
+echo "checkov on template.yaml and on its transform (.checkov.yaml says what it skips, and why)"
+.local/checkov-venv/bin/checkov --config-file .checkov.yaml -f template.yaml -f .local/transformed/defaults.json
 echo "openapi-spec-validator openapi.yaml"
 .local/venv/bin/openapi-spec-validator openapi.yaml
 echo "$summary"

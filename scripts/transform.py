@@ -155,6 +155,10 @@ def main():
             failures += 1
             continue
         problems = check_translated(name, output)
+        # Kept for checkov (scripts/test.sh), which reads the template as CloudFormation gets it.
+        os.makedirs(".local/transformed", exist_ok=True)
+        with open(f".local/transformed/{name}.json", "w") as kept:
+            json.dump(output, kept)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
             json.dump(output, file)
         lint = subprocess.run(
