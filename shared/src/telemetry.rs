@@ -47,7 +47,7 @@ pub const MARKERS: [&str; 7] = [
 pub const LOCAL_METRICS_NAMESPACE: &str = "RedPackets/local";
 
 /// Installs the embedded-metric-format recorder for `function` (a `Function` dimension on every
-/// metric, a `ColdStarts` count, the request id as a property); the Lambda runtime of
+/// metric, a `ColdStarts` count, the request id and X-Ray trace id as properties); the Lambda runtime of
 /// `metrics_cloudwatch_embedded` flushes it after each invocation. Without a recorder (the local
 /// API, tests) the counters cost nothing and go nowhere.
 pub fn metrics(function: &'static str) -> Result<&'static metrics_cloudwatch_embedded::Collector, MetricsError> {
@@ -57,6 +57,7 @@ pub fn metrics(function: &'static str) -> Result<&'static metrics_cloudwatch_emb
         .with_dimension("Function", function)
         .lambda_cold_start_metric("ColdStarts")
         .with_lambda_request_id("RequestId")
+        .with_lambda_xray_trace_id("TraceId")
         .init()
         .map_err(|error| MetricsError(error.to_string()))
 }

@@ -250,6 +250,7 @@ impl DynamoLedger {
     }
 
     /// Every item of packet `id`: record, grabs and refund (strongly consistent).
+    #[tracing::instrument(name = "dynamodb.ledger_packet", skip_all, fields(packet_id = %id))]
     pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         let mut meta: Option<PacketItem> = None;
         let mut grabs: Vec<LoggedGrab> = Vec::new();
@@ -311,6 +312,7 @@ impl SettleLedger for DynamoLedger {
     /// and their credits go in transactions of several grabs. The conditions make the writes
     /// idempotent for the same grab and refuse any other: no share is paid to two users, no
     /// user is paid two shares, no amount changes. Returns the grabs refused.
+    #[tracing::instrument(name = "dynamodb.record_grabs", skip_all, fields(packet_id = %packet.id, grabs = grabs.len()))]
     async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, StoreError> {
         if self.funds == Funds::Wallet {
             return self.record_grabs_in_batches(packet, grabs).await;
@@ -390,6 +392,7 @@ impl SettleLedger for DynamoLedger {
     /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
     /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
     /// claimed first.
+    #[tracing::instrument(name = "dynamodb.claim_for_refund", skip_all, fields(packet_id = %packet.id, shares = shares.len()))]
     async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
         let writes: Vec<_> = shares
             .iter()
@@ -427,6 +430,7 @@ impl SettleLedger for DynamoLedger {
     /// credit to the sender's wallet, sets the packet's finalisation event and moves the packet
     /// out of `open`, conditional on it still being open. Returns false when another
     /// run finalised it first: nothing is written twice.
+    #[tracing::instrument(name = "dynamodb.finalise", skip_all, fields(packet_id = %packet.id))]
     async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, StoreError> {
         let now = rfc3339(now_ms);
         let stamp = write_stamp();
