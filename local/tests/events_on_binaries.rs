@@ -253,6 +253,9 @@ fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: O
 #[tokio::test]
 async fn events_made_by_sam_local_generate_event_run_on_every_route() {
     let _emulator = EMULATOR.lock().await;
+    let config = red_packets::Config::from_env().unwrap();
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
+    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
     let body = r#"{"total_cents":300,"count":3}"#;
     let sent =
         on_emulator("send", vec![generated_event("POST", "POST /packets", "/packets", "erin", Some(body))]).await;
