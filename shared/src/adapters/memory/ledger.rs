@@ -46,6 +46,7 @@ struct PacketItems {
     revoked: Vec<LoggedGrab>,
 }
 
+/// Everything the table holds, kept the way its readers look it up.
 #[derive(Debug, Default)]
 struct State {
     packets: HashMap<PacketId, PacketItems>,
