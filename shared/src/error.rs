@@ -94,11 +94,6 @@ impl ApiError {
         ApiError::Unavailable { dependency: "redis", detail: detail.to_string() }
     }
 
-    /// A 503 for DynamoDB.
-    pub fn dynamodb_unavailable(detail: impl std::fmt::Display) -> Self {
-        ApiError::Unavailable { dependency: "dynamodb", detail: detail.to_string() }
-    }
-
     /// The HTTP status code.
     pub fn status(&self) -> u16 {
         match self {

@@ -165,7 +165,10 @@ impl RedisStore {
     ) -> Result<ScriptGrab, StoreError> {
         let lease_ms = LOOKUP_LEASE.as_millis() as u64;
         let script = scripts::grab(conn, keys, attempt, now_ms, lease_ms);
-        let refused = match tokio::time::timeout(self.limit(), script).await {
+        let started = std::time::Instant::now();
+        let answered = tokio::time::timeout(self.limit(), script).await;
+        super::connection::record_call(started, !matches!(answered, Ok(Ok(_))));
+        let refused = match answered {
             Ok(Ok(answer)) => return Ok(answer),
             Ok(Err(error)) if error.code() == Some("OOM") => error,
             Ok(Err(error)) => return Err(StoreError::redis_unavailable(error)),
