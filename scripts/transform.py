@@ -12,6 +12,7 @@ import copy
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile

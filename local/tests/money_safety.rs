@@ -313,6 +313,38 @@ async fn a_packet_whose_ledger_record_vanished_is_reported_and_kept() {
     assert_eq!(again.packets, 0, "a quarantined packet costs later runs nothing");
 }
 
+/// A refund item already in the ledger for a packet still open (a partial write, a hand
+/// edit): finalising writes nothing twice, the books say why, and the packet is quarantined
+/// while the run goes on with the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_already_written_for_an_open_packet_is_quarantined_not_paid_again() {
+    let stack = Stack::new("stray-refund").await;
+    let odd = stack.send("alice", json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 })).await;
+    let healthy = stack.send("alice", json!({ "total_cents": 300, "count": 3, "expires_in_seconds": 60 })).await;
+    for id in [&odd, &healthy] {
+        assert_eq!(stack.grab(id, "bob").await.0, 200);
+    }
+    let client = red_packets::adapters::DynamoLedger::client_from_env().expect("a DynamoDB client");
+    let s = |value: &str| AttributeValue::S(value.to_owned());
+    client
+        .put_item()
+        .table_name(&stack.config.table_name)
+        .item("pk", s(&format!("PKT#{odd}")))
+        .item("sk", s("REFUND"))
+        .item("packet_id", s(&odd))
+        .item("sender", s("alice"))
+        .item("amount_cents", AttributeValue::N("200".into()))
+        .item("refunded_at", s("2026-11-23T00:00:00.000Z"))
+        .send()
+        .await
+        .unwrap();
+    stack.clock.advance(61_000);
+    let summary = stack.settle().await;
+    assert_eq!((summary.finalised, summary.quarantined), (1, 1), "{summary:?}");
+    assert_eq!(stack.recorded(&odd).await.status, PacketStatus::Open, "never finalised with a refund paid twice");
+    assert_eq!(stack.recorded(&healthy).await.status, PacketStatus::Expired);
+}
+
 /// Redis lost a packet and settle restores it days after it expired: it is restored, closed,
 /// finalised and refunded once, the refund computed from the ledger's grabs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -115,7 +115,7 @@ impl Ledger for DynamoLedger {
     /// The counter's condition is the limit, so concurrent sends can never pass it together
     /// (DynamoDB serialises them; a conflict is retried); a replay fails on its claim and is
     /// answered with the original packet, counted once.
-    #[tracing::instrument(name = "dynamodb.record_packet", skip_all, fields(packet_id = %packet.id))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.record_packet", skip_all, fields(packet_id = %packet.id))]
     async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
         if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
@@ -140,7 +140,7 @@ impl Ledger for DynamoLedger {
 
     /// One conditional update of the packet item: the caller is its sender, it is open, not
     /// expired and not cancelled yet. When the condition fails, the item as it was says why.
-    #[tracing::instrument(name = "dynamodb.cancel", skip_all, fields(packet_id = %id))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.cancel", skip_all, fields(packet_id = %id))]
     async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
         let s = |value: &str| AttributeValue::S(value.to_owned());
         let updated = self

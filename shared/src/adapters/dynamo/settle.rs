@@ -250,7 +250,7 @@ impl DynamoLedger {
     }
 
     /// Every item of packet `id`: record, grabs and refund (strongly consistent).
-    #[tracing::instrument(name = "dynamodb.ledger_packet", skip_all, fields(packet_id = %id))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.ledger_packet", skip_all, fields(packet_id = %id))]
     pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
         let mut meta: Option<PacketItem> = None;
         let mut grabs: Vec<LoggedGrab> = Vec::new();
@@ -312,7 +312,7 @@ impl SettleLedger for DynamoLedger {
     /// and their credits go in transactions of several grabs. The conditions make the writes
     /// idempotent for the same grab and refuse any other: no share is paid to two users, no
     /// user is paid two shares, no amount changes. Returns the grabs refused.
-    #[tracing::instrument(name = "dynamodb.record_grabs", skip_all, fields(packet_id = %packet.id, grabs = grabs.len()))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.record_grabs", skip_all, fields(packet_id = %packet.id, grabs = grabs.len()))]
     async fn record_grabs(&self, packet: &Packet, grabs: &[LoggedGrab]) -> Result<Vec<Refusal>, StoreError> {
         if self.funds == Funds::Wallet {
             return self.record_grabs_in_batches(packet, grabs).await;
@@ -392,7 +392,7 @@ impl SettleLedger for DynamoLedger {
     /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
     /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
     /// claimed first.
-    #[tracing::instrument(name = "dynamodb.claim_for_refund", skip_all, fields(packet_id = %packet.id, shares = shares.len()))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.claim_for_refund", skip_all, fields(packet_id = %packet.id, shares = shares.len()))]
     async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
         let writes: Vec<_> = shares
             .iter()
@@ -430,7 +430,7 @@ impl SettleLedger for DynamoLedger {
     /// credit to the sender's wallet, sets the packet's finalisation event and moves the packet
     /// out of `open`, conditional on it still being open. Returns false when another
     /// run finalised it first: nothing is written twice.
-    #[tracing::instrument(name = "dynamodb.finalise", skip_all, fields(packet_id = %packet.id))]
+    #[tracing::instrument(level = "debug", name = "dynamodb.finalise", skip_all, fields(packet_id = %packet.id))]
     async fn finalise(&self, packet: &Packet, result: &Finalisation, now_ms: Millis) -> Result<bool, StoreError> {
         let now = rfc3339(now_ms);
         let stamp = write_stamp();
@@ -517,7 +517,9 @@ impl SettleLedger for DynamoLedger {
         }
         match self.transact(items).await {
             Ok(()) => Ok(true),
-            Err(failed) if failed.refused_by(Write::Packet).is_some() => Ok(false),
+            // Finalised before (the packet's condition), or a refund already there for a packet
+            // still open: nothing is written twice, and settle's books check says which.
+            Err(failed) if failed.condition_failed() => Ok(false),
             Err(failed) => Err(unavailable(failed.error)),
         }
     }

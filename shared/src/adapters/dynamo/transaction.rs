@@ -95,6 +95,11 @@ impl Failed {
         self.reasons().is_some()
     }
 
+    /// True when a condition of any of its items refused it.
+    pub(super) fn condition_failed(&self) -> bool {
+        self.reasons().is_some_and(|reasons| reasons.iter().any(is_condition))
+    }
+
     /// The reason of the first item named `write` whose condition refused it (carrying the
     /// item as it was, when the item asked for it).
     pub(super) fn refused_by(&self, write: Write) -> Option<&CancellationReason> {

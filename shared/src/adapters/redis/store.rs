@@ -377,7 +377,7 @@ fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, StoreErro
 }
 
 impl LiveStore for RedisStore {
-    #[tracing::instrument(name = "redis.load", skip_all, fields(packet_id = %packet.id))]
+    #[tracing::instrument(level = "debug", name = "redis.load", skip_all, fields(packet_id = %packet.id))]
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), StoreError> {
         let pool: Vec<(u32, Cents)> = (1..).zip(shares.iter().copied()).collect();
         self.load_with(packet, false, false, &[], &pool, LoadMode::Add).await?;
@@ -398,12 +398,12 @@ impl LiveStore for RedisStore {
         })
     }
 
-    #[tracing::instrument(name = "redis.snapshot", skip_all, fields(packet_id = %id))]
+    #[tracing::instrument(level = "debug", name = "redis.snapshot", skip_all, fields(packet_id = %id))]
     async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, StoreError> {
         Self::snapshot(self, id).await
     }
 
-    #[tracing::instrument(name = "redis.grab", skip_all, fields(packet_id = %packet))]
+    #[tracing::instrument(level = "debug", name = "redis.grab", skip_all, fields(packet_id = %packet))]
     async fn grab<L: Ledger>(
         &self,
         packet: &PacketId,
@@ -447,7 +447,7 @@ impl LiveStore for RedisStore {
     /// marks a cancelled packet for settle and, with `GRAB_WAIT_REPLICAS`, has the replicas
     /// acknowledge the close before answering. Unlike a grab's mark, a failed mark or wait fails
     /// the call (503): the sender retries, and the retry marks it.
-    #[tracing::instrument(name = "redis.cancel", skip_all, fields(packet_id = %id))]
+    #[tracing::instrument(level = "debug", name = "redis.cancel", skip_all, fields(packet_id = %id))]
     async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(id);
