@@ -2,7 +2,8 @@
 //! token, build the HTTP API (payload v2) event, invoke the handler, return its response. Where
 //! API Gateway answers itself, so does this, in its shape (`{"message": …}`, openapi.yaml's
 //! `GatewayMessage`): 401 for a token the JWT authorizer refuses (with `www-authenticate`), 404
-//! for a route or method it does not have, 500 for a function that fails. It does not throttle.
+//! for a route or method it does not have, 429 for a request over the stage's throttling
+//! ([`Throttle`]), 500 for a function that fails.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use red_packets::{events, ApiError};
 use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;
+use crate::throttle::Throttle;
 
 /// API Gateway's own payload limit (10 MB): bodies up to it are read whole and reach the handler,
 /// which refuses anything over 16 KiB with its own 413, so a client always reads the answer.
@@ -41,6 +43,8 @@ pub struct Functions {
     pub settler: DeployedSettler,
     /// The JWT authorizer's stand-in.
     pub authorizer: LocalAuthorizer,
+    /// The stage's throttling.
+    pub throttle: Throttle,
 }
 
 /// The template's routes, in the form API Gateway's route keys take.
@@ -139,6 +143,7 @@ where
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let response = match to_event(functions, route_key, packet_id, request).await {
+        Err(Refused::Throttled) => gateway_answer(429, "Too Many Requests"),
         Ok(event) => match handler(event).await {
             Ok(response) => response,
             Err(error) => {
@@ -155,6 +160,8 @@ where
 
 /// Why a request never reached its function.
 enum Refused {
+    /// Over the stage's throttling.
+    Throttled,
     /// The JWT authorizer refused the token (or there was none).
     Unauthorized {
         /// True when an `Authorization` header was there.
@@ -172,6 +179,9 @@ async fn to_event(
     packet_id: Option<&str>,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
+    if !functions.throttle.admits(route_key) {
+        return Err(Refused::Throttled);
+    }
     let (parts, body) = request.into_parts();
     let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
     let presented = authorization.is_some();

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod gateway;
 pub mod probe;
 pub mod rie;
+pub mod throttle;
 pub mod tls_front;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use tokio::net::TcpListener;
 
 pub use auth::LocalAuthorizer;
 pub use gateway::{router, Functions};
+pub use throttle::Throttle;
 
 /// Builds every function from `config` (creating the table if needed), as the Lambdas would.
 pub async fn functions(config: &Config, authorizer: LocalAuthorizer) -> Result<Functions, red_packets::ApiError> {
@@ -49,6 +51,7 @@ pub async fn functions_with_clock(
         query: query::QueryService::with_clock(store.clone(), ledger.clone(), clock.clone()),
         settler: Settler::new(store, ledger).with_clock(clock),
         authorizer,
+        throttle: Throttle::from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
     })
 }
 

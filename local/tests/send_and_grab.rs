@@ -238,3 +238,31 @@ async fn the_local_api_serves_send_and_grab_over_http() {
         .unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+/// Over the stage's throttling, the local API answers as API Gateway does: 429
+/// `{"message":"Too Many Requests"}` before the authorizer and the function, per route setting,
+/// never the app's own 429 shape.
+#[tokio::test]
+async fn over_its_throttling_the_local_api_answers_429_as_api_gateway_does() {
+    let config = Config::from_env().unwrap();
+    let mut functions = local::functions(&config, LocalAuthorizer::new("throttle-test")).await.unwrap();
+    functions.throttle = local::Throttle::new((0.0, 2), (0.0, 1));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, local::router(Arc::new(functions))).await });
+    let http = reqwest::Client::new();
+    let grab = format!("{base}/packets/{}/grab", PacketId::random());
+
+    let statuses = [
+        http.post(&grab).send().await.unwrap().status().as_u16(),
+        http.post(&grab).send().await.unwrap().status().as_u16(),
+    ];
+    assert_eq!(statuses, [401, 401], "within the burst, the authorizer answers (no token)");
+    let throttled = http.post(&grab).send().await.unwrap();
+    assert_eq!(throttled.status(), 429);
+    let body: Value = throttled.json().await.unwrap();
+    assert_eq!(body, json!({ "message": "Too Many Requests" }), "the gateway's own shape, not the app's error");
+
+    assert_eq!(http.get(format!("{base}/me/wallet")).send().await.unwrap().status(), 401, "the other routes' bucket");
+    assert_eq!(http.get(format!("{base}/me/wallet")).send().await.unwrap().status(), 429);
+}

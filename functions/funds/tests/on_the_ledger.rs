@@ -85,3 +85,31 @@ async fn bad_payloads_are_the_callers_mistake() {
         assert_eq!(failure.error_type, "InvalidFundsRequest", "{payload}");
     }
 }
+
+/// The only test of this process that installs the metrics recorder (it is global): every
+/// DynamoDB call is counted, a refused condition apart from a ledger that does not answer.
+#[tokio::test]
+async fn every_dynamodb_call_is_counted_with_its_time_and_failures() {
+    use red_packets::adapters::dynamo::client::{client, Connection};
+
+    let collector = red_packets::telemetry::metrics("funds").expect("the first recorder of this process");
+    let ledger = ledger().await;
+    let payload: Value = serde_json::from_str(TOPUP_EVENT).unwrap();
+    call(&ledger, payload.clone()).await.unwrap();
+    call(&ledger, payload).await.unwrap();
+
+    let mut nowhere = Connection::from_env();
+    nowhere.endpoint_url = Some("http://127.0.0.1:1".into());
+    let unreachable = DynamoLedger::new(client(&nowhere).unwrap(), &Config::from_env().unwrap());
+    assert!(unreachable.ensure_table().await.is_err(), "nothing listens on port 1");
+
+    let mut written = Vec::new();
+    collector.flush(&mut written).unwrap();
+    let documents: Vec<Value> =
+        String::from_utf8(written).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let total = |metric: &str| documents.iter().filter_map(|document| document[metric].as_u64()).sum::<u64>();
+    assert!(total("DynamoCalls") >= 4, "the table, two top-ups and the unreachable call: {documents:?}");
+    assert!(total("DynamoErrors") >= 1, "the unreachable endpoint: {documents:?}");
+    assert!(total("DynamoRefusals") >= 1, "the replayed top-up's refused condition: {documents:?}");
+    assert!(documents.iter().any(|document| document["DynamoCallMilliseconds"].is_number()), "{documents:?}");
+}

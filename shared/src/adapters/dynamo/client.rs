@@ -92,7 +92,7 @@ pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A DynamoDB client for `connection`: TLS through rustls on aws-lc trusting
 /// [`Connection::trusted_roots`], short timeouts and two attempts, so an unreachable DynamoDB is
-/// promptly unavailable.
+/// promptly unavailable; every call counted (`metered`).
 pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
     let credentials = connection.credentials.clone().ok_or_else(|| {
         ConfigError::new(
@@ -113,7 +113,8 @@ pub fn client(connection: &Connection) -> Result<Client, ConfigError> {
                 .operation_timeout(OPERATION_TIMEOUT)
                 .build(),
         )
-        .retry_config(RetryConfig::standard().with_max_attempts(2));
+        .retry_config(RetryConfig::standard().with_max_attempts(2))
+        .interceptor(super::metered::CallMeter);
     if let Some(url) = &connection.endpoint_url {
         builder = builder.endpoint_url(url);
     }

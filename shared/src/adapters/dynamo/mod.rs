@@ -15,6 +15,7 @@ pub mod client;
 mod history;
 mod items;
 mod ledger;
+mod metered;
 mod settle;
 mod table;
 mod transaction;

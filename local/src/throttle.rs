@@ -1,0 +1,105 @@
+//! API Gateway's throttling, locally: a token bucket per route setting of the template (the
+//! grab route's `RouteSettings`, and `DefaultRouteSettings` shared by the other routes), refilled
+//! at its rate limit up to its burst limit. A request that finds its bucket empty never reaches
+//! the authorizer or the function: the gateway answers 429 `{"message":"Too Many Requests"}`
+//! itself, which openapi.yaml's `GatewayMessage` describes and the app's own 429 codes
+//! (`too_many_attempts`, `daily_limit`) never look like.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use red_packets::config::ConfigError;
+
+/// One route setting's bucket: `rate` tokens a second, at most `burst` held.
+#[derive(Debug)]
+pub struct TokenBucket {
+    rate_per_second: f64,
+    burst: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub fn new(rate_per_second: f64, burst: u32) -> Self {
+        let burst = f64::from(burst);
+        TokenBucket { rate_per_second, burst, state: Mutex::new((burst, Instant::now())) }
+    }
+
+    /// Takes a token if there is one.
+    pub fn try_take(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (tokens, refilled) = &mut *state;
+        let now = Instant::now();
+        *tokens = (*tokens + now.duration_since(*refilled).as_secs_f64() * self.rate_per_second).min(self.burst);
+        *refilled = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The stage's throttling: the grab route's bucket and the other routes' one.
+#[derive(Debug)]
+pub struct Throttle {
+    grab: TokenBucket,
+    other: TokenBucket,
+}
+
+impl Throttle {
+    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 10000, `ApiRateLimit`
+    /// 1000, `ApiBurstLimit` 2000), each overridden by `LOCAL_` and its name in capitals
+    /// (`LOCAL_GRAB_RATE_LIMIT`, …).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let read = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
+            match std::env::var(name) {
+                Ok(value) => value.parse().map_err(|_| ConfigError::new(name, value, "not a whole number")),
+                Err(_) => Ok(default),
+            }
+        };
+        Ok(Throttle::new(
+            (read("LOCAL_GRAB_RATE_LIMIT", 5000)?.into(), read("LOCAL_GRAB_BURST_LIMIT", 10_000)?),
+            (read("LOCAL_API_RATE_LIMIT", 1000)?.into(), read("LOCAL_API_BURST_LIMIT", 2000)?),
+        ))
+    }
+
+    /// Buckets of `(rate per second, burst)` for the grab route and for the others.
+    pub fn new(grab: (f64, u32), other: (f64, u32)) -> Self {
+        Throttle { grab: TokenBucket::new(grab.0, grab.1), other: TokenBucket::new(other.0, other.1) }
+    }
+
+    /// True when a request on `route_key` may go on.
+    pub fn admits(&self, route_key: &str) -> bool {
+        if route_key == crate::gateway::ROUTES[1] {
+            self.grab.try_take()
+        } else {
+            self.other.try_take()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_gives_its_burst_then_refuses_until_it_refills() {
+        let bucket = TokenBucket::new(1000.0, 3);
+        assert_eq!((0..5).filter(|_| bucket.try_take()).count(), 3);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(bucket.try_take(), "refilled at 1000 a second");
+        let dry = TokenBucket::new(0.0, 1);
+        assert!(dry.try_take() && !dry.try_take());
+    }
+
+    #[test]
+    fn the_grab_route_has_a_bucket_of_its_own() {
+        let throttle = Throttle::new((0.0, 1), (0.0, 2));
+        assert!(throttle.admits("POST /packets/{packet_id}/grab"));
+        assert!(!throttle.admits("POST /packets/{packet_id}/grab"));
+        assert!(throttle.admits("POST /packets") && throttle.admits("GET /me/wallet"));
+        assert!(!throttle.admits("GET /packets/{packet_id}"));
+    }
+}
