@@ -1,17 +1,18 @@
 //! `grab.lua` against the library's model of a live packet ([`LiveState`], which the in-memory
 //! live store runs on: one model, two uses), on the real Redis: packets open to all, for
 //! recipients only, with a passphrase or both; random sequences of grabs (repeats, strangers,
-//! right, wrong and missing passphrases among them), clock moves, closes, cancels, persisted
-//! marks and re-syncs from the ledger's state, each answer compared with what the model says,
-//! and the packet's log and shares compared at the end. Unknown packets' lookup states in a
-//! table test; the commands a grab costs counted by Redis.
+//! right, wrong and missing passphrases among them), batches of grabs in one `grab_many.lua`
+//! call (the coalescer's), clock moves, closes, cancels, persisted marks and re-syncs from the
+//! ledger's state, each answer compared with what the model says (a batch's with the same grabs
+//! one by one), and the packet's log and shares compared at the end. Unknown packets' lookup
+//! states in a table test; the commands a grab costs counted by Redis.
 
 mod support;
 
 use std::collections::HashMap;
 
 use proptest::prelude::*;
-use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab};
+use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab, TimedGrab};
 use red_packets::adapters::RedisStore;
 use red_packets::domain::access::{Passphrase, PassphraseKey};
 use red_packets::domain::grab::{GrabAttempt, LoggedGrab};
@@ -45,6 +46,13 @@ enum Step {
     Persist(usize),
     /// Settle's re-sync: Redis replaced by the ledger's state (the model's).
     Resync,
+    /// Users grab together after the clock moved `advance_ms`: one `grab_many.lua` call, the
+    /// coalescer's batch.
+    Batch { advance_ms: i64, grabs: Vec<(u8, Phrase)> },
+}
+
+fn phrase() -> impl Strategy<Value = Phrase> {
+    prop_oneof![Just(Phrase::Right), Just(Phrase::Wrong), Just(Phrase::None)]
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -59,6 +67,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Cancel),
         1 => (0usize..20).prop_map(Step::Persist),
         1 => Just(Step::Resync),
+        3 => (prop_oneof![3 => Just(0i64), 1 => 0i64..40_000], proptest::collection::vec((0u8..12, phrase()), 2..10))
+            .prop_map(|(advance_ms, grabs)| Step::Batch { advance_ms, grabs }),
     ]
 }
 
@@ -68,6 +78,14 @@ fn key() -> PassphraseKey {
 
 fn digest(phrase: &str) -> PassphraseDigest {
     key().digest(&Passphrase::new(phrase).unwrap())
+}
+
+fn carried(phrase: Phrase) -> Option<PassphraseDigest> {
+    match phrase {
+        Phrase::None => None,
+        Phrase::Right => Some(digest("芝麻开门")),
+        Phrase::Wrong => Some(digest("open sesame")),
+    }
 }
 
 fn user(n: u8) -> UserId {
@@ -123,14 +141,23 @@ async fn run(
         match step {
             Step::Grab { user: n_user, advance_ms, phrase } => {
                 now_ms += advance_ms;
-                let passphrase = match phrase {
-                    Phrase::None => None,
-                    Phrase::Right => Some(digest("芝麻开门")),
-                    Phrase::Wrong => Some(digest("open sesame")),
-                };
-                let attempt = GrabAttempt { user: user(*n_user), passphrase };
+                let attempt = GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) };
                 let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms, 5_000).await.unwrap();
                 prop_assert_eq!(answer, model.grab(&attempt, now_ms).into(), "step {} of {:?}", n, steps);
+            }
+            Step::Batch { advance_ms, grabs } => {
+                now_ms += advance_ms;
+                let batch: Vec<TimedGrab> = grabs
+                    .iter()
+                    .map(|(n_user, phrase)| TimedGrab {
+                        attempt: GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) },
+                        now_ms,
+                    })
+                    .collect();
+                let answers = scripts::grab_many(&mut conn, &keys, &batch, 5_000).await.unwrap();
+                let one_by_one: Vec<ScriptGrab> =
+                    batch.iter().map(|grab| model.grab(&grab.attempt, grab.now_ms).into()).collect();
+                prop_assert_eq!(answers, one_by_one, "step {} of {:?}", n, steps);
             }
             Step::Cancel => {
                 let cancelled = scripts::cancel(&mut conn, &keys, now_ms).await.unwrap();

@@ -1,7 +1,8 @@
 //! The hot packet, through the real grab handler on a Redis of the test's own (so its command
 //! counts are this test's alone) and DynamoDB Local: 20,000 users on one 100-share packet, where
-//! every grab after the instance saw it sell out skips the script; and floods of grabs on ids
-//! Redis does not hold, counting the ledger reads they cost.
+//! every grab after the instance saw it sell out skips the script; a campaign packet whose
+//! concurrent grabs go to Redis in coalesced batches; and floods of grabs on ids Redis does not
+//! hold, counting the ledger reads they cost.
 
 mod support;
 
@@ -100,15 +101,18 @@ async fn command_calls(store: &RedisStore) -> HashMap<String, (u64, u64)> {
     calls
 }
 
-/// How many times the grab script ran, and how many grabs took the fast path (its `EXISTS`).
-async fn script_runs_and_fast_paths(store: &RedisStore) -> (u64, u64) {
+/// How many times a grab script ran (one grab's, or a coalesced batch's), how many grabs the
+/// scripts decided, and how many took the fast path (its `HMGET` alone).
+async fn script_runs_and_fast_paths(store: &RedisStore) -> (u64, u64, u64) {
     let calls = command_calls(store).await;
     let count = |name: &str| calls.get(name).copied().unwrap_or_default();
     let (evalsha, evalsha_failed) = count("evalsha");
     // A NOSCRIPT answer fails the EVALSHA; the EVAL that follows runs the script.
     let script_runs = evalsha - evalsha_failed + count("eval").0;
-    // Each script run does one HMGET inside; each fast path is one HMGET alone.
-    (script_runs, count("hmget").0 - script_runs)
+    // Every user is new to this open packet: each grab a script decides is one HMGET and one
+    // LPOP inside it (LPOP finds nothing once sold out); each fast path is one HMGET alone.
+    let scripted = count("lpop").0;
+    (script_runs, scripted, count("hmget").0 - scripted)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -146,15 +150,16 @@ async fn once_sold_out_a_hot_packet_is_answered_without_the_grab_script() {
     assert_eq!((winners.len(), sold_out), (100, USERS - 100), "every grab is a share or a 409");
     assert_eq!(winners.iter().map(|(_, amount)| amount).sum::<u64>(), 10_000);
 
-    let (script_runs, fast_paths) = script_runs_and_fast_paths(&store).await;
+    let (script_runs, scripted, fast_paths) = script_runs_and_fast_paths(&store).await;
     eprintln!(
-        "figure: hot packet, {USERS} users at concurrency {CONCURRENCY} on 100 shares: {script_runs} grab-script runs, {fast_paths} grabs answered by the sold-out fast path"
+        "figure: hot packet, {USERS} users at concurrency {CONCURRENCY} on 100 shares: {scripted} grabs decided by {script_runs} grab-script runs (coalesced), {fast_paths} grabs answered by the sold-out fast path"
     );
-    assert_eq!(script_runs + fast_paths, USERS as u64, "each grab took exactly one path");
+    assert_eq!(scripted + fast_paths, USERS as u64, "each grab took exactly one path");
     assert!(
-        script_runs <= (100 + CONCURRENCY) as u64,
-        "only the 100 winners and the grabs already in flight when the packet sold out run the script: {script_runs}"
+        scripted <= (100 + CONCURRENCY) as u64,
+        "only the 100 winners and the grabs already in flight when the packet sold out run the script: {scripted}"
     );
+    assert!(script_runs <= scripted, "a script run decides one grab or a batch: {script_runs} runs, {scripted} grabs");
 
     // The fast path still knows the winners: a repeat grab returns the same share, without the script.
     for (user, amount) in &winners {
@@ -165,8 +170,64 @@ async fn once_sold_out_a_hot_packet_is_answered_without_the_grab_script() {
         );
         assert_eq!(body["remaining_count"], 0);
     }
-    let (script_runs_after, fast_paths_after) = script_runs_and_fast_paths(&store).await;
-    assert_eq!((script_runs_after, fast_paths_after), (script_runs, fast_paths + 100));
+    let after = script_runs_and_fast_paths(&store).await;
+    assert_eq!(after, (script_runs, scripted, fast_paths + 100));
+}
+
+/// A campaign packet: 2,000 shares, 2,000 users at concurrency 256 through the grab handler of
+/// one execution environment, every grab fresh and all on one key. Concurrent grabs go to Redis
+/// together (`grab_many.lua`): each user gets one share, the shares add up, and the script runs
+/// fewer times than there are grabs; the same environment without coalescing runs it once a grab.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_campaign_packet_grabbed_at_once_goes_to_redis_in_batches() {
+    const SHARES: usize = 2_000;
+    const CONCURRENCY: usize = 256;
+    let redis = OwnRedis::start_with("everysec");
+    let mut config = config(&redis);
+    config.limits.max_count = SHARES as u32;
+    let functions = Arc::new(local::functions(&config, LocalAuthorizer::new("campaign")).await.unwrap());
+    let single = Arc::new(GrabService::new(
+        Arc::new(RedisStore::new(&config).without_coalescing()),
+        DynamoLedger::new(DynamoLedger::client_from_env().unwrap(), &config),
+        config.passphrase_key.clone(),
+    ));
+    let store = RedisStore::new(&config);
+    let mut conn = store.connection().await.unwrap();
+    let mut runs_per_grab = Vec::new();
+    for coalesced in [true, false] {
+        let id = send_packet(&functions, 100 * SHARES as u64, SHARES as u32).await;
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+        let workers = (0..CONCURRENCY).map(|worker| {
+            let (functions, single, id) = (functions.clone(), single.clone(), id.clone());
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for user in (worker..SHARES).step_by(CONCURRENCY) {
+                    let user = format!("campaign-u{user}");
+                    let (status, body) = if coalesced {
+                        grab(&functions.grab, &id, &user).await
+                    } else {
+                        grab(&single, &id, &user).await
+                    };
+                    answers.push((status, body["amount_cents"].as_u64(), body["already_grabbed"].as_bool()));
+                }
+                answers
+            })
+        });
+        let answers: Vec<_> = join_all(workers).await.into_iter().flat_map(|worker| worker.unwrap()).collect();
+        assert!(answers.iter().all(|(status, _, already)| *status == 200 && *already == Some(false)), "{answers:?}");
+        assert_eq!(answers.iter().map(|(_, amount, _)| amount.unwrap()).sum::<u64>(), 100 * SHARES as u64);
+        let (script_runs, scripted, _) = script_runs_and_fast_paths(&store).await;
+        assert_eq!(scripted, SHARES as u64, "each grab decided once, by a script");
+        runs_per_grab.push(script_runs as f64 / SHARES as f64);
+        let snapshot = store.snapshot(&PacketId::parse(&id).unwrap()).await.unwrap().unwrap();
+        assert_eq!(snapshot.grabs.len(), SHARES, "one logged grab per user");
+    }
+    eprintln!(
+        "figure: campaign packet, {SHARES} users at concurrency {CONCURRENCY}: grab-script runs per grab, coalesced {:.3}, single {:.3}",
+        runs_per_grab[0], runs_per_grab[1]
+    );
+    assert!(runs_per_grab[0] < 0.5, "concurrent grabs of one packet share script calls: {runs_per_grab:?}");
+    assert_eq!(runs_per_grab[1], 1.0, "without coalescing, one call a grab");
 }
 
 /// `instances` grab services (as many Lambda instances: each its own Redis connection and

@@ -1,10 +1,15 @@
-//! Lambda entry point of `grab`.
+//! Lambda entry point of `grab`: one request at a time on standard Lambda, `AWS_LAMBDA_MAX_CONCURRENCY`
+//! at once under Lambda Managed Instances, sharing one Redis connection, where grabs of one
+//! packet go to Redis together.
 
+use std::sync::Arc;
+
+use lambda_http::lambda_runtime::layers::TracingLayer;
 use lambda_http::{service_fn, Error};
-use metrics_cloudwatch_embedded::lambda::service::run_http;
 use red_packets::adapters::dynamo::client::Connection;
 use red_packets::adapters::{LazyLedger, RedisStore};
-use red_packets::{telemetry, Config};
+use red_packets::telemetry::{self, ConcurrentMetricsLayer};
+use red_packets::Config;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -12,6 +17,11 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     // The ledger answers only packets Redis no longer holds: its client is built when first needed.
     let ledger = LazyLedger::new(&config, Connection::from_env());
-    let service = grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone());
-    run_http(telemetry::metrics("grab")?, service_fn(|request| grab::handle(&service, request))).await
+    let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone()));
+    let handler = service_fn(move |request| {
+        let service = service.clone();
+        async move { grab::handle(&service, request).await }
+    });
+    let runtime = lambda_http::runtime_concurrent(handler).layer(TracingLayer::new());
+    runtime.layer(ConcurrentMetricsLayer(telemetry::metrics("grab")?)).run_concurrent().await
 }

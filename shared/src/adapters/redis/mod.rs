@@ -6,6 +6,7 @@
 //! - `settle_queue`: the same store's settle side (index, dirty sets, marks, retirement).
 //! - [`sold_out`]: the per-instance memo of packets seen sold out.
 
+pub mod coalesce;
 pub mod connection;
 pub mod scripts;
 mod settle_queue;

@@ -24,6 +24,15 @@ use crate::ports::{CancelOutcome, CloseOutcome, Frozen};
 pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
 
 static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_LUA));
+
+/// The source of `grab_many.lua`, with `grab.lua`'s body (all but its `#!lua` line) spliced in
+/// at its `--@grab.lua` line: one decision, written once, for a single grab and a batch.
+pub static GRAB_MANY_LUA: LazyLock<String> = LazyLock::new(|| {
+    let body = GRAB_LUA.split_once('\n').map_or(GRAB_LUA, |(_, rest)| rest);
+    include_str!("../../../lua/grab_many.lua").replacen("--@grab.lua\n", body, 1)
+});
+
+static GRAB_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(&GRAB_MANY_LUA));
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/load.lua")));
 static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/close.lua")));
 static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/cancel.lua")));
@@ -401,6 +410,38 @@ pub async fn grab<C: ConnectionLike>(
     read_grab_answer(answer)
 }
 
+/// One grab of a batch: who, carrying what passphrase, at the time it read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedGrab {
+    /// Who grabs, with the digest of the passphrase carried.
+    pub attempt: GrabAttempt,
+    /// Now, as this grab read the clock.
+    pub now_ms: Millis,
+}
+
+/// Runs `grab_many.lua`: each of `grabs` decided in turn, in one call, as [`grab`] would decide
+/// it; the answers in the same order.
+pub async fn grab_many<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    grabs: &[TimedGrab],
+    lookup_lease_ms: u64,
+) -> RedisResult<Vec<ScriptGrab>> {
+    let mut invocation = GRAB_MANY.prepare_invoke();
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).key(&keys.lookup);
+    invocation.arg(lookup_lease_ms).arg(MAX_WRONG_PASSPHRASES);
+    for grab in grabs {
+        let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
+        invocation.arg(grab.attempt.user.as_str()).arg(grab.now_ms).arg(passphrase);
+    }
+    let answers: Vec<Value> = invocation.invoke_async(conn).await?;
+    if answers.len() != grabs.len() {
+        let detail = format!("{} answers for {} grabs", answers.len(), grabs.len());
+        return Err(redis::RedisError::from((redis::ErrorKind::Client, "grab_many.lua", detail)));
+    }
+    answers.into_iter().map(read_grab_answer).collect()
+}
+
 /// `grab.lua`'s answer, by the type of its reply (see the script's header).
 fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
     let unreadable = |detail: String| redis::RedisError::from((redis::ErrorKind::Client, "grab.lua", detail));
@@ -529,9 +570,19 @@ mod tests {
     }
 
     #[test]
+    fn grab_many_holds_the_whole_of_grab_lua_once_and_one_shebang() {
+        let body = GRAB_LUA.split_once('\n').unwrap().1;
+        assert_eq!(GRAB_MANY_LUA.matches(body).count(), 1);
+        assert!(!GRAB_MANY_LUA.contains("--@grab.lua"));
+        assert_eq!(GRAB_MANY_LUA.lines().filter(|line| line.starts_with("#!")).count(), 1);
+        assert!(GRAB_MANY_LUA.starts_with("#!lua\n"));
+    }
+
+    #[test]
     fn scripts_declare_their_keys_arguments_and_answers() {
         for source in [
             GRAB_LUA,
+            GRAB_MANY_LUA.as_str(),
             include_str!("../../../lua/load.lua"),
             include_str!("../../../lua/close.lua"),
             include_str!("../../../lua/cancel.lua"),

@@ -1,7 +1,8 @@
 //! The live store: packets' shares and grabs in Redis, behind [`LiveStore`]. Every failure to
 //! reach Redis is `StoreError::Unavailable` (a 503 at the HTTP edge), within the configured timeout.
 //!
-//! A grab is one `grab.lua` call. What the script cannot decide alone stays in here: a packet
+//! A grab is one `grab.lua` call; concurrent grabs of one packet in this environment go as one
+//! `grab_many.lua` call ([`coalesce`](super::coalesce)). What the script cannot decide alone stays in here: a packet
 //! Redis does not hold is answered from the ledger, one caller per id asking while the others
 //! wait for its verdict (the lookup lease); a packet this instance saw sell out is answered
 //! from one read (the sold-out memo); a Redis over `maxmemory` still answers repeats from a read.
@@ -11,10 +12,11 @@ use std::time::{Duration, Instant};
 use redis::RedisResult;
 use tokio::sync::OnceCell;
 
+use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
 use super::scripts::{
     self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Loaded, Lookup, PacketKeys, RawSnapshot,
-    ScriptGrab,
+    ScriptGrab, TimedGrab,
 };
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
@@ -46,6 +48,25 @@ pub struct RedisStore {
     pub(super) grab_wait: Option<ReplicaWait>,
     sold_out: Option<SoldOutMemo>,
     marks_for_settle: bool,
+    coalescer: Option<GrabCoalescer>,
+}
+
+/// Concurrent grabs of one packet (keyed by its hash's key), coalesced into one script call.
+type GrabCoalescer = Coalescer<String, TimedGrab, ScriptGrab, BatchFailure>;
+
+/// Why a grab script call (one grab's or a batch's) answered nothing.
+#[derive(Debug, Clone)]
+enum BatchFailure {
+    /// Redis is over `maxmemory` and refused the script whole, before anything changed.
+    OutOfMemory(String),
+    /// Redis failed or did not answer in time, or the batch ended without this grab's answer.
+    Unavailable(String),
+}
+
+impl From<Unanswered> for BatchFailure {
+    fn from(_: Unanswered) -> Self {
+        BatchFailure::Unavailable("the grab's batch ended without its answer".into())
+    }
 }
 
 impl RedisStore {
@@ -58,7 +79,15 @@ impl RedisStore {
             grab_wait: config.grab_wait,
             sold_out: Some(SoldOutMemo::default()),
             marks_for_settle: true,
+            coalescer: Some(GrabCoalescer::default()),
         }
+    }
+
+    /// The same store with every grab its own script call, however many run at once
+    /// (benchmarks measure what coalescing saves against this).
+    pub fn without_coalescing(mut self) -> Self {
+        self.coalescer = None;
+        self
     }
 
     /// The same store, never marking packets for settle after a grab: what a grab whose mark
@@ -154,8 +183,10 @@ impl RedisStore {
         self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, pool)).await
     }
 
-    /// Runs `grab.lua`. A Redis over `maxmemory` refuses the script whole (-OOM) before it
-    /// changes anything; a repeat is still answered then, from a read.
+    /// Runs the grab script for `attempt`: alone, or in one call with the other grabs of the
+    /// packet this environment is running at the same moment. A Redis over `maxmemory` refuses
+    /// the script whole (-OOM) before it changes anything; a repeat is still answered then,
+    /// from a read.
     async fn grab_script(
         &self,
         conn: &mut RedisConnection,
@@ -163,20 +194,50 @@ impl RedisStore {
         attempt: &GrabAttempt,
         now_ms: Millis,
     ) -> Result<ScriptGrab, StoreError> {
-        let lease_ms = LOOKUP_LEASE.as_millis() as u64;
-        let script = scripts::grab(conn, keys, attempt, now_ms, lease_ms);
-        let started = std::time::Instant::now();
-        let answered = tokio::time::timeout(self.limit(), script).await;
-        super::connection::record_call(started, !matches!(answered, Ok(Ok(_))));
+        let grab = TimedGrab { attempt: attempt.clone(), now_ms };
+        let answered = match &self.coalescer {
+            Some(coalescer) => coalescer.call(&keys.packet, grab, |batch| self.grab_batch(keys, batch)).await,
+            None => self
+                .grab_batch(keys, vec![grab])
+                .await
+                .and_then(|answers| answers.into_iter().next().ok_or_else(|| BatchFailure::from(Unanswered))),
+        };
         let refused = match answered {
-            Ok(Ok(answer)) => return Ok(answer),
-            Ok(Err(error)) if error.code() == Some("OOM") => error,
-            Ok(Err(error)) => return Err(StoreError::redis_unavailable(error)),
-            Err(_) => return Err(StoreError::redis_unavailable(format!("no answer within {:?}", self.limit()))),
+            Ok(answer) => return Ok(answer),
+            Err(BatchFailure::OutOfMemory(refused)) => refused,
+            Err(BatchFailure::Unavailable(reason)) => return Err(StoreError::redis_unavailable(reason)),
         };
         match self.answer_from_reads(conn, keys, &attempt.user, false).await? {
             Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
             None => Err(StoreError::redis_unavailable(refused)),
+        }
+    }
+
+    /// One script call for `batch`, every grab of one packet: `grab.lua` for one, `grab_many.lua`
+    /// for more; the answers in the batch's order.
+    async fn grab_batch(&self, keys: &PacketKeys, batch: Vec<TimedGrab>) -> Result<Vec<ScriptGrab>, BatchFailure> {
+        let mut conn = self.connection().await.map_err(|error| BatchFailure::Unavailable(error.to_string()))?;
+        let lease_ms = LOOKUP_LEASE.as_millis() as u64;
+        let started = Instant::now();
+        let answered = tokio::time::timeout(self.limit(), async {
+            match batch.as_slice() {
+                [one] => {
+                    scripts::grab(&mut conn, keys, &one.attempt, one.now_ms, lease_ms).await.map(|answer| vec![answer])
+                }
+                many => scripts::grab_many(&mut conn, keys, many, lease_ms).await,
+            }
+        })
+        .await;
+        super::connection::record_call(started, !matches!(answered, Ok(Ok(_))));
+        if batch.len() > 1 {
+            metrics::counter!("GrabBatches").increment(1);
+            metrics::counter!("GrabsBatched").increment(batch.len() as u64);
+        }
+        match answered {
+            Ok(Ok(answers)) => Ok(answers),
+            Ok(Err(error)) if error.code() == Some("OOM") => Err(BatchFailure::OutOfMemory(error.to_string())),
+            Ok(Err(error)) => Err(BatchFailure::Unavailable(error.to_string())),
+            Err(_) => Err(BatchFailure::Unavailable(format!("no answer within {:?}", self.limit()))),
         }
     }
 
