@@ -37,9 +37,12 @@ enum Turn<Req, Resp, E> {
     Lead(Req, Vec<Waiter<Req, Resp, E>>),
 }
 
-/// The per-environment coalescer: for each key with a call in flight, the requests queued behind it.
+/// For each key with a call in flight, the requests queued behind it.
+type Lanes<K, Req, Resp, E> = HashMap<K, Vec<Waiter<Req, Resp, E>>>;
+
+/// The per-environment coalescer.
 pub struct Coalescer<K, Req, Resp, E> {
-    lanes: Mutex<HashMap<K, Vec<Waiter<Req, Resp, E>>>>,
+    lanes: Mutex<Lanes<K, Req, Resp, E>>,
 }
 
 impl<K, Req, Resp, E> Default for Coalescer<K, Req, Resp, E> {
@@ -118,7 +121,7 @@ where
         }
     }
 
-    fn lanes(&self) -> std::sync::MutexGuard<'_, HashMap<K, Vec<Waiter<Req, Resp, E>>>> {
+    fn lanes(&self) -> std::sync::MutexGuard<'_, Lanes<K, Req, Resp, E>> {
         self.lanes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
