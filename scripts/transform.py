@@ -27,6 +27,7 @@ PARAMETER_SETS = {
     "nodes-scope-wait": {"CacheMode": "nodes", "RequiredScope": "packets/use", "GrabWaitReplicas": "1"},
     "own-issuer": {"JwtIssuer": "https://issuer.example.com", "JwtAudience": "app-client"},
     "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
+    "managed-grab": {"GrabCompute": "managed-instances", "GrabInstanceTypes": "c7g.xlarge,m7g.xlarge", "GrabMaxConcurrency": "128"},
 }
 
 
@@ -52,8 +53,10 @@ def check_translated(name, output):
     if any(r["Type"].startswith("AWS::Serverless::") for r in resources.values()):
         problems.append("SAM resources left after the transform")
     functions = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"]
-    if sorted(functions) != ["FundsFunction", "GrabFunction", "QueryFunction", "SendFunction", "SettleFunction"]:
+    expected = ["FundsFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SendFunction", "SettleFunction"]
+    if sorted(functions) != expected:
         problems.append(f"functions {sorted(functions)}")
+    problems += check_grab_compute(resources)
     schedules = [n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"]
     if len(schedules) != 4:
         problems.append(f"{len(schedules)} schedules, expected 4 (two settle, reconciliation, trial balance)")
@@ -70,6 +73,34 @@ def check_translated(name, output):
     body = json.dumps(apis[0]["Properties"].get("Body", {})) if apis else ""
     if "JwtAuthorizer" not in body:
         problems.append("the JWT authorizer is not on the routes")
+    return problems
+
+
+def check_grab_compute(resources):
+    """GrabCompute picks one of the two grab functions: each under its condition, the standard
+    one in the VPC, the managed one on the capacity provider (which holds the VPC), and the grab
+    route's integration pointing at whichever exists."""
+    problems = []
+    standard, managed = resources["GrabFunction"], resources["GrabManagedFunction"]
+    if (standard.get("Condition"), managed.get("Condition")) != ("GrabOnLambda", "GrabOnManagedInstances"):
+        problems.append("the grab functions are not each under their GrabCompute condition")
+    if "VpcConfig" not in standard["Properties"] or "VpcConfig" in managed["Properties"]:
+        problems.append("the standard grab function must be in the VPC, the managed one on its capacity provider")
+    config = managed["Properties"].get("CapacityProviderConfig", {}).get("LambdaManagedInstancesCapacityProviderConfig", {})
+    if config.get("CapacityProviderArn") != {"Fn::GetAtt": ["GrabCapacityProvider", "Arn"]}:
+        problems.append(f"the managed grab function's capacity provider: {config}")
+    if config.get("PerExecutionEnvironmentMaxConcurrency") != {"Ref": "GrabMaxConcurrency"}:
+        problems.append("the managed grab function's concurrency is not GrabMaxConcurrency")
+    providers = [r for r in resources.values() if r["Type"] == "AWS::Lambda::CapacityProvider"]
+    if len(providers) != 1 or providers[0].get("Condition") != "GrabOnManagedInstances" or "SubnetIds" not in json.dumps(providers[0]):
+        problems.append("one capacity provider, in the private subnets, only with managed-instances")
+    apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
+    route = apis[0]["Properties"]["Body"]["paths"]["/packets/{packet_id}/grab"]["post"] if apis else {}
+    uri = json.dumps(route.get("x-amazon-apigateway-integration", {}).get("uri"))
+    if "GrabOnManagedInstances" not in uri or "GrabManagedFunctionAliaslive" not in uri or "GrabFunctionAliaslive" not in uri:
+        problems.append(f"the grab route does not pick its function by GrabCompute: {uri}")
+    if "JwtAuthorizer" not in json.dumps(route.get("security")):
+        problems.append("the grab route lost its authorizer")
     return problems
 
 
@@ -100,7 +131,8 @@ def check_dashboard(resources):
     dashboards = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
     if len(dashboards) != 1:
         return [f"{len(dashboards)} dashboards, expected 1"]
-    body = dashboards[0]["Properties"]["DashboardBody"]["Fn::Sub"]
+    substituted = dashboards[0]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body = substituted[0] if isinstance(substituted, list) else substituted
     try:
         widgets = json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
     except (ValueError, KeyError) as error:

@@ -88,7 +88,7 @@ async fn redis_cpu_seconds(store: &RedisStore) -> f64 {
 }
 
 /// Script runs since the last RESETSTAT: EVALSHA calls that did not fail with NOSCRIPT, plus EVALs.
-async fn script_runs(store: &RedisStore) -> u64 {
+pub async fn script_runs(store: &RedisStore) -> u64 {
     let stats = info(store, "commandstats").await;
     let field = |command: &str, name: &str| -> u64 {
         stats

@@ -3,7 +3,8 @@
 //! Expects the Redis and DynamoDB Local that `scripts/bench.sh` starts (REDIS_URL,
 //! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds. With `BENCH_SEEDS_ONLY` set it
 //! runs the seeds' comparison alone and prints it (for `perf record` of the client side); with
-//! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab.
+//! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab; with `BENCH_HOT_KEY_ONLY`,
+//! one hot packet's four designs.
 #![recursion_limit = "256"]
 
 mod cold;
@@ -11,6 +12,7 @@ mod drain;
 mod fairness;
 mod grab_path;
 mod harness;
+mod hot_key;
 mod hot_packet;
 mod redis_benchmark;
 mod report;
@@ -62,6 +64,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&seeds)?);
         return Ok(());
     }
+    if std::env::var_os("BENCH_HOT_KEY_ONLY").is_some() {
+        // One hot packet, four designs, printed (no BENCHMARKS.md).
+        let hot_key = hot_key::compare(&config, &ledger, 3).await;
+        println!("{}", serde_json::to_string_pretty(&hot_key)?);
+        let batch = hot_key::grabs_per_script_call(&config, &ledger).await;
+        println!("grabs per script call, coalesced campaign: {batch:.1}");
+        return Ok(());
+    }
     if std::env::var_os("BENCH_DRAIN_ONLY").is_some() {
         // For tuning settle's writes: the drain comparison alone, printed.
         let drain = drain::compare(&config, &ledger, &client).await;
@@ -98,6 +108,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let redis_benchmark_pipelined = redis_benchmark::evalsha(&store, redis_port, 16).await?;
     step("the seeds' designs and ours, 3 rounds in rotating order");
     let seeds = seeds::rounds(&config, &ledger, 3).await?;
+    step("one hot packet: campaign, chat and one-at-a-time, four designs, 3 rounds in rotating order");
+    let hot_key = hot_key::compare(&config, &ledger, 3).await;
+    let hot_key_batch_size = hot_key::grabs_per_script_call(&config, &ledger).await;
     step("split and send throughput");
     let splits = throughput::splits();
     let send_service = Arc::new(send::SendService::new(ledger.clone(), store.clone(), &config));
@@ -123,6 +136,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         redis_benchmark_unpipelined,
         redis_benchmark_pipelined,
         seeds,
+        hot_key,
+        hot_key_batch_size,
         splits,
         send,
         drain,

@@ -8,9 +8,11 @@
 //!   count, `RPOP` a share, `DECR` the count, `SET` the user's key: up to five round trips, no atomicity.
 //! - `two_list`: 004_a34bb8da67039d28 — JSON shares in an unconsumed list, one Lua script moving
 //!   one to the consumed list and marking the user in a dedupe hash.
-//! - `ours`: `grab.lua` through the store; `ours_phrase` the same on phrase packets, every grab
-//!   carrying the right phrase (what a passphrase check costs: the same commands, the gate read
-//!   in the same `HMGET`).
+//! - `ours`: `grab.lua` through the store, every grab its own call (the store without
+//!   coalescing); `ours_coalesced` the store as deployed, concurrent grabs of one packet in one
+//!   `grab_many.lua` call; `ours_phrase` single calls on phrase packets, every grab carrying the
+//!   right phrase (what a passphrase check costs: the same commands, the gate read in the same
+//!   `HMGET`).
 //!
 //! Each design runs twice per round on fresh keys: the double-tap run above (throughput,
 //! latency, violations, commands and Redis CPU per attempt), then a split run measuring Redis
@@ -132,7 +134,7 @@ async fn commands_processed(conn: &mut RedisConnection) -> u64 {
 }
 
 /// The Redis server's CPU time so far (user + sys), seconds.
-async fn redis_cpu_seconds(conn: &mut RedisConnection) -> f64 {
+pub async fn redis_cpu_seconds(conn: &mut RedisConnection) -> f64 {
     let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await.expect("INFO");
     info.lines()
         .filter(|line| line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:"))
@@ -195,11 +197,11 @@ where
     result
 }
 
-/// 003's lock-based flow, on keys under `run`.
-async fn lock_work(conn: RedisConnection, run: String) -> Work {
+/// 003's lock-based flow, on `packets` packets of `shares` shares under `run`.
+pub async fn lock_work(conn: RedisConnection, run: String, packets: usize, shares: u64) -> Work {
     let mut setup = conn.clone();
-    for packet in 0..PACKETS {
-        let _: () = setup.set(format!("{run}:red_packet:{packet}:total"), SHARES).await.expect("SET");
+    for packet in 0..packets {
+        let _: () = setup.set(format!("{run}:red_packet:{packet}:total"), shares).await.expect("SET");
     }
     let sadd_decr = Arc::new(Script::new(SADD_DECR));
     let unlock = Arc::new(Script::new(UNLOCK));
@@ -280,13 +282,15 @@ async fn check_then_act_work(conn: RedisConnection, run: String) -> Work {
     })
 }
 
-/// 004's two-list Lua flow with JSON shares, on keys under `run`.
-async fn two_list_work(conn: RedisConnection, run: String) -> Work {
+/// 004's two-list Lua flow with JSON shares, on `packets` packets of `shares` shares under `run`.
+pub async fn two_list_work(conn: RedisConnection, run: String, packets: usize, shares: u64) -> Work {
     let mut setup = conn.clone();
-    for packet in 0..PACKETS {
+    for packet in 0..packets {
         let shares: Vec<String> =
-            (0..SHARES).map(|n| serde_json::json!({ "id": n, "money": 50 + n }).to_string()).collect();
-        let _: () = setup.lpush(format!("{run}:hongBao:{packet}"), shares).await.expect("LPUSH");
+            (0..shares).map(|n| serde_json::json!({ "id": n, "money": 50 + n }).to_string()).collect();
+        for chunk in shares.chunks(1_000) {
+            let _: () = setup.lpush(format!("{run}:hongBao:{packet}"), chunk).await.expect("LPUSH");
+        }
     }
     let script = Arc::new(Script::new(TWO_LIST));
     Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
@@ -305,13 +309,20 @@ async fn two_list_work(conn: RedisConnection, run: String) -> Work {
     })
 }
 
-/// Ours: `grab.lua` through the store (the same call the grab handler makes), on fresh packets
-/// with `access`; every grab carries the packet's passphrase digest, if it has one.
-async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger, access: Access) -> Work {
-    let mut packets = Vec::new();
-    for _ in 0..PACKETS {
-        packets.push(load_packet_with(&store, PacketKind::Lucky, 10_000, SHARES as u32, access.clone()).await.id);
+/// Ours: the store's grab (the same call the grab handler makes), on `packets` fresh packets of
+/// `shares` shares with `access`; every grab carries the packet's passphrase digest, if it has one.
+pub async fn ours_work(
+    store: Arc<RedisStore>,
+    ledger: DynamoLedger,
+    access: Access,
+    packets: usize,
+    shares: u64,
+) -> Work {
+    let mut ids = Vec::new();
+    for _ in 0..packets {
+        ids.push(load_packet_with(&store, PacketKind::Lucky, 100 * shares, shares as u32, access.clone()).await.id);
     }
+    let packets = ids;
     let packets: Arc<Vec<PacketId>> = Arc::new(packets);
     Arc::new(move |packet: usize, user: String| -> BoxFuture<'static, bool> {
         let (store, packets, ledger, passphrase) =
@@ -326,7 +337,7 @@ async fn ours_work(store: Arc<RedisStore>, ledger: DynamoLedger, access: Access)
 
 /// 003's lock-based flow.
 pub async fn lock_based(conn: RedisConnection, run: &str) -> DesignResult {
-    measure("lock", conn.clone(), |phase| lock_work(conn.clone(), format!("{run}-{phase}"))).await
+    measure("lock", conn.clone(), |phase| lock_work(conn.clone(), format!("{run}-{phase}"), PACKETS, SHARES)).await
 }
 
 /// 002's check-then-act flow, without its lock.
@@ -336,14 +347,28 @@ pub async fn check_then_act(conn: RedisConnection, run: &str) -> DesignResult {
 
 /// 004's two-list Lua flow with JSON shares.
 pub async fn two_list(conn: RedisConnection, run: &str) -> DesignResult {
-    measure("two_list", conn.clone(), |phase| two_list_work(conn.clone(), format!("{run}-{phase}"))).await
+    measure("two_list", conn.clone(), |phase| two_list_work(conn.clone(), format!("{run}-{phase}"), PACKETS, SHARES))
+        .await
 }
 
-/// Ours, through the same harness: `grab.lua` through the store, each phase with a store of its
-/// own (so the sold-out memo starts empty).
+/// Ours, through the same harness: `grab.lua` through the store, every grab its own call, each
+/// phase with a store of its own (so the sold-out memo starts empty).
 pub async fn ours(config: &Config, ledger: DynamoLedger) -> DesignResult {
     let probe = RedisStore::new(config).connection().await.expect("Redis");
-    measure("ours", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone(), Access::default())).await
+    measure("ours", probe, |_| {
+        let store = Arc::new(RedisStore::new(config).without_coalescing());
+        ours_work(store, ledger.clone(), Access::default(), PACKETS, SHARES)
+    })
+    .await
+}
+
+/// Ours as deployed: concurrent grabs of one packet coalesced into one script call.
+pub async fn ours_coalesced(config: &Config, ledger: DynamoLedger) -> DesignResult {
+    let probe = RedisStore::new(config).connection().await.expect("Redis");
+    measure("ours_coalesced", probe, |_| {
+        ours_work(Arc::new(RedisStore::new(config)), ledger.clone(), Access::default(), PACKETS, SHARES)
+    })
+    .await
 }
 
 /// Ours on phrase packets (口令红包), every grab carrying the right phrase.
@@ -351,12 +376,15 @@ pub async fn ours_phrase(config: &Config, ledger: DynamoLedger) -> DesignResult 
     let probe = RedisStore::new(config).connection().await.expect("Redis");
     let phrase = Passphrase::new("恭喜发财").expect("a phrase");
     let access = Access { recipients: None, passphrase: Some(config.passphrase_key.digest(&phrase)) };
-    measure("ours_phrase", probe, |_| ours_work(Arc::new(RedisStore::new(config)), ledger.clone(), access.clone()))
-        .await
+    measure("ours_phrase", probe, |_| {
+        let store = Arc::new(RedisStore::new(config).without_coalescing());
+        ours_work(store, ledger.clone(), access.clone(), PACKETS, SHARES)
+    })
+    .await
 }
 
 /// Every design measured, in the order the tables show them.
-pub const DESIGNS: [&str; 5] = ["lock", "check_then_act", "two_list", "ours", "ours_phrase"];
+pub const DESIGNS: [&str; 6] = ["lock", "check_then_act", "two_list", "ours", "ours_coalesced", "ours_phrase"];
 
 /// Every design `rounds` times, the order rotating each round (the machine's other load drifts),
 /// each on fresh keys. Reports each design's median round; violations are summed over rounds.
@@ -375,6 +403,7 @@ pub async fn rounds(
                 1 => check_then_act(conn.clone(), &run).await,
                 2 => two_list(conn.clone(), &run).await,
                 3 => ours(config, ledger.clone()).await,
+                4 => ours_coalesced(config, ledger.clone()).await,
                 _ => ours_phrase(config, ledger.clone()).await,
             };
             all.entry(result.design).or_default().push(result);

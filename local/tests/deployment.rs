@@ -88,6 +88,7 @@ fn every_error_code_of_the_api_is_in_openapi() {
 const NEEDED_ACTIONS: &[(&str, &[&str])] = &[
     ("SendFunction", &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]),
     ("GrabFunction", &["dynamodb:Query"]),
+    ("GrabManagedFunction", &["dynamodb:Query"]),
     ("QueryFunction", &["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query"]),
     (
         "FundsFunction",
@@ -163,7 +164,7 @@ fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
         assert!(parameters.contains_key(parameter), "{parameter} is a parameter");
     }
     assert!(variables["PASSPHRASE_KEY"].is_null(), "the secret is not in every function's environment");
-    for function in ["SendFunction", "GrabFunction"] {
+    for function in ["SendFunction", "GrabFunction", "GrabManagedFunction"] {
         let key = format!(
             "{:?}",
             template["Resources"][function]["Properties"]["Environment"]["Variables"]["PASSPHRASE_KEY"]
@@ -297,7 +298,9 @@ fn what_must_outlive_the_stack_is_retained_and_logs_expire() {
         assert_eq!(resources[name]["UpdateReplacePolicy"].as_str(), Some("Retain"), "{name}");
     }
     assert_eq!(resources["UserPool"]["Properties"]["DeletionProtection"].as_str(), Some("ACTIVE"));
-    for function in ["SendFunction", "GrabFunction", "QueryFunction", "SettleFunction", "FundsFunction"] {
+    for function in
+        ["SendFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SettleFunction", "FundsFunction"]
+    {
         let kept = resources.as_mapping().unwrap().values().any(|resource| {
             resource["Type"].as_str() == Some("AWS::Logs::LogGroup")
                 && format!("{:?}", resource["Properties"]["LogGroupName"]).contains(function)
@@ -305,4 +308,24 @@ fn what_must_outlive_the_stack_is_retained_and_logs_expire() {
         });
         assert!(kept, "{function} has no log group with a retention");
     }
+}
+
+/// `GrabCompute` picks one of two grab functions (SAM allows no VpcConfig beside a capacity
+/// provider, so they are two): the same binary, environment and permissions, each under its
+/// condition, so the two never drift apart. scripts/transform.py checks the route follows.
+#[test]
+fn the_two_grab_functions_are_one_function_on_two_computes() {
+    let template = read("template.yaml");
+    let (standard, managed) = (&template["Resources"]["GrabFunction"], &template["Resources"]["GrabManagedFunction"]);
+    assert_eq!(standard["Condition"].as_str(), Some("GrabOnLambda"));
+    assert_eq!(managed["Condition"].as_str(), Some("GrabOnManagedInstances"));
+    assert_eq!(standard["Metadata"], managed["Metadata"], "one binary");
+    for property in ["Environment", "Policies", "Events", "AutoPublishAlias"] {
+        assert_eq!(standard["Properties"][property], managed["Properties"][property], "{property}");
+    }
+    assert!(managed["Properties"]["VpcConfig"].is_null(), "the capacity provider holds the VPC");
+    assert_eq!(
+        template["Resources"]["GrabCapacityProvider"]["Properties"]["VpcConfig"], standard["Properties"]["VpcConfig"],
+        "the same subnets and security group"
+    );
 }

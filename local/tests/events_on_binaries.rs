@@ -97,11 +97,35 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     // grab.json names a packet that does not exist: 404; pointed at the packet just sent: bob grabs it.
     let mut grab_event = event("grab.json");
     events::set_packet_id(&mut grab_event, id);
-    let grabs = on_emulator("grab", vec![event("grab.json"), grab_event]).await;
+    let grabs = on_emulator("grab", vec![event("grab.json"), grab_event.clone()]).await;
     let (status, body) = status_and_body(&grabs[0]);
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
     let (status, grabbed) = status_and_body(&grabs[1]);
     assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{grabbed}");
+
+    // The same binary as Lambda Managed Instances run it: AWS_LAMBDA_MAX_CONCURRENCY workers
+    // (the runtime's run_concurrent) sharing one store; carol grabs, then repeats. The variable
+    // reaches the binary alone, through a wrapper: the emulator itself switches to a mode of
+    // its own when it sees it, which starts no bootstrap outside /var/task.
+    let wrapper = std::env::temp_dir().join(format!("grab-max-concurrency-{}", std::process::id()));
+    std::fs::write(&wrapper, format!("#!/bin/sh\nAWS_LAMBDA_MAX_CONCURRENCY=4 exec {}\n", binary("grab").display()))
+        .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut carol = grab_event.clone();
+    events::set_caller(&mut carol, Some("carol"));
+    let rie = Rie::start(&wrapper).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}"));
+    let mut concurrent = Vec::new();
+    for event in [carol.clone(), carol] {
+        concurrent.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}")));
+    }
+    rie.stop().await;
+    std::fs::remove_file(&wrapper).unwrap();
+    let answers: Vec<_> = concurrent.iter().map(status_and_body).collect();
+    assert_eq!(
+        answers.iter().map(|(status, body)| (*status, body["already_grabbed"].as_bool())).collect::<Vec<_>>(),
+        [(200, Some(false)), (200, Some(true))],
+        "{answers:?}"
+    );
 
     // query.json: 404 for its own id, the view for the packet just sent; history.json: alice's page.
     let mut query_event = event("query.json");

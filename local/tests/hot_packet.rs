@@ -185,6 +185,7 @@ async fn a_campaign_packet_grabbed_at_once_goes_to_redis_in_batches() {
     let redis = OwnRedis::start_with("everysec");
     let mut config = config(&redis);
     config.limits.max_count = SHARES as u32;
+    config.limits.max_total_cents = 100 * SHARES as u64;
     let functions = Arc::new(local::functions(&config, LocalAuthorizer::new("campaign")).await.unwrap());
     let single = Arc::new(GrabService::new(
         Arc::new(RedisStore::new(&config).without_coalescing()),
