@@ -23,8 +23,11 @@ export FUNDS=none
 export RUST_LOG=${RUST_LOG:-warn}
 
 log=".local/$name/cargo-test.log"
-# The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs).
+# The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs); and
+# `make run`'s own build of the local API (restart.rs starts it), which resolves features for
+# `local` alone and so compiles a few crates of its own: here, before any test waits on it.
 cargo build --workspace --bins --locked
+cargo build -p local --locked
 LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
 valkey=$(scripts/stack.sh valkey-server)

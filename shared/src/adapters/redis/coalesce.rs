@@ -6,8 +6,8 @@
 //!
 //! Each answer goes back to its own request. A failure of the batch is that failure for each
 //! request in it, never another's answer. A leader dropped mid-call (its client gone, its
-//! invocation timed out) answers its batch [`Unanswered`] and hands the queue on, so a key never
-//! stalls.
+//! invocation timed out) answers its batch [`Unanswered`] and hands the queue on; a request
+//! dropped just as the lead reaches it hands that batch on; so a key never stalls.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -79,11 +79,14 @@ where
         };
         let (own, followers) = match queued {
             Ok(request) => (request, Vec::new()),
-            Err(receiver) => match receiver.await {
-                Ok(Turn::Answer(answer)) => return answer,
-                Ok(Turn::Lead(own, followers)) => (own, followers),
-                Err(_) => return Err(Unanswered.into()),
-            },
+            Err(receiver) => {
+                let mut waiting = Waiting { coalescer: self, key, receiver };
+                match (&mut waiting.receiver).await {
+                    Ok(Turn::Answer(answer)) => return answer,
+                    Ok(Turn::Lead(own, followers)) => (own, followers),
+                    Err(_) => return Err(Unanswered.into()),
+                }
+            }
         };
         self.lead(key, own, followers, call).await
     }
@@ -128,8 +131,14 @@ where
     /// Gives the lead of `key`'s queue to its first request still waiting, with up to
     /// [`MAX_BATCH`] - 1 followers; with none waiting, the key has no call in flight any more.
     fn hand_on(&self, key: &K) {
+        self.hand_on_with(key, Vec::new());
+    }
+
+    /// [`Coalescer::hand_on`], with `front` (a batch whose leader is gone) first in the queue.
+    fn hand_on_with(&self, key: &K, front: Vec<Waiter<Req, Resp, E>>) {
         let mut lanes = self.lanes();
         let Some(queue) = lanes.get_mut(key) else { return };
+        queue.splice(0..0, front);
         while !queue.is_empty() {
             let mut batch: Vec<_> = queue.drain(..queue.len().min(MAX_BATCH)).collect();
             let first = batch.remove(0);
@@ -144,6 +153,32 @@ where
             }
         }
         lanes.remove(key);
+    }
+}
+
+/// A queued request's wait. Dropped with a lead delivered but not taken up (the request gone at
+/// that very moment), it hands that batch on, so the key never stalls behind a leader that
+/// will not run.
+struct Waiting<'a, K, Req, Resp, E>
+where
+    K: Hash + Eq + Clone,
+    E: Clone + From<Unanswered>,
+{
+    coalescer: &'a Coalescer<K, Req, Resp, E>,
+    key: &'a K,
+    receiver: oneshot::Receiver<Turn<Req, Resp, E>>,
+}
+
+impl<K, Req, Resp, E> Drop for Waiting<'_, K, Req, Resp, E>
+where
+    K: Hash + Eq + Clone,
+    E: Clone + From<Unanswered>,
+{
+    fn drop(&mut self) {
+        self.receiver.close();
+        if let Ok(Turn::Lead(_, followers)) = self.receiver.try_recv() {
+            self.coalescer.hand_on_with(self.key, followers);
+        }
     }
 }
 
@@ -307,6 +342,42 @@ mod tests {
         stuck.abort();
         let answer = tokio::time::timeout(Duration::from_secs(5), queued).await.expect("the queue moved on");
         assert_eq!(answer.unwrap(), Ok(5), "the waiter led the next call");
+        assert!(coalescer.lanes().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiter_dropped_as_its_lead_arrives_hands_its_batch_on() {
+        let coalescer = Arc::new(Doubler::default());
+        let release = Arc::new(tokio::sync::Notify::new());
+        let leader = {
+            let (coalescer, release) = (coalescer.clone(), release.clone());
+            tokio::spawn(async move {
+                coalescer
+                    .call(&"p", 0, |r| {
+                        let release = release.clone();
+                        async move {
+                            release.notified().await;
+                            Ok(r)
+                        }
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The next leader queues, then its future is polled no more (its client gone) while the
+        // lead reaches it; a follower queues behind it.
+        let mut next = Box::pin(coalescer.call(&"p", 1, |r| async move { Ok(r) }));
+        assert!(futures::poll!(next.as_mut()).is_pending());
+        let follower = {
+            let coalescer = coalescer.clone();
+            tokio::spawn(async move { coalescer.call(&"p", 2, |r| async move { Ok(r) }).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        release.notify_one();
+        assert_eq!(leader.await.unwrap(), Ok(0));
+        drop(next);
+        let answer = tokio::time::timeout(Duration::from_secs(5), follower).await.expect("the queue moved on");
+        assert_eq!(answer.unwrap(), Ok(2), "the follower led the batch its dropped leader left");
         assert!(coalescer.lanes().is_empty());
     }
 
