@@ -111,11 +111,14 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     std::fs::write(&wrapper, format!("#!/bin/sh\nAWS_LAMBDA_MAX_CONCURRENCY=4 exec {}\n", binary("grab").display()))
         .unwrap();
     std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut carol = grab_event.clone();
-    events::set_caller(&mut carol, Some("carol"));
+    // A user of this run's own: every test pass of make test shares one DynamoDB Local, where
+    // the sample send's idempotency key replays the same packet.
+    let carol = format!("carol-{}", &red_packets::domain::PacketId::random().as_str()[..8]);
+    let mut carol_grabs = grab_event.clone();
+    events::set_caller(&mut carol_grabs, Some(&carol));
     let rie = Rie::start(&wrapper).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}"));
     let mut concurrent = Vec::new();
-    for event in [carol.clone(), carol] {
+    for event in [carol_grabs.clone(), carol_grabs] {
         concurrent.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}")));
     }
     rie.stop().await;
