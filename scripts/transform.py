@@ -87,7 +87,7 @@ def check_grab_compute(resources):
     if "VpcConfig" not in standard["Properties"] or "VpcConfig" in managed["Properties"]:
         problems.append("the standard grab function must be in the VPC, the managed one on its capacity provider")
     config = managed["Properties"].get("CapacityProviderConfig", {}).get("LambdaManagedInstancesCapacityProviderConfig", {})
-    if config.get("CapacityProviderArn") != {"Fn::GetAtt": ["GrabCapacityProvider", "Arn"]}:
+    if "capacity-provider:${GrabCapacityProvider}" not in json.dumps(config.get("CapacityProviderArn")):
         problems.append(f"the managed grab function's capacity provider: {config}")
     if config.get("PerExecutionEnvironmentMaxConcurrency") != {"Ref": "GrabMaxConcurrency"}:
         problems.append("the managed grab function's concurrency is not GrabMaxConcurrency")
