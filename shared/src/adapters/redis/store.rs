@@ -2,10 +2,11 @@
 //! reach Redis is `StoreError::Unavailable` (a 503 at the HTTP edge), within the configured timeout.
 //!
 //! A grab is one `grab.lua` call; concurrent grabs of one packet in this environment go as one
-//! `grab_many.lua` call ([`coalesce`](super::coalesce)). What the script cannot decide alone stays in here: a packet
-//! Redis does not hold is answered from the ledger, one caller per id asking while the others
-//! wait for its verdict (the lookup lease); a packet this instance saw sell out is answered
-//! from one read (the sold-out memo); a Redis over `maxmemory` still answers repeats from a read.
+//! `grab_many.lua` call ([`coalesce`](super::coalesce)). What the script cannot decide alone
+//! stays in here: a packet Redis does not hold is answered from the ledger, one caller per id
+//! asking while the others wait for its verdict (the lookup lease); a packet this instance saw
+//! sell out is answered from one read (the sold-out memo); a Redis over `maxmemory` still
+//! answers repeats from a read.
 
 use std::time::{Duration, Instant};
 
