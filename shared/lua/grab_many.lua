@@ -8,8 +8,10 @@
 -- every user's fields are read in one HMGET, the shares taken in one LPOP,
 -- the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
 --
--- KEYS     as grab.lua: KEYS[1] the packet hash, KEYS[2] the pool, KEYS[3] the grab log,
---          KEYS[4] the lookup
+-- KEYS[1]  rp:{<id>}:packet  the packet hash, as grab.lua reads and writes it
+-- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
+-- KEYS[3]  rp:{<id>}:grabs   the grab log
+-- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
 -- ARGV[1]  the lookup lease, milliseconds (grab.lua's ARGV[5])
 -- ARGV[2]  wrong passphrases allowed per user (grab.lua's ARGV[7])
 -- ARGV[3+3k], ARGV[4+3k], ARGV[5+3k]  for the k-th grab of the batch (k from 0): the user (the
