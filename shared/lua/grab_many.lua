@@ -14,48 +14,63 @@
 -- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
 -- ARGV[1]  the lookup lease, milliseconds (grab.lua's ARGV[5])
 -- ARGV[2]  wrong passphrases allowed per user (grab.lua's ARGV[7])
--- ARGV[3+3k], ARGV[4+3k], ARGV[5+3k]  for the k-th grab of the batch (k from 0): the user (the
---          caller's verified `sub`), now in epoch milliseconds as that grab read it, and the
---          digest of the passphrase it carried ('' for none)
+-- ARGV[3]  the batch's grabs, one line each, in order: '<grab field> <now> <digest>\n', where
+--          the grab field is ':<user>' (the caller's verified `sub`: letters, digits, '_' and
+--          '-'), now is epoch milliseconds as that grab read it, and digest the passphrase's
+--          (64 hex digits) or empty for none
 --
--- Returns an array: one answer per grab, in the batch's order, each exactly as grab.lua returns
--- it (a bulk string, an integer, or a one-element array for the grab that dirtied the packet).
+-- Returns one string: one answer per line, in the batch's order, each as grab.lua returns it,
+-- with the one-element array (the grab that dirtied the packet) written '!<grab>'. One
+-- argument in and one string out, where a batch of 128 passed three arguments per grab and
+-- returned an array: each argument and each reply element is a value Redis builds and frees.
 --
 -- Cost: two HMGETs (the packet's fields, then the users'), LLEN, LPOP, HSET and RPUSH for a
 -- batch of fresh grabs (HINCRBY per wrong passphrase, GET and SET for an unknown packet),
--- against four commands a grab one by one. Under
--- maxmemory the whole batch is refused (-OOM) before anything changes, as a single grab is.
+-- against four commands a grab one by one. Under maxmemory the whole batch is refused (-OOM)
+-- before anything changes, as a single grab is.
 
-local grabs = (#ARGV - 2) / 3
+local tonumber, byte = tonumber, string.byte
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate')
 local open_until, persisted, gate = packet[1], packet[2], packet[3]
 -- Every user's grab field; and, on a packet with a gate, its recipient and wrong-try fields.
 local per_user = gate and 3 or 1
-local fields, grabbers = {}, {}
-for k = 0, grabs - 1 do
-  local user = ARGV[3 + 3 * k]
-  grabbers[k + 1] = ':' .. user
-  fields[per_user * k + 1] = grabbers[k + 1]
+local grabbers, nows, digests, fields = {}, {}, {}, {}
+local grabs = 0
+for grabber, now, digest in string.gmatch(ARGV[3], '(%S+) (%d+) (%x*)\n') do
+  grabs = grabs + 1
+  grabbers[grabs], nows[grabs], digests[grabs] = grabber, now, digest
   if gate then
-    fields[3 * k + 2] = '+' .. user
-    fields[3 * k + 3] = '!' .. user
+    local user = string.sub(grabber, 2)
+    fields[3 * grabs - 2], fields[3 * grabs - 1], fields[3 * grabs] = grabber, '+' .. user, '!' .. user
+  else
+    fields[grabs] = grabber
   end
 end
 local read = redis.call('HMGET', KEYS[1], unpack(fields))
 local left = redis.call('LLEN', KEYS[2])
+-- What the packet's state decides for every grab alike, once.
+local closed = false
+if open_until == '-1' then
+  closed = 11
+elseif open_until and byte(open_until) == 70 then
+  closed = 12
+end
+local deadline = open_until and not closed and tonumber(open_until)
+local recipients_only = gate and byte(gate) == 49
+local secret = gate and #gate > 1 and string.sub(gate, 2)
+local allowed_tries = tonumber(ARGV[2])
 local verdict = false            -- the lookup's, once read
-local granted = {}               -- the batch's fresh grabs: {answer index, now, grab field}
-local granted_to = {}            -- user -> its place in `granted`
-local repeats = {}               -- answer index -> {place in `granted`, shares left then}
-local wrong = {}                 -- user -> wrong passphrases tried in this batch
+local granted, granted_at = 0, {} -- the batch's fresh grabs, and each one's answer index
+local granted_to = {}            -- grab field -> its place among the fresh grabs
+local repeats = {}               -- answer index -> {place among the fresh grabs, shares left then}
+local wrong = {}                 -- grab field -> wrong passphrases tried in this batch
 local answers = {}
 
-for k = 0, grabs - 1 do
-  local i = k + 1
-  local user, now, digest = ARGV[3 + 3 * k], ARGV[4 + 3 * k], ARGV[5 + 3 * k]
-  local prior = read[per_user * k + 1]
-  if granted_to[user] then
-    repeats[i] = {granted_to[user], left}
+for i = 1, grabs do
+  local grabber = grabbers[i]
+  local prior = read[per_user * (i - 1) + 1]
+  if granted_to[grabber] then
+    repeats[i] = {granted_to[grabber], left}
   elseif prior then
     answers[i] = prior .. '/' .. left
   elseif not open_until then
@@ -75,58 +90,54 @@ for k = 0, grabs - 1 do
     end
   else
     local refused = nil
-    if gate then
-      if string.byte(gate) == 49 and not read[3 * k + 2] then
-        refused = 8
-      elseif #gate > 1 then
-        local tried = tonumber(read[3 * k + 3] or 0) + (wrong[user] or 0)
-        if tried >= tonumber(ARGV[2]) then
-          refused = 10
-        elseif digest ~= string.sub(gate, 2) then
-          redis.call('HINCRBY', KEYS[1], '!' .. user, 1)
-          wrong[user] = (wrong[user] or 0) + 1
-          refused = 9
-        end
+    if recipients_only and not read[3 * i - 1] then
+      refused = 8
+    elseif secret then
+      local tried = tonumber(read[3 * i] or 0) + (wrong[grabber] or 0)
+      if tried >= allowed_tries then
+        refused = 10
+      elseif digests[i] ~= secret then
+        redis.call('HINCRBY', KEYS[1], fields[3 * i], 1)
+        wrong[grabber] = (wrong[grabber] or 0) + 1
+        refused = 9
       end
     end
     if refused then
       answers[i] = refused
-    elseif open_until == '-1' then
-      answers[i] = 11
-    elseif string.byte(open_until) == 70 then
-      answers[i] = 12
-    elseif tonumber(now) >= tonumber(open_until) then
+    elseif closed then
+      answers[i] = closed
+    elseif tonumber(nows[i]) >= deadline then
       answers[i] = left == 0 and 3 or 4
     elseif left == 0 then
       answers[i] = 3
     else
       left = left - 1
-      granted[#granted + 1] = {i, now, grabbers[i]}
-      granted_to[user] = #granted
+      granted = granted + 1
+      granted_at[granted] = i
+      granted_to[grabber] = granted
     end
   end
 end
 
-if #granted > 0 then
-  local shares = redis.call('LPOP', KEYS[2], #granted)
+if granted > 0 then
+  local shares = redis.call('LPOP', KEYS[2], granted)
   local records, entries = {}, {}
-  for j, grab in ipairs(granted) do
-    local entry = shares[j] .. ':' .. grab[2]
-    grab[4] = entry
-    records[2 * j - 1] = grab[3]
+  for j = 1, granted do
+    local i = granted_at[j]
+    local grabber = grabbers[i]
+    local entry = shares[j] .. ':' .. nows[i]
+    records[2 * j - 1] = grabber
     records[2 * j] = entry
-    entries[j] = entry .. grab[3]
+    entries[j] = entry .. grabber
+    answers[i] = entry
   end
   redis.call('HSET', KEYS[1], unpack(records))
   local logged = redis.call('RPUSH', KEYS[3], unpack(entries))
-  for j, grab in ipairs(granted) do
-    answers[grab[1]] = grab[4]
+  for i, again in pairs(repeats) do
+    answers[i] = answers[granted_at[again[1]]] .. '/' .. again[2]
   end
-  if logged - #granted == tonumber(persisted) then
-    answers[granted[1][1]] = {granted[1][4]}
+  if logged - granted == tonumber(persisted) then
+    answers[granted_at[1]] = '!' .. answers[granted_at[1]]
   end
 end
-for i, again in pairs(repeats) do
-  answers[i] = granted[again[1]][4] .. '/' .. again[2]
-end
-return answers
+return table.concat(answers, '\n')

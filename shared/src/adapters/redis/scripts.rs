@@ -8,6 +8,7 @@
 //! `<seq>:<amount>:<left>:<at_ms>`, and a grab-log entry is that followed by `:<user>` (the user
 //! last, so it may hold any character). [`grab_entry`] and [`parse_log_entry`] read them.
 
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
@@ -424,19 +425,45 @@ pub async fn grab_many<C: ConnectionLike>(
     grabs: &[TimedGrab],
     lookup_lease_ms: u64,
 ) -> RedisResult<Vec<ScriptGrab>> {
-    let mut invocation = GRAB_MANY.prepare_invoke();
-    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).key(&keys.lookup);
-    invocation.arg(lookup_lease_ms).arg(MAX_WRONG_PASSPHRASES);
-    for grab in grabs {
-        let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
-        invocation.arg(grab.attempt.user.as_str()).arg(grab.now_ms).arg(passphrase);
-    }
-    let answers: Vec<Value> = invocation.invoke_async(conn).await?;
+    let answers: String = GRAB_MANY
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .key(&keys.grabs)
+        .key(&keys.lookup)
+        .arg(lookup_lease_ms)
+        .arg(MAX_WRONG_PASSPHRASES)
+        .arg(batch_lines(grabs))
+        .invoke_async(conn)
+        .await?;
+    let answers: Vec<&str> = answers.split('\n').collect();
     if answers.len() != grabs.len() {
         let detail = format!("{} answers for {} grabs", answers.len(), grabs.len());
         return Err(redis::RedisError::from((redis::ErrorKind::Client, "grab_many.lua", detail)));
     }
-    answers.into_iter().map(read_grab_answer).collect()
+    answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
+}
+
+/// `grab_many.lua`'s ARGV[3]: a line per grab, `<grab field> <now> <digest>\n` (user ids hold
+/// no spaces or newlines: letters, digits, `_` and `-`; a digest is hex).
+fn batch_lines(grabs: &[TimedGrab]) -> String {
+    let mut lines = String::with_capacity(grabs.len() * 96);
+    for grab in grabs {
+        let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
+        let _ = writeln!(lines, ":{} {} {passphrase}", grab.attempt.user, grab.now_ms);
+    }
+    lines
+}
+
+/// One line of `grab_many.lua`'s answer as the reply `grab.lua` gives for the same grab: an
+/// integer code, `!<grab>` for the one-element array, a grab (or repeat) as a bulk string.
+fn batch_answer(line: &str) -> Value {
+    if let Some(grab) = line.strip_prefix('!') {
+        Value::Array(vec![Value::BulkString(grab.as_bytes().to_vec())])
+    } else if let Ok(code) = line.parse::<i64>() {
+        Value::Int(code)
+    } else {
+        Value::BulkString(line.as_bytes().to_vec())
+    }
 }
 
 /// `grab.lua`'s answer, by the type of its reply (see the script's header).
@@ -484,6 +511,7 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::PassphraseDigest;
 
     #[test]
     fn every_key_of_a_packet_carries_its_hash_tag() {
@@ -564,6 +592,27 @@ mod tests {
         assert!(read_grab_answer(Value::Int(13)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
+    }
+
+    #[test]
+    fn a_batch_goes_as_one_line_per_grab_and_its_answers_read_as_grab_lua_replies() {
+        let grab = |user: &str, now_ms, passphrase: Option<&str>| TimedGrab {
+            attempt: GrabAttempt {
+                user: UserId::from_claim(user).unwrap(),
+                passphrase: passphrase.map(|hex| PassphraseDigest::parse(hex).unwrap()),
+            },
+            now_ms,
+        };
+        let digest = "ab".repeat(32);
+        let lines = batch_lines(&[grab("alice", 1_700_000_000_000, None), grab("b_o-b", 7, Some(&digest))]);
+        assert_eq!(lines, format!(":alice 1700000000000 \n:b_o-b 7 {digest}\n"));
+
+        let entry = "3:125:7:1700000000000";
+        assert_eq!(batch_answer(entry), Value::BulkString(entry.into()));
+        assert_eq!(batch_answer(&format!("!{entry}")), Value::Array(vec![Value::BulkString(entry.into())]));
+        assert_eq!(batch_answer(&format!("{entry}/2")), Value::BulkString(format!("{entry}/2").into()));
+        assert_eq!(batch_answer("9"), Value::Int(9));
+        assert_eq!(batch_answer("0"), Value::Int(0));
     }
 
     #[test]
