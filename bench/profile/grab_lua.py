@@ -47,8 +47,7 @@ def ours(r, run):
                               "expires_at": 4_000_000_000_000, "split": "double_average"})
         r.rpush(k[1], *[f"{i + 1}:{50 + i}:{SHARES - 1 - i}" for i in range(SHARES)])
         keys.append(k)
-    return lambda u: (sha, 4, *keys[u % PACKETS], f":{run}-u{u}", f"+{run}-u{u}", f"!{run}-u{u}",
-                      1_700_000_001_000, 5000, "", 5)
+    return lambda u: (sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000)
 
 
 def two_list(r, run):

@@ -142,7 +142,7 @@ async fn run(
             Step::Grab { user: n_user, advance_ms, phrase } => {
                 now_ms += advance_ms;
                 let attempt = GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) };
-                let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms, 5_000).await.unwrap();
+                let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms).await.unwrap();
                 prop_assert_eq!(answer, model.grab(&attempt, now_ms).into(), "step {} of {:?}", n, steps);
             }
             Step::Batch { advance_ms, grabs } => {
@@ -154,7 +154,7 @@ async fn run(
                         now_ms,
                     })
                     .collect();
-                let answers = scripts::grab_many(&mut conn, &keys, &batch, 5_000).await.unwrap();
+                let answers = scripts::grab_many(&mut conn, &keys, &batch).await.unwrap();
                 let one_by_one: Vec<ScriptGrab> =
                     batch.iter().map(|grab| model.grab(&grab.attempt, grab.now_ms).into()).collect();
                 prop_assert_eq!(answers, one_by_one, "step {} of {:?}", n, steps);
@@ -187,7 +187,7 @@ async fn run(
                 prop_assert_eq!(frozen, Frozen::Log { grabs: model.freeze(&token), partial: false });
                 if model.packet.access.recipients.is_none() && model.packet.access.passphrase.is_none() {
                     let fresh = GrabAttempt::by(user(200));
-                    let answer = scripts::grab(&mut conn, &keys, &fresh, now_ms, 5_000).await.unwrap();
+                    let answer = scripts::grab(&mut conn, &keys, &fresh, now_ms).await.unwrap();
                     prop_assert_eq!(answer, model.grab(&fresh, now_ms).into(), "no fresh grab while frozen");
                     prop_assert_eq!(answer, ScriptGrab::Resyncing);
                 }
@@ -239,10 +239,10 @@ async fn unknown_ids_go_through_the_lookup_states() {
     let mut asked = HashMap::new();
     for verdict in ["absent", "recorded"] {
         let keys = store.keys(&PacketId::random());
-        let first = scripts::grab(&mut conn, &keys, &user, START_MS, 5_000).await.unwrap();
-        let second = scripts::grab(&mut conn, &keys, &user, START_MS, 5_000).await.unwrap();
+        let first = scripts::grab(&mut conn, &keys, &user, START_MS).await.unwrap();
+        let second = scripts::grab(&mut conn, &keys, &user, START_MS).await.unwrap();
         let _: () = redis::cmd("SET").arg(&keys.lookup).arg(verdict).query_async(&mut conn).await.unwrap();
-        let after = scripts::grab(&mut conn, &keys, &user, START_MS, 5_000).await.unwrap();
+        let after = scripts::grab(&mut conn, &keys, &user, START_MS).await.unwrap();
         asked.insert(verdict, (first, second, after));
     }
     assert_eq!(
@@ -268,18 +268,19 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     let mut conn = store.connection().await.unwrap();
     let user = GrabAttempt::by(UserId::from_claim("bob").unwrap());
     // Loads the script (NOSCRIPT, SCRIPT LOAD) on another packet first.
-    scripts::grab(&mut conn, &store.keys(&PacketId::random()), &user, START_MS, 5_000).await.unwrap();
+    scripts::grab(&mut conn, &store.keys(&PacketId::random()), &user, START_MS).await.unwrap();
     let mut commands = Vec::new();
     for _ in 0..2 {
         let before = local::probe::redis_commands_executed(&store).await.unwrap();
-        scripts::grab(&mut conn, &keys, &user, START_MS, 5_000).await.unwrap();
+        scripts::grab(&mut conn, &keys, &user, START_MS).await.unwrap();
         let after = local::probe::redis_commands_executed(&store).await.unwrap();
         commands.push(after - before);
     }
     eprintln!("figure: grab.lua commands, fresh and repeat (EVALSHA included): {commands:?}");
     assert_eq!(commands, [5, 3], "EVALSHA + HMGET LPOP HSET RPUSH, then EVALSHA + HMGET LLEN");
 
-    // A chat's phrase packet: the rules ride in the same HMGET.
+    // A chat's phrase packet: the gate rides in the same HMGET, the caller's recipient and
+    // wrong-try fields in a second.
     let mut gated = crate::packet(5, PacketKind::Lucky);
     gated.access = Access {
         recipients: Some(vec![UserId::from_claim("bob").unwrap(), UserId::from_claim("carol").unwrap()]),
@@ -295,7 +296,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     let mut gated_commands = Vec::new();
     for (_, attempt) in &attempts {
         let before = local::probe::redis_commands_executed(&store).await.unwrap();
-        scripts::grab(&mut conn, &keys, attempt, START_MS, 5_000).await.unwrap();
+        scripts::grab(&mut conn, &keys, attempt, START_MS).await.unwrap();
         let after = local::probe::redis_commands_executed(&store).await.unwrap();
         gated_commands.push(after - before);
     }
@@ -304,8 +305,8 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     );
     assert_eq!(
         gated_commands,
-        [5, 2, 3],
-        "the same 4 for a grab; HMGET alone refuses; HMGET HINCRBY counts a wrong try"
+        [6, 3, 4],
+        "a grab's 4 and the caller's HMGET; HMGET HMGET refuses; HMGET HMGET HINCRBY counts a wrong try"
     );
 }
 

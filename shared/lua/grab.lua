@@ -17,12 +17,14 @@
 -- KEYS[4]  rp:{<id>}:lookup  string: what the ledger said of an id Redis does not hold:
 --                            'pending' while one caller asks it, then 'absent' or 'recorded'
 -- ARGV[1]  the caller's grab field, ':<user>' (the user is the caller's verified `sub`)
--- ARGV[2]  the caller's recipient field, '+<user>'
--- ARGV[3]  the caller's wrong-passphrase field, '!<user>'
--- ARGV[4]  now, epoch milliseconds
--- ARGV[5]  the lookup lease, milliseconds: how long one caller may take to ask the ledger
--- ARGV[6]  the digest of the passphrase the grab carried; '' for none
--- ARGV[7]  wrong passphrases allowed per user; every try after them is refused
+-- ARGV[2]  now, epoch milliseconds
+-- ARGV[3]  the digest of the passphrase the grab carried; absent for none
+--
+-- Two constants are the library's, written here rather than passed with every call (each
+-- argument is a value Redis builds and frees; scripts.rs's tests hold them equal):
+-- LOOKUP_LEASE_MS      how long one caller may take to ask the ledger (store.rs's LOOKUP_LEASE)
+-- WRONG_TRIES_ALLOWED  wrong passphrases allowed per user; every try after them is refused
+--                      (domain/access.rs's MAX_WRONG_PASSPHRASES)
 --
 -- Returns, by type (the answers grabs meet most are bare strings: no table to build, which
 -- measured ~3.6 us of Redis time per call):
@@ -46,13 +48,15 @@
 --             its verdict
 --
 -- Cost: a fresh grab of a packet open to all is 4 commands (HMGET, LPOP, HSET, RPUSH), a
--- repeat 2 (HMGET, LLEN): the gate and the caller's recipient and wrong-try fields come in the
--- same HMGET, and cost nothing more when absent. No counter is kept and nothing is encoded:
+-- repeat 2 (HMGET, LLEN): the gate comes in the same HMGET, and only a packet that has one
+-- reads the caller's recipient and wrong-try fields, in a second HMGET. No counter is kept and nothing is encoded:
 -- each share carries its seq and what is left after it. The `#!lua` line makes Redis refuse
 -- the whole script with -OOM when it is over maxmemory (noeviction), before anything changes;
 -- the store answers repeats from a read then.
 
-local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate', ARGV[2], ARGV[3])
+local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
+
+local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate')
 local prior = packet[3]
 if prior then
   return prior .. '/' .. redis.call('LLEN', KEYS[2])
@@ -67,21 +71,24 @@ if not open_until then
   elseif verdict then
     return 6
   end
-  redis.call('SET', KEYS[4], 'pending', 'PX', ARGV[5])
+  redis.call('SET', KEYS[4], 'pending', 'PX', LOOKUP_LEASE_MS)
   return 0
 end
 
 local gate = packet[4]
 if gate then
-  if string.byte(gate) == 49 and not packet[5] then
+  local user = string.sub(ARGV[1], 2)
+  local wrong_tries_field = '!' .. user
+  local caller = redis.call('HMGET', KEYS[1], '+' .. user, wrong_tries_field)
+  if string.byte(gate) == 49 and not caller[1] then
     return 8
   end
   if #gate > 1 then
-    if tonumber(packet[6] or 0) >= tonumber(ARGV[7]) then
+    if tonumber(caller[2] or 0) >= WRONG_TRIES_ALLOWED then
       return 10
     end
-    if ARGV[6] ~= string.sub(gate, 2) then
-      redis.call('HINCRBY', KEYS[1], ARGV[3], 1)
+    if ARGV[3] ~= string.sub(gate, 2) then
+      redis.call('HINCRBY', KEYS[1], wrong_tries_field, 1)
       return 9
     end
   end
@@ -93,7 +100,7 @@ end
 if string.byte(open_until) == 70 then
   return 12
 end
-if tonumber(ARGV[4]) >= tonumber(open_until) then
+if tonumber(ARGV[2]) >= tonumber(open_until) then
   if redis.call('LLEN', KEYS[2]) == 0 then
     return 3
   end
@@ -104,7 +111,7 @@ local share = redis.call('LPOP', KEYS[2])
 if not share then
   return 3
 end
-local grab = share .. ':' .. ARGV[4]
+local grab = share .. ':' .. ARGV[2]
 redis.call('HSET', KEYS[1], ARGV[1], grab)
 if redis.call('RPUSH', KEYS[3], grab .. ARGV[1]) - 1 == tonumber(packet[2]) then
   return {grab}

@@ -12,12 +12,12 @@
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
 -- KEYS[3]  rp:{<id>}:grabs   the grab log
 -- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
--- ARGV[1]  the lookup lease, milliseconds (grab.lua's ARGV[5])
--- ARGV[2]  wrong passphrases allowed per user (grab.lua's ARGV[7])
--- ARGV[3]  the batch's grabs, one line each, in order: '<grab field> <now> <digest>\n', where
+-- ARGV[1]  the batch's grabs, one line each, in order: '<grab field> <now> <digest>\n', where
 --          the grab field is ':<user>' (the caller's verified `sub`: letters, digits, '_' and
 --          '-'), now is epoch milliseconds as that grab read it, and digest the passphrase's
 --          (64 hex digits) or empty for none
+--
+-- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
 --
 -- Returns one string: one answer per line, in the batch's order, each as grab.lua returns it,
 -- with the one-element array (the grab that dirtied the packet) written '!<grab>'. One
@@ -29,6 +29,7 @@
 -- against four commands a grab one by one. Under maxmemory the whole batch is refused (-OOM)
 -- before anything changes, as a single grab is.
 
+local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
 local tonumber, byte = tonumber, string.byte
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate')
 local open_until, persisted, gate = packet[1], packet[2], packet[3]
@@ -36,7 +37,7 @@ local open_until, persisted, gate = packet[1], packet[2], packet[3]
 local per_user = gate and 3 or 1
 local grabbers, nows, digests, fields = {}, {}, {}, {}
 local grabs = 0
-for grabber, now, digest in string.gmatch(ARGV[3], '(%S+) (%d+) (%x*)\n') do
+for grabber, now, digest in string.gmatch(ARGV[1], '(%S+) (%d+) (%x*)\n') do
   grabs = grabs + 1
   grabbers[grabs], nows[grabs], digests[grabs] = grabber, now, digest
   if gate then
@@ -58,7 +59,6 @@ end
 local deadline = open_until and not closed and tonumber(open_until)
 local recipients_only = gate and byte(gate) == 49
 local secret = gate and #gate > 1 and string.sub(gate, 2)
-local allowed_tries = tonumber(ARGV[2])
 local verdict = false            -- the lookup's, once read
 local granted, granted_at = 0, {} -- the batch's fresh grabs, and each one's answer index
 local granted_to = {}            -- grab field -> its place among the fresh grabs
@@ -84,7 +84,7 @@ for i = 1, grabs do
     elseif verdict then
       answers[i] = 6
     else
-      redis.call('SET', KEYS[4], 'pending', 'PX', ARGV[1])
+      redis.call('SET', KEYS[4], 'pending', 'PX', LOOKUP_LEASE_MS)
       verdict = 'pending'
       answers[i] = 0
     end
@@ -94,7 +94,7 @@ for i = 1, grabs do
       refused = 8
     elseif secret then
       local tried = tonumber(read[3 * i] or 0) + (wrong[grabber] or 0)
-      if tried >= allowed_tries then
+      if tried >= WRONG_TRIES_ALLOWED then
         refused = 10
       elseif digests[i] ~= secret then
         redis.call('HINCRBY', KEYS[1], fields[3 * i], 1)

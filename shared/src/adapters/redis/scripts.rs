@@ -15,7 +15,6 @@ use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
 
 use crate::clock::Millis;
-use crate::domain::access::MAX_WRONG_PASSPHRASES;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
 use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
@@ -66,16 +65,6 @@ impl PacketKeys {
     /// The packet hash's field holding `user`'s grab.
     pub fn grabber_field(user: &UserId) -> String {
         format!(":{user}")
-    }
-
-    /// The packet hash's field marking `user` a recipient.
-    pub fn recipient_field(user: &UserId) -> String {
-        format!("+{user}")
-    }
-
-    /// The packet hash's field counting `user`'s wrong passphrases.
-    pub fn wrong_tries_field(user: &UserId) -> String {
-        format!("!{user}")
     }
 }
 
@@ -383,29 +372,20 @@ impl From<LiveGrab> for ScriptGrab {
 }
 
 /// Runs `grab.lua` for `attempt` at `now_ms`; a caller that claims an unknown id's lookup holds
-/// it for `lookup_lease_ms`.
+/// it for the store's `LOOKUP_LEASE`.
 pub async fn grab<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     attempt: &GrabAttempt,
     now_ms: Millis,
-    lookup_lease_ms: u64,
 ) -> RedisResult<ScriptGrab> {
-    let answer: Value = GRAB
-        .key(&keys.packet)
-        .key(&keys.pool)
-        .key(&keys.grabs)
-        .key(&keys.lookup)
-        .arg(PacketKeys::grabber_field(&attempt.user))
-        .arg(PacketKeys::recipient_field(&attempt.user))
-        .arg(PacketKeys::wrong_tries_field(&attempt.user))
-        .arg(now_ms)
-        .arg(lookup_lease_ms)
-        .arg(attempt.passphrase.as_ref().map_or("", |digest| digest.as_str()))
-        .arg(MAX_WRONG_PASSPHRASES)
-        .invoke_async(conn)
-        .await?;
-    read_grab_answer(answer)
+    let mut invocation = GRAB.prepare_invoke();
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).key(&keys.lookup);
+    invocation.arg(PacketKeys::grabber_field(&attempt.user)).arg(now_ms);
+    if let Some(digest) = &attempt.passphrase {
+        invocation.arg(digest.as_str());
+    }
+    read_grab_answer(invocation.invoke_async(conn).await?)
 }
 
 /// One grab of a batch: who, carrying what passphrase, at the time it read.
@@ -423,15 +403,12 @@ pub async fn grab_many<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     grabs: &[TimedGrab],
-    lookup_lease_ms: u64,
 ) -> RedisResult<Vec<ScriptGrab>> {
     let answers: String = GRAB_MANY
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
         .key(&keys.lookup)
-        .arg(lookup_lease_ms)
-        .arg(MAX_WRONG_PASSPHRASES)
         .arg(batch_lines(grabs))
         .invoke_async(conn)
         .await?;
@@ -443,7 +420,7 @@ pub async fn grab_many<C: ConnectionLike>(
     answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
 }
 
-/// `grab_many.lua`'s ARGV[3]: a line per grab, `<grab field> <now> <digest>\n` (user ids hold
+/// `grab_many.lua`'s ARGV[1]: a line per grab, `<grab field> <now> <digest>\n` (user ids hold
 /// no spaces or newlines: letters, digits, `_` and `-`; a digest is hex).
 fn batch_lines(grabs: &[TimedGrab]) -> String {
     let mut lines = String::with_capacity(grabs.len() * 96);
@@ -511,6 +488,8 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapters::redis::store::LOOKUP_LEASE;
+    use crate::domain::access::MAX_WRONG_PASSPHRASES;
     use crate::domain::PassphraseDigest;
 
     #[test]
@@ -613,6 +592,17 @@ mod tests {
         assert_eq!(batch_answer(&format!("{entry}/2")), Value::BulkString(format!("{entry}/2").into()));
         assert_eq!(batch_answer("9"), Value::Int(9));
         assert_eq!(batch_answer("0"), Value::Int(0));
+    }
+
+    #[test]
+    fn the_grab_scripts_constants_are_the_librarys() {
+        let constants = format!(
+            "local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = {}, {MAX_WRONG_PASSPHRASES}\n",
+            LOOKUP_LEASE.as_millis()
+        );
+        for source in [GRAB_LUA, GRAB_MANY_LUA] {
+            assert!(source.contains(&constants), "{constants}");
+        }
     }
 
     #[test]

@@ -218,14 +218,11 @@ impl RedisStore {
     /// for more; the answers in the batch's order.
     async fn grab_batch(&self, keys: &PacketKeys, batch: Vec<TimedGrab>) -> Result<Vec<ScriptGrab>, BatchFailure> {
         let mut conn = self.connection().await.map_err(|error| BatchFailure::Unavailable(error.to_string()))?;
-        let lease_ms = LOOKUP_LEASE.as_millis() as u64;
         let started = Instant::now();
         let answered = tokio::time::timeout(self.limit(), async {
             match batch.as_slice() {
-                [one] => {
-                    scripts::grab(&mut conn, keys, &one.attempt, one.now_ms, lease_ms).await.map(|answer| vec![answer])
-                }
-                many => scripts::grab_many(&mut conn, keys, many, lease_ms).await,
+                [one] => scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await.map(|answer| vec![answer]),
+                many => scripts::grab_many(&mut conn, keys, many).await,
             }
         })
         .await;
