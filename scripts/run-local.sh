@@ -12,7 +12,9 @@ dynamo_port=${LOCAL_DYNAMODB_PORT:-8479}
 [ -n "${AWS_ENDPOINT_URL_DYNAMODB:-}" ] && dynamo_port=-
 
 scripts/stack.sh install-services
-cargo build -p local
+# The workspace's feature set (not `local`'s alone), so `make test`'s build of the workspace serves
+# this one: `-p local` would build num-traits without its default feature, and the AWS SDK again.
+cargo build --workspace --bin local
 name=${LOCAL_STACK_NAME:-run}
 exports=$(scripts/stack.sh start "$name" "$redis_port" "$dynamo_port" persist)
 trap 'scripts/stack.sh stop "$name"' EXIT

@@ -122,14 +122,16 @@ install_build_tools() {
 }
 
 install_all() {
-  install_redis
-  install_java
-  install_dynamodb_local
-  install_sam
-  install_valkey
-  install_fuzz
-  install_client
-  install_checkov
+  # Independent installs run side by side (apt and npm, then each virtualenv of its own): on a
+  # fresh machine they are mostly downloads. Fails when any of them failed.
+  local pids=() pid failed=0
+  (install_redis && install_java && install_dynamodb_local) & pids+=($!)
+  (install_sam && install_valkey) & pids+=($!)
+  install_fuzz & pids+=($!)
+  install_client & pids+=($!)
+  install_checkov & pids+=($!)
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return "$failed"
 }
 
 free_port() {
