@@ -84,7 +84,7 @@ bench:
 books-scale:
 	scripts/books-scale.sh $(or $(ITEMS),10000000) $(or $(PASSES),1)
 
-## make profile-grab: Redis time per fresh grab, grab.lua vs the seeds' two-list script, per command (PERF=1: perf too)
+## make profile-grab: Redis time per fresh grab, grab.lua and grab_many.lua vs the seeds' two-list script, per command (PERF=1: perf too)
 profile-grab:
 	scripts/stack.sh install-services
 	[ -x .local/profile/bin/python ] || { python3 -m venv .local/profile && .local/profile/bin/pip install -q 'redis>=5,<9'; }

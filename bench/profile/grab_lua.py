@@ -1,9 +1,12 @@
-"""Where Redis spends its time on a fresh grab: grab.lua against the seeds' two-list script.
+"""Where Redis spends its time on a fresh grab: grab.lua and grab_many.lua against the seeds'
+two-list script.
 
 Starts a redis-server of its own, loads 100 packets of 100 shares for each design, makes
-10,000 fresh grabs per round (pipelined 100 at a time, one connection), six rounds alternating,
-and prints the medians of `INFO commandstats` (usec per call of EVALSHA and of each command the
-script runs) and of the server's `used_cpu_user + used_cpu_sys` per grab.
+10,000 fresh grabs per round (pipelined 100 calls at a time, one connection), six rounds in
+rotating order, and prints the medians of `INFO commandstats` (usec per call of EVALSHA and of
+each command the script runs) and of the server's `used_cpu_user + used_cpu_sys` per grab.
+`ours` is a grab.lua call a grab; `ours_batched` is grab_many.lua with each packet's 100 grabs
+in one call, as the grab coalescer sends them when a packet is hot.
 
     .local/venv/bin/python bench/profile/grab_lua.py          # `make profile-grab`
 
@@ -24,6 +27,7 @@ import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRAB_LUA = open(os.path.join(ROOT, "shared", "lua", "grab.lua")).read()
+GRAB_MANY_LUA = open(os.path.join(ROOT, "shared", "lua", "grab_many.lua")).read()
 TWO_LIST = open(os.path.join(ROOT, "bench", "lua", "two_list.lua")).read()
 PACKETS, SHARES, GRABS, ROUNDS = 100, 100, 10_000, 6
 
@@ -34,9 +38,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ours(r, run):
-    """Packets laid out as load.lua lays them out; returns one grab's EVALSHA arguments per user."""
-    sha = r.script_load(GRAB_LUA)
+def packets(r):
+    """Packets laid out as load.lua lays them out; returns each one's four keys."""
     keys = []
     for p in range(PACKETS):
         tag = f"{{{random.getrandbits(128):032x}}}"
@@ -47,7 +50,22 @@ def ours(r, run):
                               "expires_at": 4_000_000_000_000, "split": "double_average"})
         r.rpush(k[1], *[f"{i + 1}:{50 + i}:{SHARES - 1 - i}" for i in range(SHARES)])
         keys.append(k)
-    return lambda u: (sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000)
+    return keys
+
+
+def ours(r, run):
+    """A grab.lua call per grab; returns the round's EVALSHA arguments."""
+    sha = r.script_load(GRAB_LUA)
+    keys = packets(r)
+    return [(sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000) for u in range(GRABS)]
+
+
+def ours_batched(r, run):
+    """A grab_many.lua call per packet, carrying its 100 grabs (a line each)."""
+    sha = r.script_load(GRAB_MANY_LUA)
+    keys = packets(r)
+    return [(sha, 4, *k, "".join(f":{run}-u{u} 1700000001000 \n" for u in range(p, GRABS, PACKETS)))
+            for p, k in enumerate(keys)]
 
 
 def two_list(r, run):
@@ -57,7 +75,7 @@ def two_list(r, run):
         k = [f"{run}:hongBao:{p}", f"{run}:consumed:{p}", f"{run}:dedupe:{p}"]
         r.lpush(k[0], *[f'{{"id":{i},"money":{50 + i}}}' for i in range(SHARES)])
         keys.append(k)
-    return lambda u: (sha, 4, *keys[u % PACKETS], f"u{u}")
+    return [(sha, 4, *keys[u % PACKETS], f"u{u}") for u in range(GRABS)]
 
 
 def cpu(r):
@@ -66,19 +84,22 @@ def cpu(r):
 
 
 def round_of(r, design, run):
-    args = design(r, run)
+    calls = design(r, run)
     r.config_resetstat()
     before = cpu(r)
     pipe = r.pipeline(transaction=False)
-    for u in range(GRABS):
-        pipe.evalsha(*args(u))
+    for call in calls:
+        pipe.evalsha(*call)
         if len(pipe) >= 100:
             pipe.execute()
     pipe.execute()
     spent = (cpu(r) - before) * 1e6 / GRABS
     stats = {name.removeprefix("cmdstat_"): v["usec_per_call"] for name, v in r.info("commandstats").items()
-             if v["calls"] >= GRABS}
+             if v["calls"] >= len(calls)}
     return spent, stats
+
+
+DESIGNS = [("two_list", two_list), ("ours", ours), ("ours_batched", ours_batched)]
 
 
 def main():
@@ -94,9 +115,9 @@ def main():
                 break
             except redis.ConnectionError:
                 time.sleep(0.05)
-        results = {"two_list": [], "ours": []}
+        results = {name: [] for name, _ in DESIGNS}
         for n in range(ROUNDS):
-            for name, design in [("two_list", two_list), ("ours", ours)][:: 1 if n % 2 == 0 else -1]:
+            for name, design in DESIGNS[n % len(DESIGNS):] + DESIGNS[:n % len(DESIGNS)]:
                 results[name].append(round_of(r, design, f"r{n}"))
         for name, rounds in results.items():
             commands = sorted(set().union(*(stats.keys() for _, stats in rounds)))
@@ -104,7 +125,7 @@ def main():
             print(f"{name}: Redis CPU per fresh grab {statistics.median(c for c, _ in rounds):.2f} us; "
                   f"usec per call: {per_call}")
         if "--perf" in sys.argv:
-            for name, design in [("two_list", two_list), ("ours", ours)]:
+            for name, design in DESIGNS:
                 data = os.path.join(workdir, f"perf-{name}.data")
                 perf = subprocess.Popen(["perf", "record", "-q", "-g", "-F", "4999", "-p", str(server.pid),
                                          "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
