@@ -3,7 +3,6 @@
 use std::process::Command;
 
 use red_packets::adapters::redis::scripts::{PacketKeys, GRAB_LUA};
-use red_packets::adapters::redis::store::LOOKUP_LEASE;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::PacketKind;
 use red_packets::{Clock, SystemClock};
@@ -22,13 +21,11 @@ pub async fn evalsha(store: &RedisStore, port: u16, pipeline: u32) -> Result<f64
         redis::cmd("SCRIPT").arg("LOAD").arg(GRAB_LUA).query_async(&mut conn).await.map_err(|e| e.to_string())?;
     let PacketKeys { packet: packet_key, pool, grabs, lookup } = store.keys(&packet.id);
     let now = SystemClock.now_ms().to_string();
-    let lease = LOOKUP_LEASE.as_millis().to_string();
     let output = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-n", &REQUESTS.to_string(), "-c", "50"])
         .args(["-P", &pipeline.to_string(), "-r", "1000000000", "--csv"])
         .args(["EVALSHA", &sha, "4", &packet_key, &pool, &grabs, &lookup])
-        .args([":bench-user:__rand_int__", "+bench-user:__rand_int__", "!bench-user:__rand_int__"])
-        .args([now.as_str(), lease.as_str(), "", "5"])
+        .args([":bench-user:__rand_int__", now.as_str()])
         .output()
         .map_err(|e| format!("redis-benchmark: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
