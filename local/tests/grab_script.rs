@@ -88,8 +88,9 @@ fn carried(phrase: Phrase) -> Option<PassphraseDigest> {
     }
 }
 
+/// Users as a `sub` may name them: colons, spaces and more than ASCII.
 fn user(n: u8) -> UserId {
-    UserId::from_claim(&format!("user:{n}")).unwrap()
+    UserId::from_claim(&format!("user:{n} 用户 {n}")).unwrap()
 }
 
 /// Who may grab: `recipients` (a bit per user 0..8, none for a packet open to all) and a

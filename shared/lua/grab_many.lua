@@ -12,10 +12,10 @@
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
 -- KEYS[3]  rp:{<id>}:grabs   the grab log
 -- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
--- ARGV[1]  the batch's grabs, one line each, in order: '<grab field> <now> <digest>\n', where
---          the grab field is ':<user>' (the caller's verified `sub`: letters, digits, '_' and
---          '-'), now is epoch milliseconds as that grab read it, and digest the passphrase's
---          (64 hex digits) or empty for none
+-- ARGV[1]  the batch's grabs, one line each, in order: '<now> <digest> <grab field>\n', where
+--          now is epoch milliseconds as that grab read it, digest the passphrase's (64 hex
+--          digits) or empty for none, and the grab field ':<user>' (the caller's verified `sub`,
+--          last, since it may hold spaces; it holds no control character, so no newline)
 --
 -- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
 --
@@ -37,7 +37,7 @@ local open_until, persisted, gate = packet[1], packet[2], packet[3]
 local per_user = gate and 3 or 1
 local grabbers, nows, digests, fields = {}, {}, {}, {}
 local grabs = 0
-for grabber, now, digest in string.gmatch(ARGV[1], '(%S+) (%d+) (%x*)\n') do
+for now, digest, grabber in string.gmatch(ARGV[1], '(%d+) (%x*) ([^\n]+)\n') do
   grabs = grabs + 1
   grabbers[grabs], nows[grabs], digests[grabs] = grabber, now, digest
   if gate then

@@ -420,13 +420,13 @@ pub async fn grab_many<C: ConnectionLike>(
     answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
 }
 
-/// `grab_many.lua`'s ARGV[1]: a line per grab, `<grab field> <now> <digest>\n` (user ids hold
-/// no spaces or newlines: letters, digits, `_` and `-`; a digest is hex).
+/// `grab_many.lua`'s ARGV[1]: a line per grab, `<now> <digest> <grab field>\n`, the user last
+/// since a `sub` may hold spaces (never a control character, so never a newline).
 fn batch_lines(grabs: &[TimedGrab]) -> String {
     let mut lines = String::with_capacity(grabs.len() * 96);
     for grab in grabs {
         let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
-        let _ = writeln!(lines, ":{} {} {passphrase}", grab.attempt.user, grab.now_ms);
+        let _ = writeln!(lines, "{} {passphrase} :{}", grab.now_ms, grab.attempt.user);
     }
     lines
 }
@@ -583,8 +583,8 @@ mod tests {
             now_ms,
         };
         let digest = "ab".repeat(32);
-        let lines = batch_lines(&[grab("alice", 1_700_000_000_000, None), grab("b_o-b", 7, Some(&digest))]);
-        assert_eq!(lines, format!(":alice 1700000000000 \n:b_o-b 7 {digest}\n"));
+        let lines = batch_lines(&[grab("alice", 1_700_000_000_000, None), grab("bob: 7 x", 7, Some(&digest))]);
+        assert_eq!(lines, format!("1700000000000  :alice\n7 {digest} :bob: 7 x\n"));
 
         let entry = "3:125:7:1700000000000";
         assert_eq!(batch_answer(entry), Value::BulkString(entry.into()));
