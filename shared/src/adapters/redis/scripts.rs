@@ -426,7 +426,7 @@ fn batch_lines(grabs: &[TimedGrab]) -> String {
     let mut lines = String::with_capacity(grabs.len() * 96);
     for grab in grabs {
         let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
-        let _ = writeln!(lines, "{} {passphrase} :{}", grab.now_ms, grab.attempt.user);
+        let _ = writeln!(lines, "{} {passphrase} {}", grab.now_ms, PacketKeys::grabber_field(&grab.attempt.user));
     }
     lines
 }
