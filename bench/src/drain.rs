@@ -107,13 +107,14 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
                 .map(|(packet, grabs)| async move {
                     // DynamoDB Local under 512 writes in flight now and then takes longer than
                     // an attempt's 2 s: the writes are conditional, so the packet is written again.
-                    for _ in 0..3 {
-                        if let Ok(refused) = ledger.record_grabs(packet, grabs).await {
-                            return grabs.len() - refused.len();
+                    let mut tries = 1;
+                    loop {
+                        match ledger.record_grabs(packet, grabs).await {
+                            Ok(refused) => return grabs.len() - refused.len(),
+                            Err(error) if tries == 4 => panic!("record grabs: {error}"),
+                            Err(_) => tries += 1,
                         }
                     }
-                    let refused = ledger.record_grabs(packet, grabs).await.expect("record grabs");
-                    grabs.len() - refused.len()
                 })
                 .buffer_unordered(red_packets::settle::PACKETS_IN_FLIGHT)
                 .fold(0, |sum, n| async move { sum + n })
