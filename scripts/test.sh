@@ -21,7 +21,7 @@ wait "$installing"
 
 name="test-$$"
 exports=$(scripts/stack.sh start "$name" 0 0)
-trap 'kill $(jobs -p) 2>/dev/null; scripts/stack.sh stop "$name"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
 # Settings from the caller's shell must not leak into the tests.
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
@@ -67,7 +67,7 @@ scripts/fuzz.sh
 # ran above. (Redis Cluster and single-node Valkey, the other two corners, were passes of their
 # own too, which took `make test` from a fresh clone to 27.5 minutes.)
 valkey_name="$name-valkey"
-trap 'kill $(jobs -p) 2>/dev/null; scripts/stack.sh stop "$name"; scripts/stack.sh stop "$valkey_name"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh stop "$name"; scripts/stack.sh stop "$valkey_name"' EXIT
 echo "== the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 (eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
