@@ -54,18 +54,20 @@ def packets(r):
 
 
 def ours(r, run):
-    """A grab.lua call per grab; returns the round's EVALSHA arguments."""
+    """A grab.lua call per grab; returns the round's EVALSHA arguments and the pools' keys."""
     sha = r.script_load(GRAB_LUA)
     keys = packets(r)
-    return [(sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000) for u in range(GRABS)]
+    calls = [(sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000) for u in range(GRABS)]
+    return calls, [k[1] for k in keys]
 
 
 def ours_batched(r, run):
-    """A grab_many.lua call per packet, carrying its 100 grabs (a line each)."""
+    """A grab_many.lua call per packet at one instant, carrying its 100 grabs (a line each)."""
     sha = r.script_load(GRAB_MANY_LUA)
     keys = packets(r)
-    return [(sha, 4, *k, "".join(f":{run}-u{u} 1700000001000 \n" for u in range(p, GRABS, PACKETS)))
-            for p, k in enumerate(keys)]
+    calls = [(sha, 4, *k, 1_700_000_001_000, "".join(f":{run}-u{u}\n" for u in range(p, GRABS, PACKETS)))
+             for p, k in enumerate(keys)]
+    return calls, [k[1] for k in keys]
 
 
 def two_list(r, run):
@@ -75,7 +77,7 @@ def two_list(r, run):
         k = [f"{run}:hongBao:{p}", f"{run}:consumed:{p}", f"{run}:dedupe:{p}"]
         r.lpush(k[0], *[f'{{"id":{i},"money":{50 + i}}}' for i in range(SHARES)])
         keys.append(k)
-    return [(sha, 4, *keys[u % PACKETS], f"u{u}") for u in range(GRABS)]
+    return [(sha, 4, *keys[u % PACKETS], f"u{u}") for u in range(GRABS)], [k[0] for k in keys]
 
 
 def cpu(r):
@@ -84,7 +86,9 @@ def cpu(r):
 
 
 def round_of(r, design, run):
-    calls = design(r, run)
+    """One round of `design`: its Redis CPU per grab and usec per call of each command; fails
+    unless every grab took a share (a script refusing its arguments would cost next to nothing)."""
+    calls, pools = design(r, run)
     r.config_resetstat()
     before = cpu(r)
     pipe = r.pipeline(transaction=False)
@@ -94,6 +98,8 @@ def round_of(r, design, run):
             pipe.execute()
     pipe.execute()
     spent = (cpu(r) - before) * 1e6 / GRABS
+    left = sum(r.llen(pool) for pool in pools)
+    assert left == PACKETS * SHARES - GRABS, f"{design.__name__}: {left} shares left, every grab must take one"
     stats = {name.removeprefix("cmdstat_"): v["usec_per_call"] for name, v in r.info("commandstats").items()
              if v["calls"] >= len(calls)}
     return spent, stats

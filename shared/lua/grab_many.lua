@@ -12,17 +12,22 @@
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
 -- KEYS[3]  rp:{<id>}:grabs   the grab log
 -- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
--- ARGV[1]  the batch's grabs, one line each, in order: '<now> <digest> <grab field>\n', where
---          now is epoch milliseconds as that grab read it, digest the passphrase's (64 hex
---          digits) or empty for none, and the grab field ':<user>' (the caller's verified `sub`,
---          last, since it may hold spaces; it holds no control character, so no newline)
+-- ARGV[1]  now, epoch milliseconds: the batch's one instant, the latest clock reading among its
+--          grabs (each read its clock before it queued, so none is judged before its own time)
+-- ARGV[2]  the batch's grabs, one line each, in order: '<digest><grab field>\n', where digest
+--          is the passphrase's (64 hex digits) or nothing for none, and the grab field
+--          ':<user>' (the caller's verified `sub`; it holds no control character, so no
+--          newline, and the line's first ':' starts it, since a digest is hex)
 --
 -- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
 --
 -- Returns one string: one answer per line, in the batch's order, each as grab.lua returns it,
 -- with the one-element array (the grab that dirtied the packet) written '!<grab>'. One
--- argument in and one string out, where a batch of 128 passed three arguments per grab and
+-- string in and one string out, where a batch of 128 passed three arguments per grab and
 -- returned an array: each argument and each reply element is a value Redis builds and frees.
+-- One now for the batch, where each line carried its own: a time parsed and compared per
+-- grab, and a string captured per line, cost 17% of a fresh grab's Redis time (see
+-- BENCHMARKS.md).
 --
 -- Cost: two HMGETs (the packet's fields, then the users'), LLEN, LPOP, HSET and RPUSH for a
 -- batch of fresh grabs (HINCRBY per wrong passphrase, GET and SET for an unknown packet),
@@ -33,19 +38,26 @@ local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
 local tonumber, byte = tonumber, string.byte
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate')
 local open_until, persisted, gate = packet[1], packet[2], packet[3]
--- Every user's grab field; and, on a packet with a gate, its recipient and wrong-try fields.
+-- Every user's grab field; and, on a packet with a gate, its recipient and wrong-try fields
+-- and the digest it carried (a packet open to all reads no digest).
 local per_user = gate and 3 or 1
-local grabbers, nows, digests, fields = {}, {}, {}, {}
+local now = ARGV[1]
+local grabbers, digests, fields = {}, {}, nil
 local grabs = 0
-for now, digest, grabber in string.gmatch(ARGV[1], '(%d+) (%x*) ([^\n]+)\n') do
-  grabs = grabs + 1
-  grabbers[grabs], nows[grabs], digests[grabs] = grabber, now, digest
-  if gate then
+if gate then
+  fields = {}
+  for digest, grabber in string.gmatch(ARGV[2], '(%x*)(:[^\n]*)\n') do
+    grabs = grabs + 1
+    grabbers[grabs], digests[grabs] = grabber, digest
     local user = string.sub(grabber, 2)
     fields[3 * grabs - 2], fields[3 * grabs - 1], fields[3 * grabs] = grabber, '+' .. user, '!' .. user
-  else
-    fields[grabs] = grabber
   end
+else
+  for grabber in string.gmatch(ARGV[2], '%x*(:[^\n]*)\n') do
+    grabs = grabs + 1
+    grabbers[grabs] = grabber
+  end
+  fields = grabbers
 end
 local read = redis.call('HMGET', KEYS[1], unpack(fields))
 local left = redis.call('LLEN', KEYS[2])
@@ -56,7 +68,7 @@ if open_until == '-1' then
 elseif open_until and byte(open_until) == 70 then
   closed = 12
 end
-local deadline = open_until and not closed and tonumber(open_until)
+local expired = open_until and not closed and tonumber(now) >= tonumber(open_until)
 local recipients_only = gate and byte(gate) == 49
 local secret = gate and #gate > 1 and string.sub(gate, 2)
 local verdict = false            -- the lookup's, once read
@@ -106,7 +118,7 @@ for i = 1, grabs do
       answers[i] = refused
     elseif closed then
       answers[i] = closed
-    elseif tonumber(nows[i]) >= deadline then
+    elseif expired then
       answers[i] = left == 0 and 3 or 4
     elseif left == 0 then
       answers[i] = 3
@@ -125,7 +137,7 @@ if granted > 0 then
   for j = 1, granted do
     local i = granted_at[j]
     local grabber = grabbers[i]
-    local entry = shares[j] .. ':' .. nows[i]
+    local entry = shares[j] .. ':' .. now
     records[2 * j - 1] = grabber
     records[2 * j] = entry
     entries[j] = entry .. grabber

@@ -388,45 +388,39 @@ pub async fn grab<C: ConnectionLike>(
     read_grab_answer(invocation.invoke_async(conn).await?)
 }
 
-/// One grab of a batch: who, carrying what passphrase, at the time it read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimedGrab {
-    /// Who grabs, with the digest of the passphrase carried.
-    pub attempt: GrabAttempt,
-    /// Now, as this grab read the clock.
-    pub now_ms: Millis,
-}
-
-/// Runs `grab_many.lua`: each of `grabs` decided in turn, in one call, as [`grab`] would decide
-/// it; the answers in the same order.
+/// Runs `grab_many.lua`: each of `attempts` decided in turn at `now_ms`, in one call, as
+/// [`grab`] would decide it; the answers in the same order. A batch runs at one instant: the
+/// caller passes the latest of its grabs' clock readings, so none is judged before its own.
 pub async fn grab_many<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
-    grabs: &[TimedGrab],
+    now_ms: Millis,
+    attempts: &[GrabAttempt],
 ) -> RedisResult<Vec<ScriptGrab>> {
     let answers: String = GRAB_MANY
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
         .key(&keys.lookup)
-        .arg(batch_lines(grabs))
+        .arg(now_ms)
+        .arg(batch_lines(attempts))
         .invoke_async(conn)
         .await?;
     let answers: Vec<&str> = answers.split('\n').collect();
-    if answers.len() != grabs.len() {
-        let detail = format!("{} answers for {} grabs", answers.len(), grabs.len());
+    if answers.len() != attempts.len() {
+        let detail = format!("{} answers for {} grabs", answers.len(), attempts.len());
         return Err(redis::RedisError::from((redis::ErrorKind::Client, "grab_many.lua", detail)));
     }
     answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
 }
 
-/// `grab_many.lua`'s ARGV[1]: a line per grab, `<now> <digest> <grab field>\n`, the user last
-/// since a `sub` may hold spaces (never a control character, so never a newline).
-fn batch_lines(grabs: &[TimedGrab]) -> String {
-    let mut lines = String::with_capacity(grabs.len() * 96);
-    for grab in grabs {
-        let passphrase = grab.attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
-        let _ = writeln!(lines, "{} {passphrase} {}", grab.now_ms, PacketKeys::grabber_field(&grab.attempt.user));
+/// `grab_many.lua`'s ARGV[2]: a line per grab, `<digest><grab field>\n` (the digest empty for
+/// none; a `sub` never holds a control character, so never a newline).
+fn batch_lines(attempts: &[GrabAttempt]) -> String {
+    let mut lines = String::with_capacity(attempts.len() * 96);
+    for attempt in attempts {
+        let passphrase = attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
+        let _ = writeln!(lines, "{passphrase}{}", PacketKeys::grabber_field(&attempt.user));
     }
     lines
 }
@@ -575,16 +569,13 @@ mod tests {
 
     #[test]
     fn a_batch_goes_as_one_line_per_grab_and_its_answers_read_as_grab_lua_replies() {
-        let grab = |user: &str, now_ms, passphrase: Option<&str>| TimedGrab {
-            attempt: GrabAttempt {
-                user: UserId::from_claim(user).unwrap(),
-                passphrase: passphrase.map(|hex| PassphraseDigest::parse(hex).unwrap()),
-            },
-            now_ms,
+        let grab = |user: &str, passphrase: Option<&str>| GrabAttempt {
+            user: UserId::from_claim(user).unwrap(),
+            passphrase: passphrase.map(|hex| PassphraseDigest::parse(hex).unwrap()),
         };
         let digest = "ab".repeat(32);
-        let lines = batch_lines(&[grab("alice", 1_700_000_000_000, None), grab("bob: 7 x", 7, Some(&digest))]);
-        assert_eq!(lines, format!("1700000000000  :alice\n7 {digest} :bob: 7 x\n"));
+        let lines = batch_lines(&[grab("alice", None), grab("bob: 7 x", Some(&digest))]);
+        assert_eq!(lines, format!(":alice\n{digest}:bob: 7 x\n"));
 
         let entry = "3:125:7:1700000000000";
         assert_eq!(batch_answer(entry), Value::BulkString(entry.into()));

@@ -17,7 +17,7 @@ use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
 use super::scripts::{
     self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Loaded, Lookup, PacketKeys, RawSnapshot,
-    ScriptGrab, TimedGrab,
+    ScriptGrab,
 };
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
@@ -54,6 +54,13 @@ pub struct RedisStore {
 
 /// Concurrent grabs of one packet (keyed by its hash's key), coalesced into one script call.
 type GrabCoalescer = Coalescer<String, TimedGrab, ScriptGrab, BatchFailure>;
+
+/// One grab waiting in the coalescer: who, carrying what passphrase, at the time it read.
+#[derive(Debug, Clone)]
+struct TimedGrab {
+    attempt: GrabAttempt,
+    now_ms: Millis,
+}
 
 /// Why a grab script call (one grab's or a batch's) answered nothing.
 #[derive(Debug, Clone)]
@@ -215,14 +222,19 @@ impl RedisStore {
     }
 
     /// One script call for `batch`, every grab of one packet: `grab.lua` for one, `grab_many.lua`
-    /// for more; the answers in the batch's order.
+    /// for more, at the latest of their clock readings (the batch's one instant, no earlier
+    /// than any of its grabs); the answers in the batch's order.
     async fn grab_batch(&self, keys: &PacketKeys, batch: Vec<TimedGrab>) -> Result<Vec<ScriptGrab>, BatchFailure> {
         let mut conn = self.connection().await.map_err(|error| BatchFailure::Unavailable(error.to_string()))?;
         let started = Instant::now();
         let answered = tokio::time::timeout(self.limit(), async {
             match batch.as_slice() {
                 [one] => scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await.map(|answer| vec![answer]),
-                many => scripts::grab_many(&mut conn, keys, many).await,
+                many => {
+                    let now_ms = many.iter().map(|grab| grab.now_ms).max().unwrap_or_default();
+                    let attempts: Vec<GrabAttempt> = many.iter().map(|grab| grab.attempt.clone()).collect();
+                    scripts::grab_many(&mut conn, keys, now_ms, &attempts).await
+                }
             }
         })
         .await;
