@@ -15,11 +15,13 @@ use futures::future::join_all;
 use grab::GrabService;
 use local::LocalAuthorizer;
 use red_packets::adapters::{DynamoLedger, RedisStore};
+use red_packets::clock::{Clock, ManualClock, Millis};
+use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::wallet::WalletPage;
-use red_packets::domain::{Packet, PacketId, UserId};
-use red_packets::ports::{IdempotencyClaim, Ledger, Recorded, StoreError};
+use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
+use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, StoreError};
 use red_packets::Config;
 use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
@@ -112,7 +114,7 @@ async fn script_runs_and_fast_paths(store: &RedisStore) -> (u64, u64, u64) {
     // A NOSCRIPT answer fails the EVALSHA; the EVAL that follows runs the script.
     let script_runs = evalsha - evalsha_failed + count("eval").0;
     let batches = count("llen").0;
-    (script_runs, batches, count("hmget").0 - script_runs - batches)
+    (script_runs, batches, count("hmget").0.saturating_sub(script_runs + batches))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -230,6 +232,62 @@ async fn a_campaign_packet_grabbed_at_once_goes_to_redis_in_batches() {
     );
     assert!(runs_per_grab[0] < 0.5, "concurrent grabs of one packet share script calls: {runs_per_grab:?}");
     assert_eq!(runs_per_grab[1], 1.0, "without coalescing, one call a grab");
+}
+
+/// A coalesced batch runs at one instant, the latest of its grabs' clock readings, so no grab is
+/// judged before its own: on a packet whose deadline is T, 300 concurrent grabs through one
+/// store, every other one reading T - 1 and the rest T. None that read T gets a share (a batch
+/// at its earliest reading would pay them), each that got one was recorded before T, and the
+/// grabs went to Redis in batches (fewer script runs than grabs); a grab reading T - 1 alone
+/// afterwards is paid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
+    const GRABS: usize = 300;
+    let redis = OwnRedis::start();
+    let mut config = config(&redis);
+    config.limits.max_count = GRABS as u32;
+    config.limits.max_total_cents = 100 * GRABS as u64;
+    let functions = local::functions(&config, LocalAuthorizer::new("deadline")).await.unwrap();
+    let id = PacketId::parse(&send_packet(&functions, 100 * GRABS as u64, GRABS as u32).await).unwrap();
+    let store = Arc::new(RedisStore::new(&config));
+    let deadline = store.snapshot(&id).await.unwrap().unwrap().packet.expires_at_ms;
+    let clock_at = |ms: Millis| {
+        let clock = ManualClock::starting_now();
+        clock.advance(ms - clock.now_ms());
+        Arc::new(clock)
+    };
+    let (before, at) = (clock_at(deadline - 1), clock_at(deadline));
+    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().unwrap(), &config);
+    let grabs = (0..GRABS).map(|n| {
+        let (store, ledger, id) = (store.clone(), ledger.clone(), id.clone());
+        let clock = if n % 2 == 0 { before.clone() } else { at.clone() };
+        tokio::spawn(async move {
+            let attempt =
+                GrabAttempt { user: UserId::from_claim(&format!("deadline-u{n}")).unwrap(), passphrase: None };
+            (clock.now_ms(), store.grab(&id, &attempt, clock.as_ref(), &ledger).await.unwrap())
+        })
+    });
+    let outcomes: Vec<(Millis, GrabOutcome)> = join_all(grabs).await.into_iter().map(|grab| grab.unwrap()).collect();
+    for (read, outcome) in &outcomes {
+        match outcome {
+            GrabOutcome::Grabbed { grabbed_at_ms, .. } => {
+                assert!(*read < deadline && *grabbed_at_ms < deadline, "read {read}, {outcome:?}, deadline {deadline}")
+            }
+            GrabOutcome::Expired => {}
+            other => panic!("read {read}: {other:?}"),
+        }
+    }
+    let (script_runs, _, _) = script_runs_and_fast_paths(&store).await;
+    assert!(script_runs < GRABS as u64, "grabs went to Redis in batches: {script_runs} script runs");
+    let alone = GrabAttempt { user: UserId::from_claim("deadline-alone").unwrap(), passphrase: None };
+    let paid_alone = store.grab(&id, &alone, before.as_ref(), &ledger).await.unwrap();
+    assert!(matches!(paid_alone, GrabOutcome::Grabbed { .. }), "a grab reading T - 1 alone is paid: {paid_alone:?}");
+    let refused_early = outcomes.iter().filter(|(read, outcome)| *read < deadline && *outcome == GrabOutcome::Expired);
+    eprintln!(
+        "figure: {GRABS} grabs at the deadline, half reading 1 ms before it: {} paid, {} of those reading before it refused in a batch with later readings, {script_runs} script runs",
+        outcomes.iter().filter(|(_, outcome)| matches!(outcome, GrabOutcome::Grabbed { .. })).count(),
+        refused_early.count()
+    );
 }
 
 /// `instances` grab services (as many Lambda instances: each its own Redis connection and
