@@ -1,12 +1,12 @@
 #!lua
 -- grab_many.lua: several users grab one share each of one packet, in one call: the grab
 -- coalescer's batch (adapters/redis/coalesce.rs). Each user, in the batch's order, gets exactly
--- the answer grab.lua would give the same grabs made one by one (local/tests/grab_script.rs
--- holds both to the library's model), with grab.lua's checks in grab.lua's order: already
--- grabbed, unknown (the lookup lease), not a recipient, too many wrong passphrases, wrong
--- passphrase, cancelled, re-syncing, expired, sold out. What a batch saves is the commands:
--- every user's fields are read in one HMGET, the shares taken in one LPOP,
--- the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
+-- the answer grab.lua would give the same grabs made one by one at the batch's instant
+-- (local/tests/grab_script.rs holds both to the library's model), with grab.lua's checks in
+-- grab.lua's order: already grabbed, unknown (the lookup lease), not a recipient, too many
+-- wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
+-- saves is the commands: every user's fields are read in one HMGET, the shares taken in one
+-- LPOP, the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
 --
 -- KEYS[1]  rp:{<id>}:packet  the packet hash, as grab.lua reads and writes it
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
@@ -22,8 +22,8 @@
 -- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
 --
 -- Returns one string: one answer per line, in the batch's order, each as grab.lua returns it,
--- with the one-element array (the grab that dirtied the packet) written '!<grab>'. One
--- string in and one string out, where a batch of 128 passed three arguments per grab and
+-- with the one-element array (the grab that dirtied the packet) written '!<grab>'. Two
+-- arguments in and one string out, where a batch of 128 passed three arguments per grab and
 -- returned an array: each argument and each reply element is a value Redis builds and frees.
 -- One now for the batch, where each line carried its own: a time parsed and compared per
 -- grab, and a string captured per line, cost 17% of a fresh grab's Redis time (see
