@@ -8,6 +8,7 @@
 //! `<seq>:<amount>:<left>:<at_ms>`, and a grab-log entry is that followed by `:<user>` (the user
 //! last, so it may hold any character). [`grab_entry`] and [`parse_log_entry`] read them.
 
+use std::borrow::Borrow;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
@@ -391,11 +392,12 @@ pub async fn grab<C: ConnectionLike>(
 /// Runs `grab_many.lua`: each of `attempts` decided in turn at `now_ms`, in one call, as
 /// [`grab`] would decide it; the answers in the same order. A batch runs at one instant: the
 /// caller passes the latest of its grabs' clock readings, so none is judged before its own.
-pub async fn grab_many<C: ConnectionLike>(
+/// The attempts may be owned or borrowed (the coalescer's queue lends them).
+pub async fn grab_many<C: ConnectionLike, A: Borrow<GrabAttempt>>(
     conn: &mut C,
     keys: &PacketKeys,
     now_ms: Millis,
-    attempts: &[GrabAttempt],
+    attempts: &[A],
 ) -> RedisResult<Vec<ScriptGrab>> {
     let answers: String = GRAB_MANY
         .key(&keys.packet)
@@ -416,9 +418,9 @@ pub async fn grab_many<C: ConnectionLike>(
 
 /// `grab_many.lua`'s ARGV[2]: a line per grab, `<digest><grab field>\n` (the digest empty for
 /// none; a `sub` never holds a control character, so never a newline).
-fn batch_lines(attempts: &[GrabAttempt]) -> String {
+fn batch_lines<A: Borrow<GrabAttempt>>(attempts: &[A]) -> String {
     let mut lines = String::with_capacity(attempts.len() * 96);
-    for attempt in attempts {
+    for attempt in attempts.iter().map(Borrow::borrow) {
         let passphrase = attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
         let _ = writeln!(lines, "{passphrase}{}", PacketKeys::grabber_field(&attempt.user));
     }

@@ -232,7 +232,7 @@ impl RedisStore {
                 [one] => scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await.map(|answer| vec![answer]),
                 many => {
                     let now_ms = many.iter().map(|grab| grab.now_ms).max().unwrap_or_default();
-                    let attempts: Vec<GrabAttempt> = many.iter().map(|grab| grab.attempt.clone()).collect();
+                    let attempts: Vec<&GrabAttempt> = many.iter().map(|grab| &grab.attempt).collect();
                     scripts::grab_many(&mut conn, keys, now_ms, &attempts).await
                 }
             }
