@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab
+.PHONY: run test check verify-build token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -71,6 +71,16 @@ build:
 ## answering every sample event of its function against make run's services; run it before make deploy
 verify-build:
 	scripts/verify-build.sh
+
+## make preflight [Stage=...] [REGION=...] [PROFILE=...] [any template parameter=VALUE]: the account's Lambda
+## concurrency, API Gateway throttling, DynamoDB and ElastiCache quotas (AWS CLI, installed into .local/venv if
+## missing) against the parameters make deploy would use (template defaults, samconfig.toml, these); says what
+## to raise first, exit 1 when the deploy would be refused
+preflight:
+	scripts/stack.sh install-awscli
+	.local/venv/bin/python scripts/preflight.py --aws "$(CURDIR)/.local/venv/bin/aws" \
+		$(if $(REGION),--region $(REGION)) $(if $(PROFILE),--profile $(PROFILE)) \
+		$(filter-out REGION=% PROFILE=%,$(MAKEOVERRIDES))
 
 ## make deploy: sam deploy --guided (after make build)
 deploy: build

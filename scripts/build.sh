@@ -9,10 +9,15 @@ rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 || rustup target lis
 export PATH="$PWD/.local/venv/bin:$PATH" SAM_CLI_TELEMETRY=0
 sam build --beta-features --parallel --cached
 
+# Every function of the built template with its artifact (scripts/built_artifacts.py --all, which
+# fails naming any function whose bootstrap is missing). Functions of one build share an artifact:
+# GrabFunction and GrabManagedFunction, in .aws-sam/build/GrabFunction-Shared (or, after a cached
+# rebuild, the .aws-sam/cache directory the built template names).
+artifacts=$(.local/venv/bin/python scripts/built_artifacts.py --all)
 echo
-echo "artifacts (arm64, release):"
-for bootstrap in .aws-sam/build/*Function/bootstrap; do
-  function=$(basename "$(dirname "$bootstrap")")
-  printf '  %-16s %6.1f MiB  %s\n' "$function" "$(echo "scale=1; $(stat -c %s "$bootstrap") / 1048576" | bc)" \
-    "$(file -b "$bootstrap" | cut -d, -f1-2)"
-done
+echo "artifacts (arm64, release), from .aws-sam/build/template.yaml:"
+while read -r function binary bootstrap; do
+  printf '  %-20s %-7s %6.1f MiB  %-30s %s\n' "$function" "$binary" \
+    "$(echo "scale=1; $(stat -L -c %s "$bootstrap") / 1048576" | bc)" "$(file -b "$bootstrap" | cut -d, -f1-2)" \
+    "${bootstrap#"$PWD"/}"
+done <<<"$artifacts"

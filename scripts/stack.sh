@@ -3,6 +3,7 @@
 # Redis and DynamoDB Local with their data and logs under .local/.
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
+#   scripts/stack.sh install-awscli     install the AWS CLI into .local/venv (make preflight)
 #   scripts/stack.sh start NAME R D [persist]
 #                                       start Redis on port R and DynamoDB Local on port D
 #                                       (0 picks a free port, - starts none); prints `export ...`.
@@ -84,6 +85,15 @@ install_checkov() {
   log "installing checkov into $local_dir/checkov-venv"
   python3 -m venv "$local_dir/checkov-venv"
   "$local_dir/checkov-venv/bin/pip" install -q --disable-pip-version-check 'checkov>=3.3,<4' >/dev/null
+}
+
+install_awscli() {
+  # The AWS CLI (PyPI's awscli) for `make preflight`, into the project's virtualenv; not part of
+  # `make install` or `make test`, which never call AWS.
+  [ -x "$venv/bin/aws" ] && return
+  log "installing the AWS CLI (awscli) into $venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check awscli >/dev/null
 }
 
 install_qemu() {
@@ -250,6 +260,7 @@ case "${1:-}" in
   valkey-server) valkey_server ;;
   install-build) install_build_tools ;;
   install-qemu) install_qemu ;;
+  install-awscli) install_awscli ;;
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;

@@ -48,14 +48,17 @@ template_checks() {
   .local/checkov-venv/bin/checkov --config-file .checkov.yaml -f template.yaml -f .local/transformed/defaults.json
   echo "openapi-spec-validator openapi.yaml"
   .local/venv/bin/openapi-spec-validator openapi.yaml
+  echo "the deployment scripts' unit tests (scripts/tests)"
+  .local/venv/bin/python -m unittest discover -s scripts/tests 2>&1
 }
 
 checks_log=".local/$name/template-checks.log"
 template_checks >"$checks_log" 2>&1 &
 checks=$!
 
-echo "== every test, on single-node Redis"
-TEST_PASS=redis cargo test --workspace --locked 2>&1 | tee "$log"
+echo "== every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
+calls="$PWD/.local/$name/calls"
+AWS_CALL_LOG="$calls" TEST_PASS=redis cargo test --workspace --locked 2>&1 | tee "$log"
 
 echo "== schemathesis against openapi.yaml on the local API"
 scripts/fuzz.sh
@@ -78,4 +81,8 @@ status=0
 wait "$checks" || status=$?
 cat "$checks_log"
 [ "$status" = 0 ] || { echo "the template's checks failed"; exit 1; }
+
+echo "== what AWS enforces and the emulators don't: the recorded calls against every parameter set's transform"
+.local/venv/bin/python scripts/permissions.py "$calls"
+.local/venv/bin/python scripts/network_paths.py "$calls"
 echo "$summary"

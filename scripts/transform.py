@@ -26,6 +26,7 @@ PARAMETER_SETS = {
     "scope": {"RequiredScope": "packets/use"},
     "nodes-scope-wait": {"CacheMode": "nodes", "RequiredScope": "packets/use", "GrabWaitReplicas": "1"},
     "own-issuer": {"JwtIssuer": "https://issuer.example.com", "JwtAudience": "app-client"},
+    "cors": {"CorsAllowedOrigins": "https://h5.example.com,https://m.example.com"},
     "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
     "managed-grab": {"GrabCompute": "managed-instances", "GrabInstanceTypes": "c7g.xlarge,m7g.xlarge", "GrabMaxConcurrency": "128"},
 }

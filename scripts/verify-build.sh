@@ -1,11 +1,36 @@
 #!/usr/bin/env bash
 # `make verify-build`: the artifacts `make deploy` would ship, tested. Every arm64 `bootstrap`
-# of `make build` runs under AWS's Lambda Runtime Interface Emulator through Debian's qemu-user
+# of `make build`, found through the built template (.aws-sam/build/template.yaml), runs under
+# AWS's Lambda Runtime Interface Emulator through Debian's qemu-user
 # (qemu-aarch64 with the arm64 C library) and answers every sample event of its function, plus
 # the routes' events made by `sam local generate-event`, against the services of `make run`.
 # Fails on an invocation error or a 5xx. Run it after `make build`, before `make deploy`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Which binary answers which sample event (as local/tests/events_on_binaries.rs maps them).
+declare -A events=(
+  [send]="send.json cancel.json"
+  [grab]="grab.json"
+  [query]="query.json history.json wallet.json"
+  [settle]="settle.json"
+  [funds]="topup.json reconcile.json statement.json trial-balance.json"
+)
+# Each function's artifact, from the built template (scripts/built_artifacts.py): the functions
+# the deployment creates, its parameters from samconfig.toml's deploy parameter_overrides and then
+# PARAMETER_OVERRIDES (e.g. PARAMETER_OVERRIDES=GrabCompute=managed-instances), each artifact once.
+# The two grab functions share one build (.aws-sam/build/GrabFunction-Shared, or the cache after a
+# cached rebuild). Exits 2, naming the function, if any function's bootstrap is missing.
+artifacts=$(.local/venv/bin/python scripts/built_artifacts.py --samconfig samconfig.toml \
+  --parameter-overrides "${PARAMETER_OVERRIDES:-}")
+declare -A seen=()
+while read -r function binary bootstrap; do
+  [ -n "${events[$binary]+set}" ] || { echo "$function runs binary $binary, which has no sample events here"; exit 2; }
+  seen[$binary]=1
+done <<<"$artifacts"
+for binary in "${!events[@]}"; do
+  [ -n "${seen[$binary]+set}" ] || { echo "no function of .aws-sam/build/template.yaml runs $binary"; exit 2; }
+done
 
 scripts/stack.sh install-qemu
 emulator=$(scripts/invoke.sh --emulator)
@@ -16,14 +41,6 @@ export AWS_REGION=${AWS_REGION:-us-east-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Which function answers which sample event (as local/tests/events_on_binaries.rs maps them).
-declare -A events=(
-  [Send]="send.json cancel.json"
-  [Grab]="grab.json"
-  [Query]="query.json history.json wallet.json"
-  [Settle]="settle.json"
-  [Funds]="topup.json reconcile.json statement.json trial-balance.json"
-)
 generated() { # generated METHOD PATH ROUTE_KEY BODY QUERY: sam's own event shape for one of our routes
   SAM_CLI_TELEMETRY=0 .local/venv/bin/sam local generate-event apigateway http-api-proxy \
     --method "$1" --path "${2#/}" --body "$4" |
@@ -41,19 +58,16 @@ generated POST /packets "POST /packets" '{"total_cents":100,"count":1}' "" >"$wo
 generated GET /me/packets "GET /me/packets" "" "role=sent&limit=5" >"$work/query-generated.json"
 
 failures=0
-for function in Send Grab Query Settle Funds; do
-  bootstrap=.aws-sam/build/${function}Function/bootstrap
-  [ -x "$bootstrap" ] || { echo "$bootstrap is missing: make build first"; exit 2; }
-  printf '#!/bin/sh\nexec qemu-aarch64 -L /usr/aarch64-linux-gnu %q\n' "$PWD/$bootstrap" >"$work/$function"
+while read -r function binary bootstrap <&4; do # (fd 4: nothing in the loop may read the list)
+  printf '#!/bin/sh\nexec qemu-aarch64 -L /usr/aarch64-linux-gnu %q\n' "$bootstrap" >"$work/$function"
   chmod +x "$work/$function"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
   "$emulator" --runtime-interface-emulator-address "127.0.0.1:$port" "$work/$function" >"$work/$function.log" 2>&1 &
   rie=$!
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
   files=""
-  for event in ${events[$function]}; do files="$files events/$event"; done
-  lower=$(echo "$function" | tr '[:upper:]' '[:lower:]')
-  [ -f "$work/$lower-generated.json" ] && files="$files $work/$lower-generated.json"
+  for event in ${events[$binary]}; do files="$files events/$event"; done
+  [ -f "$work/$binary-generated.json" ] && files="$files $work/$binary-generated.json"
   for file in $files; do
     answer=$(python3 - "http://127.0.0.1:$port/2015-03-31/functions/function/invocations" "$file" <<'PY'
 import sys, urllib.request
@@ -75,6 +89,6 @@ else:
   done
   kill "$rie" 2>/dev/null || true
   wait "$rie" 2>/dev/null || true
-done
+done 4<<<"$artifacts"
 [ "$failures" = 0 ] || { echo "$failures invocation(s) failed on the arm64 artifacts"; exit 1; }
 echo "every arm64 artifact answered its events"

@@ -47,7 +47,11 @@ pub async fn sends(service: Arc<send::SendService<DynamoLedger, Arc<RedisStore>>
     let requests: Vec<lambda_http::Request> = (0..2_000)
         .map(|n| {
             let mut event: Value = serde_json::from_str(SEND_EVENT).expect("send.json");
-            events::set_header(&mut event, "Idempotency-Key", None);
+            events::set_header(
+                &mut event,
+                "Idempotency-Key",
+                Some(&red_packets::domain::PacketId::random().to_string()),
+            );
             events::set_caller(&mut event, Some(&format!("bench-sender-{}", n % 50)));
             events::to_request(&event).expect("event")
         })

@@ -25,6 +25,7 @@ use red_packets::{events, ApiError};
 use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;
+use crate::cors::{self, Cors};
 use crate::throttle::Throttle;
 
 /// API Gateway's own payload limit (10 MB): bodies up to it are read whole and reach the handler,
@@ -45,6 +46,8 @@ pub struct Functions {
     pub authorizer: LocalAuthorizer,
     /// The stage's throttling.
     pub throttle: Throttle,
+    /// The API's CORS configuration.
+    pub cors: Cors,
 }
 
 /// The template's routes, in the form API Gateway's route keys take.
@@ -59,6 +62,7 @@ pub const ROUTES: &[&str] = &[
 
 /// The local API's router.
 pub fn router(functions: Arc<Functions>) -> Router {
+    let cors = functions.cors.clone();
     Router::new()
         .route("/packets", post(send_route))
         .route("/packets/{packet_id}/grab", post(grab_route))
@@ -69,6 +73,7 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .method_not_allowed_fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .with_state(functions)
+        .layer(axum::middleware::from_fn_with_state(cors, cors::layer))
 }
 
 /// An answer of API Gateway itself: `{"message": …}`.

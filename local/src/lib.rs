@@ -3,6 +3,8 @@
 //! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 1: a run costs only the work there is).
 
 pub mod auth;
+pub mod calls;
+pub mod cors;
 pub mod gateway;
 pub mod probe;
 pub mod rie;
@@ -34,23 +36,23 @@ pub async fn functions_with_clock(
     authorizer: LocalAuthorizer,
     clock: Arc<dyn Clock>,
 ) -> Result<Functions, red_packets::ApiError> {
-    let ledger = DynamoLedger::new(
-        DynamoLedger::client_from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
-        config,
-    );
-    ledger.ensure_table().await?;
+    let client = DynamoLedger::client_from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?;
+    DynamoLedger::new(client.clone(), config).ensure_table().await?;
+    // Each function's own client, so that the calls each one makes can be recorded as its own.
+    let ledger_of = |function| DynamoLedger::new(calls::dynamodb(client.clone(), function), config);
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
-        send: send::SendService::with_clock(ledger.clone(), store.clone(), config, clock.clone()),
+        send: send::SendService::with_clock(ledger_of("send"), store.clone(), config, clock.clone()),
         grab: grab::GrabService::with_clock(
             store.clone(),
-            ledger.clone(),
+            ledger_of("grab"),
             config.passphrase_key.clone(),
             clock.clone(),
         ),
-        query: query::QueryService::with_clock(store.clone(), ledger.clone(), clock.clone()),
-        settler: Settler::new(store, ledger).with_clock(clock),
+        query: query::QueryService::with_clock(store.clone(), ledger_of("query"), clock.clone()),
+        settler: Settler::new(store, ledger_of("settle")).with_clock(clock),
         authorizer,
+        cors: cors::Cors::from_env(),
         throttle: Throttle::from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
     })
 }
@@ -60,8 +62,9 @@ pub async fn functions_with_clock(
 /// answer, and fails when the books do not balance.
 pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_env()?;
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
-    ledger.ensure_table().await?;
+    let client = DynamoLedger::client_from_env()?;
+    DynamoLedger::new(client.clone(), &config).ensure_table().await?;
+    let ledger = DynamoLedger::new(calls::dynamodb(client, "funds"), &config);
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
     let reports = ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into()));
     let response = funds::handle(&ledger, &SystemClock, &reports, event).await?;

@@ -49,7 +49,7 @@ pub struct Throttle {
 }
 
 impl Throttle {
-    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 10000, `ApiRateLimit`
+    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 5000, `ApiRateLimit`
     /// 1000, `ApiBurstLimit` 2000), each overridden by `LOCAL_` and its name in capitals
     /// (`LOCAL_GRAB_RATE_LIMIT`, …).
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -60,7 +60,7 @@ impl Throttle {
             }
         };
         Ok(Throttle::new(
-            (read("LOCAL_GRAB_RATE_LIMIT", 5000)?.into(), read("LOCAL_GRAB_BURST_LIMIT", 10_000)?),
+            (read("LOCAL_GRAB_RATE_LIMIT", 5000)?.into(), read("LOCAL_GRAB_BURST_LIMIT", 5000)?),
             (read("LOCAL_API_RATE_LIMIT", 1000)?.into(), read("LOCAL_API_BURST_LIMIT", 2000)?),
         ))
     }

@@ -272,6 +272,9 @@ fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: O
         .collect();
     event["queryStringParameters"] = Value::Object(parameters);
     event["headers"]["content-type"] = Value::from("application/json");
+    if route_key == "POST /packets" {
+        event["headers"]["idempotency-key"] = Value::from(red_packets::domain::PacketId::random().to_string());
+    }
     event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::from(sub);
     let segments: Vec<&str> = path.split('?').next().unwrap().split('/').collect();
     if let (Some(&"packets"), Some(id)) = (segments.get(1), segments.get(2)) {

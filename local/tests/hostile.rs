@@ -81,6 +81,7 @@ async fn hostile_requests_get_clear_4xx_answers_and_secrets_stay_out_of_the_logs
     let post = |body: Vec<u8>, content_type: &str| {
         http.post(format!("{}/packets", api.base))
             .header("authorization", &bearer)
+            .header("idempotency-key", red_packets::domain::PacketId::random().to_string())
             .header("content-type", content_type)
             .body(body)
             .send()

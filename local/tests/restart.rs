@@ -93,7 +93,11 @@ async fn call(
     body: Option<Value>,
 ) -> (u16, Value) {
     let token = LocalAuthorizer::new(SECRET).token(user, 600);
+    let sends = method == reqwest::Method::POST && url.ends_with("/packets");
     let mut request = client.request(method, url).bearer_auth(token);
+    if sends {
+        request = request.header("idempotency-key", red_packets::domain::PacketId::random().to_string());
+    }
     if let Some(body) = body {
         request = request.json(&body);
     }

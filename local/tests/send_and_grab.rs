@@ -26,7 +26,7 @@ async fn functions() -> Arc<Functions> {
 fn send_request(sender: &str, body: Value) -> Request {
     let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
     events::set_caller(&mut event, Some(sender));
-    events::set_header(&mut event, "Idempotency-Key", None);
+    events::set_header(&mut event, "Idempotency-Key", Some(&red_packets::domain::PacketId::random().to_string()));
     events::set_body(&mut event, &body.to_string());
     events::to_request(&event).unwrap()
 }
@@ -204,6 +204,7 @@ async fn the_local_api_serves_send_and_grab_over_http() {
     let sent = http
         .post(format!("{base}/packets"))
         .header("authorization", bearer("alice"))
+        .header("idempotency-key", "http-send-1")
         .json(&json!({ "total_cents": 500, "count": 5, "greeting": "新年快乐" }))
         .send()
         .await

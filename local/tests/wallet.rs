@@ -109,6 +109,35 @@ async fn a_send_is_paid_from_the_wallet_once_and_a_short_balance_records_nothing
     assert_books_balance(&stack, "after one packet").await;
 }
 
+/// With the wallet on, a packet's grabs are its claim holders' credits: a packet Redis lost is
+/// answered from them (the grab function's fallback reads them back with `BatchGetItem`), a repeat
+/// grab gets its share again and a new grabber the next one, credited once when settle records it.
+#[tokio::test]
+async fn a_packet_redis_lost_is_grabbed_from_the_credits_with_the_wallet_on() {
+    let stack = wallet_stack("wallet-lost").await;
+    assert!(top_up(&stack, "alice", 900, "pay-lost").await);
+    let (status, packet) = stack.send_keyed("alice", &json!({ "total_cents": 900, "count": 3 }), "send-lost").await;
+    assert_eq!(status, 201, "{packet}");
+    let id = packet["packet_id"].as_str().unwrap().to_owned();
+    let (_, first) = stack.grab(&id, "bob").await;
+    stack.settle().await;
+    stack.settle().await;
+
+    stack.empty_redis(&[&id]).await;
+    let (status, again) = stack.grab(&id, "bob").await;
+    assert_eq!((status, again["already_grabbed"].as_bool()), (200, Some(true)), "{again}");
+    assert_eq!(again["amount_cents"], first["amount_cents"], "the same share, from the ledger");
+    let (status, fresh) = stack.grab(&id, "carol").await;
+    assert_eq!((status, fresh["already_grabbed"].as_bool()), (200, Some(false)), "{fresh}");
+    stack.settle().await;
+    stack.settle().await;
+    let (_, wallet) = stack.wallet("carol", "").await;
+    assert_eq!(wallet["balance_cents"], fresh["amount_cents"], "credited once: {wallet}");
+    let (_, wallet) = stack.wallet("bob", "").await;
+    assert_eq!(wallet["balance_cents"], first["amount_cents"], "never credited twice: {wallet}");
+    assert_books_balance(&stack, "after a grab from the ledger").await;
+}
+
 /// Senders, grabbers and the payments system at once: top-ups (each delivered twice), sends
 /// (replays with their key, some short of funds), grabs, cancels, expiries and settle runs
 /// crashed at every fault point. At each settle boundary and at the end: the books balance to

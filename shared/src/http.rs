@@ -12,8 +12,14 @@ use crate::domain::{IdempotencyKey, PacketId, UserId};
 use crate::error::ApiError;
 use crate::telemetry::{DEPENDENCY_UNAVAILABLE, INTERNAL_ERROR};
 
-/// Seconds a client should wait before retrying a 503.
-pub const RETRY_AFTER_SECONDS: u32 = 1;
+/// The seconds a 503's `Retry-After` asks for: drawn uniformly from this range, so that the
+/// clients an outage turned away do not all come back in the same second.
+pub const RETRY_AFTER_SECONDS: std::ops::RangeInclusive<u32> = 1..=5;
+
+/// One draw of [`RETRY_AFTER_SECONDS`].
+pub fn retry_after_seconds() -> u32 {
+    rand::Rng::random_range(&mut rand::rng(), RETRY_AFTER_SECONDS)
+}
 
 /// The caller: the `sub` claim API Gateway's JWT authorizer verified, and nothing else.
 pub fn caller(request: &Request) -> Result<UserId, ApiError> {
@@ -38,12 +44,17 @@ pub fn packet_id(request: &Request) -> Result<PacketId, ApiError> {
         .ok_or(ApiError::NotFound)
 }
 
-/// The optional `Idempotency-Key` header, validated.
-pub fn idempotency_key(request: &Request) -> Result<Option<IdempotencyKey>, ApiError> {
+/// The `Idempotency-Key` header, required and validated: a send retried without one after a
+/// timeout would pay twice (WeChat Pay's red packet API asks every send for its bill number for
+/// the same reason).
+pub fn idempotency_key(request: &Request) -> Result<IdempotencyKey, ApiError> {
     let Some(value) = request.headers().get("idempotency-key") else {
-        return Ok(None);
+        return Err(ApiError::invalid(
+            "Idempotency-Key",
+            "the Idempotency-Key header is required: a key of your own per send, the same on every retry of it",
+        ));
     };
-    value.to_str().ok().and_then(IdempotencyKey::parse).map(Some).ok_or_else(|| {
+    value.to_str().ok().and_then(IdempotencyKey::parse).ok_or_else(|| {
         ApiError::invalid("Idempotency-Key", "Idempotency-Key must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
     })
 }
@@ -119,7 +130,7 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
         &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field } },
     );
     if matches!(error, ApiError::Unavailable { .. }) {
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds()));
     }
     response
 }
@@ -172,7 +183,13 @@ mod tests {
 
         let response = error_response(&ApiError::redis_unavailable("connection refused"));
         assert_eq!(response.status(), 503);
-        assert_eq!(response.headers()[RETRY_AFTER], "1");
+        let seconds =
+            |response: &Response<Body>| -> u32 { response.headers()[RETRY_AFTER].to_str().unwrap().parse().unwrap() };
+        assert!(RETRY_AFTER_SECONDS.contains(&seconds(&response)));
+        // Spread: 200 answers use every second of the range (each missed with odds (4/5)^200).
+        let spread: std::collections::BTreeSet<u32> =
+            (0..200).map(|_| seconds(&error_response(&ApiError::redis_unavailable("down")))).collect();
+        assert_eq!(spread, RETRY_AFTER_SECONDS.collect(), "Retry-After is jittered over its range");
         let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert!(body["error"].get("field").is_none());
         assert!(!body["error"]["message"].as_str().unwrap().contains("refused"), "details stay in the logs");

@@ -59,7 +59,16 @@ pub async fn handle<L: Wallets + Books, R: ReportSink>(
 ) -> Result<FundsResponse, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
     let response = run(ledger, clock, reports, &request).await?;
-    match (&request, &response) {
+    record(&request, &response);
+    Ok(response)
+}
+
+/// A completed request's figures as metrics: each top-up's outcome and credit, the differences
+/// reconciliation found, and the heartbeat of each completed daily job (`FundsJobsCompleted`,
+/// dimension `job`: the payload's key, `reconcile` or `trial_balance`). A job that fails or never
+/// runs leaves no heartbeat, and the template's did-not-run alarms fire on its absence.
+fn record(request: &FundsRequest, response: &FundsResponse) {
+    match (request, response) {
         (FundsRequest::Topup(topup), FundsResponse::Topup(result)) => {
             let outcome = if result.applied { "applied" } else { "replayed" };
             metrics::counter!("Topups", "outcome" => outcome).increment(1);
@@ -69,10 +78,13 @@ pub async fn handle<L: Wallets + Books, R: ReportSink>(
         }
         (_, FundsResponse::Reconcile(reconciliation)) => {
             metrics::gauge!("BooksDifferences").set(reconciliation.differences.len() as f64);
+            metrics::counter!("FundsJobsCompleted", "job" => "reconcile").increment(1);
+        }
+        (_, FundsResponse::TrialBalance { .. }) => {
+            metrics::counter!("FundsJobsCompleted", "job" => "trial_balance").increment(1);
         }
         _ => {}
     }
-    Ok(response)
 }
 
 #[cfg(test)]
@@ -101,5 +113,37 @@ mod tests {
         assert_eq!(down.error_type, "StoreUnavailable");
         let corrupt = diagnostic(FundsError::Store(StoreError::Corrupt("a bad item".into())).into());
         assert_eq!(corrupt.error_type, "StoreUnavailable", "not the caller's mistake: page someone");
+    }
+
+    /// The only test of this process that installs the metrics recorder (it is global): each
+    /// completed daily job beats its heartbeat, in the embedded metric format with the dimension
+    /// `job`, the payload's key.
+    #[test]
+    fn each_completed_daily_job_beats_its_heartbeat() {
+        use red_packets::domain::books::Reconciliation;
+        use red_packets::domain::statements::TrialBalance;
+        use red_packets::funds::{DayReport, ReconcileOptions};
+
+        let collector = red_packets::telemetry::metrics("funds").expect("the first recorder of this process");
+        let books = Reconciliation::default();
+        record(&FundsRequest::Reconcile(ReconcileOptions::default()), &FundsResponse::Reconcile(books.clone()));
+        let report = TrialBalance::new("2026-11-23", &books, &books);
+        let trial_balance = FundsResponse::TrialBalance { report, written: Vec::new() };
+        record(&FundsRequest::TrialBalance(DayReport::default()), &trial_balance);
+
+        let mut written = Vec::new();
+        collector.flush(&mut written).unwrap();
+        let documents: Vec<Value> =
+            String::from_utf8(written).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        for job in ["reconcile", "trial_balance"] {
+            let beat = documents
+                .iter()
+                .find(|document| document["job"] == job && document["FundsJobsCompleted"].is_number())
+                .unwrap_or_else(|| panic!("no heartbeat of {job} in {documents:?}"));
+            assert_eq!(beat["FundsJobsCompleted"].as_u64(), Some(1), "{beat}");
+            assert_eq!(beat["Function"], "funds");
+            let declared = &beat["_aws"]["CloudWatchMetrics"][0];
+            assert!(declared["Dimensions"].to_string().contains("job"), "{declared}");
+        }
     }
 }

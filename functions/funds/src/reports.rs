@@ -3,6 +3,9 @@
 //! directory where no bucket is configured (`REPORTS_DIR`, default `/tmp/reports`: the only
 //! writable place in Lambda; `local` writes to `reports/`).
 
+use std::time::Duration;
+
+use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region, SharedCredentialsProvider};
 use aws_sdk_s3::primitives::ByteStream;
 use red_packets::adapters::dynamo::client::{https_client, Connection};
@@ -31,21 +34,35 @@ impl Reports {
             let dir = std::env::var("REPORTS_DIR").unwrap_or_else(|_| "/tmp/reports".into());
             return Ok(Reports::Directory(ReportDirectory::new(dir)));
         };
-        let connection = Connection::from_env();
-        let credentials = connection
-            .credentials
-            .clone()
-            .ok_or_else(|| ConfigError::new("AWS_ACCESS_KEY_ID", "", "not set: Lambda sets it"))?;
-        let mut config = aws_sdk_s3::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(connection.region.clone().map(Region::new))
-            .credentials_provider(SharedCredentialsProvider::new(credentials))
-            .http_client(https_client(&connection)?);
-        if let Ok(url) = std::env::var("AWS_ENDPOINT_URL_S3") {
-            config = config.endpoint_url(url).force_path_style(true);
-        }
-        Ok(Reports::Bucket { client: aws_sdk_s3::Client::from_conf(config.build()), bucket })
+        let endpoint = std::env::var("AWS_ENDPOINT_URL_S3").ok().filter(|url| !url.is_empty());
+        Ok(Reports::Bucket { client: s3_client(&Connection::from_env(), endpoint.as_deref())?, bucket })
     }
+}
+
+/// An S3 client on the execution role's credentials, reaching `endpoint` path-style when one is
+/// given (a local stand-in), with timeouts: an S3 that does not answer fails the report within a
+/// minute instead of holding the function to its own timeout.
+pub fn s3_client(connection: &Connection, endpoint: Option<&str>) -> Result<aws_sdk_s3::Client, ConfigError> {
+    let credentials = connection
+        .credentials
+        .clone()
+        .ok_or_else(|| ConfigError::new("AWS_ACCESS_KEY_ID", "", "not set: Lambda sets it"))?;
+    let mut config = aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(connection.region.clone().map(Region::new))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
+        .http_client(https_client(connection)?)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_attempt_timeout(Duration::from_secs(20))
+                .operation_timeout(Duration::from_secs(60))
+                .build(),
+        );
+    if let Some(url) = endpoint {
+        config = config.endpoint_url(url).force_path_style(true);
+    }
+    Ok(aws_sdk_s3::Client::from_conf(config.build()))
 }
 
 impl ReportSink for Reports {

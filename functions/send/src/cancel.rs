@@ -80,7 +80,7 @@ mod tests {
         let clock = Arc::new(ManualClock::starting_now());
         let service = service(clock.clone());
         let mut send: Value = serde_json::from_str(SEND_EVENT).unwrap();
-        events::set_header(&mut send, "Idempotency-Key", None);
+        events::set_header(&mut send, "Idempotency-Key", Some(&red_packets::domain::PacketId::random().to_string()));
         events::set_body(&mut send, r#"{"total_cents":300,"count":3,"expires_in_seconds":60}"#);
         let (status, sent) = call(&service, send.clone()).await;
         assert_eq!(status, 201, "{sent}");
@@ -96,6 +96,7 @@ mod tests {
             assert_eq!(body["remaining_cents"], 300);
         }
 
+        events::set_header(&mut send, "Idempotency-Key", Some("a-later-send"));
         let (_, late) = call(&service, send).await;
         clock.advance(60_000);
         let (status, body) = call(&service, cancel_event(late["packet_id"].as_str().unwrap(), Some("alice"))).await;

@@ -1,7 +1,7 @@
 //! `POST /packets`: validate, split, record the packet in DynamoDB (counted against the
 //! sender's daily limits in the same transaction), load it into Redis, 201.
 //!
-//! With an `Idempotency-Key`, the same sender, key and body get the same packet back, as it is
+//! Every send carries an `Idempotency-Key` (400 without one): the same sender, key and body get the same packet back, as it is
 //! now, and a retry after a failed Redis load finishes that load: never a second packet, never
 //! counted twice. A replay reloads the packet into Redis only while the ledger holds it open,
 //! and then with the ledger's grabs: a settled packet is never reopened, a grabbed share never
@@ -69,11 +69,11 @@ async fn send<L: Ledger, S: LiveStore>(
     let sender = caller(request)?;
     let key = idempotency_key(request)?;
     let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key)?;
-    let claim = key.map(|key| IdempotencyClaim { key, request_hash: spec.fingerprint() });
+    let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
 
     let now_ms = service.clock.now_ms();
     let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms);
-    let view = match service.ledger.record_packet(&fresh, claim.as_ref()).await? {
+    let view = match service.ledger.record_packet(&fresh, Some(&claim)).await? {
         Recorded::New => {
             // The ledger holds the packet and its sender's debit: the send is done, and a 503
             // now would invite a retry that pays again. Its first grab loads it into Redis.
@@ -198,6 +198,12 @@ mod tests {
         let (status, body) =
             call(&service, send_event(|e| events::set_header(e, "Idempotency-Key", Some("no spaces")))).await;
         assert_eq!((status, body["error"]["field"].as_str()), (400, Some("Idempotency-Key")));
+        let (status, body) = call(&service, send_event(|e| events::set_header(e, "Idempotency-Key", None))).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str(), body["error"]["field"].as_str()),
+            (400, Some("invalid_request"), Some("Idempotency-Key")),
+            "a send without a key could pay twice on a retry: {body}"
+        );
         let (status, _) = call(&service, send_event(|e| events::set_caller(e, None))).await;
         assert_eq!(status, 401);
     }
@@ -232,7 +238,8 @@ mod tests {
         service.ledger.set_unreachable(true);
         let response = handle(&service, send_event(|_| {})).await.unwrap();
         assert_eq!(response.status(), 503);
-        assert_eq!(response.headers()["retry-after"], "1");
+        assert!(red_packets::http::RETRY_AFTER_SECONDS
+            .contains(&response.headers()["retry-after"].to_str().unwrap().parse().unwrap()));
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 //! retry and the on-failure destination see it); what it did stays done. A failure's
 //! `errorType` names what went wrong (`InvalidSettleRequest`, `StoreUnavailable`), never a Rust
 //! type name. Each run's figures leave as metrics (its lag, what it persisted, finalised,
-//! skipped, quarantined, its duration).
+//! skipped, quarantined, its duration), and every run that ends, whatever its outcome, beats
+//! its shard range's heartbeat (`SettleRuns`, dimension `shards`): the template's did-not-run
+//! alarms fire on a missing heartbeat, the other alarms on a run that ran and failed.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::ports::{SettleLedger, SettleQueue};
@@ -45,10 +47,28 @@ pub async fn handle<S: SettleQueue, L: SettleLedger>(
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
+    let shards = settler.shards_of(&request);
+    let heartbeat = format!("{}-{}", shards.start(), shards.end());
+    let ran = settle_shards(settler, &request, shards, deadline_ms).await;
+    // The run ended, whatever its outcome: a run that failed is told by the errors and markers,
+    // a run that never ran (a broken schedule, a throttled or crashing function) by this
+    // heartbeat missing (`{"shards": [0, 7]}` beats as `0-7`, one series per schedule).
+    metrics::counter!("SettleRuns", "shards" => heartbeat).increment(1);
+    ran
+}
+
+/// One invocation's work: the releases, then draining `shards` until the deadline, then the
+/// packets in quarantine.
+async fn settle_shards<S: SettleQueue, L: SettleLedger>(
+    settler: &Settler<S, L>,
+    request: &SettleRequest,
+    shards: std::ops::RangeInclusive<u32>,
+    deadline_ms: Option<red_packets::Millis>,
+) -> Result<SettleSummary, SettleFailure> {
     let started = std::time::Instant::now();
     let unavailable = |error| SettleError::Unavailable { error, summary: Box::default() };
     let released = settler.release(&request.release).await.map_err(unavailable)?;
-    let drained = settler.drain(settler.shards_of(&request), deadline_ms, settler.drain_until(deadline_ms)).await;
+    let drained = settler.drain(shards, deadline_ms, settler.drain_until(deadline_ms)).await;
     match &drained {
         Ok(summary) => record(summary, started.elapsed()),
         Err(SettleError::Unavailable { summary, .. }) => record(summary, started.elapsed()),
@@ -125,5 +145,37 @@ mod tests {
         settler.ledger().set_unreachable(true);
         let failure = handle(&settler, LambdaEvent::new(Value::Null, Context::default())).await.unwrap_err();
         assert_eq!(Diagnostic::from(failure).error_type, "StoreUnavailable");
+    }
+
+    /// The only test of this process that installs the metrics recorder (it is global). Every
+    /// run that ends beats its shard range's heartbeat, in the embedded metric format with the
+    /// dimension `shards`, a run that failed too; ranges no other test uses, so the counts are
+    /// this test's own.
+    #[tokio::test]
+    async fn every_run_that_ends_beats_its_shard_ranges_heartbeat() {
+        let collector = red_packets::telemetry::metrics("settle").expect("the first recorder of this process");
+        let payload = serde_json::json!({ "shards": [2, 5] });
+        handle(&settler(), LambdaEvent::new(payload, Context::default())).await.unwrap();
+        let failing = settler();
+        failing.ledger().set_unreachable(true);
+        let payload = serde_json::json!({ "shards": [6, 6] });
+        let failure = handle(&failing, LambdaEvent::new(payload, Context::default())).await.unwrap_err();
+        assert_eq!(Diagnostic::from(failure).error_type, "StoreUnavailable");
+
+        let mut written = Vec::new();
+        collector.flush(&mut written).unwrap();
+        let documents: Vec<Value> =
+            String::from_utf8(written).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        for shards in ["2-5", "6-6"] {
+            let beat = documents
+                .iter()
+                .find(|document| document["shards"] == shards && document["SettleRuns"].is_number())
+                .unwrap_or_else(|| panic!("no heartbeat of shards {shards} in {documents:?}"));
+            assert_eq!(beat["SettleRuns"].as_u64(), Some(1), "one run, one beat: {beat}");
+            assert_eq!(beat["Function"], "settle");
+            let declared = &beat["_aws"]["CloudWatchMetrics"][0];
+            assert_eq!(declared["Namespace"], red_packets::telemetry::LOCAL_METRICS_NAMESPACE);
+            assert!(declared["Dimensions"].to_string().contains("shards"), "{declared}");
+        }
     }
 }

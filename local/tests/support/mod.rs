@@ -17,10 +17,10 @@ use serde_json::{json, Value};
 const SEND_EVENT: &str = include_str!("../../../events/send.json");
 const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 
-/// `events/send.json` with `body` and no `Idempotency-Key`.
+/// `events/send.json` with `body` and a fresh `Idempotency-Key`.
 pub fn send_request(body: Value) -> Request {
     let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-    events::set_header(&mut event, "Idempotency-Key", None);
+    events::set_header(&mut event, "Idempotency-Key", Some(&red_packets::domain::PacketId::random().to_string()));
     events::set_body(&mut event, &body.to_string());
     events::to_request(&event).unwrap()
 }

@@ -147,11 +147,11 @@ impl Stack {
         reply(send::handle(&self.functions.send, request(&event)).await).await
     }
 
-    /// `POST /packets` by `sender` without a key: the status and body, whatever they are.
+    /// `POST /packets` by `sender` with a fresh key: the status and body, whatever they are.
     pub async fn try_send(&self, sender: &str, body: &Value) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
         events::set_caller(&mut event, Some(sender));
-        events::set_header(&mut event, "Idempotency-Key", None);
+        events::set_header(&mut event, "Idempotency-Key", Some(&red_packets::domain::PacketId::random().to_string()));
         events::set_body(&mut event, &body.to_string());
         reply(send::handle(&self.functions.send, request(&event)).await).await
     }

@@ -1,0 +1,175 @@
+"""Each function's permissions, derived from the calls its code makes, checked on the transformed
+template of every parameter set.
+
+The emulators allow every call; AWS allows what the function's role allows. So the tests record
+every AWS call each function makes (`local/src/calls.rs`: an interceptor on each of its SDK
+clients, `AWS_CALL_LOG`), and this maps each call to the IAM actions and resources it needs,
+following AWS's service authorization reference:
+
+- a DynamoDB operation is the action of its name on its table, and a `Query` or `Scan` of an
+  index is that action on the index's ARN (`table/<t>/index/<i>`);
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html
+- `BatchGetItem` and `BatchWriteItem` are actions of their own, on each table of the batch;
+- `TransactWriteItems` needs the action of each item it holds (`dynamodb:PutItem`,
+  `dynamodb:UpdateItem`, `dynamodb:DeleteItem`, `dynamodb:ConditionCheckItem`) and
+  `TransactGetItems` `dynamodb:GetItem`;
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html
+- S3's `PutObject` is `s3:PutObject` on the object's ARN (`arn:aws:s3:::<bucket>/<key>`).
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html
+
+Then, for every parameter set (`.local/transformed/<set>.json`, written by scripts/transform.py),
+for every function the set creates, its role's statements are evaluated with IAM's rules
+(scripts/iam.py): every recorded call of its binary must be allowed, naming the function, the
+action, the call and the test that made it; and every action the role's inline policies grant
+must be used by some recorded call, unless `EXPLAINED` says why. The managed policies SAM attaches
+are Lambda's own (logs, network interfaces, traces), listed in `MANAGED` with why.
+
+Usage: permissions.py <calls directory> [<transformed directory>]; exit 1 on any problem.
+"""
+
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import iam  # noqa: E402
+from cfn import Stack, parameter_sets  # noqa: E402
+
+# The stack's one table and one bucket: every table and bucket the tests make stands for them.
+TABLE, BUCKET = "PacketsTable", "ReportsBucket"
+
+TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+
+# What SAM attaches for Lambda itself: none of it is a call of the code.
+MANAGED = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": "Lambda writes the function's logs",
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole": "Lambda attaches the function's network interfaces in the VPC",
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess": "Lambda's X-Ray daemon sends the traces (XRayTracing=Active)",
+}
+
+# Granted, and used by no call of the code: (function, action) -> why.
+EXPLAINED = {
+    ("SettleFunction", "sqs:SendMessage"): "Lambda sends a failed asynchronous run to the on-failure destination with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)",
+    ("FundsFunction", "sqs:SendMessage"): "Lambda sends a failed asynchronous run to the on-failure destination with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)",
+}
+
+
+def load_calls(directory):
+    """Every recorded call, each once: {(binary, service, operation, resources): first test}."""
+    calls = {}
+    for path in sorted(glob.glob(os.path.join(directory, "*.jsonl"))):
+        with open(path) as lines:
+            for line in lines:
+                call = json.loads(line)
+                key = (call["function"], call["service"], call["operation"], json.dumps(normalised(call["resources"]), sort_keys=True))
+                calls.setdefault(key, call["test"])
+    return calls
+
+
+def normalised(resources):
+    """A call's resources as the stack has them: each test's table is the table, its bucket the bucket."""
+    out = []
+    for resource in resources:
+        resource = dict(resource)
+        if "table" in resource:
+            resource["table"] = TABLE
+        if "bucket" in resource:
+            resource["bucket"] = BUCKET
+        out.append(resource)
+    return out
+
+
+def needed(stack, service, operation, resources):
+    """The (IAM action, resource ARN) pairs one call needs on `stack`."""
+    pairs = []
+    for resource in resources:
+        if service == "dynamodb":
+            arn = stack.arn(resource["table"])
+            if operation == "TransactWriteItems":
+                pairs.append((f"dynamodb:{TRANSACT_WRITE[resource['part']]}", arn))
+            elif operation == "TransactGetItems":
+                pairs.append(("dynamodb:GetItem", arn))
+            elif resource.get("index"):
+                pairs.append((f"dynamodb:{operation}", f"{arn}/index/{resource['index']}"))
+            else:
+                pairs.append((f"dynamodb:{operation}", arn))
+        elif service == "s3":
+            pairs.append((f"s3:{operation}", f"{stack.arn(resource['bucket'])}/{resource.get('key', '')}"))
+        else:
+            raise ValueError(f"no IAM mapping for {service}:{operation}")
+    return pairs
+
+
+def role_of(stack, function):
+    """The statements of the function's role's inline policies, and its managed policy ARNs."""
+    role = stack.resources[function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    properties = stack.resolve(stack.resources[role]["Properties"])
+    statements = [s for policy in properties.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+    return statements, properties.get("ManagedPolicyArns", [])
+
+
+def binary_of(resource):
+    return resource.get("Metadata", {}).get("BuildProperties", {}).get("Binary")
+
+
+def check(stack, calls, label):
+    """Every problem of one parameter set: calls refused, grants unused, policies unexplained."""
+    problems = []
+    functions = stack.created("AWS::Lambda::Function")
+    binaries = {binary_of(stack.resources[f]) for f in functions}
+    for (binary, _service, _operation, _resources) in calls:
+        if binary not in binaries:
+            problems.append(f"[{label}] calls recorded for a binary no function of the template runs: {binary}")
+            break
+    for function in sorted(functions):
+        binary = binary_of(stack.resources[function])
+        statements, managed = role_of(stack, function)
+        used = set()
+        mine = [(key, test) for key, test in calls.items() if key[0] == binary]
+        if not mine:
+            problems.append(f"[{label}] {function}: no call of {binary} was recorded (did its tests run with AWS_CALL_LOG?)")
+        for (_, service, operation, resources), test in mine:
+            for action, arn in needed(stack, service, operation, json.loads(resources)):
+                answer = iam.decide(statements, action, arn)
+                if answer != iam.ALLOW:
+                    problems.append(f"[{label}] {function}: {action} on {arn} is refused ({answer}): {operation} made by {test}")
+                for statement in statements:
+                    for grant in iam.grants(statement):
+                        if iam.action_matches(grant[0], action) and iam.resource_matches(grant[1], arn):
+                            used.add(grant)
+        for statement in statements:
+            for action, resource in iam.grants(statement):
+                if (action, resource) not in used and (function, action) not in EXPLAINED:
+                    problems.append(f"[{label}] {function}: {action} on {resource} is granted and no recorded call uses it")
+        for arn in managed:
+            if arn not in MANAGED:
+                problems.append(f"[{label}] {function}: managed policy {arn} is not explained")
+    return problems
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    calls = load_calls(argv[1])
+    if not calls:
+        print(f"permissions: no recorded calls under {argv[1]}")
+        return 1
+    transformed = argv[2] if len(argv) > 2 else ".local/transformed"
+    failures = 0
+    for label, overrides in parameter_sets().items():
+        with open(os.path.join(transformed, f"{label}.json")) as file:
+            stack = Stack(json.load(file), overrides)
+        problems = check(stack, calls, label)
+        for problem in problems:
+            print(f"permissions {problem}")
+        failures += len(problems)
+        if not problems:
+            print(f"permissions [{label}]: every recorded call allowed, every grant used ({len(calls)} distinct calls)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,95 @@
+"""The derived-permission check (scripts/permissions.py) on a small transformed template."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import permissions  # noqa: E402
+from cfn import Stack  # noqa: E402
+
+
+def template(settle_actions, grab_condition=None):
+    grab = {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": "grab"}},
+            "Properties": {"Role": {"Fn::GetAtt": ["GrabRole", "Arn"]}}}
+    if grab_condition:
+        grab["Condition"] = grab_condition
+    return {
+        "Parameters": {"GrabCompute": {"Type": "String", "Default": "lambda"}},
+        "Conditions": {"GrabOnLambda": {"Fn::Equals": [{"Ref": "GrabCompute"}, "lambda"]}},
+        "Resources": {
+            "PacketsTable": {"Type": "AWS::DynamoDB::Table"},
+            "SettleFunction": {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": "settle"}},
+                               "Properties": {"Role": {"Fn::GetAtt": ["SettleRole", "Arn"]}}},
+            "SettleRole": {"Type": "AWS::IAM::Role", "Properties": {
+                "ManagedPolicyArns": ["arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"],
+                "Policies": [{"PolicyName": "p", "PolicyDocument": {"Statement": [
+                    {"Effect": "Allow", "Action": settle_actions, "Resource": {"Fn::GetAtt": ["PacketsTable", "Arn"]}},
+                    {"Effect": "Allow", "Action": ["dynamodb:Query"], "Resource": {"Fn::Sub": "${PacketsTable.Arn}/index/open"}},
+                ]}}]}},
+            "GrabFunction": grab,
+            "GrabRole": {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyName": "p", "PolicyDocument": {"Statement": [
+                {"Effect": "Allow", "Action": "dynamodb:Query", "Resource": {"Fn::GetAtt": ["PacketsTable", "Arn"]}}]}}]}},
+        },
+    }
+
+
+CALLS = [
+    {"function": "settle", "service": "dynamodb", "operation": "Query", "resources": [{"table": "RedPackets-a1", "index": "open"}], "test": "settle_and_query::sweep"},
+    {"function": "settle", "service": "dynamodb", "operation": "BatchGetItem", "resources": [{"table": "RedPackets-b2"}], "test": "wallet::storm"},
+    {"function": "settle", "service": "dynamodb", "operation": "TransactWriteItems",
+     "resources": [{"table": "RedPackets-b2", "part": "Put"}, {"table": "RedPackets-b2", "part": "ConditionCheck"}], "test": "wallet::refund"},
+    {"function": "grab", "service": "dynamodb", "operation": "Query", "resources": [{"table": "RedPackets-c3"}], "test": "recovery::fallback"},
+]
+
+
+def recorded(calls):
+    directory = tempfile.mkdtemp()
+    with open(os.path.join(directory, "t.jsonl"), "w") as file:
+        for call in calls:
+            file.write(json.dumps(call) + "\n")
+    return permissions.load_calls(directory)
+
+
+class DerivedPermissions(unittest.TestCase):
+    def test_every_call_allowed_and_every_grant_used_passes(self):
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"]))
+        self.assertEqual(permissions.check(stack, recorded(CALLS), "t"), [])
+
+    def test_a_missing_action_names_the_function_the_call_and_its_test(self):
+        stack = Stack(template(["dynamodb:PutItem", "dynamodb:ConditionCheckItem"]))
+        problems = permissions.check(stack, recorded(CALLS), "t")
+        self.assertEqual(len(problems), 1, problems)
+        for part in ["SettleFunction", "dynamodb:BatchGetItem", "table/PacketsTable", "wallet::storm", "ImplicitDeny"]:
+            self.assertIn(part, problems[0])
+
+    def test_a_transaction_needs_each_items_action(self):
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem"]))
+        problems = permissions.check(stack, recorded(CALLS), "t")
+        self.assertTrue(any("dynamodb:ConditionCheckItem" in p and "TransactWriteItems made by wallet::refund" in p for p in problems), problems)
+
+    def test_a_grant_no_call_uses_is_named(self):
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem"]))
+        problems = permissions.check(stack, recorded(CALLS), "t")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("SettleFunction: dynamodb:DeleteItem", problems[0])
+        self.assertIn("no recorded call uses it", problems[0])
+
+    def test_a_query_of_an_index_needs_the_index(self):
+        calls = CALLS + [{"function": "grab", "service": "dynamodb", "operation": "Query", "resources": [{"table": "T", "index": "history"}], "test": "x::y"}]
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"]))
+        problems = permissions.check(stack, recorded(calls), "t")
+        self.assertTrue(any("GrabFunction: dynamodb:Query on" in p and "/index/history" in p for p in problems), problems)
+
+    def test_a_function_the_parameters_leave_out_is_not_checked(self):
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"], "GrabOnLambda"), {"GrabCompute": "managed-instances"})
+        problems = permissions.check(stack, recorded(CALLS), "t")
+        self.assertTrue(any("a binary no function of the template runs: grab" in p for p in problems), problems)
+        self.assertFalse(any("GrabFunction" in p for p in problems), problems)
+
+
+if __name__ == "__main__":
+    unittest.main()
