@@ -68,7 +68,7 @@ def main():
                 parsed = operation.sync_detailed(packet_id=packet_id, client=http).parsed
             else:
                 request = models.SendRequest(total_cents=100, count=1)
-                parsed = operation.sync_detailed(client=http, body=request).parsed
+                parsed = operation.sync_detailed(client=http, body=request, idempotency_key="generated-client-1").parsed
             name = f"{operation.__name__.rsplit('.', 1)[-1]} {status} {json.dumps(body)}"
             if not isinstance(parsed, expected):
                 sys.exit(f"{name}: decoded as {type(parsed).__name__}, expected {expected.__name__}")
