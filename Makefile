@@ -8,7 +8,8 @@ export SAM_CLI_TELEMETRY := 0
 run:
 	scripts/run-local.sh
 
-## make test: every test against a Redis and a DynamoDB Local of its own, then sam validate --lint
+## make test: every test against a Redis and a DynamoDB Local of its own, the functions through
+## sam local invoke on a Docker daemon of its own, then sam validate --lint and the template's checks
 test:
 	scripts/test.sh
 
@@ -57,8 +58,9 @@ quarantine:
 release:
 	@$(SETTLE_ENV) cargo run -q -p local -- release $(ID)
 
-## make invoke FN=grab EVENT=events/grab.json: one event on the function's release binary under
-## AWS's Lambda Runtime Interface Emulator (sam local invoke without Docker), against make run's services;
+## make invoke FN=grab EVENT=events/grab.json: one event on one function against make run's services,
+## through sam local invoke where a Docker daemon answers (the template's arm64 function, sam build in
+## debug mode), else on its release binary under AWS's Lambda Runtime Interface Emulator; says which.
 ## FN is send, grab, query, settle or funds (EVENT defaults to events/<FN>.json, for funds events/reconcile.json)
 invoke:
 	FN=$(FN) EVENT=$(EVENT) scripts/invoke.sh

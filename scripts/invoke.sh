@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# `make invoke FN=grab EVENT=events/grab.json`: the Docker-free `sam local invoke`. Builds the
-# function's release binary, runs it under AWS's Lambda Runtime Interface Emulator (the
-# `aws-lambda-rie` that `sam local invoke` runs inside its container, shipped in the aws-sam-cli
-# wheel), invokes it once with the event and prints the answer. The function reaches the Redis
-# and DynamoDB Local of `make run` unless REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB say otherwise.
+# `make invoke FN=grab EVENT=events/grab.json`: one event on one function, against the Redis and
+# DynamoDB Local of `make run`, and which way it ran:
+# - where a Docker daemon answers (DOCKER_HOST, else the default socket): `sam local invoke` of
+#   the template's function, built by `sam build` in debug mode (scripts/sam-local.sh build), with
+#   local-env.json (make run's ports);
+# - otherwise: the function's release binary under AWS's Lambda Runtime Interface Emulator (the
+#   `aws-lambda-rie` that `sam local invoke` runs inside its container, shipped in the aws-sam-cli
+#   wheel) on the host, reaching make run's services unless REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB
+#   say otherwise.
 #
 #   scripts/invoke.sh --emulator     prints the emulator's path (installing SAM CLI if needed)
 set -euo pipefail
@@ -32,6 +36,16 @@ default_event=events/$fn.json
 [ "$fn" = funds ] && default_event=events/reconcile.json
 event=${EVENT:-$default_event}
 [ -f "$event" ] || { echo "no such event file: $event" >&2; exit 2; }
+
+if command -v docker >/dev/null && docker version >/dev/null 2>&1; then
+  function=$(echo "$fn" | sed 's/./\U&/')Function
+  echo "make invoke: sam local invoke $function (Docker at ${DOCKER_HOST:-the default socket})" >&2
+  scripts/sam-local.sh build >&2
+  exec env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN SAM_CLI_TELEMETRY=0 \
+    .local/venv/bin/sam local invoke "$function" --template .local/sam-local/build/template.yaml \
+    --event "$event" --env-vars local-env.json --add-host host.docker.internal:host-gateway --skip-pull-image
+fi
+echo "make invoke: $fn's release binary under AWS's emulator on the host (no Docker daemon answers)" >&2
 # All five, so one build serves every invocation.
 cargo build --release --locked -p send -p grab -p query -p settle -p funds >&2
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:${LOCAL_REDIS_PORT:-6479}}

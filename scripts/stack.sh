@@ -2,11 +2,14 @@
 # Local services for `make run` and `make test`: installs what is missing, then starts or stops
 # Redis and DynamoDB Local with their data and logs under .local/.
 #
-#   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI
+#   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI,
+#                                       cargo-lambda and zig, Docker and qemu (scripts/docker.sh)
 #   scripts/stack.sh install-awscli     install the AWS CLI into .local/venv (make preflight)
 #   scripts/stack.sh start NAME R D [persist]
 #                                       start Redis on port R and DynamoDB Local on port D
 #                                       (0 picks a free port, - starts none); prints `export ...`.
+#                                       Redis listens on 127.0.0.1 and on LOCAL_BIND's addresses
+#                                       (a Docker bridge's, for `sam local invoke`'s containers).
 #                                       Redis keeps an AOF under .local/NAME either way; with
 #                                       `persist` DynamoDB Local keeps its tables there too
 #                                       (`make run`), else it runs in memory (tests)
@@ -135,8 +138,9 @@ install_all() {
   # Independent installs run side by side (apt and npm, then each virtualenv of its own): on a
   # fresh machine they are mostly downloads. Fails when any of them failed.
   local pids=() pid failed=0
-  (install_redis && install_java && install_dynamodb_local) & pids+=($!)
-  (install_sam && install_valkey) & pids+=($!)
+  # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
+  (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local) & pids+=($!)
+  (install_sam && install_valkey && install_build_tools) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)
   install_checkov & pids+=($!)
@@ -167,7 +171,11 @@ start() {
   stop "$name" 2>/dev/null || true
 
   if [ "$redis_port" != - ]; then
-    "$server" --bind 127.0.0.1 --port "$redis_port" --dir "$dir/redis" --save '' \
+    # A bridge's clients are not loopback ones: protected mode would refuse them.
+    local bind=(--bind 127.0.0.1)
+    # shellcheck disable=SC2206 # LOCAL_BIND is a list of addresses
+    [ -n "${LOCAL_BIND:-}" ] && bind=(--bind 127.0.0.1 ${LOCAL_BIND} --protected-mode no)
+    "$server" "${bind[@]}" --port "$redis_port" --dir "$dir/redis" --save '' \
       --appendonly yes --appendfsync everysec --daemonize yes \
       --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
     wait_for "Redis on $redis_port" 10 redis-cli -p "$redis_port" ping

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts a Redis and a DynamoDB Local of its own on free
-# ports, runs every unit and integration test against them, lints the SAM template, and stops
-# what it started, also on failure.
+# ports, runs every unit and integration test against them, then the template's functions through
+# `sam local invoke` on a Docker daemon of its own, lints the SAM template, and stops what it
+# started, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +11,18 @@ cd "$(dirname "$0")/.."
 # the suite.
 scripts/stack.sh install &
 installing=$!
-trap 'kill "$installing" 2>/dev/null || true' EXIT
+name="test-$$"
+valkey_name="$name-valkey"
+# Everything started below is stopped at exit, also on failure: the services, the Docker daemon
+# (its containers, its bridge) and the arm64 registration it made.
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  scripts/stack.sh stop "$name"
+  scripts/stack.sh stop "$valkey_name"
+  scripts/stack.sh stop "$name-readme"
+  scripts/docker.sh stop "$name"
+}
+trap cleanup EXIT
 scripts/check.sh lint
 # The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs), and
 # the local API that restart.rs starts through `make run` (whose build this one serves); then
@@ -19,9 +31,17 @@ cargo build --workspace --bins --locked
 cargo test --workspace --locked --no-run
 wait "$installing"
 
-name="test-$$"
-exports=$(scripts/stack.sh start "$name" 0 0)
-trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh stop "$name"' EXIT
+# The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
+# containers reach it. Its arm64 build (debug, a target directory of its own, niced) runs beside
+# the first pass below, which leaves a core idle while its tests wait on services and timers.
+docker_exports=$(scripts/docker.sh start "$name")
+eval "$docker_exports"
+scripts/docker.sh base-image
+sam_build_log=".local/$name/sam-build.log"
+mkdir -p ".local/$name"
+nice -n 10 scripts/sam-local.sh build >"$sam_build_log" 2>&1 &
+sam_build=$!
+exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
 eval "$exports"
 # Settings from the caller's shell must not leak into the tests.
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
@@ -69,11 +89,14 @@ scripts/fuzz.sh
 # tests' own servers (faults, failover, full memory) Valkey too. The unit tests of pure logic
 # ran above. (Redis Cluster and single-node Valkey, the other two corners, were passes of their
 # own too, which took `make test` from a fresh clone to 27.5 minutes.)
-valkey_name="$name-valkey"
-trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh stop "$name"; scripts/stack.sh stop "$valkey_name"' EXIT
 echo "== the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 (eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
+echo "== sam local invoke: every function with every event in events/, in SAM's arm64 containers"
+wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
+scripts/sam-local.sh test 2>&1 | tee -a "$log"
+echo "== the README's sam local invoke commands, as printed, against make run"
+scripts/sam-local.sh readme "$name-readme"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")
 
 echo "== the template's checks (run beside the first pass)"

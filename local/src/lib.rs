@@ -8,6 +8,7 @@ pub mod cors;
 pub mod gateway;
 pub mod probe;
 pub mod rie;
+pub mod sam_local;
 pub mod throttle;
 pub mod tls_front;
 

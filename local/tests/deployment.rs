@@ -390,3 +390,34 @@ fn the_template_and_the_local_gateway_answer_preflights_alike() {
     assert_eq!(configured["MaxAge"].as_u64(), Some(u64::from(local::cors::MAX_AGE_SECONDS)));
     assert!(format!("{:?}", configured["AllowOrigins"]).contains("CorsAllowedOrigins"));
 }
+
+/// `sam local invoke` sets only the variables a template declares (SAM CLI's
+/// `EnvironmentVariables.resolve`), so every variable of `local-env.json` is declared by the
+/// template, or it would be dropped without a word. The DynamoDB endpoint is declared for that
+/// alone: empty in AWS, which the functions read as unset (DynamoDB's regional endpoint).
+#[test]
+fn every_variable_of_local_env_json_is_one_the_template_declares() {
+    let template = read("template.yaml");
+    let globals = template["Globals"]["Function"]["Environment"]["Variables"].as_mapping().unwrap();
+    let mut declared: BTreeSet<String> = globals.keys().filter_map(|key| key.as_str().map(str::to_owned)).collect();
+    for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        if let Some(variables) = resource["Properties"]["Environment"]["Variables"].as_mapping() {
+            declared.extend(variables.keys().filter_map(|key| key.as_str().map(str::to_owned)));
+        }
+    }
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
+    let local_env: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace.join("local-env.json")).unwrap()).unwrap();
+    let set: Vec<&String> =
+        local_env.as_object().unwrap().values().flat_map(|scope| scope.as_object().unwrap().keys()).collect();
+    assert!(set.len() >= 5, "{set:?}");
+    for name in set {
+        assert!(declared.contains(name), "local-env.json sets {name}, which no function of template.yaml declares");
+    }
+
+    assert_eq!(globals[&Value::from("AWS_ENDPOINT_URL_DYNAMODB")].as_str(), Some(""), "empty in AWS");
+    let connection = red_packets::adapters::dynamo::client::Connection::from_lookup(|name| {
+        (name == "AWS_ENDPOINT_URL_DYNAMODB").then(String::new)
+    });
+    assert_eq!(connection.endpoint_url, None, "an empty endpoint is DynamoDB's regional one");
+}

@@ -2,11 +2,21 @@
 //! makes before the tests; `make invoke` and `make build` use the release build) under AWS's
 //! Lambda Runtime Interface Emulator, against the test Redis and DynamoDB Local: what
 //! `sam local invoke -e events/<file>` does inside its container.
+//!
+//! `make test` runs these tests a second time through `sam local invoke` itself
+//! (`scripts/sam-local.sh` sets `SAM_LOCAL_TEMPLATE`): the template's functions, built for arm64
+//! by `sam build`, in SAM's Lambda containers on a Docker daemon of the run's own, with the same
+//! assertions. What only the binary on the host can show (a variable the template does not
+//! declare, a file the function wrote) is checked in the first run alone.
 
+use std::fmt;
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use local::rie::Rie;
+use local::sam_local::{self, SamLocal};
 use local::tls_front::TlsFront;
 use red_packets::adapters::DynamoLedger;
 use red_packets::events;
@@ -38,15 +48,77 @@ fn binary(name: &str) -> PathBuf {
     path
 }
 
-fn event(file: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(workspace().join("events").join(file)).unwrap()).unwrap()
+/// `sam local invoke` when `make test`'s SAM stage runs these tests, else `None` (the emulator).
+fn sam() -> Option<&'static SamLocal> {
+    static SAM: OnceLock<Option<SamLocal>> = OnceLock::new();
+    SAM.get_or_init(SamLocal::from_env).as_ref()
 }
 
-fn status_and_body(response: &Value) -> (u64, Value) {
-    let body = response["body"].as_str().map(|text| serde_json::from_str(text).unwrap()).unwrap_or(Value::Null);
-    (response["statusCode"].as_u64().unwrap(), body)
+/// An event with the name a failed assertion reports it by: its file in `events/`, or what it is.
+#[derive(Clone)]
+struct Event {
+    name: String,
+    body: Value,
 }
 
+impl Event {
+    fn named(name: &str, body: Value) -> Event {
+        Event { name: name.to_owned(), body }
+    }
+}
+
+impl Deref for Event {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.body
+    }
+}
+
+impl DerefMut for Event {
+    fn deref_mut(&mut self) -> &mut Value {
+        &mut self.body
+    }
+}
+
+fn event(file: &str) -> Event {
+    let body = serde_json::from_str(&std::fs::read_to_string(workspace().join("events").join(file)).unwrap()).unwrap();
+    Event::named(file, body)
+}
+
+/// A function's answer to one event, displayed with both, so that an assertion on it names the
+/// function and the event that failed.
+struct Answer {
+    label: String,
+    value: Value,
+}
+
+impl Deref for Answer {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.label, self.value)
+    }
+}
+
+impl fmt::Debug for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+fn status_and_body(response: &Answer) -> (u64, Value) {
+    let body = response["body"]
+        .as_str()
+        .map(|text| serde_json::from_str(text).unwrap_or_else(|error| panic!("{response}: body not JSON: {error}")))
+        .unwrap_or(Value::Null);
+    let status = response["statusCode"].as_u64().unwrap_or_else(|| panic!("not an HTTP answer: {response}"));
+    (status, body)
+}
 #[test]
 fn every_sample_event_names_its_function() {
     let mut files: Vec<String> = std::fs::read_dir(workspace().join("events"))
@@ -60,22 +132,36 @@ fn every_sample_event_names_its_function() {
     assert_eq!(files, mapped, "every file in events/ is invoked by this test");
 }
 
-/// One emulator at a time on this machine: it binds 127.0.0.1:9001 inside.
+/// One emulator at a time on this machine: it binds 127.0.0.1:9001 inside. (SAM's invocations
+/// take it too: one container at a time on two cores.)
 static EMULATOR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// A function's binary under AWS's emulator, with `environment` on top of the test's:
-/// starts it, invokes each event, stops it. The caller holds [`EMULATOR`].
-async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<Value>) -> Vec<Value> {
-    let rie = Rie::start_with(&binary(name), environment).await.unwrap_or_else(|error| panic!("{name}: {error}"));
+/// A function's binary with `environment` on top of the test's, answering each event: under
+/// AWS's emulator on the host, or, in the SAM stage, `sam local invoke` of the template's
+/// function once per event. The caller holds [`EMULATOR`].
+async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<Event>) -> Vec<Answer> {
     let mut answers = Vec::new();
+    if let Some(sam) = sam() {
+        let function = sam_local::function_of(name);
+        for event in events {
+            let label = format!("{function} (sam local invoke) with {}", event.name);
+            let value =
+                sam.invoke(function, environment, &event).await.unwrap_or_else(|error| panic!("{label}: {error}"));
+            answers.push(Answer { label, value });
+        }
+        return answers;
+    }
+    let rie = Rie::start_with(&binary(name), environment).await.unwrap_or_else(|error| panic!("{name}: {error}"));
     for event in events {
-        answers.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("{name}: {error}")));
+        let label = format!("{name} with {}", event.name);
+        let value = rie.invoke(&event).await.unwrap_or_else(|error| panic!("{label}: {error}"));
+        answers.push(Answer { label, value });
     }
     rie.stop().await;
     answers
 }
 
-async fn on_emulator(name: &str, events: Vec<Value>) -> Vec<Value> {
+async fn on_emulator(name: &str, events: Vec<Event>) -> Vec<Answer> {
     on_emulator_with(name, &[], events).await
 }
 
@@ -94,74 +180,54 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     events::set_header(&mut fresh_send, "Idempotency-Key", Some(&fresh_key));
     let sent = on_emulator("send", vec![event("send.json"), event("send.json"), fresh_send]).await;
     let (status, packet) = status_and_body(&sent[0]);
-    assert_eq!(status, 201, "{packet}");
+    assert_eq!(status, 201, "{}", sent[0]);
     let (status, again) = status_and_body(&sent[1]);
-    assert_eq!((status, &again["packet_id"]), (201, &packet["packet_id"]));
+    assert_eq!((status, &again["packet_id"]), (201, &packet["packet_id"]), "{}", sent[1]);
     let id = packet["packet_id"].as_str().unwrap();
 
     // grab.json names a packet that does not exist: 404; pointed at the packet just sent: bob grabs it.
     let mut grab_event = event("grab.json");
     events::set_packet_id(&mut grab_event, id);
+    grab_event.name = "grab.json, on the packet sent".into();
     let grabs = on_emulator("grab", vec![event("grab.json"), grab_event.clone()]).await;
     let (status, body) = status_and_body(&grabs[0]);
-    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")));
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{}", grabs[0]);
     let (status, grabbed) = status_and_body(&grabs[1]);
-    assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{grabbed}");
+    assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{}", grabs[1]);
 
-    // The same binary as Lambda Managed Instances run it: AWS_LAMBDA_MAX_CONCURRENCY workers
-    // (the runtime's run_concurrent) sharing one store; carol grabs, then repeats. The variable
-    // reaches the binary alone, through a wrapper: the emulator itself switches to a mode of
-    // its own when it sees it, which starts no bootstrap outside /var/task.
-    let wrapper = std::env::temp_dir().join(format!("grab-max-concurrency-{}", std::process::id()));
-    std::fs::write(&wrapper, format!("#!/bin/sh\nAWS_LAMBDA_MAX_CONCURRENCY=4 exec {}\n", binary("grab").display()))
-        .unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (status, fresh) = status_and_body(&sent[2]);
-    assert_eq!(status, 201, "{fresh}");
-    let mut carol_grabs = event("grab.json");
-    events::set_packet_id(&mut carol_grabs, fresh["packet_id"].as_str().unwrap());
-    events::set_caller(&mut carol_grabs, Some("carol"));
-    let rie = Rie::start(&wrapper).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}"));
-    let mut concurrent = Vec::new();
-    for event in [carol_grabs.clone(), carol_grabs] {
-        concurrent.push(rie.invoke(&event).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}")));
+    assert_eq!(status, 201, "{}", sent[2]);
+    if sam().is_none() {
+        grab_with_max_concurrency(fresh["packet_id"].as_str().unwrap()).await;
     }
-    rie.stop().await;
-    std::fs::remove_file(&wrapper).unwrap();
-    // The emulator's own mode serves one poller at a time, and may hand an invocation to a second
-    // worker's poll: which answer comes back first (the grab or its repeat) is the emulator's;
-    // that carol holds one share, the same in both, is the binary's.
-    let answers: Vec<_> = concurrent.iter().map(status_and_body).collect();
-    for (status, body) in &answers {
-        assert_eq!((*status, body["user"].as_str()), (200, Some("carol")), "{answers:?}");
-    }
-    assert_eq!(answers[0].1["amount_cents"], answers[1].1["amount_cents"], "one share: {answers:?}");
-    assert_eq!(answers[1].1["already_grabbed"], true, "{answers:?}");
 
     // query.json: 404 for its own id, the view for the packet just sent; history.json: alice's page.
     let mut query_event = event("query.json");
     events::set_packet_id(&mut query_event, id);
+    query_event.name = "query.json, on the packet sent".into();
     let queries = on_emulator("query", vec![event("query.json"), query_event, event("history.json")]).await;
-    assert_eq!(status_and_body(&queries[0]).0, 404);
+    assert_eq!(status_and_body(&queries[0]).0, 404, "{}", queries[0]);
     let (status, view) = status_and_body(&queries[1]);
-    assert_eq!(status, 200);
-    assert!(view["grabs"].as_array().unwrap().iter().any(|grab| grab["user"] == "bob"), "{view}");
+    assert_eq!(status, 200, "{}", queries[1]);
+    assert!(view["grabs"].as_array().unwrap().iter().any(|grab| grab["user"] == "bob"), "{}", queries[1]);
     let (status, history) = status_and_body(&queries[2]);
-    assert_eq!(status, 200, "{history}");
+    assert_eq!(status, 200, "{}", queries[2]);
     let items = history["items"].as_array().unwrap();
-    assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{history}");
+    assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{}", queries[2]);
 
     // cancel.json: 404 for its own id; alice cancels the packet just sent: 200, cancelled.
     let mut cancel_event = event("cancel.json");
     events::set_packet_id(&mut cancel_event, id);
+    cancel_event.name = "cancel.json, on the packet sent".into();
     let cancels = on_emulator("send", vec![event("cancel.json"), cancel_event]).await;
-    assert_eq!(status_and_body(&cancels[0]).0, 404);
+    assert_eq!(status_and_body(&cancels[0]).0, 404, "{}", cancels[0]);
     let (status, cancelled) = status_and_body(&cancels[1]);
-    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
+    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{}", cancels[1]);
 
     // settle.json: a summary of the shards it names; a malformed payload is an error whose
     // errorType says what went wrong (lambda_runtime's Diagnostic), not a Rust type name.
-    let settled = on_emulator("settle", vec![event("settle.json"), serde_json::json!({ "shards": "all" })]).await;
+    let malformed = Event::named(r#"{"shards":"all"}"#, serde_json::json!({ "shards": "all" }));
+    let settled = on_emulator("settle", vec![event("settle.json"), malformed]).await;
     assert_eq!(settled[0]["shards"], serde_json::json!([0, 15]), "{}", settled[0]);
     assert_eq!(settled[0]["mismatches"], 0, "{}", settled[0]);
     assert_eq!(settled[1]["errorType"], "InvalidSettleRequest", "{}", settled[1]);
@@ -169,11 +235,11 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     // topup.json on the funds function (the wallet on): credited once, by reference (an earlier
     // pass of make test on this DynamoDB Local may have applied it); wallet.json shows the
     // balance; reconcile.json finds the books balanced; a bad payload names its error type;
-    // statement.json and trial-balance.json write their JSON lines and CSV (to a directory here:
-    // no REPORTS_BUCKET).
+    // statement.json and trial-balance.json write their JSON lines and CSV (to a directory: no
+    // REPORTS_BUCKET; in SAM's container its default, /tmp/reports, which this test cannot read).
     let reports = std::env::temp_dir().join(format!("events-reports-{}", std::process::id()));
     let reports_dir = reports.display().to_string();
-    let wallet = [("FUNDS", "wallet"), ("REPORTS_DIR", reports_dir.as_str())];
+    let wallet = [("FUNDS", "wallet"), ("REPORTS_BUCKET", ""), ("REPORTS_DIR", reports_dir.as_str())];
     let funded = on_emulator_with(
         "funds",
         &wallet,
@@ -181,7 +247,7 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
             event("topup.json"),
             event("topup.json"),
             event("reconcile.json"),
-            serde_json::json!({ "withdraw": 1 }),
+            Event::named(r#"{"withdraw":1}"#, serde_json::json!({ "withdraw": 1 })),
             event("statement.json"),
             event("trial-balance.json"),
         ],
@@ -189,9 +255,13 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     .await;
     assert_eq!(funded[4]["statement"]["report"]["user"], "alice", "{}", funded[4]);
     assert_eq!(funded[5]["trial_balance"]["report"]["day"], "2026-11-23", "{}", funded[5]);
-    for answer in [&funded[4]["statement"], &funded[5]["trial_balance"]] {
-        let written: Vec<&str> = answer["written"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for (answer, report) in [(&funded[4], &funded[4]["statement"]), (&funded[5], &funded[5]["trial_balance"])] {
+        let written: Vec<&str> = report["written"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert_eq!(written.len(), 2, "{answer}");
+        if sam().is_some() {
+            assert!(written.iter().all(|file| file.starts_with("/tmp/reports/")), "{answer}");
+            continue;
+        }
         for file in written {
             let body = std::fs::read_to_string(file).unwrap_or_else(|error| panic!("{file}: {error}"));
             assert!(!body.is_empty() && (file.ends_with(".csv") || body.lines().all(|l| l.starts_with('{'))), "{file}");
@@ -205,8 +275,40 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert_eq!(funded[3]["errorType"], "InvalidFundsRequest", "{}", funded[3]);
     let wallets = on_emulator_with("query", &wallet, vec![event("wallet.json")]).await;
     let (status, page) = status_and_body(&wallets[0]);
-    assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{page}");
-    assert_eq!(page["items"][0]["kind"], "topup", "{page}");
+    assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{}", wallets[0]);
+    assert_eq!(page["items"][0]["kind"], "topup", "{}", wallets[0]);
+}
+
+/// The same binary as Lambda Managed Instances run it: AWS_LAMBDA_MAX_CONCURRENCY workers (the
+/// runtime's run_concurrent) sharing one store; carol grabs `packet_id`, then repeats. The
+/// variable reaches the binary alone, through a wrapper: the emulator itself switches to a mode
+/// of its own when it sees it, which starts no bootstrap outside /var/task. (The host's binary
+/// only: SAM runs no Managed Instances.)
+async fn grab_with_max_concurrency(packet_id: &str) {
+    let wrapper = std::env::temp_dir().join(format!("grab-max-concurrency-{}", std::process::id()));
+    std::fs::write(&wrapper, format!("#!/bin/sh\nAWS_LAMBDA_MAX_CONCURRENCY=4 exec {}\n", binary("grab").display()))
+        .unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut carol_grabs = event("grab.json");
+    events::set_packet_id(&mut carol_grabs, packet_id);
+    events::set_caller(&mut carol_grabs, Some("carol"));
+    let rie = Rie::start(&wrapper).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}"));
+    let mut concurrent = Vec::new();
+    for event in [carol_grabs.clone(), carol_grabs] {
+        let value = rie.invoke(&event).await.unwrap_or_else(|error| panic!("grab, concurrent: {error}"));
+        concurrent.push(Answer { label: "grab (AWS_LAMBDA_MAX_CONCURRENCY=4) with grab.json as carol".into(), value });
+    }
+    rie.stop().await;
+    std::fs::remove_file(&wrapper).unwrap();
+    // The emulator's own mode serves one poller at a time, and may hand an invocation to a second
+    // worker's poll: which answer comes back first (the grab or its repeat) is the emulator's;
+    // that carol holds one share, the same in both, is the binary's.
+    let answers: Vec<_> = concurrent.iter().map(status_and_body).collect();
+    for (status, body) in &answers {
+        assert_eq!((*status, body["user"].as_str()), (200, Some("carol")), "{concurrent:?}");
+    }
+    assert_eq!(answers[0].1["amount_cents"], answers[1].1["amount_cents"], "one share: {concurrent:?}");
+    assert_eq!(answers[1].1["already_grabbed"], true, "{concurrent:?}");
 }
 
 /// The ledger over TLS, as in AWS: `send`'s binary reaches DynamoDB Local through a TLS
@@ -215,6 +317,11 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
 /// send is a 503, so the certificate is checked.
 #[tokio::test]
 async fn the_ledger_is_reached_over_tls_trusting_only_the_roots_it_is_given() {
+    if sam().is_some() {
+        // AWS_CA_BUNDLE is no variable of the template's, so SAM's --env-vars cannot set it.
+        println!("the host's binary only: the SAM stage cannot point a function at the TLS front");
+        return;
+    }
     let _emulator = EMULATOR.lock().await;
     let config = red_packets::Config::from_env().unwrap();
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
@@ -239,17 +346,17 @@ async fn the_ledger_is_reached_over_tls_trusting_only_the_roots_it_is_given() {
     std::fs::remove_file(&bundle).unwrap();
 
     let (status, packet) = status_and_body(&trusted[0]);
-    assert_eq!(status, 201, "{packet}");
+    assert_eq!(status, 201, "{}", trusted[0]);
     let id = red_packets::domain::PacketId::parse(packet["packet_id"].as_str().unwrap()).unwrap();
     assert!(ledger.ledger_packet(&id).await.unwrap().is_some(), "the packet sent over TLS is in the ledger");
     let (status, body) = status_and_body(&untrusted[0]);
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("unavailable")), "{body}");
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("unavailable")), "{}", untrusted[0]);
 }
 
 /// An event as `sam local generate-event apigateway http-api-proxy` makes it (AWS's own shape:
 /// a base64 body, cookies, JWT claims, stage variables), with what API Gateway fills in for one
 /// of our routes: the route key, the path and its parameters, the caller's claims, the query.
-fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: Option<&str>) -> Value {
+fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: Option<&str>) -> Event {
     let sam = workspace().join(".local/venv/bin/sam");
     let mut command = std::process::Command::new(&sam);
     command.args(["local", "generate-event", "apigateway", "http-api-proxy", "--method", method, "--path"]);
@@ -282,7 +389,7 @@ fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: O
     } else {
         event.as_object_mut().unwrap().remove("pathParameters");
     }
-    event
+    Event::named(&format!("sam local generate-event {route_key} as {sub}"), event)
 }
 
 /// Every route answers AWS's own event shape, made by `sam local generate-event` at test time,
@@ -298,13 +405,14 @@ async fn events_made_by_sam_local_generate_event_run_on_every_route() {
     let sent =
         on_emulator("send", vec![generated_event("POST", "POST /packets", "/packets", "erin", Some(body))]).await;
     let (status, packet) = status_and_body(&sent[0]);
-    assert_eq!(status, 201, "{packet}");
+    assert_eq!(status, 201, "{}", sent[0]);
     let id = packet["packet_id"].as_str().unwrap().to_owned();
 
     let grab =
         generated_event("POST", "POST /packets/{packet_id}/grab", &format!("/packets/{id}/grab"), "frank", Some(""));
-    let (status, grabbed) = status_and_body(&on_emulator("grab", vec![grab]).await[0]);
-    assert_eq!((status, grabbed["user"].as_str()), (200, Some("frank")), "{grabbed}");
+    let grabs = on_emulator("grab", vec![grab]).await;
+    let (status, grabbed) = status_and_body(&grabs[0]);
+    assert_eq!((status, grabbed["user"].as_str()), (200, Some("frank")), "{}", grabs[0]);
 
     let queries = on_emulator_with(
         "query",
@@ -317,16 +425,17 @@ async fn events_made_by_sam_local_generate_event_run_on_every_route() {
     )
     .await;
     let (status, view) = status_and_body(&queries[0]);
-    assert_eq!((status, view["packet_id"].as_str()), (200, Some(id.as_str())), "{view}");
+    assert_eq!((status, view["packet_id"].as_str()), (200, Some(id.as_str())), "{}", queries[0]);
     let (status, history) = status_and_body(&queries[1]);
-    assert_eq!(status, 200, "{history}");
-    assert!(history["items"].as_array().unwrap().iter().any(|item| item["packet_id"] == id.as_str()), "{history}");
+    assert_eq!(status, 200, "{}", queries[1]);
+    assert!(history["items"].as_array().unwrap().iter().any(|item| item["packet_id"] == id.as_str()), "{}", queries[1]);
     let (status, wallet) = status_and_body(&queries[2]);
-    assert_eq!(status, 200, "{wallet}");
-    assert!(wallet["balance_cents"].is_u64(), "{wallet}");
+    assert_eq!(status, 200, "{}", queries[2]);
+    assert!(wallet["balance_cents"].is_u64(), "{}", queries[2]);
 
     let cancel =
         generated_event("POST", "POST /packets/{packet_id}/cancel", &format!("/packets/{id}/cancel"), "erin", Some(""));
-    let (status, cancelled) = status_and_body(&on_emulator("send", vec![cancel]).await[0]);
-    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
+    let cancels = on_emulator("send", vec![cancel]).await;
+    let (status, cancelled) = status_and_body(&cancels[0]);
+    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{}", cancels[0]);
 }
