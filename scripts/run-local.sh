@@ -19,10 +19,12 @@ name=${LOCAL_STACK_NAME:-run}
 # `sam local invoke`'s containers reach the host at docker0's address on Linux (host-gateway):
 # Redis listens there too when the interface exists. (Docker Desktop reaches the host's loopback.)
 if [ -z "${LOCAL_BIND:-}" ]; then
-  LOCAL_BIND=$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)
+  LOCAL_BIND=$( (ip -4 -o addr show docker0 2>/dev/null || true) | awk '{print $4}' | cut -d/ -f1 | head -1)
   export LOCAL_BIND
 fi
-[ -n "$LOCAL_BIND" ] && echo "Redis listens on $LOCAL_BIND too, for sam local invoke's containers (local-env.json)"
+if [ -n "$LOCAL_BIND" ]; then
+  echo "Redis listens on $LOCAL_BIND too, for sam local invoke's containers (local-env.json)"
+fi
 exports=$(scripts/stack.sh start "$name" "$redis_port" "$dynamo_port" persist)
 trap 'scripts/stack.sh stop "$name"' EXIT
 eval "$exports"
