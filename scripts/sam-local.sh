@@ -58,12 +58,16 @@ readme() {
   ln -s "$root/events" "$checkout/events"
   cp local-env.json samconfig.toml "$checkout/"
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-  LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" PORT=$port scripts/run-local.sh >".local/$name-run.log" 2>&1 &
+  # make run's own services, not the caller's (make test's own are in its environment).
+  env -u REDIS_URL -u REDIS_CLUSTER -u AWS_ENDPOINT_URL_DYNAMODB LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" \
+    PORT="$port" scripts/run-local.sh >".local/$name-run.log" 2>&1 &
   local run=$!
   # shellcheck disable=SC2064 # expanded now: the values of this call
   trap "kill -TERM $run 2>/dev/null || true; wait $run 2>/dev/null || true; rm -rf '$checkout'" RETURN
   # make run's local API makes the table at its start; then the payments system tops alice up.
   for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
+    { tail -20 ".local/$name-run.log"; echo "make run did not start within 60 s"; return 1; }
   AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8479 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
     AWS_REGION=us-east-1 ./target/debug/local topup alice 50000 >/dev/null
   local failures=0 line answer
