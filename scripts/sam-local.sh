@@ -58,9 +58,11 @@ readme() {
   ln -s "$root/events" "$checkout/events"
   cp local-env.json samconfig.toml "$checkout/"
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-  # make run's own services, not the caller's (make test's own are in its environment).
-  env -u REDIS_URL -u REDIS_CLUSTER -u AWS_ENDPOINT_URL_DYNAMODB LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" \
-    PORT="$port" scripts/run-local.sh >".local/$name-run.log" 2>&1 &
+  # make run as a developer starts it: its own services and settings, not make test's (whose
+  # services and FUNDS=none are in the caller's environment).
+  local as_typed=(env -u REDIS_URL -u REDIS_CLUSTER -u AWS_ENDPOINT_URL_DYNAMODB -u TABLE_NAME -u FUNDS -u PASSPHRASE_KEY)
+  "${as_typed[@]}" LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" PORT="$port" \
+    scripts/run-local.sh >".local/$name-run.log" 2>&1 &
   local run=$!
   # shellcheck disable=SC2064 # expanded now: the values of this call
   trap "kill -TERM $run 2>/dev/null || true; wait $run 2>/dev/null || true; rm -rf '$checkout'" RETURN
@@ -68,7 +70,7 @@ readme() {
   for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null ||
     { tail -20 ".local/$name-run.log"; echo "make run did not start within 60 s"; return 1; }
-  AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8479 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
+  "${as_typed[@]}" AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8479 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
     AWS_REGION=us-east-1 ./target/debug/local topup alice 50000 >/dev/null
   local failures=0 line answer
   while read -r line; do
