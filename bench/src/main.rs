@@ -92,6 +92,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => None,
     };
     drop(ledger_over_tls);
+    if std::env::var_os("BENCH_COLD_ONLY").is_some() {
+        // Init, first and warm responses and sizes alone, printed (a before-and-after of a build change).
+        let cold = serde_json::json!({ "binaries": binaries, "before": binaries_before });
+        println!("{}", serde_json::to_string_pretty(&cold)?);
+        return Ok(());
+    }
     step("grab handler at concurrency 1, 16, 64, 256");
     let mut levels = Vec::new();
     for (concurrency, grabs) in [(1, 5_000), (16, 40_000), (64, 40_000), (256, 40_000)] {

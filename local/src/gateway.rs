@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;
 use crate::cors::{self, Cors};
-use crate::throttle::Throttle;
+use crate::throttle::{RouteSetting, Throttle};
 
 /// API Gateway's own payload limit (10 MB): bodies up to it are read whole and reach the handler,
 /// which refuses anything over 16 KiB with its own 413, so a client always reads the answer.
@@ -184,7 +184,8 @@ async fn to_event(
     packet_id: Option<&str>,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
-    if !functions.throttle.admits(route_key) {
+    let setting = if route_key == ROUTES[1] { RouteSetting::Grab } else { RouteSetting::Default };
+    if !functions.throttle.admits(setting) {
         return Err(Refused::Throttled);
     }
     let (parts, body) = request.into_parts();

@@ -41,6 +41,15 @@ impl TokenBucket {
     }
 }
 
+/// Which route setting of the template a route is throttled under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteSetting {
+    /// The grab route's own `RouteSettings`.
+    Grab,
+    /// `DefaultRouteSettings`, which every other route shares.
+    Default,
+}
+
 /// The stage's throttling: the grab route's bucket and the other routes' one.
 #[derive(Debug)]
 pub struct Throttle {
@@ -70,12 +79,11 @@ impl Throttle {
         Throttle { grab: TokenBucket::new(grab.0, grab.1), other: TokenBucket::new(other.0, other.1) }
     }
 
-    /// True when a request on `route_key` may go on.
-    pub fn admits(&self, route_key: &str) -> bool {
-        if route_key == crate::gateway::ROUTES[1] {
-            self.grab.try_take()
-        } else {
-            self.other.try_take()
+    /// True when a request on a route of `setting` may go on.
+    pub fn admits(&self, setting: RouteSetting) -> bool {
+        match setting {
+            RouteSetting::Grab => self.grab.try_take(),
+            RouteSetting::Default => self.other.try_take(),
         }
     }
 }
@@ -97,9 +105,9 @@ mod tests {
     #[test]
     fn the_grab_route_has_a_bucket_of_its_own() {
         let throttle = Throttle::new((0.0, 1), (0.0, 2));
-        assert!(throttle.admits("POST /packets/{packet_id}/grab"));
-        assert!(!throttle.admits("POST /packets/{packet_id}/grab"));
-        assert!(throttle.admits("POST /packets") && throttle.admits("GET /me/wallet"));
-        assert!(!throttle.admits("GET /packets/{packet_id}"));
+        assert!(throttle.admits(RouteSetting::Grab));
+        assert!(!throttle.admits(RouteSetting::Grab));
+        assert!(throttle.admits(RouteSetting::Default) && throttle.admits(RouteSetting::Default));
+        assert!(!throttle.admits(RouteSetting::Default));
     }
 }

@@ -20,7 +20,7 @@ use red_packets::domain::live::{Gate, LiveState};
 use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use red_packets::ports::{Frozen, LiveStore, SettleQueue};
+use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleQueue};
 use red_packets::Config;
 
 const START_MS: i64 = 1_700_000_000_000;
@@ -195,10 +195,12 @@ async fn run(
                     prop_assert_eq!(answer, model.grab(&fresh, now_ms).into(), "no fresh grab while frozen");
                     prop_assert_eq!(answer, ScriptGrab::Resyncing);
                 }
-                let stale = store.resync(&packet, cancelled, false, &model.grabs, &model.pool, "another").await;
+                let image =
+                    PacketImage { packet: &packet, cancelled, closed: false, grabs: &model.grabs, pool: &model.pool };
+                let stale = store.resync(image, "another").await;
                 prop_assert!(!stale.unwrap(), "a replace under another token changes nothing");
                 prop_assert!(!model.frozen_by("another"));
-                prop_assert!(store.resync(&packet, cancelled, false, &model.grabs, &model.pool, &token).await.unwrap());
+                prop_assert!(store.resync(image, &token).await.unwrap());
                 prop_assert!(model.frozen_by(&token));
                 // The ledger's state is all persisted; a closed packet reloads open (a cancelled
                 // one closed), as settle's re-sync does; wrong tries are not ledger state.

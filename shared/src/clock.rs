@@ -1,5 +1,6 @@
 //! Time as integer milliseconds since the Unix epoch, and the RFC 3339 form the API speaks.
 
+#[cfg(any(test, feature = "test-support"))]
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -23,10 +24,12 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that starts at the machine's time and moves only when told to (tests).
+/// A clock that starts at the machine's time and moves only when told to (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Debug)]
 pub struct ManualClock(AtomicI64);
 
+#[cfg(any(test, feature = "test-support"))]
 impl ManualClock {
     /// A clock reading the machine's time now.
     pub fn starting_now() -> Self {
@@ -39,6 +42,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Clock for ManualClock {
     fn now_ms(&self) -> Millis {
         self.0.load(Ordering::SeqCst)

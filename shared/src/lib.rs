@@ -7,12 +7,15 @@
 //!   reloading an open packet from the ledger).
 //! - [`http`]: identity, JSON bodies and the one mapping of [`ApiError`] to HTTP responses.
 //! - [`config`]: the environment, with DESIGN.md's defaults.
+//! - With the `test-support` feature (tests, `local`, `bench`; never a Lambda binary): `events`,
+//!   `adapters::memory`, settle's fault points, `RedisStore`'s `without_*` switches, `ManualClock`.
 
 pub mod adapters;
 pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod error;
+#[cfg(any(test, feature = "test-support"))]
 pub mod events;
 pub mod funds;
 pub mod http;

@@ -165,6 +165,22 @@ pub enum Frozen {
 }
 
 /// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
+/// A packet as the live store is to hold it: the packet, cancelled or not, `closed` to grabs or
+/// not, the grabs already taken and the shares still to hand out, in order.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketImage<'a> {
+    /// The packet.
+    pub packet: &'a Packet,
+    /// The sender cancelled it.
+    pub cancelled: bool,
+    /// It takes no more grabs.
+    pub closed: bool,
+    /// The grabs it holds, in seq order.
+    pub grabs: &'a [LoggedGrab],
+    /// The shares not yet taken, `(seq, amount)`, in the order they are handed out.
+    pub pool: &'a [(u32, Cents)],
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyClaim {
     /// The header's value.
@@ -294,20 +310,10 @@ pub trait SettleQueue: LiveStore {
     /// log at that instant.
     fn freeze(&self, id: &PacketId, token: &str) -> impl Future<Output = Result<Frozen, StoreError>> + Send;
 
-    /// Replaces what the live store holds of `packet` with the ledger's state (cancelled, or
-    /// `closed` to grabs; its grabs; the shares still to hand out), if and only if the freeze
-    /// under `token` still stands. False when it does not (a failover lost it, or another
-    /// re-sync froze the packet since): nothing changed.
-    #[allow(clippy::too_many_arguments)]
-    fn resync(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        closed: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-        token: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Replaces what the live store holds of a packet with the ledger's state (`image`), if and
+    /// only if the freeze under `token` still stands. False when it does not (a failover lost
+    /// it, or another re-sync froze the packet since): nothing changed.
+    fn resync(&self, image: PacketImage<'_>, token: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
     /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought

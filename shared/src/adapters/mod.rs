@@ -3,6 +3,7 @@
 
 pub mod dynamo;
 pub mod export;
+#[cfg(any(test, feature = "test-support"))]
 pub mod memory;
 pub mod redis;
 

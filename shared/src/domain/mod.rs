@@ -14,11 +14,11 @@ pub mod packet;
 pub mod recovery;
 pub mod settlement;
 pub mod split;
-pub mod statements;
 pub mod validate;
 pub mod wallet;
 
 pub use access::{Access, Passphrase, PassphraseDigest, PassphraseKey};
+pub use books::statements;
 pub use grab::GrabOutcome;
 pub use ids::{IdempotencyKey, PacketId, UserId};
 pub use invalid::Invalid;

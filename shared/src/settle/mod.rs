@@ -20,8 +20,9 @@
 //! that fails for its own reasons (corrupt data, an item DynamoDB refuses) is skipped and
 //! named; only an unreachable store ends a run. A run that stops before its deadline resumes
 //! at the shard it stopped in. A packet the index names but Redis lost is restored from the
-//! ledger. A crash at any point leaves work the next run redoes idempotently; [`FaultPoint`]s
-//! let tests crash it on purpose.
+//! ledger. A crash at any point leaves work the next run redoes idempotently; fault points
+//! (`FaultPoint`, feature `test-support`) let tests crash it on purpose; the Lambda binaries
+//! have none.
 //!
 //! The rooms: [`run`] plans a run over shards and drives the packets; [`packet`] is one packet's
 //! state machine (persist, close, re-sync, restore, finalise, quarantine); [`summary`] is what a
@@ -60,7 +61,9 @@ pub const SWEEP_PERIOD_MS: Millis = 60 * 60 * 1000;
 /// The pause between passes of an invocation that keeps draining.
 pub const DRAIN_PAUSE_MS: Millis = 1_000;
 
-/// Points where tests can make settle crash, in the order a packet passes them.
+/// Points where tests can make settle crash, in the order a packet passes them (feature
+/// `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPoint {
     /// Grab items written, the persisted mark not yet advanced.
@@ -73,6 +76,7 @@ pub enum FaultPoint {
     AfterFinalise,
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl FaultPoint {
     /// Every fault point, in order.
     pub const ALL: [FaultPoint; 4] =
@@ -93,8 +97,9 @@ pub struct SettleRequest {
     pub release: Vec<PacketId>,
 }
 
-/// Why a run ended early.
+/// Why a run ended early. Non-exhaustive: with `test-support` a test's fault point ends it too.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum SettleError {
     /// A store could not be reached; what was done stays done, the next run continues.
     #[error("settle stopped: {error}")]
@@ -104,7 +109,8 @@ pub enum SettleError {
         /// What the run did before it.
         summary: Box<SettleSummary>,
     },
-    /// A test's fault point was reached.
+    /// A test's fault point was reached (feature `test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     #[error("settle crashed on purpose at {0:?}")]
     Crashed(FaultPoint),
 }
@@ -113,6 +119,7 @@ pub enum SettleError {
 /// by [`StoreError::is_the_records_fault`]), or a test's fault point was reached.
 enum Stop {
     Store(StoreError),
+    #[cfg(any(test, feature = "test-support"))]
     Crash(FaultPoint),
 }
 
@@ -129,6 +136,7 @@ pub struct Settler<S, L> {
     ledger: L,
     clock: Arc<dyn Clock>,
     wall: Arc<dyn Clock>,
+    #[cfg(any(test, feature = "test-support"))]
     crash_at: Option<FaultPoint>,
     drain_ms: Millis,
 }
@@ -141,6 +149,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             ledger,
             clock: Arc::new(SystemClock),
             wall: Arc::new(SystemClock),
+            #[cfg(any(test, feature = "test-support"))]
             crash_at: None,
             drain_ms: 0,
         }
@@ -176,7 +185,8 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
         self
     }
 
-    /// The same settler, crashing when it reaches `point` (tests only).
+    /// The same settler, crashing when it reaches `point` (feature `test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn crashing_at(mut self, point: Option<FaultPoint>) -> Self {
         self.crash_at = point;
         self

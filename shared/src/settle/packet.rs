@@ -3,7 +3,9 @@
 //! it when Redis lost it; finalise it with its refund, exactly once; quarantine it when its
 //! books cannot balance.
 
-use super::{FaultPoint, SettleSummary, Settler, Stop, RECONCILIATION_MISMATCH};
+#[cfg(any(test, feature = "test-support"))]
+use super::FaultPoint;
+use super::{SettleSummary, Settler, Stop, RECONCILIATION_MISMATCH};
 use crate::clock::Clock;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::ledger::LedgerPacket;
@@ -11,8 +13,19 @@ use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, Mismatch};
 use crate::domain::{Cents, LivePacket, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;
-use crate::ports::{CloseOutcome, Frozen, Restored, SettleLedger, SettleQueue, StoreError};
+use crate::ports::{CloseOutcome, Frozen, PacketImage, Restored, SettleLedger, SettleQueue, StoreError};
 use crate::telemetry::{GRAB_REVOKED, PACKET_QUARANTINED};
+
+/// Stops the pass at `$point` when a test asked settle to crash there (`Settler::crashing_at`);
+/// expands to nothing without the `test-support` feature.
+macro_rules! fault_point {
+    ($pass:expr, $point:ident) => {
+        #[cfg(any(test, feature = "test-support"))]
+        {
+            $pass.checkpoint(FaultPoint::$point)?;
+        }
+    };
+}
 
 /// Where Redis and the ledger stand after settle compared a packet's grabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +47,7 @@ pub(super) struct PacketPass<'a, S, L> {
     store: &'a S,
     ledger: &'a L,
     clock: &'a dyn Clock,
+    #[cfg(any(test, feature = "test-support"))]
     crash_at: Option<FaultPoint>,
     id: &'a PacketId,
     shard: u32,
@@ -47,6 +61,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             store: self.store.as_ref(),
             ledger: &self.ledger,
             clock: self.clock.as_ref(),
+            #[cfg(any(test, feature = "test-support"))]
             crash_at: self.crash_at,
             id,
             shard,
@@ -63,6 +78,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
     }
 
     /// Stops here when a test asked settle to crash at `point`.
+    #[cfg(any(test, feature = "test-support"))]
     fn checkpoint(&self, point: FaultPoint) -> Result<(), Stop> {
         if self.crash_at == Some(point) {
             return Err(Stop::Crash(point));
@@ -97,7 +113,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
             if self.store.close(id, self.clock.now_ms()).await? != CloseOutcome::Closed {
                 return Ok(());
             }
-            self.checkpoint(FaultPoint::AfterClose)?;
+            fault_point!(self, AfterClose);
             // The replicas hold the close before any share is claimed for the refund.
             if !self.store.replicas_hold(id).await? {
                 self.summary.deferred += 1;
@@ -109,7 +125,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
                 Agreement::Resynced => continue,
                 Agreement::Later => return Ok(()),
             }
-            self.checkpoint(FaultPoint::BeforeFinalise)?;
+            fault_point!(self, BeforeFinalise);
             return self.finalise(&live.packet, &shares).await;
         }
         Ok(())
@@ -138,7 +154,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
         }
         let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
         self.summary.grabs_persisted += (valid.len() - refused.len()) as u64;
-        self.checkpoint(FaultPoint::AfterGrabItems)?;
+        fault_point!(self, AfterGrabItems);
         if refused.is_empty() && invalid.is_empty() {
             if let Some(last) = live.grabs.last() {
                 self.store.mark_persisted(id, live.grabs.len(), last).await?;
@@ -227,7 +243,8 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
         let pool = if closed { Vec::new() } else { recorded.pool() };
         let cancelled = recorded.cancelled_at_ms.is_some();
         let grabs = recorded.grabs_to_reload();
-        if !self.store.resync(&packet, cancelled, closed, &grabs, &pool, &token).await? {
+        let image = PacketImage { packet: &packet, cancelled, closed, grabs: &grabs, pool: &pool };
+        if !self.store.resync(image, &token).await? {
             tracing::warn!(packet_id = %id, "the re-sync's freeze is gone (a failover, or another run's re-sync); the next pass goes on");
             return Ok(Agreement::Later);
         }
@@ -300,7 +317,7 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
                 tracing::info!(packet_id = %id, status = result.status.as_str(), refund_cents = result.refund_cents, "finalised");
             }
         }
-        self.checkpoint(FaultPoint::AfterFinalise)?;
+        fault_point!(self, AfterFinalise);
         let Some(recorded) = self.ledger.ledger_packet(id).await? else {
             return self.quarantine("the ledger has no record of this packet").await;
         };

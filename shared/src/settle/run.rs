@@ -48,39 +48,92 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     ) -> Result<SettleSummary, SettleError> {
         let range = [*shards.start(), *shards.end()];
         let mut summary = SettleSummary { shards: range, passes: 1, ..SettleSummary::default() };
+        match self.run_into(range, deadline_ms, &mut summary).await {
+            Ok(()) => Ok(summary),
+            Err(Stop::Store(error)) => Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+            #[cfg(any(test, feature = "test-support"))]
+            Err(Stop::Crash(point)) => Err(SettleError::Crashed(point)),
+        }
+    }
+
+    /// The run, what it did counted into `summary`: the plan, every shard's packets, the packets
+    /// settled, then where the next run resumes (or the run's end recorded).
+    async fn run_into(
+        &self,
+        range: [u32; 2],
+        deadline_ms: Option<Millis>,
+        summary: &mut SettleSummary,
+    ) -> Result<(), Stop> {
         let now_ms = self.clock.now_ms();
-        let planned = async { Ok::<_, StoreError>((self.plan(range).await?, self.sweep_plan(range, now_ms).await?)) };
-        let ((order, earlier_layouts), sweep) = match planned.await {
-            Ok(plan) => plan,
-            Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
-        };
+        let (order, earlier_layouts) = self.plan(range).await?;
+        let sweep = self.sweep_plan(range, now_ms).await?;
         // A sweep reads the ledger's open index under every SETTLE_SHARDS value settle ran with:
         // packets sent under a larger one sit in partitions this layout does not name.
         let widest = match sweep {
             Sweep::Nothing => 0,
-            _ => match self.ledger.settle_layouts(self.store.settle_shards()).await {
-                Ok(layouts) => layouts.into_iter().max().unwrap_or(0),
-                Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
-            },
+            _ => self.ledger.settle_layouts(self.store.settle_shards()).await?.into_iter().max().unwrap_or(0),
         };
-        // Every shard's work first (a few commands per shard, whatever is open), then all of it
-        // PACKETS_IN_FLIGHT at a time, in shard order from where the last run stopped.
+        let (work, drained_extra_shards) = self.gather_work(&order, range, sweep, widest, now_ms, summary).await?;
+        if let Some(shard) = self.settle_all(work, deadline_ms, summary).await? {
+            summary.stopped_early = true;
+            let resume = shard.min(range[1]);
+            self.store.set_resume_shard(range, Some(resume)).await?;
+            tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
+            return Ok(());
+        }
+        self.store.set_resume_shard(range, None).await?;
+        self.sweep_done(range, sweep, now_ms).await?;
+        if drained_extra_shards {
+            for layout in earlier_layouts {
+                self.store.forget_settle_layout(layout).await?;
+            }
+        }
+        if summary.failed > 0 {
+            tracing::warn!(
+                ?summary,
+                "settle run complete with packets it could not settle ({SETTLE_PACKET_SKIPPED} above)"
+            );
+        } else {
+            tracing::info!(?summary, "settle run complete");
+        }
+        Ok(())
+    }
+
+    /// Every shard's work, in `order` (a few commands per shard, whatever is open): its packets,
+    /// and whether the shards past the run's range (an earlier, larger `SETTLE_SHARDS`) are empty.
+    async fn gather_work(
+        &self,
+        order: &[u32],
+        range: [u32; 2],
+        sweep: Sweep,
+        widest: u32,
+        now_ms: Millis,
+        summary: &mut SettleSummary,
+    ) -> Result<(Vec<(u32, PacketId)>, bool), Stop> {
         let mut drained_extra_shards = true;
         let mut work: Vec<(u32, PacketId)> = Vec::new();
-        for &shard in &order {
+        for &shard in order {
             let swept = sweep.covers(shard) && shard <= range[1];
             summary.swept_shards += u32::from(swept);
-            let packets = match self.packets_in(shard, now_ms, swept.then_some(widest), &mut summary).await {
-                Ok(packets) => packets,
-                Err(error) => return Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
-            };
+            let packets = self.packets_in(shard, now_ms, swept.then_some(widest), summary).await?;
             if shard > range[1] && !packets.is_empty() {
                 drained_extra_shards = false;
             }
             work.extend(packets.into_iter().map(|id| (shard, id)));
         }
-        // Once a store fails, no new packet starts, but those in flight finish: their writes
-        // are idempotent, and what they record is not left for the next run.
+        Ok((work, drained_extra_shards))
+    }
+
+    /// Settles `work` [`PACKETS_IN_FLIGHT`] at a time, in order, until the deadline: the shard
+    /// the next run resumes in when the deadline stopped it first. Once a store fails, no new
+    /// packet starts, but those in flight finish: their writes are idempotent, and what they
+    /// record is not left for the next run; then the failure ends the run.
+    async fn settle_all(
+        &self,
+        work: Vec<(u32, PacketId)>,
+        deadline_ms: Option<Millis>,
+        summary: &mut SettleSummary,
+    ) -> Result<Option<u32>, Stop> {
         let halted = AtomicBool::new(false);
         let mut failure: Option<StoreError> = None;
         let mut resume: Option<(usize, u32)> = None;
@@ -100,7 +153,8 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             summary.absorb(&delta);
             match result {
                 Ok(()) => {}
-                Err(Stop::Crash(point)) => return Err(SettleError::Crashed(point)),
+                #[cfg(any(test, feature = "test-support"))]
+                Err(Stop::Crash(point)) => return Err(Stop::Crash(point)),
                 Err(Stop::Store(error)) if error.is_the_records_fault() => {
                     summary.failed += 1;
                     summary.failed_packets.push(id.to_string());
@@ -114,40 +168,10 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
             }
         }
         drop(settled);
-        if let Some(error) = failure {
-            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
+        match failure {
+            Some(error) => Err(Stop::Store(error)),
+            None => Ok(resume.map(|(_, shard)| shard)),
         }
-        if let Some((_, shard)) = resume {
-            summary.stopped_early = true;
-            let resume = shard.min(range[1]);
-            if let Err(error) = self.store.set_resume_shard(range, Some(resume)).await {
-                return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
-            }
-            tracing::warn!(?summary, resume, "settle stopping before its deadline; the next run resumes here");
-            return Ok(summary);
-        }
-        let finished = async {
-            self.store.set_resume_shard(range, None).await?;
-            self.sweep_done(range, sweep, now_ms).await?;
-            if drained_extra_shards {
-                for layout in earlier_layouts {
-                    self.store.forget_settle_layout(layout).await?;
-                }
-            }
-            Ok::<(), StoreError>(())
-        };
-        if let Err(error) = finished.await {
-            return Err(SettleError::Unavailable { error, summary: Box::new(summary) });
-        }
-        if summary.failed > 0 {
-            tracing::warn!(
-                ?summary,
-                "settle run complete with packets it could not settle ({SETTLE_PACKET_SKIPPED} above)"
-            );
-        } else {
-            tracing::info!(?summary, "settle run complete");
-        }
-        Ok(summary)
     }
 
     /// Runs passes over `shards` until `until_ms` (epoch ms, real time) is near, pausing

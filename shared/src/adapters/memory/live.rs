@@ -8,7 +8,9 @@ use crate::clock::{Clock, Millis};
 use crate::domain::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
 use crate::domain::live::{LiveGrab, LiveState};
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
-use crate::ports::{CancelOutcome, CloseOutcome, Frozen, Ledger, LiveStore, Restored, SettleQueue, StoreError};
+use crate::ports::{
+    CancelOutcome, CloseOutcome, Frozen, Ledger, LiveStore, PacketImage, Restored, SettleQueue, StoreError,
+};
 
 /// The live store in memory.
 #[derive(Debug)]
@@ -179,15 +181,8 @@ impl SettleQueue for MemoryStore {
         })
     }
 
-    async fn resync(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        closed: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-        token: &str,
-    ) -> Result<bool, StoreError> {
+    async fn resync(&self, image: PacketImage<'_>, token: &str) -> Result<bool, StoreError> {
+        let PacketImage { packet, cancelled, closed, grabs, pool } = image;
         let mut state = self.state();
         if !state.packets.get(&packet.id).is_some_and(|live| live.frozen_by(token)) {
             return Ok(false);

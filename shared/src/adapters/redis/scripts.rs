@@ -500,6 +500,17 @@ mod tests {
         }
     }
 
+    /// `RawSnapshot::field` reads `snapshot.lua`'s answer by position: the script's `HMGET` list
+    /// is `SNAPSHOT_FIELDS`, name for name, in order.
+    #[test]
+    fn snapshot_lua_reads_the_fields_snapshot_fields_names_in_order() {
+        let script = include_str!("../../../lua/snapshot.lua");
+        let call = &script[script.find("'HMGET'").expect("snapshot.lua calls HMGET")..];
+        let call = &call[..call.find(')').unwrap()];
+        let named: Vec<&str> = call.split(',').skip(2).map(|field| field.trim().trim_matches('\'')).collect();
+        assert_eq!(named, SNAPSHOT_FIELDS, "snapshot.lua's HMGET list");
+    }
+
     #[test]
     fn a_log_entry_reads_back_as_the_grab_even_with_colons_in_the_user() {
         for user in ["bob", "auth0|abc:def", "a:b:c:d"] {

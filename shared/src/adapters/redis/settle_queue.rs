@@ -7,8 +7,8 @@ use super::scripts::{self, LoadMode, Loaded};
 use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
-use crate::domain::{Cents, Packet, PacketId};
-use crate::ports::{CloseOutcome, Frozen, SettleQueue, StoreError};
+use crate::domain::PacketId;
+use crate::ports::{CloseOutcome, Frozen, PacketImage, SettleQueue, StoreError};
 
 impl RedisStore {
     /// The settle index key of `shard`.
@@ -70,16 +70,8 @@ impl SettleQueue for RedisStore {
 
     /// Replaces what Redis holds of `packet` with the ledger's state while the freeze under
     /// `token` stands (settle's re-sync when Redis and the ledger disagree).
-    async fn resync(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        closed: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-        token: &str,
-    ) -> Result<bool, StoreError> {
-        let loaded = self.load_with(packet, cancelled, closed, grabs, pool, LoadMode::Replace { token }).await?;
+    async fn resync(&self, image: PacketImage<'_>, token: &str) -> Result<bool, StoreError> {
+        let loaded = self.load_with(image, LoadMode::Replace { token }).await?;
         Ok(loaded == Loaded::Now)
     }
 

@@ -26,7 +26,7 @@ use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::ports::{CancelOutcome, Ledger, LiveStore, Restored, StoreError};
+use crate::ports::{CancelOutcome, Ledger, LiveStore, PacketImage, Restored, StoreError};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -48,6 +48,7 @@ pub struct RedisStore {
     pub(super) settle_shards: u32,
     pub(super) grab_wait: Option<ReplicaWait>,
     sold_out: Option<SoldOutMemo>,
+    #[cfg(any(test, feature = "test-support"))]
     marks_for_settle: bool,
     coalescer: Option<GrabCoalescer>,
 }
@@ -86,6 +87,7 @@ impl RedisStore {
             settle_shards: config.settle_shards,
             grab_wait: config.grab_wait,
             sold_out: Some(SoldOutMemo::default()),
+            #[cfg(any(test, feature = "test-support"))]
             marks_for_settle: true,
             coalescer: Some(GrabCoalescer::default()),
         }
@@ -93,6 +95,7 @@ impl RedisStore {
 
     /// The same store with every grab its own script call, however many run at once
     /// (benchmarks measure what coalescing saves against this).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn without_coalescing(mut self) -> Self {
         self.coalescer = None;
         self
@@ -100,6 +103,7 @@ impl RedisStore {
 
     /// The same store, never marking packets for settle after a grab: what a grab whose mark
     /// failed between the script and the mark leaves behind (tests prove the expiry backstop).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn without_settle_marks(mut self) -> Self {
         self.marks_for_settle = false;
         self
@@ -107,6 +111,7 @@ impl RedisStore {
 
     /// The same store without the hot-packet fast path: every grab runs the script (benchmarks
     /// measure what the fast path saves against this).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn without_sold_out_memo(mut self) -> Self {
         self.sold_out = None;
         self
@@ -145,18 +150,10 @@ impl RedisStore {
         live_packet(id, &raw).map(Some)
     }
 
-    /// Loads `packet` (cancelled, closed or not) with the grabs and the pool given, and indexes
+    /// Loads `image` (a packet, cancelled, closed or not, with its grabs and pool), and indexes
     /// it for settle.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn load_with(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        closed: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-        mode: LoadMode<'_>,
-    ) -> Result<Loaded, StoreError> {
+    pub(super) async fn load_with(&self, image: PacketImage<'_>, mode: LoadMode<'_>) -> Result<Loaded, StoreError> {
+        let PacketImage { packet, cancelled, closed, grabs, pool } = image;
         let mut conn = self.connection().await?;
         let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
@@ -311,7 +308,8 @@ impl RedisStore {
         }
         let cancelled = recorded.cancelled_at_ms.is_some();
         let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
-        match self.load_with(&recorded.packet, cancelled, false, &grabs, &pool, LoadMode::Add).await? {
+        let image = PacketImage { packet: &recorded.packet, cancelled, closed: false, grabs: &grabs, pool: &pool };
+        match self.load_with(image, LoadMode::Add).await? {
             // Redis lost the packet's record but not its log: settle's re-sync, not a load.
             Loaded::Partial => Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced"))),
             _ => {
@@ -336,6 +334,7 @@ impl RedisStore {
     /// Marks `id` for settle after a grab made it dirty. A failure is logged, not returned: the
     /// grab is done and acknowledged, and the packet's expiry brings settle to it regardless.
     async fn mark_dirty(&self, conn: &mut RedisConnection, id: &PacketId) {
+        #[cfg(any(test, feature = "test-support"))]
         if !self.marks_for_settle {
             return;
         }
@@ -451,7 +450,8 @@ impl LiveStore for RedisStore {
     #[tracing::instrument(level = "debug", name = "redis.load", skip_all, fields(packet_id = %packet.id))]
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), StoreError> {
         let pool: Vec<(u32, Cents)> = (1..).zip(shares.iter().copied()).collect();
-        self.load_with(packet, false, false, &[], &pool, LoadMode::Add).await?;
+        let image = PacketImage { packet, cancelled: false, closed: false, grabs: &[], pool: &pool };
+        self.load_with(image, LoadMode::Add).await?;
         Ok(())
     }
 
@@ -462,7 +462,8 @@ impl LiveStore for RedisStore {
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
     ) -> Result<Restored, StoreError> {
-        Ok(match self.load_with(packet, cancelled, false, grabs, pool, LoadMode::Add).await? {
+        let image = PacketImage { packet, cancelled, closed: false, grabs, pool };
+        Ok(match self.load_with(image, LoadMode::Add).await? {
             Loaded::Now => Restored::Loaded,
             Loaded::Partial => Restored::Partial,
             Loaded::Already | Loaded::FreezeLost => Restored::AlreadyHeld,

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::books::{MovementRecord, Reconciliation};
-use super::ids::UserId;
+use super::{MovementRecord, Reconciliation};
 use crate::clock::{rfc3339, Millis};
+use crate::domain::ids::UserId;
 
 /// One day's trial balance, from the books as of its start and as of its end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

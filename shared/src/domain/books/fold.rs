@@ -1,0 +1,325 @@
+//! The fold itself: [`BooksFold`], fed one item collection at a time (a wallet, a top-up or
+//! a packet) into its accumulators; [`BooksFold::finish`] (in `report`) checks them.
+
+use std::collections::{HashMap, HashSet};
+
+use super::items::{LedgerItem, MovementRecord};
+use super::report::{Difference, DifferenceClass, Suspect};
+use super::tally::{packet_bytes, packet_key, who, PacketAcc, PacketKey, Part, Tally, TopupAcc};
+use crate::clock::Millis;
+use crate::domain::ids::{PacketId, UserId};
+use crate::domain::money::Cents;
+use crate::domain::packet::PacketStatus;
+use crate::domain::wallet::MovementKind;
+
+/// The fold: feed it every collection, then [`BooksFold::finish`].
+#[derive(Debug)]
+pub struct BooksFold {
+    pub(super) as_of_ms: Millis,
+    settled_by_ms: Millis,
+    pub(super) part: Part,
+    pub(super) packets: HashMap<PacketKey, PacketAcc>,
+    /// Grab and refund items of packets whose record is missing (read in their collection).
+    pub(super) orphans: Vec<(PacketKey, String)>,
+    pub(super) topups: HashMap<String, TopupAcc>,
+    pub(super) sent_cents: u128,
+    pub(super) grabbed_cents: u128,
+    pub(super) refunded_cents: u128,
+    pub(super) wallets_read: HashSet<UserId>,
+    pub(super) suspects: Vec<Suspect>,
+    pub(super) differences: Vec<Difference>,
+    pub(super) balances_cents: i128,
+    pub(super) movements: usize,
+    pub(super) items: u64,
+}
+
+impl BooksFold {
+    /// A fold of the books as of `as_of_ms`, keeping `part` of the accounts. `landing_ms` is
+    /// the longest a write can take after its stamp: a packet finalised within it of the
+    /// cut-off counts as open (a grab item claimed before the finalisation may still land).
+    pub fn new(as_of_ms: Millis, landing_ms: Millis, part: Part) -> Self {
+        BooksFold {
+            as_of_ms,
+            settled_by_ms: as_of_ms - landing_ms,
+            part,
+            packets: HashMap::new(),
+            orphans: Vec::new(),
+            topups: HashMap::new(),
+            sent_cents: 0,
+            grabbed_cents: 0,
+            refunded_cents: 0,
+            wallets_read: HashSet::new(),
+            suspects: Vec::new(),
+            differences: Vec::new(),
+            balances_cents: 0,
+            movements: 0,
+            items: 0,
+        }
+    }
+
+    pub(super) fn differ(&mut self, subject: String, class: DifferenceClass, what: String) {
+        self.differences.push(Difference { subject, class, what });
+    }
+
+    /// Reports an item the books could not read (a corrupt item), by its keys.
+    pub fn unreadable(&mut self, pk: &str, sk: &str, why: &str) {
+        self.differ(format!("item:{pk}/{sk}"), DifferenceClass::Source, format!("unreadable: {why}"));
+    }
+
+    fn counts(&self, written_at_ms: Millis) -> bool {
+        written_at_ms <= self.as_of_ms
+    }
+
+    /// Folds one item collection: every item of one partition key, read together.
+    pub fn collection(&mut self, items: Vec<LedgerItem>) {
+        self.items += items.len() as u64;
+        match items.first() {
+            Some(LedgerItem::Balance { user, .. }) | Some(LedgerItem::Movement(MovementRecord { user, .. })) => {
+                let user = user.clone();
+                self.wallet(user, items)
+            }
+            Some(LedgerItem::Topup { .. }) => items.into_iter().for_each(|item| self.topup(item)),
+            Some(
+                LedgerItem::Packet { id, .. }
+                | LedgerItem::Grab { packet_id: id, .. }
+                | LedgerItem::Claim { packet_id: id, .. }
+                | LedgerItem::Refund { packet_id: id, .. },
+            ) => {
+                let id = id.clone();
+                self.packet(id, items)
+            }
+            None => {}
+        }
+    }
+
+    fn topup(&mut self, item: LedgerItem) {
+        let LedgerItem::Topup { reference, user, amount_cents, written_at_ms } = item else { return };
+        if !self.part.keeps(reference.as_bytes()) || !self.counts(written_at_ms) {
+            return;
+        }
+        let acc = self.topups.entry(reference.clone()).or_default();
+        if acc.read {
+            self.differ(format!("topup:{reference}"), DifferenceClass::Source, "read twice".into());
+            return;
+        }
+        acc.read = true;
+        acc.record.add(who(&user), amount_cents);
+    }
+
+    fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) {
+        if !self.part.keeps(user.as_str().as_bytes()) {
+            // Its movements still count for the packets and top-ups this pass keeps.
+            for item in items {
+                if let LedgerItem::Movement(movement) = item {
+                    self.movement_effects(&movement);
+                }
+            }
+            return;
+        }
+        if !self.wallets_read.insert(user.clone()) {
+            let what = "collection read in pieces: its balance was not checked".into();
+            self.differ(format!("wallet:{user}"), DifferenceClass::Source, what);
+        }
+        let mut balance = None;
+        let mut sum: i128 = 0;
+        let mut grabbed: HashMap<PacketId, u32> = HashMap::new();
+        for item in items {
+            match item {
+                LedgerItem::Balance { balance_cents, .. } => balance = Some(balance_cents),
+                LedgerItem::Movement(movement) => {
+                    if let (MovementKind::Grab, Some(id)) = (movement.kind, &movement.packet_id) {
+                        *grabbed.entry(id.clone()).or_default() += 1;
+                    }
+                    let delta = movement.kind.delta(movement.amount_cents);
+                    sum += delta;
+                    self.movements += 1;
+                    if self.counts(movement.written_at_ms) {
+                        self.balances_cents += delta;
+                    }
+                    if !movement.has_event {
+                        let what = format!("movement {} carries no event", movement.key);
+                        self.differ(format!("wallet:{user}"), DifferenceClass::MovementWithoutEvent, what);
+                    }
+                    self.movement_effects(&movement);
+                }
+                _ => {}
+            }
+        }
+        // One user, one share of a packet: a second credit for it is a movement twice.
+        let mut twice: Vec<(PacketId, u32)> = grabbed.into_iter().filter(|(_, credits)| *credits > 1).collect();
+        twice.sort();
+        for (id, credits) in twice {
+            let what = format!("{credits} grab credits of packet {id}");
+            self.differ(format!("wallet:{user}"), DifferenceClass::MovementTwice, what);
+        }
+        let balance_cents = balance.unwrap_or(0);
+        if i128::from(balance_cents) != sum {
+            self.suspects.push(Suspect { user, balance_cents, movements_cents: sum });
+        }
+    }
+
+    /// What a movement tells its packet or top-up, when both are kept and it counts.
+    fn movement_effects(&mut self, movement: &MovementRecord) {
+        if !self.counts(movement.written_at_ms) {
+            return;
+        }
+        match (&movement.packet_id, &movement.reference, movement.kind) {
+            (None, Some(reference), MovementKind::Topup) => {
+                if self.part.keeps(reference.as_bytes()) {
+                    self.topups
+                        .entry(reference.clone())
+                        .or_default()
+                        .credits
+                        .add(who(&movement.user), movement.amount_cents);
+                }
+            }
+            (Some(id), _, kind) if kind != MovementKind::Topup => {
+                let key = packet_key(id);
+                if !self.part.keeps(&packet_bytes(key)) {
+                    return;
+                }
+                let acc = self.packets.entry(key).or_default();
+                let amount = u128::from(movement.amount_cents);
+                let tally = match kind {
+                    MovementKind::Send => {
+                        self.sent_cents += amount;
+                        &mut acc.debits
+                    }
+                    MovementKind::Grab => {
+                        self.grabbed_cents += amount;
+                        acc.grabbers.add(who(&movement.user), 0);
+                        &mut acc.credited
+                    }
+                    _ => {
+                        self.refunded_cents += amount;
+                        &mut acc.credited
+                    }
+                };
+                tally.add(who(&movement.user), movement.amount_cents);
+            }
+            _ => {
+                let what = format!("{} movement {} concerns nothing", movement.kind.as_str(), movement.key);
+                self.differ(format!("wallet:{}", movement.user), DifferenceClass::MovementMissing, what);
+            }
+        }
+    }
+
+    fn packet(&mut self, id: PacketId, items: Vec<LedgerItem>) {
+        let key = packet_key(&id);
+        if !self.part.keeps(&packet_bytes(key)) {
+            return;
+        }
+        let subject = format!("packet:{id}");
+        let mut items = PacketItems::read(items);
+        // With the wallet a grab's record is its credit, in the grabber's wallet: the packet's
+        // own collection holds the claims, whose holders stand for its grabbers. Not their
+        // amounts: a claimant a failover paid another share holds two claims and one credit,
+        // and the share not paid goes to the refund. Each claim is written before its credit,
+        // so holders and grabbers match only once the packet is finalised.
+        let claims_as_grabs = items.grabs.is_empty() && items.claims.values().any(|(holder, _)| holder.is_some());
+        self.check_claims(&subject, &items);
+        let acc = self.packets.entry(key).or_default();
+        if acc.read() {
+            let what = "collection read in pieces: its checks were not made".into();
+            self.differ(subject, DifferenceClass::Source, what);
+            return;
+        }
+        acc.flags |= PacketAcc::READ;
+        let Some((sender, total, status, written_at_ms, settled_at_ms)) = items.record.take() else {
+            self.orphan(key, &items, claims_as_grabs);
+            return;
+        };
+        if written_at_ms > self.as_of_ms {
+            return; // Sent after the cut-off: none of it counts yet.
+        }
+        let finalised = status != PacketStatus::Open && settled_at_ms.is_none_or(|at| at <= self.settled_by_ms);
+        let as_of_ms = self.as_of_ms;
+        for (user, _, amount, at) in &items.grabs {
+            if *at <= as_of_ms {
+                acc.paid.add(who(user), *amount);
+            }
+        }
+        if let Some((amount, _)) = items.refund.filter(|(_, at)| *at <= as_of_ms) {
+            acc.paid.add(who(&sender), amount);
+        }
+        acc.sender = who(&sender);
+        acc.total = total;
+        acc.flags |= PacketAcc::RECORDED | if finalised { PacketAcc::FINALISED } else { 0 };
+        if claims_as_grabs {
+            acc.flags |= PacketAcc::CLAIMS;
+            acc.paid = Tally::default();
+            items.holders().into_iter().for_each(|user| acc.paid.add(who(user), 0));
+        }
+    }
+
+    /// Every grab item has its claim (written first, and read after it: `SHARE#` sorts after
+    /// `GRAB#`), held by the same grabber for the same amount.
+    fn check_claims(&mut self, subject: &str, items: &PacketItems) {
+        for (user, seq, amount, _) in &items.grabs {
+            let held = items.claims.get(seq);
+            if held.is_none_or(|(holder, cents)| holder.as_ref() != Some(user) || cents != amount) {
+                let what = format!("grab item of {user} for {amount} (share {seq}): its claim holds {held:?}");
+                self.differ(subject.to_owned(), DifferenceClass::GrabWithoutClaim, what);
+            }
+        }
+    }
+
+    /// Keeps the grab items (or, the claims standing for the grabs, the claims' holders) and
+    /// the refund item of a packet whose record is missing: [`BooksFold::finish`] reports them.
+    fn orphan(&mut self, key: PacketKey, items: &PacketItems, claims_as_grabs: bool) {
+        let grab_items = items.grabs.iter().map(|(user, _, amount, _)| format!("grab item of {user} for {amount}"));
+        let held =
+            items.claims.values().filter(|_| claims_as_grabs).filter_map(|(holder, amount)| {
+                holder.as_ref().map(|user| format!("share claim of {user} for {amount}"))
+            });
+        let grab_items = grab_items.chain(held);
+        let refund_item = items.refund.map(|(amount, _)| format!("refund item for {amount}"));
+        self.orphans.extend(grab_items.chain(refund_item).map(|what| (key, what)));
+    }
+}
+
+/// One packet's collection, item by item: its record, its grab items, its claims by share and
+/// its refund item.
+struct PacketItems {
+    /// The record: sender, total, status, the send's and the finalisation's write stamps.
+    record: Option<(UserId, Cents, PacketStatus, Millis, Option<Millis>)>,
+    /// The grab items: grabber, share, amount, write stamp.
+    grabs: Vec<(UserId, u32, Cents, Millis)>,
+    /// The claims by share: holder (`None` for the refund), amount.
+    claims: HashMap<u32, (Option<UserId>, Cents)>,
+    /// The refund item: amount, write stamp.
+    refund: Option<(Cents, Millis)>,
+}
+
+impl PacketItems {
+    fn read(items: Vec<LedgerItem>) -> Self {
+        let mut record = None;
+        let mut grabs = Vec::new();
+        let mut claims: HashMap<u32, (Option<UserId>, Cents)> = HashMap::new();
+        let mut refund = None;
+        for item in items {
+            match item {
+                LedgerItem::Packet { sender, total_cents, status, written_at_ms, settled_at_ms, .. } => {
+                    record = Some((sender, total_cents, status, written_at_ms, settled_at_ms))
+                }
+                LedgerItem::Grab { user, seq, amount_cents, written_at_ms, .. } => {
+                    grabs.push((user, seq, amount_cents, written_at_ms))
+                }
+                LedgerItem::Claim { seq, amount_cents, user, .. } => {
+                    claims.insert(seq, (user, amount_cents));
+                }
+                LedgerItem::Refund { amount_cents, written_at_ms, .. } => refund = Some((amount_cents, written_at_ms)),
+                _ => {}
+            }
+        }
+        PacketItems { record, grabs, claims, refund }
+    }
+
+    /// The claims' holders, each once, in order.
+    fn holders(&self) -> Vec<&UserId> {
+        let mut holders: Vec<&UserId> = self.claims.values().filter_map(|(holder, _)| holder.as_ref()).collect();
+        holders.sort();
+        holders.dedup();
+        holders
+    }
+}
