@@ -4,7 +4,9 @@
 //! right, wrong and missing passphrases among them), batches of grabs in one `grab_many.lua`
 //! call (the coalescer's), clock moves, closes, cancels, persisted marks and re-syncs from the
 //! ledger's state, each answer compared with what the model says (a batch's with the same grabs
-//! one by one), and the packet's log and shares compared at the end. Unknown packets' lookup
+//! one by one), and the packet's log and shares compared at the end. At every grab the ledger's
+//! answer for the same state (`LedgerPacket::grab_outcome`, what a grab Redis lost is answered
+//! from) is compared too: with the model's, and with the script's. Unknown packets' lookup
 //! states in a table test; the commands a grab costs counted by Redis.
 
 mod support;
@@ -16,9 +18,11 @@ use red_packets::adapters::redis::scripts::{self, Lookup, ScriptGrab};
 use red_packets::adapters::RedisStore;
 use red_packets::domain::access::{Passphrase, PassphraseKey};
 use red_packets::domain::grab::{GrabAttempt, LoggedGrab};
-use red_packets::domain::live::{Gate, LiveState};
+use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
+use red_packets::domain::live::{Gate, LiveGrab, LiveState};
 use red_packets::domain::{
-    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PassphraseDigest, Seed, SplitRule, UserId,
+    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PassphraseDigest, Seed,
+    SplitRule, UserId,
 };
 use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleQueue};
 use red_packets::Config;
@@ -130,6 +134,49 @@ fn store() -> RedisStore {
     RedisStore::new(&config)
 }
 
+/// The ledger once settle persisted every grab so far: the model's grabs and their claims,
+/// cancelled when the model is, open (settle has not finalised it).
+fn ledger_of(model: &LiveState, now_ms: i64) -> LedgerPacket {
+    let claim = |grab: &LoggedGrab| ShareClaim {
+        seq: grab.seq,
+        amount_cents: grab.amount_cents,
+        holder: ShareHolder::Grabber { user: grab.user.clone(), at_ms: grab.at_ms },
+    };
+    LedgerPacket {
+        packet: model.packet.clone(),
+        status: PacketStatus::Open,
+        refund_cents: None,
+        refund_item_cents: None,
+        grabs: model.grabs.clone(),
+        claims: model.grabs.iter().map(claim).collect(),
+        cancelled_at_ms: (model.gate == Gate::Cancelled).then_some(now_ms),
+    }
+}
+
+/// What the ledger must answer for `user`, from the model: the passphrase is not the ledger's to
+/// test, so the model's answer to the right phrase with no wrong try counted; a share to hand
+/// out is the live store's to give (`None`).
+fn ledger_expects(model: &LiveState, user: &UserId, now_ms: i64) -> Option<GrabOutcome> {
+    let mut unlocked = model.clone();
+    unlocked.wrong_tries.clear();
+    let right = GrabAttempt { user: user.clone(), passphrase: model.packet.access.passphrase.clone() };
+    match unlocked.grab(&right, now_ms) {
+        LiveGrab::Decided { outcome: GrabOutcome::Grabbed { .. }, .. } | LiveGrab::Resyncing => None,
+        LiveGrab::Decided { outcome, .. } => Some(outcome),
+    }
+}
+
+/// The script's answer against the ledger's for the same state: a share taken is the live
+/// store's alone; a refusal of the passphrase is not the ledger's to give.
+fn ledger_agrees(script: &ScriptGrab, ledger: Option<GrabOutcome>) -> bool {
+    match script {
+        ScriptGrab::Decided { outcome: GrabOutcome::Grabbed { .. }, .. } => ledger.is_none(),
+        ScriptGrab::Decided { outcome: GrabOutcome::WrongPassphrase | GrabOutcome::TooManyAttempts, .. } => true,
+        ScriptGrab::Decided { outcome, .. } => ledger == Some(*outcome),
+        _ => true,
+    }
+}
+
 async fn run(
     store: &RedisStore,
     count: u32,
@@ -149,7 +196,23 @@ async fn run(
             Step::Grab { user: n_user, advance_ms, phrase } => {
                 now_ms += advance_ms;
                 let attempt = GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) };
+                let said = ledger_of(&model, now_ms).grab_outcome(&attempt.user, now_ms);
+                prop_assert_eq!(
+                    said,
+                    ledger_expects(&model, &attempt.user, now_ms),
+                    "ledger, step {} of {:?}",
+                    n,
+                    steps
+                );
                 let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms).await.unwrap();
+                prop_assert!(
+                    ledger_agrees(&answer, said),
+                    "grab.lua {:?}, ledger {:?}, step {} of {:?}",
+                    answer,
+                    said,
+                    n,
+                    steps
+                );
                 prop_assert_eq!(answer, model.grab(&attempt, now_ms).into(), "step {} of {:?}", n, steps);
             }
             Step::Batch { advance_ms, grabs } => {
@@ -159,8 +222,30 @@ async fn run(
                     .map(|(n_user, phrase)| GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) })
                     .collect();
                 let answers = scripts::grab_many(&mut conn, &keys, now_ms, &batch).await.unwrap();
-                let one_by_one: Vec<ScriptGrab> =
-                    batch.iter().map(|attempt| model.grab(attempt, now_ms).into()).collect();
+                let mut one_by_one: Vec<ScriptGrab> = Vec::new();
+                let mut ledger_says = Vec::new();
+                for attempt in &batch {
+                    let said = ledger_of(&model, now_ms).grab_outcome(&attempt.user, now_ms);
+                    prop_assert_eq!(
+                        said,
+                        ledger_expects(&model, &attempt.user, now_ms),
+                        "ledger, step {} of {:?}",
+                        n,
+                        steps
+                    );
+                    ledger_says.push(said);
+                    one_by_one.push(model.grab(attempt, now_ms).into());
+                }
+                for (answer, said) in answers.iter().zip(&ledger_says) {
+                    prop_assert!(
+                        ledger_agrees(answer, *said),
+                        "grab_many.lua {:?}, ledger {:?}, step {} of {:?}",
+                        answer,
+                        said,
+                        n,
+                        steps
+                    );
+                }
                 prop_assert_eq!(answers, one_by_one, "step {} of {:?}", n, steps);
             }
             Step::Cancel => {
