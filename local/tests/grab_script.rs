@@ -166,6 +166,18 @@ fn ledger_expects(model: &LiveState, user: &UserId, now_ms: i64) -> Option<GrabO
     }
 }
 
+/// The ledger's answer for `user` in the model's state, once held to what the model implies.
+fn ledger_answer(model: &LiveState, user: &UserId, now_ms: i64) -> Result<Option<GrabOutcome>, TestCaseError> {
+    let said = ledger_of(model, now_ms).grab_outcome(user, now_ms);
+    prop_assert_eq!(said, ledger_expects(model, user, now_ms), "the ledger's answer");
+    Ok(said)
+}
+
+/// `error`, with the step it failed at and the whole case.
+fn at_step(error: TestCaseError, n: usize, steps: &[Step]) -> TestCaseError {
+    TestCaseError::fail(format!("{error}, step {n} of {steps:?}"))
+}
+
 /// The script's answer against the ledger's for the same state: a share taken is the live
 /// store's alone; a refusal of the passphrase is not the ledger's to give.
 fn ledger_agrees(script: &ScriptGrab, ledger: Option<GrabOutcome>) -> bool {
@@ -196,14 +208,7 @@ async fn run(
             Step::Grab { user: n_user, advance_ms, phrase } => {
                 now_ms += advance_ms;
                 let attempt = GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) };
-                let said = ledger_of(&model, now_ms).grab_outcome(&attempt.user, now_ms);
-                prop_assert_eq!(
-                    said,
-                    ledger_expects(&model, &attempt.user, now_ms),
-                    "ledger, step {} of {:?}",
-                    n,
-                    steps
-                );
+                let said = ledger_answer(&model, &attempt.user, now_ms).map_err(|error| at_step(error, n, steps))?;
                 let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms).await.unwrap();
                 prop_assert!(
                     ledger_agrees(&answer, said),
@@ -225,14 +230,8 @@ async fn run(
                 let mut one_by_one: Vec<ScriptGrab> = Vec::new();
                 let mut ledger_says = Vec::new();
                 for attempt in &batch {
-                    let said = ledger_of(&model, now_ms).grab_outcome(&attempt.user, now_ms);
-                    prop_assert_eq!(
-                        said,
-                        ledger_expects(&model, &attempt.user, now_ms),
-                        "ledger, step {} of {:?}",
-                        n,
-                        steps
-                    );
+                    let said =
+                        ledger_answer(&model, &attempt.user, now_ms).map_err(|error| at_step(error, n, steps))?;
                     ledger_says.push(said);
                     one_by_one.push(model.grab(attempt, now_ms).into());
                 }
