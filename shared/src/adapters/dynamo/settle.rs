@@ -504,7 +504,7 @@ impl SettleLedger for DynamoLedger {
             items.push(Write::Refund, TransactWriteItem::builder().put(put).build());
             if self.funds == Funds::Wallet {
                 // The refund's credit rides on the packet's condition (still open): once only.
-                items.extend(self.credit(
+                let refund = MovementItem::new(
                     &packet.sender,
                     MovementKind::Refund,
                     result.refund_cents,
@@ -512,7 +512,8 @@ impl SettleLedger for DynamoLedger {
                     None,
                     now_ms,
                     stamp,
-                ));
+                );
+                items.extend(self.credit(&refund));
             }
         }
         match self.transact(items).await {

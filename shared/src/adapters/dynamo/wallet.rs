@@ -20,22 +20,10 @@ use crate::domain::{Cents, Funds, PacketId, UserId};
 use crate::ports::{Conflict, StoreError, Wallets};
 
 impl DynamoLedger {
-    /// The movement of `amount_cents` into `user`'s balance and the balance change, as two
-    /// transaction items: the movement only if new, the balance by `ADD` (created at 0), its
-    /// count of movements with it. `written_at_ms` is the transaction's write stamp.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn credit(
-        &self,
-        user: &UserId,
-        kind: MovementKind,
-        amount_cents: Cents,
-        packet_id: Option<&PacketId>,
-        reference: Option<&str>,
-        at_ms: Millis,
-        written_at_ms: Millis,
-    ) -> [(Write, TransactWriteItem); 2] {
-        let movement = MovementItem::new(user, kind, amount_cents, packet_id, reference, at_ms, written_at_ms);
-        [(Write::Movement, self.new_movement(&movement)), self.balance_credit(user, amount_cents)]
+    /// `movement` credited to its user's balance, as two transaction items: the movement only if
+    /// new, the balance by `ADD` (created at 0), its count of movements with it.
+    pub(super) fn credit(&self, movement: &MovementItem) -> [(Write, TransactWriteItem); 2] {
+        [(Write::Movement, self.new_movement(movement)), self.balance_credit(&movement.user, movement.amount_cents)]
     }
 
     /// The change of `user`'s balance by a credit of `amount_cents`, as a transaction item:
@@ -181,7 +169,7 @@ impl Wallets for DynamoLedger {
             .expect("top-up put");
         let mut items = Transaction::default();
         items.push(Write::Topup, TransactWriteItem::builder().put(record).build());
-        items.extend(self.credit(
+        let movement = MovementItem::new(
             &topup.user,
             MovementKind::Topup,
             topup.amount_cents,
@@ -189,7 +177,8 @@ impl Wallets for DynamoLedger {
             Some(&topup.reference),
             now_ms,
             stamp,
-        ));
+        );
+        items.extend(self.credit(&movement));
         let applied = match self.transact(items).await {
             Ok(()) => true,
             Err(failed) => {
