@@ -20,9 +20,11 @@
 //! Pure: the adapters read the items.
 //!
 //! The files: `items` (what is read), `tally` (the accumulators and their keys), `fold` (the
-//! fold, [`BooksFold`]), `report` (what it finds, [`BooksFold::finish`] and [`combine`]) and
+//! fold, [`BooksFold`]), `check` ([`BooksFold::finish`]: the cross-checks), `report` (what it
+//! finds, and [`combine`]) and
 //! [`statements`] (trial balances and statements built on it).
 
+mod check;
 mod fold;
 mod items;
 mod report;
