@@ -84,7 +84,7 @@ impl SamLocal {
         for (name, value) in environment {
             variables.insert((*name).to_owned(), Value::from(*value));
         }
-        let files = tempfile_pair(function)?;
+        let files = invocation_files(function);
         std::fs::write(&files.0, serde_json::to_vec(event).map_err(|error| error.to_string())?)
             .map_err(|error| format!("{}: {error}", files.0.display()))?;
         let env_vars = serde_json::json!({ function: variables });
@@ -133,9 +133,9 @@ impl SamLocal {
 }
 
 /// The event file and the `--env-vars` file of one invocation.
-fn tempfile_pair(function: &str) -> Result<(PathBuf, PathBuf), String> {
+fn invocation_files(function: &str) -> (PathBuf, PathBuf) {
     static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
     let unique = format!("{function}-{}-{}", std::process::id(), INVOCATIONS.fetch_add(1, Ordering::Relaxed));
     let dir = std::env::temp_dir();
-    Ok((dir.join(format!("sam-event-{unique}.json")), dir.join(format!("sam-env-{unique}.json"))))
+    (dir.join(format!("sam-event-{unique}.json")), dir.join(format!("sam-env-{unique}.json")))
 }
