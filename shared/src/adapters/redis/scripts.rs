@@ -500,6 +500,41 @@ mod tests {
         }
     }
 
+    /// `load.lua` reads exactly the fields `LoadFields` sends (`packet.<name>`, and the optional
+    /// `split` and `greeting` by name), and writes every field `snapshot.lua` reads back.
+    #[test]
+    fn load_lua_reads_the_fields_load_fields_sends_and_writes_those_snapshot_reads() {
+        let script = include_str!("../../../lua/load.lua");
+        let fields = LoadFields {
+            sender: "alice",
+            kind: "lucky",
+            split: Some("double_average"),
+            greeting: Some("hi"),
+            seed: "00",
+            total_cents: 100,
+            count: 2,
+            created_at: 1,
+            expires_at: 2,
+            cancelled: false,
+            closed: false,
+            recipients: Some("[\"bob\"]".into()),
+            passphrase: Some("digest"),
+        };
+        let sent: std::collections::BTreeSet<String> =
+            serde_json::to_value(&fields).unwrap().as_object().unwrap().keys().cloned().collect();
+        let mut read: std::collections::BTreeSet<String> = script
+            .split("packet.")
+            .skip(1)
+            .map(|rest| rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect())
+            .collect();
+        read.extend(["split".to_owned(), "greeting".to_owned()]);
+        assert!(script.contains("for _, optional in ipairs({'split', 'greeting'})"), "the optional fields by name");
+        assert_eq!(sent, read, "LoadFields' JSON keys against what load.lua reads of ARGV[2]");
+        for field in SNAPSHOT_FIELDS {
+            assert!(script.contains(&format!("'{field}'")), "load.lua writes no {field}, which snapshot.lua reads");
+        }
+    }
+
     /// `RawSnapshot::field` reads `snapshot.lua`'s answer by position: the script's `HMGET` list
     /// is `SNAPSHOT_FIELDS`, name for name, in order.
     #[test]
