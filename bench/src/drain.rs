@@ -10,6 +10,7 @@ use red_packets::clock::rfc3339;
 use red_packets::config::Config;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{Packet, PacketKind, UserId};
+use red_packets::packets;
 use red_packets::ports::{Ledger, LiveStore, SettleLedger, SettleQueue, Wallets};
 use red_packets::settle::Settler;
 use red_packets::{Clock, SystemClock};
@@ -71,7 +72,7 @@ pub async fn prepare_packets(store: &RedisStore, ledger: &DynamoLedger, count: u
         ledger.record_packet(&packet, None).await.expect("record packet");
         for user in 0..100 {
             let user = UserId::from_claim(&format!("drain-u{user}")).expect("user");
-            store.grab(&packet.id, &GrabAttempt::by(user), &SystemClock, ledger).await.expect("grab");
+            packets::grab(store, ledger, &packet.id, &GrabAttempt::by(user), &SystemClock).await.expect("grab");
         }
         packets.push(packet);
     }

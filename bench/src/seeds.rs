@@ -29,7 +29,7 @@ use red_packets::adapters::redis::RedisConnection;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{Access, GrabOutcome, PacketId, PacketKind, Passphrase, UserId};
-use red_packets::ports::LiveStore;
+use red_packets::packets;
 use red_packets::{Config, SystemClock};
 use redis::{AsyncCommands, Script};
 use serde::Serialize;
@@ -329,7 +329,7 @@ pub async fn ours_work(
             (store.clone(), packets.clone(), ledger.clone(), access.passphrase.clone());
         Box::pin(async move {
             let attempt = GrabAttempt { user: UserId::from_claim(&user).expect("user"), passphrase };
-            let outcome = store.grab(&packets[packet], &attempt, &SystemClock, &ledger).await.expect("grab");
+            let outcome = packets::grab(&store, &ledger, &packets[packet], &attempt, &SystemClock).await.expect("grab");
             matches!(outcome, GrabOutcome::Grabbed { .. })
         })
     })

@@ -14,8 +14,9 @@ use red_packets::config::Config;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::Role;
 use red_packets::domain::{Packet, PacketKind, UserId};
+use red_packets::packets;
+use red_packets::ports::Ledger;
 use red_packets::ports::SettleQueue;
-use red_packets::ports::{Ledger, LiveStore};
 use red_packets::settle::Settler;
 use red_packets::SystemClock;
 use serde::Serialize;
@@ -116,7 +117,9 @@ pub async fn measure(config: &Config, ledger: &DynamoLedger) -> SettleScale {
                 let store = store.clone();
                 async move {
                     let user = UserId::from_claim(&format!("scale-u{n}")).expect("user");
-                    store.grab(&packet.id, &GrabAttempt::by(user), &SystemClock, ledger).await.expect("grab");
+                    packets::grab(&store, ledger, &packet.id, &GrabAttempt::by(user), &SystemClock)
+                        .await
+                        .expect("grab");
                 }
             })
             .buffer_unordered(64)
@@ -166,7 +169,9 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
         let (store, ledger) = (store.clone(), ledger.clone());
         let probe = grabs.is_multiple_of(10);
         probes.spawn(async move {
-            store.grab(&packet.id, &GrabAttempt::by(user.clone()), &SystemClock, &ledger).await.expect("grab");
+            packets::grab(&store, &ledger, &packet.id, &GrabAttempt::by(user.clone()), &SystemClock)
+                .await
+                .expect("grab");
             let granted = Instant::now();
             if !probe {
                 return None;

@@ -168,7 +168,7 @@ fn ledger_expects(model: &LiveState, user: &UserId, now_ms: i64) -> Option<GrabO
 
 /// The ledger's answer for `user` in the model's state, once held to what the model implies.
 fn ledger_answer(model: &LiveState, user: &UserId, now_ms: i64) -> Result<Option<GrabOutcome>, TestCaseError> {
-    let said = ledger_of(model, now_ms).grab_outcome(user, now_ms);
+    let said = ledger_of(model, now_ms).grab_outcome(&GrabAttempt::by(user.clone()), now_ms);
     prop_assert_eq!(said, ledger_expects(model, user, now_ms), "the ledger's answer");
     Ok(said)
 }

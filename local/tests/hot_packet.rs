@@ -264,7 +264,7 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
         tokio::spawn(async move {
             let attempt =
                 GrabAttempt { user: UserId::from_claim(&format!("deadline-u{n}")).unwrap(), passphrase: None };
-            (clock.now_ms(), store.grab(&id, &attempt, clock.as_ref(), &ledger).await.unwrap())
+            (clock.now_ms(), red_packets::packets::grab(&store, &ledger, &id, &attempt, clock.as_ref()).await.unwrap())
         })
     });
     let outcomes: Vec<(Millis, GrabOutcome)> = join_all(grabs).await.into_iter().map(|grab| grab.unwrap()).collect();
@@ -280,7 +280,7 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
     let (script_runs, _, _) = script_runs_and_fast_paths(&store).await;
     assert!(script_runs < GRABS as u64, "grabs went to Redis in batches: {script_runs} script runs");
     let alone = GrabAttempt { user: UserId::from_claim("deadline-alone").unwrap(), passphrase: None };
-    let paid_alone = store.grab(&id, &alone, before.as_ref(), &ledger).await.unwrap();
+    let paid_alone = red_packets::packets::grab(&store, &ledger, &id, &alone, before.as_ref()).await.unwrap();
     assert!(matches!(paid_alone, GrabOutcome::Grabbed { .. }), "a grab reading T - 1 alone is paid: {paid_alone:?}");
     let refused_early = outcomes.iter().filter(|(read, outcome)| *read < deadline && *outcome == GrabOutcome::Expired);
     eprintln!(

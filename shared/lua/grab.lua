@@ -1,7 +1,8 @@
 #!lua
--- grab.lua: one user grabs one share of one packet, atomically, in one round trip. Every
--- decision a grab meets is taken here: unknown, already grabbed, not eligible, passphrase,
--- cancelled, expired, sold out, in that order.
+-- grab.lua: one user grabs one share of one packet, atomically, in one round trip: the fast
+-- copy of the library's one grab rule (domain::grab::decide; local/tests/grab_script.rs holds
+-- them to each other): already grabbed, unknown, not eligible, passphrase, cancelled, expired,
+-- sold out, in that order.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash: the packet's fields (see load.lua), among them open_until
 --                            (expires_at while open, 0 once closed, -1 once cancelled,

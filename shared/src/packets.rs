@@ -1,11 +1,56 @@
-//! Use cases over the ports that more than one function needs: a packet's view as it is now,
-//! and reloading a packet the ledger holds open into the live store. The ledger is the truth:
-//! nothing here loads a packet the ledger has settled, or loads one without the ledger's grabs.
+//! Use cases over the ports that more than one caller needs: a grab (live, else from the
+//! ledger), a packet's view as it is now, and reloading a packet the ledger holds open into the
+//! live store. The ledger is the truth: nothing here loads a packet the ledger has settled, or
+//! loads one without the ledger's grabs.
 
-use crate::clock::Millis;
+use crate::clock::{Clock, Millis};
+use crate::domain::grab::GrabAttempt;
 use crate::domain::ledger::LedgerPacket;
-use crate::domain::{LivePacket, PacketId, PacketStatus, PacketView, UserId};
-use crate::ports::{Ledger, LiveStore, Restored, StoreError};
+use crate::domain::{GrabOutcome, LivePacket, PacketId, PacketStatus, PacketView, UserId};
+use crate::ports::{Ledger, LiveAnswer, LiveStore, Restored, StoreError};
+
+/// How many times one grab asks the ledger: once, and once more should the packet it reloaded
+/// be gone again at once (after a reload the live store holds it, so a third ask means it keeps
+/// vanishing).
+const LEDGER_ASKS: usize = 2;
+
+/// One grab attempt as the API answers it: decided by the live store; for a packet it does not
+/// hold (settled and retired, lost, or a send whose load failed), by the ledger
+/// ([`LedgerPacket::grab_outcome`]); a packet the ledger holds open with shares to hand out is
+/// reloaded ([`reload_from_ledger`]) and grabbed again in the live store.
+pub async fn grab<S: LiveStore, L: Ledger>(
+    store: &S,
+    ledger: &L,
+    id: &PacketId,
+    attempt: &GrabAttempt,
+    clock: &dyn Clock,
+) -> Result<GrabOutcome, StoreError> {
+    for _ in 0..LEDGER_ASKS {
+        let (now_ms, holds_lookup) = match store.try_grab(id, attempt, clock).await? {
+            LiveAnswer::Decided(outcome) => return Ok(outcome),
+            LiveAnswer::NotHeld { now_ms, holds_lookup } => (now_ms, holds_lookup),
+        };
+        let recorded = ledger.ledger_packet(id).await;
+        if holds_lookup {
+            store.ledger_said(id, recorded.as_ref().ok().map(Option::is_some)).await?;
+        }
+        let Some(recorded) = recorded? else { return Ok(GrabOutcome::NotFound) };
+        if let Some(outcome) = recorded.grab_outcome(attempt, now_ms) {
+            return Ok(outcome);
+        }
+        match reload_from_ledger(store, &recorded).await? {
+            None => return Err(StoreError::redis_unavailable(format!("packet {id} is being finalised; try again"))),
+            // The live store lost the packet's record but not its log: settle's re-sync, not a load.
+            Some(Restored::Partial) => {
+                return Err(StoreError::redis_unavailable(format!("packet {id} is being re-synced")))
+            }
+            Some(Restored::Loaded | Restored::AlreadyHeld) => {
+                tracing::warn!(packet_id = %id, "loaded a packet the ledger holds open and the live store did not, from the ledger");
+            }
+        }
+    }
+    Err(StoreError::redis_unavailable(format!("packet {id} kept changing; try again")))
+}
 
 /// The packet as `viewer` sees it at `now_ms`: live from Redis while open; from the ledger
 /// once settled; a closed packet not yet settled from Redis, which has every grab. `None` for

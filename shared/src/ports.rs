@@ -101,6 +101,22 @@ pub enum Conflict {
     NoWallets,
 }
 
+/// What the live store answered for one grab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveAnswer {
+    /// Decided by the live store.
+    Decided(GrabOutcome),
+    /// The live store does not hold the packet: the ledger decides, as of `now_ms` (the clock
+    /// reading the live store judged the grab at).
+    NotHeld {
+        /// The grab's instant.
+        now_ms: Millis,
+        /// This caller holds the id's lookup: it reports what the ledger said with
+        /// [`LiveStore::ledger_said`], for the callers waiting on it.
+        holds_lookup: bool,
+    },
+}
+
 /// The live, atomic side of packets (Redis).
 pub trait LiveStore: Send + Sync {
     /// Makes `packet` grabbable with `shares`, and indexes it for settle. Idempotent: loading a
@@ -121,17 +137,26 @@ pub trait LiveStore: Send + Sync {
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send;
 
-    /// One grab attempt, decided at `clock`'s now: atomic, at most one share per user, only
-    /// for the packet's recipients and with its passphrase. A packet the live store does not
-    /// hold (settled and retired, or lost) is answered from `ledger`, which one caller at a
-    /// time is asked about per id.
-    fn grab<L: Ledger>(
+    /// One grab attempt decided at `clock`'s now on a packet the live store holds: atomic, at
+    /// most one share per user, only for the packet's recipients and with its passphrase. A
+    /// packet it does not hold is `NotHeld`: one caller at a time per id is told to ask the
+    /// ledger (`holds_lookup`), the others wait for its verdict. The use case is
+    /// [`crate::packets::grab`].
+    fn try_grab(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
         clock: &dyn Clock,
-        ledger: &L,
-    ) -> impl Future<Output = Result<GrabOutcome, StoreError>> + Send;
+    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send;
+
+    /// What the ledger said of `packet`, reported by the caller that held its lookup:
+    /// `Some(true)` recorded, `Some(false)` absent, `None` it could not be asked (the lookup is
+    /// released so the next grab asks again).
+    fn ledger_said(
+        &self,
+        packet: &PacketId,
+        recorded: Option<bool>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Closes an open packet to grabs as cancelled at `now_ms`, and marks it for settle, which
     /// refunds the rest. Idempotent.
@@ -435,14 +460,21 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         (**self).snapshot(id)
     }
 
-    fn grab<L: Ledger>(
+    fn try_grab(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
         clock: &dyn Clock,
-        ledger: &L,
-    ) -> impl Future<Output = Result<GrabOutcome, StoreError>> + Send {
-        (**self).grab(packet, attempt, clock, ledger)
+    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
+        (**self).try_grab(packet, attempt, clock)
+    }
+
+    fn ledger_said(
+        &self,
+        packet: &PacketId,
+        recorded: Option<bool>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).ledger_said(packet, recorded)
     }
 
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {

@@ -6,7 +6,7 @@
 //! The body may carry `{"passphrase": "…"}`: it is digested under the deployment's key here
 //! and only the digest goes to Redis.
 //! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger by
-//! the store itself, one caller per id at a time, so a flood of grabs on unknown ids costs one
+//! `packets::grab`, one caller per id at a time, so a flood of grabs on unknown ids costs one
 //! DynamoDB read per id per minute, however many arrive at once.
 
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::validate::parse_grab_request;
 use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
 use red_packets::http::{caller, json_response, optional_json_body, packet_id, respond};
+use red_packets::packets;
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
@@ -85,7 +86,7 @@ async fn grab<S: LiveStore, L: Ledger>(
     };
     let attempt =
         GrabAttempt { user: user.clone(), passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)) };
-    let outcome = service.store.grab(&packet_id, &attempt, service.clock.as_ref(), &service.ledger).await?;
+    let outcome = packets::grab(&service.store, &service.ledger, &packet_id, &attempt, service.clock.as_ref()).await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
             metrics::counter!("Grabs", "outcome" => "grabbed").increment(1);

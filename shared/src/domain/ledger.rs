@@ -2,7 +2,7 @@
 //! pays, its refund; and the refusals of grabs it will not pay. One module owns it; settle,
 //! recovery and the adapters read it.
 
-use super::grab::{GrabOutcome, LoggedGrab};
+use super::grab::{decide, GrabAttempt, GrabDecision, GrabOutcome, GrabState, LoggedGrab, Standing};
 use super::ids::UserId;
 use super::money::Cents;
 use super::packet::{Packet, PacketStatus, PacketView};
@@ -149,38 +149,45 @@ impl LedgerPacket {
         self.claims.iter().any(|claim| claim.holder == ShareHolder::Refund)
     }
 
-    /// What a grab by `user` at `now_ms` comes to, decided by the ledger alone (for a packet
-    /// the live store no longer holds). `None` for an open, unexpired packet with shares left:
-    /// only the live store hands out shares, and settle is restoring the packet into it.
-    ///
-    /// A repeat gets its share; anybody not among the recipients is not eligible. The
-    /// passphrase is not tested here: every answer left is a packet that is over, and an
-    /// over packet answering its state to any phrase is no oracle for guessing it (the live
-    /// store, which counts wrong tries, tests it while shares can still be had).
-    pub fn grab_outcome(&self, user: &UserId, now_ms: Millis) -> Option<GrabOutcome> {
-        let remaining_count = self.packet.count.saturating_sub(self.grabs.len() as u32);
-        if let Some(grab) = self.grabs.iter().find(|grab| &grab.user == user) {
-            return Some(GrabOutcome::Already {
-                amount_cents: grab.amount_cents,
-                grabbed_at_ms: grab.at_ms,
-                remaining_count,
-            });
+    /// What `attempt` at `now_ms` comes to, decided by the ledger alone (for a packet the live
+    /// store no longer holds), by [`decide`] on [`LedgerPacket::grab_state`]. `None` where
+    /// `decide` hands out a share: only the live store hands out shares (the caller reloads the
+    /// packet into it). The passphrase is not tested here: every answer left is a packet that
+    /// is over, and an over packet answering its state to any phrase is no oracle for guessing
+    /// it (the live store, which counts wrong tries, tests it while shares can still be had).
+    pub fn grab_outcome(&self, attempt: &GrabAttempt, now_ms: Millis) -> Option<GrabOutcome> {
+        match decide(&self.grab_state(now_ms), attempt, now_ms) {
+            GrabDecision::Answer(outcome) => Some(outcome),
+            GrabDecision::Take | GrabDecision::Resyncing => None,
         }
-        if !self.packet.access.admits(user) {
-            return Some(GrabOutcome::NotEligible);
+    }
+
+    /// This packet as [`decide`] reads it at `now_ms`: its grab items, shares left as
+    /// `count − grab items`, standing as its status says (a finished packet before a cancelled
+    /// one: [`PacketStatus::at`]); no wrong tries (not tested).
+    pub fn grab_state(&self, now_ms: Millis) -> GrabState<'_> {
+        GrabState {
+            packet: &self.packet,
+            grabs: &self.grabs,
+            remaining_count: self.remaining_count(),
+            standing: match self.view_status(now_ms) {
+                PacketStatus::Open => Standing::Open,
+                PacketStatus::Cancelled => Standing::Cancelled,
+                PacketStatus::Finished | PacketStatus::Expired => Standing::Closed,
+            },
+            wrong_tries: None,
         }
-        match self.view_status(now_ms) {
-            PacketStatus::Finished => Some(GrabOutcome::SoldOut),
-            PacketStatus::Expired => Some(GrabOutcome::Expired),
-            PacketStatus::Cancelled => Some(GrabOutcome::Cancelled),
-            PacketStatus::Open => None,
-        }
+    }
+
+    /// Shares with no grab item yet: `count − grab items`.
+    fn remaining_count(&self) -> u32 {
+        self.packet.count.saturating_sub(u32::try_from(self.grabs.len()).unwrap_or(u32::MAX))
     }
 
     fn view_status(&self, now_ms: Millis) -> PacketStatus {
         match self.status {
             PacketStatus::Open => PacketStatus::at(
-                self.packet.count.saturating_sub(self.grabs.len() as u32),
+                self.remaining_count(),
                 self.packet.expires_at_ms,
                 self.cancelled_at_ms.is_some(),
                 now_ms,

@@ -7,8 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::access::{Access, PassphraseCheck};
-use super::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
+use super::grab::{decide, GrabAttempt, GrabDecision, GrabOutcome, GrabState, LoggedGrab, Standing};
 use super::ids::UserId;
 use super::money::Cents;
 use super::packet::Packet;
@@ -144,59 +143,47 @@ impl LiveState {
         }
     }
 
-    /// One grab at `now_ms` (`grab.lua`): a repeat gets its share; then who may grab, the
-    /// passphrase (wrong tries counted, then locked), cancelled, frozen, expired or sold out,
-    /// in that order; else the next share.
+    /// One grab at `now_ms` (`grab.lua`), as [`decide`] rules on this state: a wrong
+    /// passphrase is counted, a share taken is logged.
     pub fn grab(&mut self, attempt: &GrabAttempt, now_ms: Millis) -> LiveGrab {
-        let user = &attempt.user;
-        let decided = |outcome| LiveGrab::Decided { outcome, dirtied: false };
-        if let Some(prior) = self.grabs.iter().find(|grab| &grab.user == user) {
-            return decided(GrabOutcome::Already {
-                amount_cents: prior.amount_cents,
-                grabbed_at_ms: prior.at_ms,
-                remaining_count: self.pool.len() as u32,
-            });
-        }
-        let access: &Access = &self.packet.access;
-        if !access.admits(user) {
-            return decided(GrabOutcome::NotEligible);
-        }
-        let tries = self.wrong_tries.entry(user.clone()).or_default();
-        match PassphraseCheck::of(access.passphrase.as_ref(), attempt.passphrase.as_ref(), *tries) {
-            PassphraseCheck::Passed => {}
-            PassphraseCheck::Wrong => {
-                *tries += 1;
-                return decided(GrabOutcome::WrongPassphrase);
+        match decide(&self.grab_state(), attempt, now_ms) {
+            GrabDecision::Answer(outcome) => {
+                if outcome == GrabOutcome::WrongPassphrase {
+                    *self.wrong_tries.entry(attempt.user.clone()).or_default() += 1;
+                }
+                LiveGrab::Decided { outcome, dirtied: false }
             }
-            PassphraseCheck::Locked => return decided(GrabOutcome::TooManyAttempts),
-        }
-        match self.gate {
-            Gate::Cancelled => return decided(GrabOutcome::Cancelled),
-            Gate::Frozen(_) => return LiveGrab::Resyncing,
-            Gate::Closed => return decided(self.over()),
-            Gate::Open if now_ms >= self.packet.expires_at_ms => return decided(self.over()),
-            Gate::Open => {}
-        }
-        if self.pool.is_empty() {
-            return decided(GrabOutcome::SoldOut);
-        }
-        let (seq, amount_cents) = self.pool.remove(0);
-        let dirtied = self.grabs.len() == self.persisted;
-        self.grabs.push(LoggedGrab { seq, user: user.clone(), amount_cents, at_ms: now_ms });
-        let remaining_count = self.pool.len() as u32;
-        LiveGrab::Decided {
-            outcome: GrabOutcome::Grabbed { amount_cents, grabbed_at_ms: now_ms, remaining_count },
-            dirtied,
+            GrabDecision::Resyncing => LiveGrab::Resyncing,
+            GrabDecision::Take => {
+                let (seq, amount_cents) = self.pool.remove(0);
+                let dirtied = self.grabs.len() == self.persisted;
+                let grab = LoggedGrab { seq, user: attempt.user.clone(), amount_cents, at_ms: now_ms };
+                let outcome = GrabOutcome::grabbed(&grab, self.remaining_count());
+                self.grabs.push(grab);
+                LiveGrab::Decided { outcome, dirtied }
+            }
         }
     }
 
-    /// A packet past its time or closed: sold out when no share is left, else expired.
-    fn over(&self) -> GrabOutcome {
-        if self.pool.is_empty() {
-            GrabOutcome::SoldOut
-        } else {
-            GrabOutcome::Expired
+    /// This packet as [`decide`] reads it.
+    pub fn grab_state(&self) -> GrabState<'_> {
+        GrabState {
+            packet: &self.packet,
+            grabs: &self.grabs,
+            remaining_count: self.remaining_count(),
+            standing: match self.gate {
+                Gate::Open => Standing::Open,
+                Gate::Closed => Standing::Closed,
+                Gate::Cancelled => Standing::Cancelled,
+                Gate::Frozen(_) => Standing::Frozen,
+            },
+            wrong_tries: Some(&self.wrong_tries),
         }
+    }
+
+    /// Shares left to hand out.
+    fn remaining_count(&self) -> u32 {
+        u32::try_from(self.pool.len()).unwrap_or(u32::MAX)
     }
 
     /// The sender cancels at `now_ms` (`cancel.lua`).
@@ -259,7 +246,7 @@ impl LiveState {
             open: matches!(self.gate, Gate::Open | Gate::Frozen(_)),
             frozen: matches!(self.gate, Gate::Frozen(_)),
             cancelled: self.gate == Gate::Cancelled,
-            remaining_count: self.pool.len() as u32,
+            remaining_count: self.remaining_count(),
             grabs: self.grabs.clone(),
             persisted: self.persisted,
         }

@@ -73,7 +73,7 @@ impl World {
 
     async fn grab(&self, packet: &Packet, who: &str) -> GrabOutcome {
         let attempt = GrabAttempt::by(user(who));
-        self.store().grab(&packet.id, &attempt, self.clock.as_ref(), self.ledger()).await.unwrap()
+        crate::packets::grab(self.store(), self.ledger(), &packet.id, &attempt, self.clock.as_ref()).await.unwrap()
     }
 
     async fn run(&self) -> Result<SettleSummary, SettleError> {

@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, Millis};
-use crate::domain::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
+use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::{LiveGrab, LiveState};
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
 use crate::ports::{
-    CancelOutcome, CloseOutcome, Frozen, Ledger, LiveStore, PacketImage, Restored, SettleQueue, StoreError,
+    CancelOutcome, CloseOutcome, Frozen, LiveAnswer, LiveStore, PacketImage, Restored, SettleQueue, StoreError,
 };
 
 /// The live store in memory.
@@ -88,45 +88,32 @@ impl LiveStore for MemoryStore {
         Ok(self.state().packets.get(id).map(LiveState::snapshot))
     }
 
-    /// The grab on the packet's [`LiveState`]; a packet not held is answered from the ledger,
-    /// and one the ledger holds open with shares to hand out is restored, then grabbed.
-    async fn grab<L: Ledger>(
+    /// The grab on the packet's [`LiveState`]; a packet not held is `NotHeld` (no lookup lease here).
+    async fn try_grab(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
         clock: &dyn Clock,
-        ledger: &L,
-    ) -> Result<GrabOutcome, StoreError> {
-        for _ in 0..2 {
-            let now_ms = clock.now_ms();
-            {
-                let mut state = self.state();
-                let shard = self.shard(packet);
-                if let Some(live) = state.packets.get_mut(packet) {
-                    return match live.grab(attempt, now_ms) {
-                        LiveGrab::Decided { outcome, dirtied } => {
-                            if dirtied {
-                                state.dirty.entry(shard).or_default().insert(packet.clone());
-                            }
-                            Ok(outcome)
-                        }
-                        LiveGrab::Resyncing => {
-                            Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced")))
-                        }
-                    };
+    ) -> Result<LiveAnswer, StoreError> {
+        let now_ms = clock.now_ms();
+        let shard = self.shard(packet);
+        let mut state = self.state();
+        let Some(live) = state.packets.get_mut(packet) else {
+            return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: false });
+        };
+        match live.grab(attempt, now_ms) {
+            LiveGrab::Decided { outcome, dirtied } => {
+                if dirtied {
+                    state.dirty.entry(shard).or_default().insert(packet.clone());
                 }
+                Ok(LiveAnswer::Decided(outcome))
             }
-            let Some(recorded) = ledger.ledger_packet(packet).await? else { return Ok(GrabOutcome::NotFound) };
-            if let Some(outcome) = recorded.grab_outcome(&attempt.user, now_ms) {
-                return Ok(outcome);
-            }
-            if recorded.refund_claimed() {
-                return Err(StoreError::redis_unavailable(format!("packet {packet} is being finalised; try again")));
-            }
-            let cancelled = recorded.cancelled_at_ms.is_some();
-            self.restore(&recorded.packet, cancelled, &recorded.grabs_to_reload(), &recorded.pool()).await?;
+            LiveGrab::Resyncing => Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced"))),
         }
-        Err(StoreError::redis_unavailable(format!("packet {packet} kept changing; try again")))
+    }
+
+    async fn ledger_said(&self, _packet: &PacketId, _recorded: Option<bool>) -> Result<(), StoreError> {
+        Ok(())
     }
 
     async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, StoreError> {

@@ -36,6 +36,11 @@ impl SoldOutMemo {
         self.entries().get(id).is_some_and(|learned| now.duration_since(*learned) < self.window)
     }
 
+    /// Forgets `id`: a packet loaded again from the ledger may have shares again.
+    pub fn forget(&self, id: &PacketId) {
+        self.entries().remove(id);
+    }
+
     /// Remembers that `id` is sold out as of `now`. When full, lapsed entries go first; if none
     /// has lapsed the memo stays as it is (the script still answers correctly, only slower).
     pub fn learn(&self, id: &PacketId, now: Instant) {

@@ -26,7 +26,7 @@ use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
 };
-use crate::ports::{CancelOutcome, Ledger, LiveStore, PacketImage, Restored, StoreError};
+use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -277,48 +277,6 @@ impl RedisStore {
         })
     }
 
-    /// The grab on a packet Redis does not hold, as the ledger answers it. The holder of the
-    /// lookup records the verdict for the others, also when the ledger could not be asked. A
-    /// packet the ledger holds open with shares to hand out (a send whose load into Redis
-    /// failed, or one Redis lost) is loaded from the ledger: `None` then, the caller grabs again.
-    async fn ask_ledger<L: Ledger>(
-        &self,
-        ledger: &L,
-        packet: &PacketId,
-        attempt: &GrabAttempt,
-        now_ms: Millis,
-        lookup: Lookup,
-    ) -> Result<Option<GrabOutcome>, StoreError> {
-        let recorded = ledger.ledger_packet(packet).await;
-        let user = &attempt.user;
-        if lookup == Lookup::Claimed {
-            let verdict = match &recorded {
-                Ok(Some(_)) => Some("recorded"),
-                Ok(None) => Some("absent"),
-                Err(_) => None,
-            };
-            self.record_lookup(packet, verdict).await?;
-        }
-        let Some(recorded) = recorded? else { return Ok(Some(GrabOutcome::NotFound)) };
-        if let Some(outcome) = recorded.grab_outcome(user, now_ms) {
-            return Ok(Some(outcome));
-        }
-        if recorded.refund_claimed() {
-            return Err(StoreError::redis_unavailable(format!("packet {packet} is being finalised; try again")));
-        }
-        let cancelled = recorded.cancelled_at_ms.is_some();
-        let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
-        let image = PacketImage { packet: &recorded.packet, cancelled, closed: false, grabs: &grabs, pool: &pool };
-        match self.load_with(image, LoadMode::Add).await? {
-            // Redis lost the packet's record but not its log: settle's re-sync, not a load.
-            Loaded::Partial => Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced"))),
-            _ => {
-                tracing::warn!(packet_id = %packet, "loaded a packet the ledger holds open and Redis did not, from the ledger");
-                Ok(None)
-            }
-        }
-    }
-
     /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a
     /// failed lookup (`None`) releases the lease so the next grab asks again.
     async fn record_lookup(&self, id: &PacketId, verdict: Option<&str>) -> Result<(), StoreError> {
@@ -462,6 +420,9 @@ impl LiveStore for RedisStore {
         grabs: &[LoggedGrab],
         pool: &[(u32, Cents)],
     ) -> Result<Restored, StoreError> {
+        if let Some(memo) = &self.sold_out {
+            memo.forget(&packet.id);
+        }
         let image = PacketImage { packet, cancelled, closed: false, grabs, pool };
         Ok(match self.load_with(image, LoadMode::Add).await? {
             Loaded::Now => Restored::Loaded,
@@ -476,36 +437,33 @@ impl LiveStore for RedisStore {
     }
 
     #[tracing::instrument(level = "debug", name = "redis.grab", skip_all, fields(packet_id = %packet))]
-    async fn grab<L: Ledger>(
+    async fn try_grab(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
         clock: &dyn Clock,
-        ledger: &L,
-    ) -> Result<GrabOutcome, StoreError> {
+    ) -> Result<LiveAnswer, StoreError> {
         let mut conn = self.connection().await?;
         let keys = self.keys(packet);
         if let Some(memo) = &self.sold_out {
             if memo.contains(packet, Instant::now()) {
                 if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, &attempt.user, true).await? {
-                    return Ok(outcome);
+                    return Ok(LiveAnswer::Decided(outcome));
                 }
             }
         }
         // Waits while another caller asks the ledger, within the lease: once it lapses, a waiter
         // claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
         // before its packet's expiry.
-        let polls = (LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis()) as u32 + 10;
+        let polls = LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis() + 10;
         for _ in 0..polls {
             let now_ms = clock.now_ms();
             match self.grab_script(&mut conn, &keys, attempt, now_ms).await? {
                 ScriptGrab::Decided { outcome, dirtied } => {
-                    return self.decided(&mut conn, &keys, packet, outcome, dirtied).await
+                    return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
                 }
                 ScriptGrab::AskLedger(lookup) => {
-                    if let Some(outcome) = self.ask_ledger(ledger, packet, attempt, now_ms, lookup).await? {
-                        return Ok(outcome);
-                    }
+                    return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: lookup == Lookup::Claimed })
                 }
                 ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
             }
@@ -513,6 +471,10 @@ impl LiveStore for RedisStore {
         Err(StoreError::redis_unavailable(format!(
             "packet {packet} is being looked up or re-synced; no answer within the lease"
         )))
+    }
+
+    async fn ledger_said(&self, packet: &PacketId, recorded: Option<bool>) -> Result<(), StoreError> {
+        self.record_lookup(packet, recorded.map(|recorded| if recorded { "recorded" } else { "absent" })).await
     }
 
     /// Runs `cancel.lua` (asking again for a while when settle is re-syncing the packet), then
