@@ -1,6 +1,6 @@
 #!lua
 -- grab.lua: one user grabs one share of one packet, atomically, in one round trip: the fast
--- copy of the library's one grab rule (domain::grab::decide; local/tests/grab_script.rs holds
+-- copy of the library's one grab rule (domain::grab_rule::decide; local/tests/grab_script.rs holds
 -- them to each other): already grabbed, unknown, not eligible, passphrase, cancelled, expired,
 -- sold out, in that order.
 --

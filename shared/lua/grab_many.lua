@@ -2,7 +2,7 @@
 -- grab_many.lua: several users grab one share each of one packet, in one call: the grab
 -- coalescer's batch (adapters/redis/coalesce.rs). Each user, in the batch's order, gets exactly
 -- the answer grab.lua would give the same grabs made one by one at the batch's instant
--- (local/tests/grab_script.rs holds both to the library's rule, domain::grab::decide), with grab.lua's checks in
+-- (local/tests/grab_script.rs holds both to the library's rule, domain::grab_rule::decide), with grab.lua's checks in
 -- grab.lua's order: already grabbed, unknown (the lookup lease), not a recipient, too many
 -- wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
 -- saves is the commands: every user's fields are read in one HMGET, the shares taken in one

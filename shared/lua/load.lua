@@ -16,8 +16,9 @@
 -- ARGV[1]  'add': load unless Redis holds something of the packet already (send, restore);
 --          or 'replace': what Redis holds of the packet gives way to the ledger's state
 --          (settle's re-sync), only while the re-sync's freeze (ARGV[3]) still stands
--- ARGV[2]  a JSON object of the packet's fields: sender, kind, split and greeting (each only
---          when set), seed, total_cents, count, created_at, expires_at (the two in epoch ms);
+-- ARGV[2]  a JSON object of the packet's fields (adapters/redis/record.rs, LoadFields): plain,
+--          the [name, value] pairs stored as they are (sender, kind, seed, total_cents, count,
+--          created_at, expires_at, split and greeting when set); expires_at (epoch ms);
 --          cancelled (true when the sender cancelled it); closed (true when it is closed to
 --          grabs); recipients (a JSON array as a string) and passphrase (the digest), each
 --          only when set
@@ -47,19 +48,10 @@ local grabs = cjson.decode(ARGV[4])
 local fields = {
   'open_until', (packet.cancelled and -1) or (packet.closed and 0) or packet.expires_at,
   'persisted', #grabs,
-  'sender', packet.sender,
-  'kind', packet.kind,
-  'seed', packet.seed,
-  'total_cents', packet.total_cents,
-  'count', packet.count,
-  'created_at', packet.created_at,
-  'expires_at', packet.expires_at,
 }
-for _, optional in ipairs({'split', 'greeting'}) do
-  if type(packet[optional]) == 'string' then
-    fields[#fields + 1] = optional
-    fields[#fields + 1] = packet[optional]
-  end
+for _, pair in ipairs(packet.plain) do
+  fields[#fields + 1] = pair[1]
+  fields[#fields + 1] = pair[2]
 end
 local recipients = type(packet.recipients) == 'string' and cjson.decode(packet.recipients) or {}
 local passphrase = type(packet.passphrase) == 'string' and packet.passphrase or ''

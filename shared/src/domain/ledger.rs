@@ -2,7 +2,8 @@
 //! pays, its refund; and the refusals of grabs it will not pay. One module owns it; settle,
 //! recovery and the adapters read it.
 
-use super::grab::{decide, GrabAttempt, GrabDecision, GrabOutcome, GrabState, LoggedGrab, Standing};
+use super::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
+use super::grab_rule::{decide, GrabDecision, GrabState, Standing};
 use super::ids::UserId;
 use super::money::Cents;
 use super::packet::{Packet, PacketStatus, PacketView};

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::grab::{decide, GrabAttempt, GrabDecision, GrabOutcome, GrabState, LoggedGrab, Standing};
+use super::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
+use super::grab_rule::{decide, GrabDecision, GrabState, Standing};
 use super::ids::UserId;
 use super::money::Cents;
 use super::packet::Packet;

@@ -3,6 +3,7 @@
 pub mod access;
 pub mod books;
 pub mod grab;
+pub mod grab_rule;
 pub mod history;
 pub mod ids;
 pub mod invalid;

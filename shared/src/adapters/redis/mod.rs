@@ -8,6 +8,7 @@
 
 pub mod coalesce;
 pub mod connection;
+pub mod record;
 pub mod scripts;
 mod settle_queue;
 pub mod sold_out;

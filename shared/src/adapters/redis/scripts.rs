@@ -15,6 +15,7 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
 
+use super::record::{LoadFields, SNAPSHOT_FIELDS};
 use crate::clock::Millis;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
@@ -124,41 +125,6 @@ pub fn grab_entry(value: &str) -> Option<GrabEntry> {
     let left = parts.next()?.parse().ok()?;
     let at_ms = parts.next()?.parse().ok()?;
     parts.next().is_none().then_some(GrabEntry { amount_cents, left, at_ms })
-}
-
-/// What `load.lua` stores of a packet, besides its shares.
-#[derive(Debug, serde::Serialize)]
-pub struct LoadFields<'a> {
-    /// Who sent it.
-    pub sender: &'a str,
-    /// "lucky" or "fixed".
-    pub kind: &'a str,
-    /// The lucky rule, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub split: Option<&'a str>,
-    /// The greeting, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub greeting: Option<&'a str>,
-    /// The split seed, hex, so Redis alone can describe the packet.
-    pub seed: &'a str,
-    /// The whole amount.
-    pub total_cents: Cents,
-    /// How many shares.
-    pub count: u32,
-    /// Epoch ms.
-    pub created_at: Millis,
-    /// Epoch ms.
-    pub expires_at: Millis,
-    /// True once the sender cancelled it: it loads closed.
-    pub cancelled: bool,
-    /// True when it is closed to grabs (the ledger claimed a share for its refund).
-    pub closed: bool,
-    /// The recipients as a JSON array, when the packet names them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recipients: Option<String>,
-    /// The passphrase's digest, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub passphrase: Option<&'a str>,
 }
 
 /// How `load.lua` treats a packet Redis already holds.
@@ -288,23 +254,6 @@ pub async fn mark_persisted<C: ConnectionLike>(
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
 }
 
-/// The packet hash's fields `snapshot.lua` reads, in its order.
-pub const SNAPSHOT_FIELDS: [&str; 13] = [
-    "sender",
-    "kind",
-    "split",
-    "greeting",
-    "seed",
-    "total_cents",
-    "count",
-    "created_at",
-    "expires_at",
-    "open_until",
-    "persisted",
-    "gate",
-    "recipients",
-];
-
 /// What `snapshot.lua` read at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawSnapshot {
@@ -326,8 +275,13 @@ impl RawSnapshot {
 
 /// Runs `snapshot.lua`: `None` when Redis holds no such packet.
 pub async fn snapshot<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys) -> RedisResult<Option<RawSnapshot>> {
-    let (fields, shares_left, log): (Vec<Option<String>>, u32, Vec<String>) =
-        SNAPSHOT.key(&keys.packet).key(&keys.pool).key(&keys.grabs).invoke_async(conn).await?;
+    let (fields, shares_left, log): (Vec<Option<String>>, u32, Vec<String>) = SNAPSHOT
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .key(&keys.grabs)
+        .arg(&SNAPSHOT_FIELDS[..])
+        .invoke_async(conn)
+        .await?;
     let snapshot = RawSnapshot { fields, shares_left, log };
     Ok(snapshot.field("sender").is_some().then_some(snapshot))
 }
@@ -500,50 +454,47 @@ mod tests {
         }
     }
 
-    /// `load.lua` reads exactly the fields `LoadFields` sends (`packet.<name>`, and the optional
-    /// `split` and `greeting` by name), and writes every field `snapshot.lua` reads back.
+    /// `load.lua` reads exactly the fields `LoadFields` sends (`packet.<name>`), stores every
+    /// plain field pair by pair, and writes every field `snapshot.lua` reads back; `snapshot.lua`
+    /// reads the fields it is given (`SNAPSHOT_FIELDS`), and every plain field is among them.
     #[test]
-    fn load_lua_reads_the_fields_load_fields_sends_and_writes_those_snapshot_reads() {
+    fn the_scripts_store_and_read_back_the_fields_record_rs_names() {
+        use crate::domain::packet::{PacketKind, PacketSpec};
+        use crate::domain::split::{Seed, SplitRule};
+        use crate::domain::{Packet, PassphraseDigest};
         let script = include_str!("../../../lua/load.lua");
-        let fields = LoadFields {
-            sender: "alice",
-            kind: "lucky",
-            split: Some("double_average"),
-            greeting: Some("hi"),
-            seed: "00",
+        let spec = PacketSpec {
             total_cents: 100,
             count: 2,
-            created_at: 1,
-            expires_at: 2,
-            cancelled: false,
-            closed: false,
-            recipients: Some("[\"bob\"]".into()),
-            passphrase: Some("digest"),
+            kind: PacketKind::Lucky,
+            split: Some(SplitRule::default()),
+            greeting: Some("hi".into()),
+            expires_in_seconds: 60,
+            recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
+            passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
         };
+        let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), 1);
+        let fields = LoadFields::of(&packet, false, false);
         let sent: std::collections::BTreeSet<String> =
             serde_json::to_value(&fields).unwrap().as_object().unwrap().keys().cloned().collect();
-        let mut read: std::collections::BTreeSet<String> = script
+        let read: std::collections::BTreeSet<String> = script
             .split("packet.")
             .skip(1)
             .map(|rest| rest.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect())
             .collect();
-        read.extend(["split".to_owned(), "greeting".to_owned()]);
-        assert!(script.contains("for _, optional in ipairs({'split', 'greeting'})"), "the optional fields by name");
         assert_eq!(sent, read, "LoadFields' JSON keys against what load.lua reads of ARGV[2]");
+        assert!(script.contains("for _, pair in ipairs(packet.plain)"), "load.lua stores every plain field");
+        let plain: Vec<&str> = fields.plain.iter().map(|(name, _)| *name).collect();
+        assert_eq!(plain.len(), 9, "a packet with every optional field set stores all nine plain fields");
         for field in SNAPSHOT_FIELDS {
-            assert!(script.contains(&format!("'{field}'")), "load.lua writes no {field}, which snapshot.lua reads");
+            assert!(
+                plain.contains(&field) || script.contains(&format!("'{field}'")),
+                "load.lua writes no {field}, which snapshot.lua reads"
+            );
         }
-    }
-
-    /// `RawSnapshot::field` reads `snapshot.lua`'s answer by position: the script's `HMGET` list
-    /// is `SNAPSHOT_FIELDS`, name for name, in order.
-    #[test]
-    fn snapshot_lua_reads_the_fields_snapshot_fields_names_in_order() {
-        let script = include_str!("../../../lua/snapshot.lua");
-        let call = &script[script.find("'HMGET'").expect("snapshot.lua calls HMGET")..];
-        let call = &call[..call.find(')').unwrap()];
-        let named: Vec<&str> = call.split(',').skip(2).map(|field| field.trim().trim_matches('\'')).collect();
-        assert_eq!(named, SNAPSHOT_FIELDS, "snapshot.lua's HMGET list");
+        assert!(plain.iter().all(|name| SNAPSHOT_FIELDS.contains(name)), "snapshot.lua reads back every plain field");
+        let snapshot = include_str!("../../../lua/snapshot.lua");
+        assert!(snapshot.contains("redis.call('HMGET', KEYS[1], unpack(ARGV))"), "snapshot.lua reads the fields given");
     }
 
     #[test]

@@ -15,17 +15,13 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
-use super::scripts::{
-    self, grab_entry, parse_log_entry, GrabEntry, LoadFields, LoadMode, Loaded, Lookup, PacketKeys, RawSnapshot,
-    ScriptGrab,
-};
+use super::record::{live_packet, LoadFields};
+use super::scripts::{self, grab_entry, GrabEntry, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
-use crate::domain::{
-    Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId,
-};
+use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, UserId};
 use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
@@ -164,27 +160,7 @@ impl RedisStore {
         let layout = redis::Cmd::sadd(self.settle_layouts_key(), self.settle_shards);
         self.run(layout.query_async::<()>(&mut conn)).await?;
 
-        let seed = packet.seed.to_hex();
-        let recipients = packet
-            .access
-            .recipients
-            .as_ref()
-            .map(|recipients| serde_json::to_string(recipients).expect("user ids serialize"));
-        let fields = LoadFields {
-            sender: packet.sender.as_str(),
-            kind: packet.kind.as_str(),
-            split: packet.split.map(|rule| rule.as_str()),
-            greeting: packet.greeting.as_deref(),
-            seed: &seed,
-            total_cents: packet.total_cents,
-            count: packet.count,
-            created_at: packet.created_at_ms,
-            expires_at: packet.expires_at_ms,
-            cancelled,
-            closed,
-            recipients,
-            passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
-        };
+        let fields = LoadFields::of(packet, cancelled, closed);
         self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, pool)).await
     }
 
@@ -359,49 +335,6 @@ fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, StoreError>
     let GrabEntry { amount_cents, at_ms, .. } =
         grab_entry(prior).ok_or_else(|| StoreError::Corrupt(format!("unreadable grab {prior:?} in Redis")))?;
     Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
-}
-
-/// The packet `snapshot.lua` read, as the domain sees it.
-fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, StoreError> {
-    let corrupt = |what: &str| StoreError::Corrupt(format!("packet {id} in Redis has a bad {what}"));
-    let text = |name: &str| raw.field(name).unwrap_or("");
-    let number = |name: &str| text(name).parse::<i64>().map_err(|_| corrupt(name));
-    let gate = raw.field("gate").unwrap_or("");
-    let recipients = raw
-        .field("recipients")
-        .map(|json| serde_json::from_str::<Vec<UserId>>(json).map_err(|_| corrupt("recipients")))
-        .transpose()?;
-    let passphrase = match gate.get(1..) {
-        None | Some("") => None,
-        Some(digest) => Some(PassphraseDigest::parse(digest).ok_or_else(|| corrupt("gate"))?),
-    };
-    let packet = Packet {
-        id: id.clone(),
-        sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
-        kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
-        split: raw.field("split").map(|name| SplitRule::parse(name).ok_or_else(|| corrupt("split"))).transpose()?,
-        greeting: raw.field("greeting").map(str::to_owned),
-        seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
-        total_cents: number("total_cents")? as Cents,
-        count: number("count")? as u32,
-        created_at_ms: number("created_at")?,
-        expires_at_ms: number("expires_at")?,
-        access: Access { recipients, passphrase },
-    };
-    let grabs = raw
-        .log
-        .iter()
-        .map(|entry| parse_log_entry(entry).ok_or_else(|| corrupt("log entry")))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(LivePacket {
-        packet,
-        open: raw.field("open_until").is_some_and(|open_until| open_until != "0" && open_until != "-1"),
-        frozen: raw.field("open_until").is_some_and(|open_until| open_until.starts_with('F')),
-        cancelled: raw.field("open_until") == Some("-1"),
-        remaining_count: raw.shares_left,
-        grabs,
-        persisted: number("persisted").unwrap_or(0) as usize,
-    })
 }
 
 impl LiveStore for RedisStore {
