@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
-use crate::domain::books::{combine, BooksFold, Part, Reconciliation, Reread};
+use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::limits::utc_day;
 use crate::domain::statements::{day_bounds, Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
@@ -23,6 +23,13 @@ pub enum FundsError {
     /// The ledger failed (a top-up reference reused with another amount is its `Invalid`).
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A sum of the books past its type: the records' fault, so corrupt, naming the item.
+impl From<BooksError> for StoreError {
+    fn from(error: BooksError) -> Self {
+        StoreError::Corrupt(format!("books: {error}"))
+    }
 }
 
 /// What the `funds` function is asked to do.
@@ -224,7 +231,7 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
     for index in 0..passes {
         let mut fold = BooksFold::new(cutoff.as_of_ms, cutoff.landing_ms, Part { index, of: passes });
         books.read_into(&mut fold).await?;
-        let (mut pass, suspects) = fold.finish();
+        let (mut pass, suspects) = fold.finish().map_err(StoreError::from)?;
         for suspect in suspects {
             let reread = books.wallet_exact(&suspect.user).await?;
             if reread == Reread::KeptMoving {
@@ -233,7 +240,7 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
             }
             pass.differences.extend(suspect.confirm(reread));
         }
-        combine(&mut result, pass, index + 1 == passes);
+        combine(&mut result, pass, index + 1 == passes).map_err(StoreError::from)?;
     }
     for difference in &result.differences {
         tracing::error!(marker = RECONCILIATION_MISMATCH, subject = %difference.subject, class = ?difference.class, mismatch = %difference.what, "{RECONCILIATION_MISMATCH} {difference}");

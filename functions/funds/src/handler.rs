@@ -115,6 +115,16 @@ mod tests {
         assert_eq!(corrupt.error_type, "StoreUnavailable", "not the caller's mistake: page someone");
     }
 
+    #[test]
+    fn a_sum_of_the_books_past_its_type_is_the_ledgers_fault() {
+        use red_packets::domain::books::BooksError;
+
+        let overflow = BooksError::Overflow { subject: "packet:x".into(), item: "y".into(), sum: "paid" };
+        let failure = Diagnostic::from(FundsFailure::from(FundsError::Store(overflow.into())));
+        assert_eq!(failure.error_type, "StoreUnavailable", "not the caller's mistake: page someone");
+        assert!(failure.error_message.ends_with("books: packet:x: paid overflows at y"), "{}", failure.error_message);
+    }
+
     /// The only test of this process that installs the metrics recorder (it is global): each
     /// completed daily job beats its heartbeat, in the embedded metric format with the dimension
     /// `job`, the payload's key.

@@ -1,42 +1,46 @@
 //! From a fold to a report: [`BooksFold::finish`] with its cross-checks of each packet (paid,
 //! moved, credited) and top-up, and the global equation.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use super::fold::BooksFold;
-use super::report::{DifferenceClass, Reconciliation, Suspect};
-use super::tally::{packet_name, PacketAcc, PacketKey, Tally};
+use super::report::{equation_holds, BooksError, DifferenceClass, Reconciliation, Suspect};
+use super::tally::{packet_name, Overflow, PacketAcc, PacketKey, Sum, Tally, Total};
 use crate::clock::rfc3339;
 use crate::domain::money::Cents;
 
 impl BooksFold {
     /// The reconciliation of everything folded: the cross-checks of each packet and top-up,
-    /// and the suspects left to read again.
-    pub fn finish(mut self) -> (Reconciliation, Vec<Suspect>) {
-        let mut in_open: u128 = 0;
+    /// and the suspects left to read again. A sum that overflowed is the error, naming its item.
+    pub fn finish(mut self) -> Result<(Reconciliation, Vec<Suspect>), BooksError> {
+        if let Some(error) = self.overflow.take() {
+            return Err(error);
+        }
+        let mut in_open = Total::default();
         let packets = std::mem::take(&mut self.packets);
         let orphaned = self.report_orphans();
         let mut read_packets = 0;
         for (key, acc) in packets {
             read_packets += usize::from(acc.read());
             let subject = format!("packet:{}", packet_name(key));
-            in_open += self.check_packet(&subject, &acc, orphaned.contains_key(&key));
+            let open = self.check_packet(&subject, &acc, orphaned.contains(&key));
+            in_open = in_open.plus(u128::from(open)).map_err(|Overflow| {
+                BooksError::overflow(&subject, format!("{open} cents held open"), "in_open_packets_cents")
+            })?;
         }
-        let topups_cents = self.check_topups();
-        let balances_cents = self.balances_cents.max(0) as u128;
-        if self.part.of <= 1 && balances_cents + in_open != topups_cents {
-            let what = format!("balances {balances_cents} + in open packets {in_open} != top-ups {topups_cents}");
+        let (balances, in_open, topups) = (self.balances_cents, in_open.get(), self.check_topups()?.get());
+        if self.part.of <= 1 && !equation_holds(balances, in_open, topups)? {
+            let what = format!("balances {balances} + in open packets {in_open} != top-ups {topups}");
             self.differ("books".into(), DifferenceClass::Books, what);
         }
-        self.into_report(topups_cents, balances_cents, in_open, read_packets)
+        Ok(self.into_report(topups, in_open, read_packets))
     }
 
-    /// Reports the items kept of packets whose record is missing; returns how many each
-    /// such packet has.
-    fn report_orphans(&mut self) -> HashMap<PacketKey, usize> {
-        let mut orphaned: HashMap<PacketKey, usize> = HashMap::new();
+    /// Reports the items kept of packets whose record is missing; returns those packets.
+    fn report_orphans(&mut self) -> HashSet<PacketKey> {
+        let mut orphaned = HashSet::new();
         for (key, what) in std::mem::take(&mut self.orphans) {
-            *orphaned.entry(key).or_default() += 1;
+            orphaned.insert(key);
             let what = format!("{what}, of a packet the ledger does not hold");
             self.differ(format!("packet:{}", packet_name(key)), DifferenceClass::MissingPacketRecord, what);
         }
@@ -45,9 +49,9 @@ impl BooksFold {
 
     /// Checks one packet (`orphaned`: its items without a record are reported already);
     /// returns the money still held in it (0 once finalised, or with none of ours in it).
-    fn check_packet(&mut self, subject: &str, acc: &PacketAcc, orphaned: bool) -> u128 {
+    fn check_packet(&mut self, subject: &str, acc: &PacketAcc, orphaned: bool) -> Cents {
         let Some((sender, total, finalised)) = acc.record() else {
-            let moved = acc.debits.count + acc.credited.count;
+            let moved = u64::from(acc.debits.count) + u64::from(acc.credited.count);
             if moved > 0 && !orphaned {
                 let what = format!("{moved} movement(s) for a packet the ledger does not hold");
                 self.differ(subject.to_owned(), DifferenceClass::MissingPacketRecord, what);
@@ -64,17 +68,17 @@ impl BooksFold {
             return 0; // Sent without the wallet (FUNDS=none): no money of ours is in it.
         }
         self.check_movements(subject, acc, sender, total, finalised, by_claims);
-        self.check_credited(subject, acc, total, finalised)
+        self.check_credited(subject, acc.credited.cents, total, finalised)
     }
 
     /// A packet's grab items and refund item against its total.
     fn check_paid(&mut self, subject: &str, acc: &PacketAcc, total: Cents, finalised: bool, by_claims: bool) {
-        let paid = i128::from(acc.paid.cents);
-        if finalised && !by_claims && paid != i128::from(total) {
+        let paid = acc.paid.cents;
+        if finalised && !by_claims && paid.cents() != total {
             let what = format!("grabs and refund {paid} != total {total}");
             self.differ(subject.to_owned(), DifferenceClass::UnbalancedPacket, what);
         }
-        if !finalised && paid > i128::from(total) {
+        if !finalised && paid.cents() > total {
             self.differ(subject.to_owned(), DifferenceClass::UnbalancedPacket, format!("grabs {paid} > total {total}"));
         }
     }
@@ -90,9 +94,7 @@ impl BooksFold {
         finalised: bool,
         by_claims: bool,
     ) {
-        let mut debit = Tally::default();
-        debit.add(sender, total);
-        self.compare(subject, "debit of the total", debit, acc.debits);
+        self.compare(subject, "debit of the total", Tally::one(sender, total), acc.debits);
         if !by_claims {
             self.compare(subject, "credits of its grabs and refund", acc.paid, acc.credited);
         } else if finalised && acc.paid != acc.grabbers {
@@ -115,47 +117,47 @@ impl BooksFold {
     }
 
     /// A finalised packet's credits make its total; an open one holds what is not credited
-    /// yet, which this returns (0 for a finalised one).
-    fn check_credited(&mut self, subject: &str, acc: &PacketAcc, total: Cents, finalised: bool) -> u128 {
-        let credited = i128::from(acc.credited.cents);
+    /// yet, which this returns (0 for a finalised one). Credits beyond an open packet's total
+    /// are money from nowhere: a difference, never a clamp.
+    fn check_credited(&mut self, subject: &str, credited: Sum, total: Cents, finalised: bool) -> Cents {
         if finalised {
-            if credited != i128::from(total) {
+            if credited.cents() != total {
                 let what = format!("finalised, yet credits {credited} != total {total}");
                 self.differ(subject.to_owned(), DifferenceClass::UnbalancedPacket, what);
             }
-            0
-        } else {
-            (i128::from(total) - credited).max(0) as u128
+            return 0;
         }
+        total.checked_sub(credited.cents()).unwrap_or_else(|| {
+            let what = format!("open, yet credits {credited} > total {total}");
+            self.differ(subject.to_owned(), DifferenceClass::UnbalancedPacket, what);
+            0
+        })
     }
 
     /// Checks each top-up's credit; returns the top-ups' sum.
-    fn check_topups(&mut self) -> u128 {
-        let mut topups_cents: u128 = 0;
+    fn check_topups(&mut self) -> Result<Total, BooksError> {
+        let mut topups = Total::default();
         for (reference, acc) in std::mem::take(&mut self.topups) {
-            topups_cents += acc.record.cents.max(0) as u128;
-            self.compare(&format!("topup:{reference}"), "top-up credit", acc.record, acc.credits);
+            let subject = format!("topup:{reference}");
+            topups = topups.plus(u128::from(acc.record.cents.cents())).map_err(|Overflow| {
+                BooksError::overflow(&subject, format!("top-up for {}", acc.record.cents), "topups_cents")
+            })?;
+            self.compare(&subject, "top-up credit", acc.record, acc.credits);
         }
-        topups_cents
+        Ok(topups)
     }
 
     /// The trial balance, with every difference sorted, and the suspects.
-    fn into_report(
-        mut self,
-        topups_cents: u128,
-        balances_cents: u128,
-        in_open: u128,
-        read_packets: usize,
-    ) -> (Reconciliation, Vec<Suspect>) {
+    fn into_report(mut self, topups_cents: u128, in_open: u128, read_packets: usize) -> (Reconciliation, Vec<Suspect>) {
         self.differences.sort();
         let reconciliation = Reconciliation {
             as_of: rfc3339(self.as_of_ms),
             topups_cents,
-            balances_cents,
+            balances_cents: self.balances_cents,
             in_open_packets_cents: in_open,
-            sent_cents: self.sent_cents,
-            grabbed_cents: self.grabbed_cents,
-            refunded_cents: self.refunded_cents,
+            sent_cents: self.sent_cents.get(),
+            grabbed_cents: self.grabbed_cents.get(),
+            refunded_cents: self.refunded_cents.get(),
             wallets: self.wallets_read.len(),
             packets: read_packets,
             movements: self.movements,

@@ -1,11 +1,11 @@
 //! The fold itself: [`BooksFold`], fed one item collection at a time (a wallet, a top-up or
-//! a packet) into its accumulators; [`BooksFold::finish`] (in `report`) checks them.
+//! a packet) into its accumulators; [`BooksFold::finish`] (in `check`) checks them.
 
 use std::collections::{HashMap, HashSet};
 
 use super::items::{LedgerItem, MovementRecord};
-use super::report::{Difference, DifferenceClass, Suspect};
-use super::tally::{packet_bytes, packet_key, who, PacketAcc, PacketKey, Part, Tally, TopupAcc};
+use super::report::{BooksError, Difference, DifferenceClass, Suspect};
+use super::tally::{packet_bytes, packet_key, who, Overflow, PacketAcc, PacketKey, Part, Tally, TopupAcc, Total};
 use crate::clock::Millis;
 use crate::domain::ids::{PacketId, UserId};
 use crate::domain::money::Cents;
@@ -22,15 +22,17 @@ pub struct BooksFold {
     /// Grab and refund items of packets whose record is missing (read in their collection).
     pub(super) orphans: Vec<(PacketKey, String)>,
     pub(super) topups: HashMap<String, TopupAcc>,
-    pub(super) sent_cents: u128,
-    pub(super) grabbed_cents: u128,
-    pub(super) refunded_cents: u128,
+    pub(super) sent_cents: Total,
+    pub(super) grabbed_cents: Total,
+    pub(super) refunded_cents: Total,
     pub(super) wallets_read: HashSet<UserId>,
     pub(super) suspects: Vec<Suspect>,
     pub(super) differences: Vec<Difference>,
     pub(super) balances_cents: i128,
     pub(super) movements: usize,
     pub(super) items: u64,
+    /// The first sum that overflowed.
+    pub(super) overflow: Option<BooksError>,
 }
 
 impl BooksFold {
@@ -45,15 +47,16 @@ impl BooksFold {
             packets: HashMap::new(),
             orphans: Vec::new(),
             topups: HashMap::new(),
-            sent_cents: 0,
-            grabbed_cents: 0,
-            refunded_cents: 0,
+            sent_cents: Total::default(),
+            grabbed_cents: Total::default(),
+            refunded_cents: Total::default(),
             wallets_read: HashSet::new(),
             suspects: Vec::new(),
             differences: Vec::new(),
             balances_cents: 0,
             movements: 0,
             items: 0,
+            overflow: None,
         }
     }
 
@@ -70,15 +73,25 @@ impl BooksFold {
         written_at_ms <= self.as_of_ms
     }
 
-    /// Folds one item collection: every item of one partition key, read together.
+    /// Folds one item collection: every item of one partition key, read together. Once a sum
+    /// has overflowed nothing more is folded: [`BooksFold::finish`] returns the error.
     pub fn collection(&mut self, items: Vec<LedgerItem>) {
+        if self.overflow.is_none() {
+            self.overflow = self.fold_collection(items).err();
+        }
+    }
+
+    fn fold_collection(&mut self, items: Vec<LedgerItem>) -> Result<(), BooksError> {
         self.items += items.len() as u64;
         match items.first() {
             Some(LedgerItem::Balance { user, .. }) | Some(LedgerItem::Movement(MovementRecord { user, .. })) => {
                 let user = user.clone();
                 self.wallet(user, items)
             }
-            Some(LedgerItem::Topup { .. }) => items.into_iter().for_each(|item| self.topup(item)),
+            Some(LedgerItem::Topup { .. }) => {
+                items.into_iter().for_each(|item| self.topup(item));
+                Ok(())
+            }
             Some(
                 LedgerItem::Packet { id, .. }
                 | LedgerItem::Grab { packet_id: id, .. }
@@ -88,7 +101,7 @@ impl BooksFold {
                 let id = id.clone();
                 self.packet(id, items)
             }
-            None => {}
+            None => Ok(()),
         }
     }
 
@@ -103,18 +116,18 @@ impl BooksFold {
             return;
         }
         acc.read = true;
-        acc.record.add(who(&user), amount_cents);
+        acc.record = Tally::one(who(&user), amount_cents);
     }
 
-    fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) {
+    fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) -> Result<(), BooksError> {
         if !self.part.keeps(user.as_str().as_bytes()) {
             // Its movements still count for the packets and top-ups this pass keeps.
             for item in items {
                 if let LedgerItem::Movement(movement) = item {
-                    self.movement_effects(&movement);
+                    self.movement_effects(&movement)?;
                 }
             }
-            return;
+            return Ok(());
         }
         if !self.wallets_read.insert(user.clone()) {
             let what = "collection read in pieces: its balance was not checked".into();
@@ -131,16 +144,18 @@ impl BooksFold {
                         *grabbed.entry(id.clone()).or_default() += 1;
                     }
                     let delta = movement.kind.delta(movement.amount_cents);
-                    sum += delta;
+                    let overflow = |sum| BooksError::overflow(format!("wallet:{user}"), movement_item(&movement), sum);
+                    sum = sum.checked_add(delta).ok_or_else(|| overflow("movements_cents"))?;
                     self.movements += 1;
                     if self.counts(movement.written_at_ms) {
-                        self.balances_cents += delta;
+                        self.balances_cents =
+                            self.balances_cents.checked_add(delta).ok_or_else(|| overflow("balances_cents"))?;
                     }
                     if !movement.has_event {
                         let what = format!("movement {} carries no event", movement.key);
                         self.differ(format!("wallet:{user}"), DifferenceClass::MovementWithoutEvent, what);
                     }
-                    self.movement_effects(&movement);
+                    self.movement_effects(&movement)?;
                 }
                 _ => {}
             }
@@ -156,58 +171,53 @@ impl BooksFold {
         if i128::from(balance_cents) != sum {
             self.suspects.push(Suspect { user, balance_cents, movements_cents: sum });
         }
+        Ok(())
     }
 
     /// What a movement tells its packet or top-up, when both are kept and it counts.
-    fn movement_effects(&mut self, movement: &MovementRecord) {
+    fn movement_effects(&mut self, movement: &MovementRecord) -> Result<(), BooksError> {
         if !self.counts(movement.written_at_ms) {
-            return;
+            return Ok(());
         }
         match (&movement.packet_id, &movement.reference, movement.kind) {
             (None, Some(reference), MovementKind::Topup) => {
                 if self.part.keeps(reference.as_bytes()) {
-                    self.topups
-                        .entry(reference.clone())
-                        .or_default()
-                        .credits
-                        .add(who(&movement.user), movement.amount_cents);
+                    let credits = &mut self.topups.entry(reference.clone()).or_default().credits;
+                    credits.add(who(&movement.user), movement.amount_cents).map_err(|Overflow| {
+                        BooksError::overflow(format!("topup:{reference}"), movement_item(movement), "top-up credits")
+                    })?;
                 }
             }
             (Some(id), _, kind) if kind != MovementKind::Topup => {
                 let key = packet_key(id);
                 if !self.part.keeps(&packet_bytes(key)) {
-                    return;
+                    return Ok(());
                 }
-                let acc = self.packets.entry(key).or_default();
-                let amount = u128::from(movement.amount_cents);
-                let tally = match kind {
-                    MovementKind::Send => {
-                        self.sent_cents += amount;
-                        &mut acc.debits
-                    }
+                let named = |sum| BooksError::overflow(format!("packet:{id}"), movement_item(movement), sum);
+                let (mover, acc) = (who(&movement.user), self.packets.entry(key).or_default());
+                let (total, total_name, tally, tally_name) = match kind {
+                    MovementKind::Send => (&mut self.sent_cents, "sent_cents", &mut acc.debits, "debits"),
                     MovementKind::Grab => {
-                        self.grabbed_cents += amount;
-                        acc.grabbers.add(who(&movement.user), 0);
-                        &mut acc.credited
+                        acc.grabbers.add(mover, 0).map_err(|Overflow| named("grabbers"))?;
+                        (&mut self.grabbed_cents, "grabbed_cents", &mut acc.credited, "credits")
                     }
-                    _ => {
-                        self.refunded_cents += amount;
-                        &mut acc.credited
-                    }
+                    _ => (&mut self.refunded_cents, "refunded_cents", &mut acc.credited, "credits"),
                 };
-                tally.add(who(&movement.user), movement.amount_cents);
+                *total = total.plus(u128::from(movement.amount_cents)).map_err(|Overflow| named(total_name))?;
+                tally.add(mover, movement.amount_cents).map_err(|Overflow| named(tally_name))?;
             }
             _ => {
                 let what = format!("{} movement {} concerns nothing", movement.kind.as_str(), movement.key);
                 self.differ(format!("wallet:{}", movement.user), DifferenceClass::MovementMissing, what);
             }
         }
+        Ok(())
     }
 
-    fn packet(&mut self, id: PacketId, items: Vec<LedgerItem>) {
+    fn packet(&mut self, id: PacketId, items: Vec<LedgerItem>) -> Result<(), BooksError> {
         let key = packet_key(&id);
         if !self.part.keeps(&packet_bytes(key)) {
-            return;
+            return Ok(());
         }
         let subject = format!("packet:{id}");
         let mut items = PacketItems::read(items);
@@ -222,25 +232,27 @@ impl BooksFold {
         if acc.read() {
             let what = "collection read in pieces: its checks were not made".into();
             self.differ(subject, DifferenceClass::Source, what);
-            return;
+            return Ok(());
         }
         acc.flags |= PacketAcc::READ;
         let Some((sender, total, status, written_at_ms, settled_at_ms)) = items.record.take() else {
             self.orphan(key, &items, claims_as_grabs);
-            return;
+            return Ok(());
         };
         if written_at_ms > self.as_of_ms {
-            return; // Sent after the cut-off: none of it counts yet.
+            return Ok(()); // Sent after the cut-off: none of it counts yet.
         }
         let finalised = status != PacketStatus::Open && settled_at_ms.is_none_or(|at| at <= self.settled_by_ms);
         let as_of_ms = self.as_of_ms;
-        for (user, _, amount, at) in &items.grabs {
+        let paid = |item: String| BooksError::overflow(&subject, item, "paid");
+        for (user, seq, amount, at) in &items.grabs {
             if *at <= as_of_ms {
-                acc.paid.add(who(user), *amount);
+                let item = |Overflow| paid(format!("grab item of {user} for {amount} (share {seq})"));
+                acc.paid.add(who(user), *amount).map_err(item)?;
             }
         }
         if let Some((amount, _)) = items.refund.filter(|(_, at)| *at <= as_of_ms) {
-            acc.paid.add(who(&sender), amount);
+            acc.paid.add(who(&sender), amount).map_err(|Overflow| paid(format!("refund item for {amount}")))?;
         }
         acc.sender = who(&sender);
         acc.total = total;
@@ -248,8 +260,11 @@ impl BooksFold {
         if claims_as_grabs {
             acc.flags |= PacketAcc::CLAIMS;
             acc.paid = Tally::default();
-            items.holders().into_iter().for_each(|user| acc.paid.add(who(user), 0));
+            for user in items.holders() {
+                acc.paid.add(who(user), 0).map_err(|Overflow| paid(format!("share claim of {user}")))?;
+            }
         }
+        Ok(())
     }
 
     /// Every grab item has its claim (written first, and read after it: `SHARE#` sorts after
@@ -276,6 +291,11 @@ impl BooksFold {
         let refund_item = items.refund.map(|(amount, _)| format!("refund item for {amount}"));
         self.orphans.extend(grab_items.chain(refund_item).map(|what| (key, what)));
     }
+}
+
+/// A movement as an overflow names it.
+fn movement_item(movement: &MovementRecord) -> String {
+    format!("movement {} of wallet:{} for {} cents", movement.key, movement.user, movement.amount_cents)
 }
 
 /// One packet's collection, item by item: its record, its grab items, its claims by share and

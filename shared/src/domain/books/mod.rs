@@ -19,10 +19,10 @@
 //!
 //! Pure: the adapters read the items.
 //!
-//! The files: `items` (what is read), `tally` (the accumulators and their keys), `fold` (the
-//! fold, [`BooksFold`]), `check` ([`BooksFold::finish`]: the cross-checks), `report` (what it
-//! finds, and [`combine`]) and
-//! [`statements`] (trial balances and statements built on it).
+//! The files: `items` (what is read), `tally` (the accumulators, their checked sums and their
+//! keys), `fold` (the fold, [`BooksFold`]), `check` ([`BooksFold::finish`]: the cross-checks),
+//! `report` (what it finds, [`combine`] and [`BooksError`]) and [`statements`] (trial balances
+//! and statements built on it).
 
 mod check;
 mod fold;
@@ -33,7 +33,7 @@ mod tally;
 
 pub use fold::BooksFold;
 pub use items::{LedgerItem, MovementRecord};
-pub use report::{combine, Difference, DifferenceClass, Reconciliation, Reread, Suspect, WalletTally};
+pub use report::{combine, BooksError, Difference, DifferenceClass, Reconciliation, Reread, Suspect, WalletTally};
 pub use tally::Part;
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! What reconciliation reports: [`Reconciliation`] (the trial balance and every
-//! [`Difference`]), the [`Suspect`] wallets to read again, and [`combine`], which adds passes
-//! up. The cross-checks that make a report from a fold are in `check`.
+//! [`Difference`]), the [`Suspect`] wallets to read again, [`combine`], which adds passes up,
+//! and [`BooksError`], a sum past its type. The cross-checks that make a report from a fold are
+//! in `check`.
 
 use std::fmt;
 
@@ -8,6 +9,29 @@ use serde::Serialize;
 
 use crate::domain::ids::UserId;
 use crate::domain::money::Cents;
+
+/// Why the books could not be summed: a sum past what its type holds. Never a clamp: the run
+/// fails and names the item, whose amount no real money makes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BooksError {
+    /// `subject`'s `sum` overflowed adding `item`.
+    #[error("{subject}: {sum} overflows at {item}")]
+    Overflow {
+        /// `packet:<id>`, `wallet:<user>`, `topup:<reference>` or `books`, as a difference's subject.
+        subject: String,
+        /// The item and its amount: `grab item of bob for 120 (share 3)`,
+        /// `movement MOVE#… of wallet:bob for 120 cents`, …
+        item: String,
+        /// Which sum: `paid`, `credits`, `debits`, `grabbers`, `sent_cents`, `balances_cents`, …
+        sum: &'static str,
+    },
+}
+
+impl BooksError {
+    pub(super) fn overflow(subject: impl Into<String>, item: impl Into<String>, sum: &'static str) -> Self {
+        BooksError::Overflow { subject: subject.into(), item: item.into(), sum }
+    }
+}
 
 /// What kind of thing does not add up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -107,8 +131,9 @@ pub struct Reconciliation {
     pub as_of: String,
     /// Top-ups applied.
     pub topups_cents: u128,
-    /// The wallets' balances as of the cut-off (the sum of their movements up to it).
-    pub balances_cents: u128,
+    /// The wallets' balances as of the cut-off (the sum of their movements up to it). Signed:
+    /// a pass may keep a wallet whose send is stamped before the cut-off and its top-up after.
+    pub balances_cents: i128,
     /// Money sent and neither credited to a grabber nor refunded yet.
     pub in_open_packets_cents: u128,
     /// Sent into packets out of wallets.
@@ -141,15 +166,22 @@ impl Reconciliation {
 }
 
 /// Adds the reconciliation of another pass (another [`Part`](super::Part)) to `total`, and
-/// checks the global equation once every pass is in (`last`).
-pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) {
+/// checks the global equation once every pass is in (`last`). A figure past its type is the error.
+pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) -> Result<(), BooksError> {
+    let add = |sum, figure: u128, more: u128| {
+        figure.checked_add(more).ok_or_else(|| BooksError::overflow("books", format!("a pass's {more}"), sum))
+    };
     total.as_of = pass.as_of;
-    total.topups_cents += pass.topups_cents;
-    total.balances_cents += pass.balances_cents;
-    total.in_open_packets_cents += pass.in_open_packets_cents;
-    total.sent_cents += pass.sent_cents;
-    total.grabbed_cents += pass.grabbed_cents;
-    total.refunded_cents += pass.refunded_cents;
+    total.topups_cents = add("topups_cents", total.topups_cents, pass.topups_cents)?;
+    total.balances_cents = total
+        .balances_cents
+        .checked_add(pass.balances_cents)
+        .ok_or_else(|| BooksError::overflow("books", format!("a pass's {}", pass.balances_cents), "balances_cents"))?;
+    total.in_open_packets_cents =
+        add("in_open_packets_cents", total.in_open_packets_cents, pass.in_open_packets_cents)?;
+    total.sent_cents = add("sent_cents", total.sent_cents, pass.sent_cents)?;
+    total.grabbed_cents = add("grabbed_cents", total.grabbed_cents, pass.grabbed_cents)?;
+    total.refunded_cents = add("refunded_cents", total.refunded_cents, pass.refunded_cents)?;
     total.wallets += pass.wallets;
     total.packets += pass.packets;
     total.movements += pass.movements;
@@ -160,7 +192,7 @@ pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) {
         let (balances, open, topups) = (total.balances_cents, total.in_open_packets_cents, total.topups_cents);
         // A single pass checked the equation itself already.
         let checked = total.differences.iter().any(|difference| difference.class == DifferenceClass::Books);
-        if balances + open != topups && !checked {
+        if !checked && !equation_holds(balances, open, topups)? {
             total.differences.push(Difference {
                 subject: "books".into(),
                 class: DifferenceClass::Books,
@@ -168,5 +200,19 @@ pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) {
             });
         }
         total.differences.sort();
+    }
+    Ok(())
+}
+
+/// Whether the balances plus the money in open packets make the top-ups; a figure past i128
+/// is the error.
+pub(super) fn equation_holds(balances: i128, in_open: u128, topups: u128) -> Result<bool, BooksError> {
+    match (balances.checked_add_unsigned(in_open), i128::try_from(topups)) {
+        (Some(left), Ok(right)) => Ok(left == right),
+        _ => Err(BooksError::overflow(
+            "books",
+            format!("balances {balances} + in open packets {in_open}"),
+            "the equation",
+        )),
     }
 }

@@ -43,13 +43,13 @@ impl TrialBalance {
     pub fn new(day: &str, opening: &Reconciliation, closing: &Reconciliation) -> Self {
         let flow = |at_end: u128, at_start: u128| at_end as i128 - at_start as i128;
         let rows = vec![
-            TrialRow { account: "wallets_opening", cents: opening.balances_cents as i128 },
+            TrialRow { account: "wallets_opening", cents: opening.balances_cents },
             TrialRow { account: "open_packets_opening", cents: opening.in_open_packets_cents as i128 },
             TrialRow { account: "topups_in", cents: flow(closing.topups_cents, opening.topups_cents) },
             TrialRow { account: "sent", cents: flow(closing.sent_cents, opening.sent_cents) },
             TrialRow { account: "grabbed", cents: flow(closing.grabbed_cents, opening.grabbed_cents) },
             TrialRow { account: "refunded", cents: flow(closing.refunded_cents, opening.refunded_cents) },
-            TrialRow { account: "wallets_closing", cents: closing.balances_cents as i128 },
+            TrialRow { account: "wallets_closing", cents: closing.balances_cents },
             TrialRow { account: "open_packets_closing", cents: closing.in_open_packets_cents as i128 },
         ];
         let value = |name: &str| rows.iter().find(|row| row.account == name).map(|row| row.cents).unwrap_or(0);

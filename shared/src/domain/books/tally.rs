@@ -1,6 +1,9 @@
 //! The fold's small accumulators and what keys them: [`Part`] (which accounts a pass keeps),
-//! the stable [`fingerprint`], [`Tally`] (a multiset of `(who, amount)` pairs), one packet's
-//! [`PacketAcc`] and one top-up's [`TopupAcc`], and [`PacketKey`], a packet id as two words.
+//! the stable [`fingerprint`], the checked sums [`Sum`] and [`Total`], [`Tally`] (a multiset of
+//! `(who, amount)` pairs), one packet's [`PacketAcc`] and one top-up's [`TopupAcc`], and
+//! [`PacketKey`], a packet id as two words.
+
+use std::fmt;
 
 use crate::domain::ids::{PacketId, UserId};
 use crate::domain::money::Cents;
@@ -49,22 +52,69 @@ pub(super) fn pair(who: u64, amount_cents: Cents) -> [u8; 16] {
     bytes
 }
 
+/// A sum overflowed its type; the caller names the item ([`BooksError::Overflow`](super::BooksError)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Overflow;
+
+/// Cents summed within one account: checked arithmetic only, never wrapping nor saturating.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Sum(Cents);
+
+impl Sum {
+    pub(super) const fn cents(self) -> Cents {
+        self.0
+    }
+
+    fn plus(self, amount_cents: Cents) -> Result<Self, Overflow> {
+        self.0.checked_add(amount_cents).map(Sum).ok_or(Overflow)
+    }
+}
+
+impl fmt::Display for Sum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Cents summed across accounts (the trial balance's figures), checked likewise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Total(u128);
+
+impl Total {
+    pub(super) const fn get(self) -> u128 {
+        self.0
+    }
+
+    pub(super) fn plus(self, amount_cents: u128) -> Result<Self, Overflow> {
+        self.0.checked_add(amount_cents).map(Total).ok_or(Overflow)
+    }
+}
+
 /// A multiset of `(who, amount)` pairs, kept as a count, a sum and a sum of hashes: two tallies
 /// are equal when they hold the same pairs (up to a 2⁻⁶⁴ chance), in a few bytes.
 /// 24 bytes: one packet's accumulator holds three.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Tally {
     pub(super) count: u32,
-    pub(super) cents: i64,
+    pub(super) cents: Sum,
     hashes: u64,
 }
 
 impl Tally {
-    /// Adds `amount_cents` to or from the account whose [`fingerprint`] is `who`.
-    pub(super) fn add(&mut self, who: u64, amount_cents: Cents) {
-        self.count += 1;
-        self.cents = self.cents.saturating_add(i64::try_from(amount_cents).unwrap_or(i64::MAX));
+    /// The tally of the one pair `(who, amount_cents)`.
+    pub(super) fn one(who: u64, amount_cents: Cents) -> Self {
+        Tally { count: 1, cents: Sum(amount_cents), hashes: fingerprint(&pair(who, amount_cents)) }
+    }
+
+    /// Adds `amount_cents` to or from the account whose [`fingerprint`] is `who`; on
+    /// [`Overflow`] (of the count or the cents) it is left as it was.
+    pub(super) fn add(&mut self, who: u64, amount_cents: Cents) -> Result<(), Overflow> {
+        let count = self.count.checked_add(1).ok_or(Overflow)?;
+        self.cents = self.cents.plus(amount_cents)?;
+        self.count = count;
+        // Modulo 2⁶⁴ on purpose: the multiset's hash, not money.
         self.hashes = self.hashes.wrapping_add(fingerprint(&pair(who, amount_cents)));
+        Ok(())
     }
 }
 

@@ -1,9 +1,11 @@
 //! The books' tests: the fingerprint's pinned values, a balanced ledger and each planted
-//! corruption, the cut-off, passes, suspects, and what one packet costs the fold.
+//! corruption, the cut-off, passes, suspects, sums past their type, and what one packet costs
+//! the fold.
 
 use super::tally::{fingerprint, fnv1a64, packet_bytes, packet_key, pair, who, PacketAcc, PacketKey};
 use super::{
-    combine, BooksFold, DifferenceClass, LedgerItem, MovementRecord, Part, Reconciliation, Reread, Suspect, WalletTally,
+    combine, BooksError, BooksFold, DifferenceClass, LedgerItem, MovementRecord, Part, Reconciliation, Reread, Suspect,
+    WalletTally,
 };
 use crate::clock::Millis;
 use crate::domain::ids::{PacketId, UserId};
@@ -95,7 +97,7 @@ fn balanced() -> (Vec<Vec<LedgerItem>>, PacketId) {
 fn reconcile(collections: Vec<Vec<LedgerItem>>) -> (Reconciliation, Vec<Suspect>) {
     let mut fold = BooksFold::new(AS_OF, 100, Part::WHOLE);
     collections.into_iter().for_each(|collection| fold.collection(collection));
-    fold.finish()
+    fold.finish().unwrap()
 }
 
 fn found(collections: Vec<Vec<LedgerItem>>) -> Vec<(DifferenceClass, String)> {
@@ -191,7 +193,7 @@ fn the_same_books_balance_in_any_number_of_passes() {
     for index in 0..3 {
         let mut fold = BooksFold::new(AS_OF, 100, Part { index, of: 3 });
         collections.iter().cloned().for_each(|collection| fold.collection(collection));
-        combine(&mut total, fold.finish().0, index == 2);
+        combine(&mut total, fold.finish().unwrap().0, index == 2).unwrap();
     }
     assert!(total.balanced(), "{:?}", total.differences);
     assert_eq!((total.topups_cents, total.balances_cents, total.wallets, total.packets), (1_000, 1_000, 3, 1));
@@ -332,4 +334,56 @@ fn a_wallet_that_moved_while_it_was_read_is_a_suspect_until_read_exactly() {
     let forged = WalletTally { balance_cents: 170, movements_cents: 120 };
     assert_eq!(suspects[0].confirm(Reread::Exact(forged)).unwrap().class, DifferenceClass::WalletDiffers);
     assert!(suspects[0].confirm(Reread::Impossible).is_some(), "a copy's reading stands");
+}
+
+#[test]
+fn a_sum_past_its_type_is_an_error_naming_the_item_never_a_clamp() {
+    let id = PacketId::random();
+    let mut packet = vec![LedgerItem::Packet {
+        id: id.clone(),
+        sender: user("alice"),
+        total_cents: u64::MAX,
+        status: PacketStatus::Open,
+        written_at_ms: 5,
+        settled_at_ms: None,
+    }];
+    packet.extend(grab(&id, "bob", 1, u64::MAX));
+    packet.extend(grab(&id, "carol", 2, 1));
+    let mut fold = BooksFold::new(AS_OF, 100, Part::WHOLE);
+    fold.collection(packet);
+    let error = fold.finish().unwrap_err();
+    assert_eq!(error.to_string(), format!("packet:{id}: paid overflows at grab item of carol for 1 (share 2)"));
+}
+
+#[test]
+fn two_sends_of_u64_max_into_one_packet_overflow_its_debits_at_the_second() {
+    let id = PacketId::random();
+    let mut second = movement("alice", MovementKind::Send, u64::MAX, Some(&id));
+    if let LedgerItem::Movement(m) = &mut second {
+        m.key = "MOVE#send#again".into();
+    }
+    let mut fold = BooksFold::new(AS_OF, 100, Part::WHOLE);
+    fold.collection(vec![balance("alice", 0), movement("alice", MovementKind::Send, u64::MAX, Some(&id)), second]);
+    assert_eq!(
+        fold.finish().unwrap_err(),
+        BooksError::Overflow {
+            subject: format!("packet:{id}"),
+            item: format!("movement MOVE#send#again of wallet:alice for {} cents", u64::MAX),
+            sum: "debits",
+        }
+    );
+}
+
+#[test]
+fn credits_beyond_an_open_packets_total_are_a_difference_never_a_clamp() {
+    let (mut collections, id) = balanced();
+    if let LedgerItem::Packet { status, settled_at_ms, .. } = &mut collections[4][0] {
+        (*status, *settled_at_ms) = (PacketStatus::Open, None);
+    }
+    collections[4].retain(|item| !matches!(item, LedgerItem::Refund { .. } | LedgerItem::Grab { .. }));
+    collections[2] = vec![balance("bob", 320), movement("bob", MovementKind::Grab, 320, Some(&id))];
+    let (result, _) = reconcile(collections);
+    let what = format!("packet:{id}: open, yet credits 500 > total 300");
+    assert!(result.differences.iter().any(|d| d.to_string() == what), "{:?}", result.differences);
+    assert_eq!(result.in_open_packets_cents, 0);
 }
