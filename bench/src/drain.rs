@@ -177,7 +177,7 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, client: &aws_sdk_dy
                 "pk": format!("PKT#{}", packet.id), "sk": format!("GRAB#{}", grab.user),
                 "packet_id": packet.id, "user": grab.user, "amount_cents": grab.amount_cents, "seq": grab.seq,
                 "grabbed_at": rfc3339(grab.at_ms), "grabbed_at_ms": grab.at_ms, "sender": packet.sender,
-                "total_cents": packet.total_cents, "count": packet.count,
+                "total_cents": packet.terms.total_cents, "count": packet.terms.count,
                 "packet_created_at": rfc3339(packet.created_at_ms),
                 "history_pk": format!("USER#{}", grab.user),
                 "history_sk": format!("RECV#{}#{}", rfc3339(grab.at_ms), packet.id),

@@ -21,8 +21,8 @@ use red_packets::domain::grab::{GrabAttempt, LoggedGrab};
 use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::live::{Gate, LiveGrab, LiveState};
 use red_packets::domain::{
-    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PassphraseDigest, Seed,
-    SplitRule, UserId,
+    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, PassphraseDigest,
+    Seed, SplitRule, UserId,
 };
 use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleQueue};
 use red_packets::Config;
@@ -116,11 +116,13 @@ fn access(recipients: Option<u8>, passphrase: bool) -> Access {
 
 fn packet(count: u32, kind: PacketKind) -> Packet {
     let spec = PacketSpec {
-        total_cents: u64::from(count) * 100,
-        count,
-        kind,
-        split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
-        greeting: None,
+        terms: PacketTerms {
+            total_cents: u64::from(count) * 100,
+            count,
+            kind,
+            split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
+            greeting: None,
+        },
         expires_in_seconds: (LIFETIME_MS / 1000) as u32,
         recipients: None,
         passphrase: None,
@@ -297,7 +299,7 @@ async fn run(
     prop_assert_eq!(&live.packet.access, &packet.access, "Redis describes who may grab as it was loaded");
     let paid: Cents = live.grabs.iter().map(|grab| grab.amount_cents).sum::<Cents>()
         + model.pool.iter().map(|(_, amount)| amount).sum::<Cents>();
-    prop_assert_eq!(paid, packet.total_cents, "grabs and shares left always add up to the total");
+    prop_assert_eq!(paid, packet.terms.total_cents, "grabs and shares left always add up to the total");
     Ok(())
 }
 

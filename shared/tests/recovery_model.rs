@@ -17,7 +17,9 @@ use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::recovery::{plan_recovery, Remedy};
 use red_packets::domain::settlement::finalise_from_ledger;
-use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, Seed, SplitRule, UserId};
+use red_packets::domain::{
+    Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, Seed, SplitRule, UserId,
+};
 use stateright::{Checker, Model, Property};
 
 const USERS: u8 = 3;
@@ -138,11 +140,13 @@ fn user(index: u8) -> UserId {
 impl RecoveryModel {
     fn new(protocol: Protocol, settlers: usize, crashes: u8) -> Self {
         let spec = PacketSpec {
-            total_cents: TOTAL,
-            count: COUNT,
-            kind: PacketKind::Lucky,
-            split: Some(SplitRule::DoubleAverage),
-            greeting: None,
+            terms: PacketTerms {
+                total_cents: TOTAL,
+                count: COUNT,
+                kind: PacketKind::Lucky,
+                split: Some(SplitRule::DoubleAverage),
+                greeting: None,
+            },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,

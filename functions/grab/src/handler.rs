@@ -125,7 +125,7 @@ mod tests {
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::adapters::RedisStore;
     use red_packets::clock::ManualClock;
-    use red_packets::domain::{Packet, PacketKind, PacketSpec, Seed, SplitRule};
+    use red_packets::domain::{Packet, PacketKind, PacketSpec, PacketTerms, Seed, SplitRule};
     use red_packets::{events, Config};
     use serde_json::Value;
 
@@ -158,11 +158,13 @@ mod tests {
     /// (a send whose load failed, or a live store that lost it), loaded into the live store.
     async fn sent_packet(service: &GrabService<MemoryStore, MemoryLedger>, ledger_only: bool) -> Packet {
         let spec = PacketSpec {
-            total_cents: 600,
-            count: 3,
-            kind: PacketKind::Lucky,
-            split: Some(SplitRule::DoubleAverage),
-            greeting: None,
+            terms: PacketTerms {
+                total_cents: 600,
+                count: 3,
+                kind: PacketKind::Lucky,
+                split: Some(SplitRule::DoubleAverage),
+                greeting: None,
+            },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,

@@ -108,7 +108,7 @@ mod tests {
 
     use super::*;
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
-    use red_packets::domain::{Funds, Packet, PacketId, PacketKind, PacketSpec, Seed, UserId};
+    use red_packets::domain::{Funds, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
     use red_packets::{events, Config};
     use serde_json::Value;
 
@@ -192,11 +192,7 @@ mod tests {
     async fn the_history_pages_newest_first_and_a_packets_view_is_live_while_open() {
         let service = service_with(Funds::None);
         let spec = PacketSpec {
-            total_cents: 300,
-            count: 3,
-            kind: PacketKind::Fixed,
-            split: None,
-            greeting: None,
+            terms: PacketTerms { total_cents: 300, count: 3, kind: PacketKind::Fixed, split: None, greeting: None },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,

@@ -81,7 +81,7 @@ async fn send<L: Ledger, S: LiveStore>(
                 tracing::warn!(packet_id = %fresh.id, %error, "packet recorded but not loaded into Redis; its first grab loads it");
             }
             metrics::counter!("Sends", "outcome" => "created").increment(1);
-            metrics::counter!("SentCents").increment(fresh.total_cents);
+            metrics::counter!("SentCents").increment(fresh.terms.total_cents);
             fresh.fresh_view(&sender)
         }
         Recorded::Replay(original) => {

@@ -195,8 +195,8 @@ impl Stack {
         assert_eq!(&items, acknowledged, "{id}: every acknowledged grab has exactly one item with its amount");
         let grabbed: u64 = items.values().sum();
         let refund = recorded.refund_item_cents.unwrap_or(0);
-        assert_eq!(grabbed + refund, recorded.packet.total_cents, "{id}: grabs + refund == total");
-        assert!(items.len() <= recorded.packet.count as usize);
+        assert_eq!(grabbed + refund, recorded.packet.terms.total_cents, "{id}: grabs + refund == total");
+        assert!(items.len() <= recorded.packet.terms.count as usize);
         assert_eq!(recorded.refund_cents, Some(refund), "{id}: the packet records the refund it got");
         recorded
     }

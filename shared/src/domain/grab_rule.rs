@@ -93,16 +93,12 @@ mod tests {
     fn a_repeat_then_who_may_grab_then_the_phrase_then_where_the_packet_stands() {
         use crate::domain::access::{Passphrase, PassphraseKey, MAX_WRONG_PASSPHRASES};
         use crate::domain::ids::PacketId;
-        use crate::domain::packet::{PacketKind, PacketSpec};
+        use crate::domain::packet::{PacketKind, PacketSpec, PacketTerms};
         use crate::domain::split::Seed;
         let user = |name: &str| UserId::from_claim(name).unwrap();
         let right = PassphraseKey::new("k").digest(&Passphrase::new("open").unwrap());
         let spec = PacketSpec {
-            total_cents: 200,
-            count: 2,
-            kind: PacketKind::Fixed,
-            split: None,
-            greeting: None,
+            terms: PacketTerms { total_cents: 200, count: 2, kind: PacketKind::Fixed, split: None, greeting: None },
             expires_in_seconds: 60,
             recipients: Some(vec![user("bob"), user("carol")]),
             passphrase: Some(right.clone()),

@@ -134,7 +134,7 @@ impl LedgerPacket {
 
     /// The shares nobody has claimed, by number.
     pub fn unclaimed_shares(&self) -> Vec<u32> {
-        (1..=self.packet.count).filter(|seq| !self.claims.iter().any(|claim| claim.seq == *seq)).collect()
+        (1..=self.packet.terms.count).filter(|seq| !self.claims.iter().any(|claim| claim.seq == *seq)).collect()
     }
 
     /// The grabs Redis must know of when it reloads this packet: every grab item, and every
@@ -182,7 +182,7 @@ impl LedgerPacket {
 
     /// Shares with no grab item yet: `count − grab items`.
     fn remaining_count(&self) -> u32 {
-        self.packet.count.saturating_sub(u32::try_from(self.grabs.len()).unwrap_or(u32::MAX))
+        self.packet.terms.count.saturating_sub(u32::try_from(self.grabs.len()).unwrap_or(u32::MAX))
     }
 
     fn view_status(&self, now_ms: Millis) -> PacketStatus {
@@ -207,7 +207,7 @@ impl LedgerPacket {
 mod tests {
     use super::*;
     use crate::domain::ids::PacketId;
-    use crate::domain::packet::{PacketKind, PacketSpec};
+    use crate::domain::packet::{PacketKind, PacketSpec, PacketTerms};
     use crate::domain::split::Seed;
 
     #[test]
@@ -216,11 +216,7 @@ mod tests {
             PacketId::random(),
             UserId::from_claim("alice").unwrap(),
             &PacketSpec {
-                total_cents: 400,
-                count: 4,
-                kind: PacketKind::Fixed,
-                split: None,
-                greeting: None,
+                terms: PacketTerms { total_cents: 400, count: 4, kind: PacketKind::Fixed, split: None, greeting: None },
                 expires_in_seconds: 60,
                 recipients: None,
                 passphrase: None,

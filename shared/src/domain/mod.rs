@@ -26,6 +26,6 @@ pub use invalid::Invalid;
 pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
 pub use money::Cents;
-pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketView};
+pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketTerms, PacketView};
 pub use split::{Seed, SplitRule};
 pub use wallet::{EventType, Funds, LedgerEvent, Movement, MovementKind, TopUp};

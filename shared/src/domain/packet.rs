@@ -1,4 +1,6 @@
-//! Packets: what a sender asked for, the record kept of it, and the view the API returns.
+//! Packets: what a sender asked for ([`PacketSpec`]), the record kept of it ([`Packet`]) and the
+//! view the API returns ([`PacketView`]), sharing one definition of the packet's terms
+//! ([`PacketTerms`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -39,19 +41,27 @@ impl PacketKind {
     }
 }
 
-/// A validated send request, defaults applied. Its JSON form is what idempotency compares.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PacketSpec {
+/// What a packet is, as its sender asked: the terms its spec, its record and its view share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketTerms {
     /// The whole amount.
     pub total_cents: Cents,
     /// How many shares.
     pub count: u32,
     /// Lucky or fixed.
     pub kind: PacketKind,
-    /// The lucky rule; `None` for fixed packets.
+    /// The lucky rule; `None` (`null`) for fixed packets.
     pub split: Option<SplitRule>,
     /// The sender's message, at most 64 characters.
     pub greeting: Option<String>,
+}
+
+/// A validated send request, defaults applied. Its JSON form is what idempotency compares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PacketSpec {
+    /// The amount, the shares, the kind, the rule and the greeting.
+    #[serde(flatten)]
+    pub terms: PacketTerms,
     /// Lifetime from creation.
     pub expires_in_seconds: u32,
     /// The only users who may grab, sorted and distinct; `None` for anybody.
@@ -120,16 +130,8 @@ pub struct Packet {
     pub id: PacketId,
     /// Who sent it.
     pub sender: UserId,
-    /// Lucky or fixed.
-    pub kind: PacketKind,
-    /// The lucky rule; `None` for fixed packets.
-    pub split: Option<SplitRule>,
-    /// The sender's message.
-    pub greeting: Option<String>,
-    /// The whole amount.
-    pub total_cents: Cents,
-    /// How many shares.
-    pub count: u32,
+    /// The amount, the shares, the kind, the rule and the greeting, as the spec asked.
+    pub terms: PacketTerms,
     /// The seed lucky shares are drawn from.
     pub seed: Seed,
     /// When it was sent.
@@ -146,11 +148,7 @@ impl Packet {
         Packet {
             id,
             sender,
-            kind: spec.kind,
-            split: spec.split,
-            greeting: spec.greeting.clone(),
-            total_cents: spec.total_cents,
-            count: spec.count,
+            terms: spec.terms.clone(),
             seed,
             created_at_ms: now_ms,
             expires_at_ms: now_ms + Millis::from(spec.expires_in_seconds) * 1000,
@@ -160,10 +158,10 @@ impl Packet {
 
     /// The shares, in the order they are handed out; the same every time for the same record.
     pub fn shares(&self) -> Vec<Cents> {
-        match (self.kind, self.split) {
-            (PacketKind::Fixed, _) => split::fixed(self.total_cents, self.count),
+        match (self.terms.kind, self.terms.split) {
+            (PacketKind::Fixed, _) => split::fixed(self.terms.total_cents, self.terms.count),
             (PacketKind::Lucky, rule) => {
-                split::lucky(rule.unwrap_or_default(), self.total_cents, self.count, &self.seed)
+                split::lucky(rule.unwrap_or_default(), self.terms.total_cents, self.terms.count, &self.seed)
             }
         }
     }
@@ -187,13 +185,9 @@ impl Packet {
         PacketView {
             packet_id: self.id.clone(),
             sender: self.sender.clone(),
-            kind: self.kind,
-            split: self.split,
-            greeting: self.greeting.clone(),
-            total_cents: self.total_cents,
-            count: self.count,
-            remaining_cents: self.total_cents.saturating_sub(grabbed),
-            remaining_count: self.count.saturating_sub(grabs.len() as u32),
+            terms: self.terms.clone(),
+            remaining_cents: self.terms.total_cents.saturating_sub(grabbed),
+            remaining_count: self.terms.count.saturating_sub(grabs.len() as u32),
             status,
             created_at: rfc3339(self.created_at_ms),
             expires_at: rfc3339(self.expires_at_ms),
@@ -205,7 +199,7 @@ impl Packet {
                     grabbed_at: rfc3339(grab.at_ms),
                 })
                 .collect(),
-            best_luck: best_luck(self.count, grabs),
+            best_luck: best_luck(self.terms.count, grabs),
             settled: refund_cents.is_some(),
             refund_cents,
             has_passphrase: self.access.passphrase.is_some(),
@@ -233,16 +227,9 @@ pub struct PacketView {
     pub packet_id: PacketId,
     /// Who sent it.
     pub sender: UserId,
-    /// Lucky or fixed.
-    pub kind: PacketKind,
-    /// The lucky rule; `null` for fixed packets.
-    pub split: Option<SplitRule>,
-    /// The sender's message.
-    pub greeting: Option<String>,
-    /// The whole amount.
-    pub total_cents: Cents,
-    /// How many shares.
-    pub count: u32,
+    /// The amount, the shares, the kind, the rule and the greeting.
+    #[serde(flatten)]
+    pub terms: PacketTerms,
     /// Not yet grabbed, in cents.
     pub remaining_cents: Cents,
     /// Shares not yet grabbed.
@@ -276,15 +263,29 @@ mod tests {
 
     fn spec(kind: PacketKind, total_cents: Cents, count: u32) -> PacketSpec {
         PacketSpec {
-            total_cents,
-            count,
-            kind,
-            split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
-            greeting: None,
+            terms: PacketTerms {
+                total_cents,
+                count,
+                kind,
+                split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
+                greeting: None,
+            },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,
         }
+    }
+
+    /// Idempotency records in the ledger hold this fingerprint: its JSON must never change.
+    #[test]
+    fn a_specs_fingerprint_is_the_sha256_of_its_json_as_stored() {
+        let mut lucky = spec(PacketKind::Lucky, 1_000, 3);
+        lucky.terms.greeting = Some("恭喜发财".into());
+        assert_eq!(
+            serde_json::to_string(&lucky).unwrap(),
+            r#"{"total_cents":1000,"count":3,"kind":"lucky","split":"double_average","greeting":"恭喜发财","expires_in_seconds":60}"#
+        );
+        assert_eq!(lucky.fingerprint(), "7ac6acec339316b0388f73b28d9e90bf17238b1523464380dae5d5b92f892bff");
     }
 
     #[test]

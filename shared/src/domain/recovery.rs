@@ -73,7 +73,7 @@ mod tests {
     use super::*;
     use crate::domain::ids::{PacketId, UserId};
     use crate::domain::ledger::{ShareClaim, ShareHolder};
-    use crate::domain::packet::{Packet, PacketKind, PacketSpec, PacketStatus};
+    use crate::domain::packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketTerms};
     use crate::domain::split::Seed;
 
     fn user(name: &str) -> UserId {
@@ -95,11 +95,7 @@ mod tests {
     /// A fixed packet of 4 shares of 250 whose ledger holds `grabs` and refund claims.
     fn ledger(grabs: &[LoggedGrab], refund_claims: &[u32]) -> LedgerPacket {
         let spec = PacketSpec {
-            total_cents: 1_000,
-            count: 4,
-            kind: PacketKind::Fixed,
-            split: None,
-            greeting: None,
+            terms: PacketTerms { total_cents: 1_000, count: 4, kind: PacketKind::Fixed, split: None, greeting: None },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,

@@ -7,7 +7,7 @@ use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIE
 use super::ids::UserId;
 use super::invalid::Invalid;
 use super::limits::{Limits, MAX_GREETING_CHARS};
-use super::packet::{PacketKind, PacketSpec};
+use super::packet::{PacketKind, PacketSpec, PacketTerms};
 use super::split::SplitRule;
 
 /// The body of `POST /packets` as sent, before validation. Unknown fields are refused.
@@ -136,11 +136,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
     };
 
     Ok(PacketSpec {
-        total_cents,
-        count,
-        kind,
-        split,
-        greeting: request.greeting,
+        terms: PacketTerms { total_cents, count, kind, split, greeting: request.greeting },
         expires_in_seconds: expires_in_seconds as u32,
         recipients,
         passphrase,
@@ -202,16 +198,16 @@ mod tests {
             &key(),
         )
         .unwrap();
-        assert_eq!(spec.split, Some(SplitRule::LineCut));
-        assert_eq!(spec.greeting.as_deref(), Some("恭喜发财"));
+        assert_eq!(spec.terms.split, Some(SplitRule::LineCut));
+        assert_eq!(spec.terms.greeting.as_deref(), Some("恭喜发财"));
         assert_eq!(spec.expires_in_seconds, 3600);
     }
 
     #[test]
     fn defaults_are_lucky_double_average_for_a_day() {
         let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key()).unwrap();
-        assert_eq!(spec.kind, PacketKind::Lucky);
-        assert_eq!(spec.split, Some(SplitRule::DoubleAverage));
+        assert_eq!(spec.terms.kind, PacketKind::Lucky);
+        assert_eq!(spec.terms.split, Some(SplitRule::DoubleAverage));
         assert_eq!(spec.expires_in_seconds, 86_400);
     }
 

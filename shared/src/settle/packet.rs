@@ -302,8 +302,8 @@ impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
         if recorded.status == PacketStatus::Open {
             let cancelled = recorded.cancelled_at_ms.is_some();
             let result = match finalise_from_ledger(
-                packet.total_cents,
-                packet.count,
+                packet.terms.total_cents,
+                packet.terms.count,
                 &recorded.claims,
                 &recorded.grabs,
                 cancelled,
@@ -396,7 +396,7 @@ fn fresh_grants(casualties: &[Casualty]) -> Vec<LoggedGrab> {
 fn books(recorded: &LedgerPacket) -> Result<(), Mismatch> {
     let amounts: Vec<Cents> = recorded.grabs.iter().map(|grab| grab.amount_cents).collect();
     let refund = recorded.refund_item_cents.unwrap_or(0);
-    reconcile(recorded.packet.total_cents, recorded.packet.count, &amounts, refund)?;
+    reconcile(recorded.packet.terms.total_cents, recorded.packet.terms.count, &amounts, refund)?;
     if recorded.refund_cents != Some(refund) {
         return Err(Mismatch(format!("packet records refund {:?}, refund item says {refund}", recorded.refund_cents)));
     }

@@ -13,7 +13,7 @@ use crate::clock::{Clock, ManualClock, Millis};
 use crate::config::Config;
 use crate::domain::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
 use crate::domain::wallet::TopUp;
-use crate::domain::{Cents, Funds, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, Seed, UserId};
+use crate::domain::{Cents, Funds, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, Seed, UserId};
 use crate::ports::{Ledger, LiveStore, SettleLedger, Wallets};
 
 type TestSettler = Settler<MemoryStore, MemoryLedger>;
@@ -57,11 +57,13 @@ impl World {
     /// The same packet recorded in the ledger only.
     async fn record(&self, count: u32) -> Packet {
         let spec = PacketSpec {
-            total_cents: Cents::from(count) * 100,
-            count,
-            kind: PacketKind::Fixed,
-            split: None,
-            greeting: None,
+            terms: PacketTerms {
+                total_cents: Cents::from(count) * 100,
+                count,
+                kind: PacketKind::Fixed,
+                split: None,
+                greeting: None,
+            },
             expires_in_seconds: 60,
             recipients: None,
             passphrase: None,

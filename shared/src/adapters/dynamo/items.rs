@@ -28,7 +28,7 @@ use crate::domain::ledger::{ShareClaim, ShareHolder};
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::{
-    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PassphraseDigest, Seed, SplitRule, UserId,
+    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PacketTerms, PassphraseDigest, Seed, SplitRule, UserId,
 };
 use crate::ports::{IdempotencyClaim, StoreError};
 
@@ -170,11 +170,11 @@ impl PacketItem {
             sk: META.into(),
             packet_id: packet.id.clone(),
             sender: packet.sender.clone(),
-            kind: packet.kind,
-            split: packet.split,
-            greeting: packet.greeting.clone(),
-            total_cents: packet.total_cents,
-            count: packet.count,
+            kind: packet.terms.kind,
+            split: packet.terms.split,
+            greeting: packet.terms.greeting.clone(),
+            total_cents: packet.terms.total_cents,
+            count: packet.terms.count,
             seed: packet.seed.to_hex(),
             status: PacketStatus::Open,
             history_pk: history_pk(&packet.sender),
@@ -196,7 +196,7 @@ impl PacketItem {
                 packet.id.as_str(),
                 Some(&packet.id),
                 &packet.sender,
-                packet.total_cents,
+                packet.terms.total_cents,
                 rfc3339(packet.created_at_ms),
             )),
             written_at_ms: Some(written_at_ms),
@@ -211,11 +211,13 @@ impl PacketItem {
         Ok(Packet {
             id: self.packet_id.clone(),
             sender: self.sender.clone(),
-            kind: self.kind,
-            split: self.split,
-            greeting: self.greeting.clone(),
-            total_cents: self.total_cents,
-            count: self.count,
+            terms: PacketTerms {
+                kind: self.kind,
+                split: self.split,
+                greeting: self.greeting.clone(),
+                total_cents: self.total_cents,
+                count: self.count,
+            },
             seed,
             created_at_ms: self.created_at_ms,
             expires_at_ms: self.expires_at_ms,
@@ -265,8 +267,8 @@ impl GrabItem {
             grabbed_at,
             grabbed_at_ms: grab.at_ms,
             sender: packet.sender.clone(),
-            total_cents: packet.total_cents,
-            count: packet.count,
+            total_cents: packet.terms.total_cents,
+            count: packet.terms.count,
             packet_created_at: rfc3339(packet.created_at_ms),
             event: Some(LedgerEvent::new(
                 EventType::GrabRecorded,
@@ -411,8 +413,8 @@ impl CasualtyItem {
             granted_seq: granted.map(|grab| grab.seq),
             granted_cents: granted.map(|grab| grab.amount_cents),
             sender: packet.sender.clone(),
-            total_cents: packet.total_cents,
-            count: packet.count,
+            total_cents: packet.terms.total_cents,
+            count: packet.terms.count,
             packet_created_at: rfc3339(packet.created_at_ms),
             history_pk: revoked.then(|| history_pk(&acknowledged.user)),
             history_sk: revoked.then(|| format!("RECV#{}#{}", rfc3339(acknowledged.at_ms), packet.id)),
@@ -579,8 +581,8 @@ impl MovementItem {
                 seq: grab.seq,
                 grabbed_at_ms: grab.at_ms,
                 sender: packet.sender.clone(),
-                total_cents: packet.total_cents,
-                count: packet.count,
+                total_cents: packet.terms.total_cents,
+                count: packet.terms.count,
                 packet_created_at: rfc3339(packet.created_at_ms),
             }),
         }

@@ -44,12 +44,12 @@ impl DynamoLedger {
             .update_expression("ADD sends :one, sent_cents :total SET expires_at_epoch = :ttl")
             .condition_expression("attribute_not_exists(sends) OR (sends < :max_sends AND sent_cents <= :room)")
             .expression_attribute_values(":one", n("1".into()))
-            .expression_attribute_values(":total", n(packet.total_cents.to_string()))
+            .expression_attribute_values(":total", n(packet.terms.total_cents.to_string()))
             .expression_attribute_values(":ttl", n(((day_started_ms + DAILY_SENDS_KEEP_MS) / 1000).to_string()))
             .expression_attribute_values(":max_sends", n(self.daily.max_sends.to_string()))
             .expression_attribute_values(
                 ":room",
-                n(self.daily.max_sent_cents.saturating_sub(packet.total_cents).to_string()),
+                n(self.daily.max_sent_cents.saturating_sub(packet.terms.total_cents).to_string()),
             )
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
@@ -85,7 +85,7 @@ impl DynamoLedger {
         let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
         items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
-            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms, stamp));
+            items.extend(self.debit(&packet.sender, packet.terms.total_cents, &packet.id, packet.created_at_ms, stamp));
         }
         items
     }
@@ -117,7 +117,7 @@ impl Ledger for DynamoLedger {
     /// answered with the original packet, counted once.
     #[tracing::instrument(level = "debug", name = "dynamodb.record_packet", skip_all, fields(packet_id = %packet.id))]
     async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
-        if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
+        if let Some(limit) = self.daily.broken_by(0, 0, packet.terms.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
         let Err(failed) = self.transact(self.send_transaction(packet, claim)).await else { return Ok(Recorded::New) };
@@ -131,7 +131,7 @@ impl Ledger for DynamoLedger {
             let counted: DailySendsItem = reason.item().cloned().map(from_item).transpose()?.unwrap_or_default();
             let limit = self
                 .daily
-                .broken_by(counted.sends, counted.sent_cents, packet.total_cents)
+                .broken_by(counted.sends, counted.sent_cents, packet.terms.total_cents)
                 .unwrap_or(DailyLimit::Sends);
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }

@@ -175,7 +175,7 @@ fn page<T: Clone>(
 
 impl Ledger for MemoryLedger {
     async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
-        if let Some(limit) = self.daily.broken_by(0, 0, packet.total_cents) {
+        if let Some(limit) = self.daily.broken_by(0, 0, packet.terms.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
         let mut state = self.state()?;
@@ -191,28 +191,29 @@ impl Ledger for MemoryLedger {
                     .ok_or_else(|| StoreError::Corrupt(format!("claim names missing packet {id}")));
             }
         }
-        if self.funds == Funds::Wallet && state.balances.get(&packet.sender).copied().unwrap_or(0) < packet.total_cents
+        if self.funds == Funds::Wallet
+            && state.balances.get(&packet.sender).copied().unwrap_or(0) < packet.terms.total_cents
         {
             return Err(StoreError::Conflict(Conflict::InsufficientFunds));
         }
         let day = (packet.sender.clone(), utc_day(packet.created_at_ms));
         let (sends, sent_cents) = state.sends.get(&day).copied().unwrap_or_default();
-        if let Some(limit) = self.daily.broken_by(sends, sent_cents, packet.total_cents) {
+        if let Some(limit) = self.daily.broken_by(sends, sent_cents, packet.terms.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
         if state.packets.get(&packet.id).is_some_and(|items| items.recorded) {
             return Err(StoreError::Corrupt(format!("packet {} recorded twice", packet.id)));
         }
-        state.sends.insert(day, (sends + 1, sent_cents + packet.total_cents));
+        state.sends.insert(day, (sends + 1, sent_cents + packet.terms.total_cents));
         if let Some(claim) = claim {
             let key = (packet.sender.clone(), claim.key.as_str().to_owned());
             state.idempotency.insert(key, (claim.request_hash.clone(), packet.id.clone()));
         }
         if self.funds == Funds::Wallet {
-            *state.balances.entry(packet.sender.clone()).or_default() -= packet.total_cents;
+            *state.balances.entry(packet.sender.clone()).or_default() -= packet.terms.total_cents;
             state.movements.entry(packet.sender.clone()).or_default().push(Movement {
                 kind: MovementKind::Send,
-                amount_cents: packet.total_cents,
+                amount_cents: packet.terms.total_cents,
                 packet_id: Some(packet.id.clone()),
                 reference: None,
                 at: rfc3339(packet.created_at_ms),
@@ -271,8 +272,8 @@ impl Ledger for MemoryLedger {
         let item = |recorded: &PacketItems| HistoryItem {
             packet_id: recorded.packet.id.clone(),
             sender: recorded.packet.sender.clone(),
-            total_cents: recorded.packet.total_cents,
-            count: recorded.packet.count,
+            total_cents: recorded.packet.terms.total_cents,
+            count: recorded.packet.terms.count,
             status: recorded.status,
             created_at: rfc3339(recorded.packet.created_at_ms),
             amount_cents: None,

@@ -10,7 +10,9 @@ use serde::Serialize;
 
 use super::scripts::{parse_log_entry, RawSnapshot};
 use crate::clock::Millis;
-use crate::domain::{Access, LivePacket, Packet, PacketId, PacketKind, PassphraseDigest, Seed, SplitRule, UserId};
+use crate::domain::{
+    Access, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed, SplitRule, UserId,
+};
 use crate::ports::StoreError;
 
 /// The packet hash's fields `snapshot.lua` reads, in the order it answers them: the plain
@@ -59,15 +61,15 @@ impl<'a> LoadFields<'a> {
     pub fn of(packet: &'a Packet, cancelled: bool, closed: bool) -> Self {
         let mut plain = vec![
             ("sender", packet.sender.as_str().to_owned()),
-            ("kind", packet.kind.as_str().to_owned()),
+            ("kind", packet.terms.kind.as_str().to_owned()),
             ("seed", packet.seed.to_hex()),
-            ("total_cents", packet.total_cents.to_string()),
-            ("count", packet.count.to_string()),
+            ("total_cents", packet.terms.total_cents.to_string()),
+            ("count", packet.terms.count.to_string()),
             ("created_at", packet.created_at_ms.to_string()),
             ("expires_at", packet.expires_at_ms.to_string()),
         ];
-        plain.extend(packet.split.map(|rule| ("split", rule.as_str().to_owned())));
-        plain.extend(packet.greeting.clone().map(|greeting| ("greeting", greeting)));
+        plain.extend(packet.terms.split.map(|rule| ("split", rule.as_str().to_owned())));
+        plain.extend(packet.terms.greeting.clone().map(|greeting| ("greeting", greeting)));
         let recipients = packet.access.recipients.as_ref();
         LoadFields {
             plain,
@@ -76,7 +78,7 @@ impl<'a> LoadFields<'a> {
             closed,
             recipients: recipients.map(|recipients| serde_json::to_string(recipients).expect("user ids serialize")),
             passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
-            count: packet.count,
+            count: packet.terms.count,
         }
     }
 }
@@ -100,12 +102,14 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
     let packet = Packet {
         id: id.clone(),
         sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
-        kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
-        split: raw.field("split").map(|name| SplitRule::parse(name).ok_or_else(|| corrupt("split"))).transpose()?,
-        greeting: raw.field("greeting").map(str::to_owned),
+        terms: PacketTerms {
+            kind: PacketKind::parse(text("kind")).ok_or_else(|| corrupt("kind"))?,
+            split: raw.field("split").map(|name| SplitRule::parse(name).ok_or_else(|| corrupt("split"))).transpose()?,
+            greeting: raw.field("greeting").map(str::to_owned),
+            total_cents: parsed(raw, "total_cents").ok_or_else(|| corrupt("total_cents"))?,
+            count: parsed(raw, "count").ok_or_else(|| corrupt("count"))?,
+        },
         seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
-        total_cents: parsed(raw, "total_cents").ok_or_else(|| corrupt("total_cents"))?,
-        count: parsed(raw, "count").ok_or_else(|| corrupt("count"))?,
         created_at_ms: number("created_at")?,
         expires_at_ms: number("expires_at")?,
         access: Access { recipients, passphrase },

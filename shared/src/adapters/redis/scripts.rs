@@ -459,16 +459,18 @@ mod tests {
     /// reads the fields it is given (`SNAPSHOT_FIELDS`), and every plain field is among them.
     #[test]
     fn the_scripts_store_and_read_back_the_fields_record_rs_names() {
-        use crate::domain::packet::{PacketKind, PacketSpec};
+        use crate::domain::packet::{PacketKind, PacketSpec, PacketTerms};
         use crate::domain::split::{Seed, SplitRule};
         use crate::domain::{Packet, PassphraseDigest};
         let script = include_str!("../../../lua/load.lua");
         let spec = PacketSpec {
-            total_cents: 100,
-            count: 2,
-            kind: PacketKind::Lucky,
-            split: Some(SplitRule::default()),
-            greeting: Some("hi".into()),
+            terms: PacketTerms {
+                total_cents: 100,
+                count: 2,
+                kind: PacketKind::Lucky,
+                split: Some(SplitRule::default()),
+                greeting: Some("hi".into()),
+            },
             expires_in_seconds: 60,
             recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
             passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
