@@ -106,9 +106,11 @@ pub fn parse_log_entry(entry: &str) -> Option<LoggedGrab> {
     Some(LoggedGrab { seq, user, amount_cents, at_ms })
 }
 
-/// A grabber's `<seq>:<amount>:<left>:<at_ms>`.
+/// A grabber's `<seq>:<amount>:<left>:<at_ms>`: where a Redis reply becomes a grab's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GrabEntry {
+    /// The share's number.
+    pub seq: u32,
     /// The share taken.
     pub amount_cents: Cents,
     /// Shares left once it was taken.
@@ -117,14 +119,26 @@ pub struct GrabEntry {
     pub at_ms: Millis,
 }
 
+impl GrabEntry {
+    /// The answer to the grab that took this share just now.
+    pub fn grabbed(self) -> GrabOutcome {
+        GrabOutcome::Grabbed { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count: self.left }
+    }
+
+    /// The answer to a repeat of the grab that took this share, `remaining_count` shares left now.
+    pub fn already(self, remaining_count: u32) -> GrabOutcome {
+        GrabOutcome::Already { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count }
+    }
+}
+
 /// Reads a grabber's `<seq>:<amount>:<left>:<at_ms>`; `None` when it is not one.
 pub fn grab_entry(value: &str) -> Option<GrabEntry> {
     let mut parts = value.split(':');
-    let _seq: u32 = parts.next()?.parse().ok()?;
+    let seq = parts.next()?.parse().ok()?;
     let amount_cents = parts.next()?.parse().ok()?;
     let left = parts.next()?.parse().ok()?;
     let at_ms = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some(GrabEntry { amount_cents, left, at_ms })
+    parts.next().is_none().then_some(GrabEntry { seq, amount_cents, left, at_ms })
 }
 
 /// How `load.lua` treats a packet Redis already holds.
@@ -398,9 +412,7 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
     let unreadable = |detail: String| redis::RedisError::from((redis::ErrorKind::Client, "grab.lua", detail));
     let entry = |text: &str| grab_entry(text).ok_or_else(|| unreadable(format!("an unreadable grab {text:?}")));
     let grabbed = |text: &str, dirtied| {
-        let GrabEntry { amount_cents, left, at_ms } = entry(text)?;
-        let outcome = GrabOutcome::Grabbed { amount_cents, grabbed_at_ms: at_ms, remaining_count: left };
-        Ok::<_, redis::RedisError>(ScriptGrab::Decided { outcome, dirtied })
+        Ok::<_, redis::RedisError>(ScriptGrab::Decided { outcome: entry(text)?.grabbed(), dirtied })
     };
     let decided = |outcome| ScriptGrab::Decided { outcome, dirtied: false };
     Ok(match answer {
@@ -409,10 +421,9 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
             match text.split_once('/') {
                 None => grabbed(&text, false)?,
                 Some((prior, left)) => {
-                    let GrabEntry { amount_cents, at_ms, .. } = entry(prior)?;
                     let remaining_count =
                         left.parse().map_err(|_| unreadable(format!("an unreadable answer {text:?}")))?;
-                    decided(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
+                    decided(entry(prior)?.already(remaining_count))
                 }
             }
         }
@@ -520,7 +531,7 @@ mod tests {
     fn a_grabber_field_reads_back_as_amount_left_and_time() {
         assert_eq!(
             grab_entry("3:125:7:1700000000000"),
-            Some(GrabEntry { amount_cents: 125, left: 7, at_ms: 1_700_000_000_000 })
+            Some(GrabEntry { seq: 3, amount_cents: 125, left: 7, at_ms: 1_700_000_000_000 })
         );
         for bad in ["125:1700000000000", "3:125:1700000000000", "3:125:7:17:9", "3:-1:0:5", ""] {
             assert_eq!(grab_entry(bad), None, "{bad:?}");

@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
 use super::record::{live_packet, LoadFields};
-use super::scripts::{self, grab_entry, GrabEntry, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
+use super::scripts::{self, grab_entry, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
@@ -332,9 +332,8 @@ impl RedisStore {
 
 /// `Already` from a grabber's `<seq>:<amount>:<left>:<at_ms>`.
 fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, StoreError> {
-    let GrabEntry { amount_cents, at_ms, .. } =
-        grab_entry(prior).ok_or_else(|| StoreError::Corrupt(format!("unreadable grab {prior:?} in Redis")))?;
-    Ok(GrabOutcome::Already { amount_cents, grabbed_at_ms: at_ms, remaining_count })
+    let entry = grab_entry(prior).ok_or_else(|| StoreError::Corrupt(format!("unreadable grab {prior:?} in Redis")))?;
+    Ok(entry.already(remaining_count))
 }
 
 impl LiveStore for RedisStore {
