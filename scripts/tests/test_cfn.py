@@ -8,6 +8,7 @@ import unittest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import cfn  # noqa: E402
+import template_parts  # noqa: E402
 from cfn import Stack  # noqa: E402
 
 try:  # needs samtranslator: only in .local/venv
@@ -19,19 +20,12 @@ CONDITIONS = ["On", "Off", "Unreserved", "NoTypes", "OnAndUnreserved", "OffOrNoT
 
 TEMPLATE = {
     "Parameters": {
-        "Mode": {"Type": "String", "Default": "on"},
-        "Reserved": {"Type": "Number", "Default": 0},
-        "Types": {"Type": "CommaDelimitedList", "Default": ""},
+        **template_parts.PARAMETERS,
         "Protect": {"Type": "String", "Default": "true"},
         "Stage": {"Type": "String", "Default": "prod"},
     },
     "Conditions": {
-        "On": {"Fn::Equals": [{"Ref": "Mode"}, "on"]},
-        "Off": {"Fn::Not": [{"Condition": "On"}]},
-        "Unreserved": {"Fn::Equals": [{"Ref": "Reserved"}, 0]},
-        "NoTypes": {"Fn::Equals": [{"Fn::Join": ["", {"Ref": "Types"}]}, ""]},
-        "OnAndUnreserved": {"Fn::And": [{"Condition": "On"}, {"Condition": "Unreserved"}]},
-        "OffOrNoTypes": {"Fn::Or": [{"Condition": "Off"}, {"Condition": "NoTypes"}]},
+        **template_parts.CONDITIONS,
         "Strict": {"Fn::Equals": [{"Ref": "Protect"}, True]},
     },
     "Resources": {

@@ -7,26 +7,15 @@ import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+import template_parts  # noqa: E402
 from network_paths import Stack, problems_of, unknown_functions  # noqa: E402
 
 PUT = {"function": "funds", "service": "s3", "operation": "PutObject", "resources": [{"bucket": "b", "key": "k"}], "test": "funds::writes_the_trial_balance"}
 REF = {"Ref": "FunctionSecurityGroup"}
 
 BASE = {
-    "Parameters": {
-        "Mode": {"Type": "String", "Default": "on"},
-        "Tracing": {"Type": "String", "Default": "PassThrough"},
-        "Reserved": {"Type": "Number", "Default": 0},
-        "Types": {"Type": "CommaDelimitedList", "Default": ""},
-    },
-    "Conditions": {
-        "On": {"Fn::Equals": [{"Ref": "Mode"}, "on"]},
-        "Off": {"Fn::Not": [{"Condition": "On"}]},
-        "Unreserved": {"Fn::Equals": [{"Ref": "Reserved"}, 0]},
-        "NoTypes": {"Fn::Equals": [{"Fn::Join": ["", {"Ref": "Types"}]}, ""]},
-        "OnAndUnreserved": {"Fn::And": [{"Condition": "On"}, {"Condition": "Unreserved"}]},
-        "OffOrNoTypes": {"Fn::Or": [{"Condition": "Off"}, {"Condition": "NoTypes"}]},
-    },
+    "Parameters": {**template_parts.PARAMETERS, "Tracing": {"Type": "String", "Default": "PassThrough"}},
+    "Conditions": template_parts.CONDITIONS,
     "Resources": {
         "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
         "SubnetA": {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.1.0/24"}},
