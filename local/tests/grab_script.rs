@@ -22,7 +22,7 @@ use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::live::{Gate, LiveGrab, LiveState};
 use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, PassphraseDigest,
-    Seed, SplitRule, UserId,
+    Seed, UserId,
 };
 use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleQueue};
 use red_packets::Config;
@@ -115,18 +115,8 @@ fn access(recipients: Option<u8>, passphrase: bool) -> Access {
 }
 
 fn packet(count: u32, kind: PacketKind) -> Packet {
-    let spec = PacketSpec {
-        terms: PacketTerms {
-            total_cents: u64::from(count) * 100,
-            count,
-            kind,
-            split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
-            greeting: None,
-        },
-        expires_in_seconds: (LIFETIME_MS / 1000) as u32,
-        recipients: None,
-        passphrase: None,
-    };
+    let spec =
+        PacketSpec::open_to_all(PacketTerms::new(kind, u64::from(count) * 100, count), (LIFETIME_MS / 1000) as u32);
     Packet::new(PacketId::random(), UserId::from_claim("sender").unwrap(), &spec, Seed::random(), START_MS)
 }
 

@@ -17,9 +17,7 @@ use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::recovery::{plan_recovery, Remedy};
 use red_packets::domain::settlement::finalise_from_ledger;
-use red_packets::domain::{
-    Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, Seed, SplitRule, UserId,
-};
+use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, Seed, UserId};
 use stateright::{Checker, Model, Property};
 
 const USERS: u8 = 3;
@@ -139,18 +137,7 @@ fn user(index: u8) -> UserId {
 
 impl RecoveryModel {
     fn new(protocol: Protocol, settlers: usize, crashes: u8) -> Self {
-        let spec = PacketSpec {
-            terms: PacketTerms {
-                total_cents: TOTAL,
-                count: COUNT,
-                kind: PacketKind::Lucky,
-                split: Some(SplitRule::DoubleAverage),
-                greeting: None,
-            },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        };
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, TOTAL, COUNT), 60);
         let seed = Seed::from_hex(&"07".repeat(32)).unwrap();
         let id = PacketId::parse("0123456789abcdef0123456789abcdef").unwrap();
         let packet = Packet::new(id, user(9), &spec, seed, 0);

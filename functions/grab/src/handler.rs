@@ -125,7 +125,7 @@ mod tests {
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::adapters::RedisStore;
     use red_packets::clock::ManualClock;
-    use red_packets::domain::{Packet, PacketKind, PacketSpec, PacketTerms, Seed, SplitRule};
+    use red_packets::domain::{Packet, PacketKind, PacketSpec, PacketTerms, Seed};
     use red_packets::{events, Config};
     use serde_json::Value;
 
@@ -157,18 +157,7 @@ mod tests {
     /// A packet of 3 lucky shares (600 cents), recorded in the ledger and, unless `ledger_only`
     /// (a send whose load failed, or a live store that lost it), loaded into the live store.
     async fn sent_packet(service: &GrabService<MemoryStore, MemoryLedger>, ledger_only: bool) -> Packet {
-        let spec = PacketSpec {
-            terms: PacketTerms {
-                total_cents: 600,
-                count: 3,
-                kind: PacketKind::Lucky,
-                split: Some(SplitRule::DoubleAverage),
-                greeting: None,
-            },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        };
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 600, 3), 60);
         let alice = UserId::from_claim("alice").unwrap();
         let packet = Packet::new(PacketId::random(), alice, &spec, Seed::random(), service.clock.now_ms());
         service.ledger.record_packet(&packet, None).await.unwrap();

@@ -191,12 +191,7 @@ mod tests {
     #[tokio::test]
     async fn the_history_pages_newest_first_and_a_packets_view_is_live_while_open() {
         let service = service_with(Funds::None);
-        let spec = PacketSpec {
-            terms: PacketTerms { total_cents: 300, count: 3, kind: PacketKind::Fixed, split: None, greeting: None },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        };
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 300, 3), 60);
         let alice = UserId::from_claim("alice").unwrap();
         let mut sent = Vec::new();
         for at_ms in [1_000, 2_000, 3_000] {

@@ -215,12 +215,7 @@ mod tests {
         let packet = Packet::new(
             PacketId::random(),
             UserId::from_claim("alice").unwrap(),
-            &PacketSpec {
-                terms: PacketTerms { total_cents: 400, count: 4, kind: PacketKind::Fixed, split: None, greeting: None },
-                expires_in_seconds: 60,
-                recipients: None,
-                passphrase: None,
-            },
+            &PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 400, 4), 60),
             Seed::random(),
             0,
         );

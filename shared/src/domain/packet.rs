@@ -56,6 +56,15 @@ pub struct PacketTerms {
     pub greeting: Option<String>,
 }
 
+impl PacketTerms {
+    /// `count` shares of `total_cents`: equal ones, or lucky ones drawn by the default rule; no
+    /// greeting.
+    pub fn new(kind: PacketKind, total_cents: Cents, count: u32) -> Self {
+        let split = (kind == PacketKind::Lucky).then(SplitRule::default);
+        PacketTerms { total_cents, count, kind, split, greeting: None }
+    }
+}
+
 /// A validated send request, defaults applied. Its JSON form is what idempotency compares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PacketSpec {
@@ -73,6 +82,11 @@ pub struct PacketSpec {
 }
 
 impl PacketSpec {
+    /// A spec on `terms` that anybody may grab, with no passphrase, for `expires_in_seconds`.
+    pub fn open_to_all(terms: PacketTerms, expires_in_seconds: u32) -> Self {
+        PacketSpec { terms, expires_in_seconds, recipients: None, passphrase: None }
+    }
+
     /// SHA-256 of the spec's JSON, hex: two requests with the same fingerprint ask for the same
     /// packet, however their bodies were spelled.
     pub fn fingerprint(&self) -> String {
@@ -262,18 +276,7 @@ mod tests {
     use super::*;
 
     fn spec(kind: PacketKind, total_cents: Cents, count: u32) -> PacketSpec {
-        PacketSpec {
-            terms: PacketTerms {
-                total_cents,
-                count,
-                kind,
-                split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
-                greeting: None,
-            },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        }
+        PacketSpec::open_to_all(PacketTerms::new(kind, total_cents, count), 60)
     }
 
     /// Idempotency records in the ledger hold this fingerprint: its JSON must never change.

@@ -94,12 +94,7 @@ mod tests {
 
     /// A fixed packet of 4 shares of 250 whose ledger holds `grabs` and refund claims.
     fn ledger(grabs: &[LoggedGrab], refund_claims: &[u32]) -> LedgerPacket {
-        let spec = PacketSpec {
-            terms: PacketTerms { total_cents: 1_000, count: 4, kind: PacketKind::Fixed, split: None, greeting: None },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        };
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 1_000, 4), 60);
         let packet = Packet::new(PacketId::random(), user("alice"), &spec, Seed::random(), 0);
         let mut claims: Vec<ShareClaim> = grabs.iter().map(claimed).collect();
         claims.extend(refund_claims.iter().map(|&seq| ShareClaim {

@@ -56,18 +56,7 @@ impl World {
 
     /// The same packet recorded in the ledger only.
     async fn record(&self, count: u32) -> Packet {
-        let spec = PacketSpec {
-            terms: PacketTerms {
-                total_cents: Cents::from(count) * 100,
-                count,
-                kind: PacketKind::Fixed,
-                split: None,
-                greeting: None,
-            },
-            expires_in_seconds: 60,
-            recipients: None,
-            passphrase: None,
-        };
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, Cents::from(count) * 100, count), 60);
         let packet = Packet::new(PacketId::random(), user("alice"), &spec, Seed::random(), self.clock.now_ms());
         self.ledger().record_packet(&packet, None).await.unwrap();
         packet
