@@ -7,7 +7,7 @@ use grab::GrabService;
 use lambda_http::Request;
 use rand::seq::SliceRandom;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::domain::{Access, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, SplitRule, UserId};
+use red_packets::domain::{Access, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
 use red_packets::ports::LiveStore;
 use red_packets::{events, Clock, SystemClock};
 use serde::Serialize;
@@ -64,16 +64,9 @@ pub async fn load_packet_with(
     access: Access,
 ) -> Packet {
     let spec = PacketSpec {
-        terms: PacketTerms {
-            total_cents,
-            count,
-            kind,
-            split: (kind == PacketKind::Lucky).then_some(SplitRule::DoubleAverage),
-            greeting: None,
-        },
-        expires_in_seconds: 86_400,
         recipients: access.recipients,
         passphrase: access.passphrase,
+        ..PacketSpec::open_to_all(PacketTerms::new(kind, total_cents, count), 86_400)
     };
     let sender = UserId::from_claim("bench-sender").expect("user");
     let packet = Packet::new(PacketId::random(), sender, &spec, Seed::random(), SystemClock.now_ms());

@@ -98,10 +98,9 @@ mod tests {
         let user = |name: &str| UserId::from_claim(name).unwrap();
         let right = PassphraseKey::new("k").digest(&Passphrase::new("open").unwrap());
         let spec = PacketSpec {
-            terms: PacketTerms { total_cents: 200, count: 2, kind: PacketKind::Fixed, split: None, greeting: None },
-            expires_in_seconds: 60,
             recipients: Some(vec![user("bob"), user("carol")]),
             passphrase: Some(right.clone()),
+            ..PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 200, 2), 60)
         };
         let packet = Packet::new(PacketId::random(), user("alice"), &spec, Seed::random(), 0);
         let grabs = [LoggedGrab { seq: 1, user: user("bob"), amount_cents: 100, at_ms: 5 }];

@@ -471,20 +471,14 @@ mod tests {
     #[test]
     fn the_scripts_store_and_read_back_the_fields_record_rs_names() {
         use crate::domain::packet::{PacketKind, PacketSpec, PacketTerms};
-        use crate::domain::split::{Seed, SplitRule};
+        use crate::domain::split::Seed;
         use crate::domain::{Packet, PassphraseDigest};
         let script = include_str!("../../../lua/load.lua");
+        let terms = PacketTerms { greeting: Some("hi".into()), ..PacketTerms::new(PacketKind::Lucky, 100, 2) };
         let spec = PacketSpec {
-            terms: PacketTerms {
-                total_cents: 100,
-                count: 2,
-                kind: PacketKind::Lucky,
-                split: Some(SplitRule::default()),
-                greeting: Some("hi".into()),
-            },
-            expires_in_seconds: 60,
             recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
             passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
+            ..PacketSpec::open_to_all(terms, 60)
         };
         let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), 1);
         let fields = LoadFields::of(&packet, false, false);
