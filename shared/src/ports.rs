@@ -269,10 +269,10 @@ pub trait ReportSink: Send + Sync {
     fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
-/// The settle side of the live store: which packets have work, closing, progress marks,
-/// re-sync and retirement, and a run's own bookkeeping. Shards split the open packets so that
-/// several settle invocations share them; a range is `[first, last]` shard.
-pub trait SettleQueue: LiveStore {
+/// The live store's index of packets for settle, and what settle does to each packet there:
+/// which packets have work, closing, progress marks, re-sync, retirement and quarantine. Shards
+/// split the open packets so that several settle invocations share them.
+pub trait SettleIndex: LiveStore {
     /// How many shards index open packets (`SETTLE_SHARDS`).
     fn settle_shards(&self) -> u32;
 
@@ -317,7 +317,7 @@ pub trait SettleQueue: LiveStore {
 
     /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
     /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought
-    /// them back (see [`SettleQueue::packets_with_work`]).
+    /// them back (see [`SettleIndex::packets_with_work`]).
     fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Sets a packet whose books cannot balance aside for an operator, out of `shard`, closed
@@ -336,7 +336,12 @@ pub trait SettleQueue: LiveStore {
     /// when it was not in quarantine. Settle then finalises it, or quarantines it again when the
     /// ledger still does not explain it.
     fn release(&self, id: &PacketId) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
 
+/// Where settle's runs stand, kept in the live store: where a run over a range of shards
+/// resumes, the recovery sweep's rotation, and the earlier shard layouts still to drain. A range
+/// is `[first, last]` shard.
+pub trait SettleCursor: Send + Sync {
     /// Where a run over `range` that stopped early left off.
     fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
 

@@ -9,7 +9,8 @@ use crate::domain::grab::{GrabAttempt, GrabOutcome, LoggedGrab};
 use crate::domain::live::{LiveGrab, LiveState};
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
 use crate::ports::{
-    CancelOutcome, CloseOutcome, Frozen, Ledger, LiveStore, PacketImage, Restored, SettleQueue, StoreError,
+    CancelOutcome, CloseOutcome, Frozen, Ledger, LiveStore, PacketImage, Restored, SettleCursor, SettleIndex,
+    StoreError,
 };
 
 /// The live store in memory.
@@ -134,7 +135,7 @@ impl LiveStore for MemoryStore {
     }
 }
 
-impl SettleQueue for MemoryStore {
+impl SettleIndex for MemoryStore {
     fn settle_shards(&self) -> u32 {
         self.settle_shards
     }
@@ -229,7 +230,9 @@ impl SettleQueue for MemoryStore {
         state.dirty.entry(shard).or_default().insert(id.clone());
         Ok(true)
     }
+}
 
+impl SettleCursor for MemoryStore {
     async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, StoreError> {
         Ok(self.state().resume.get(&range).copied())
     }
