@@ -27,11 +27,12 @@ use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
 
 /// The real ledger, counting packet reads; it can be told to fail the next read as an
-/// unreachable DynamoDB would.
+/// unreachable DynamoDB would. Clones share the counter and the switch.
+#[derive(Clone)]
 struct CountingLedger {
     inner: DynamoLedger,
-    packet_reads: AtomicUsize,
-    fail_next_read: AtomicBool,
+    packet_reads: Arc<AtomicUsize>,
+    fail_next_read: Arc<AtomicBool>,
 }
 
 impl CountingLedger {
@@ -295,11 +296,10 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
 async fn instances(
     config: &Config,
     instances: usize,
-) -> (Arc<CountingLedger>, Vec<Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>>) {
+) -> (CountingLedger, Vec<Arc<GrabService<Arc<RedisStore>, CountingLedger>>>) {
     let inner = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
     inner.ensure_table().await.expect("DynamoDB Local is reachable");
-    let ledger =
-        Arc::new(CountingLedger { inner, packet_reads: AtomicUsize::new(0), fail_next_read: AtomicBool::new(false) });
+    let ledger = CountingLedger { inner, packet_reads: Arc::default(), fail_next_read: Arc::default() };
     let services = (0..instances)
         .map(|_| {
             Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone(), config.passphrase_key.clone()))
@@ -310,7 +310,7 @@ async fn instances(
 
 /// Every grab of `users` on every one of `ids`, all at once, spread over `services`.
 async fn flood(
-    services: &[Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>],
+    services: &[Arc<GrabService<Arc<RedisStore>, CountingLedger>>],
     ids: &[String],
     users: &[String],
 ) -> Vec<(String, String, u16, Value)> {
