@@ -11,30 +11,36 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use super::items::{
-    history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, PacketItem, CASUALTY_PREFIX, GRAB_PREFIX,
-    META, MOVE_PREFIX, PACKET_PREFIX,
+    history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, CASUALTY_PREFIX, GRAB_PREFIX, META,
+    MOVE_PREFIX, PACKET_PREFIX,
 };
 use super::table::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::wallet::MovementKind;
-use crate::domain::{Funds, PacketId, PacketStatus, UserId};
+use crate::domain::{PacketId, PacketStatus, UserId};
 use crate::ports::StoreError;
 
 /// The history index's sort key prefix of `role`'s items.
-fn sort_key_prefix(role: Role) -> &'static str {
+pub(super) fn sort_key_prefix(role: Role) -> &'static str {
     match role {
         Role::Sent => "SENT#",
         Role::Received => "RECV#",
     }
 }
 
-fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
+/// The history index's cursor: the last item's key.
+pub(super) fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
     let strings: HashMap<&str, &str> =
         key.iter().filter_map(|(name, value)| value.as_s().ok().map(|v| (name.as_str(), v.as_str()))).collect();
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&strings).ok()?))
 }
 
-fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<String, AttributeValue>, StoreError> {
+/// The key a history cursor holds, if it is `owner`'s for `role`.
+pub(super) fn decode_cursor(
+    cursor: &str,
+    owner: &UserId,
+    role: Role,
+) -> Result<HashMap<String, AttributeValue>, StoreError> {
     let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
@@ -55,7 +61,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
 
 /// The received-history entry of an item of the history index: a grab item, or a casualty
 /// (a grab a failover cost its share, with none left to give).
-fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, StoreError> {
+pub(super) fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, StoreError> {
     let revoked = item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
     Ok(if revoked {
         let casualty: CasualtyItem = from_item(item)?;
@@ -110,67 +116,12 @@ fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, StoreErr
 }
 
 impl DynamoLedger {
-    /// One page of `user`'s history in `role`, newest first.
-    pub async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        if role == Role::Received && self.funds == Funds::Wallet {
-            return self.received_with_wallet(user, limit, cursor).await;
-        }
-        let start = cursor.map(|cursor| decode_cursor(cursor, user, role)).transpose()?;
-        let output = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(HISTORY_INDEX)
-            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
-            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into()))
-            .scan_index_forward(false)
-            .limit(limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let next_cursor = output.last_evaluated_key.as_ref().and_then(encode_cursor);
-        let found = output.items.unwrap_or_default();
-        let items = match role {
-            Role::Sent => found
-                .into_iter()
-                .map(|item| {
-                    let packet: PacketItem = from_item(item)?;
-                    Ok(HistoryItem {
-                        packet_id: packet.packet_id,
-                        sender: packet.sender,
-                        total_cents: packet.total_cents,
-                        count: packet.count,
-                        status: packet.status,
-                        created_at: packet.created_at,
-                        amount_cents: None,
-                        grabbed_at: None,
-                        revoked_cents: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?,
-            Role::Received => {
-                // Grab items, and the grabs a failover cost their share with none left to give.
-                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
-                self.with_statuses(received).await?
-            }
-        };
-        Ok(HistoryPage { items, next_cursor })
-    }
-
     /// The received history with the wallet, where a grab's record is its credit in the
     /// grabber's wallet (`MOVE#<packet's creation>#grab#<id>`): those credits, newest packet
     /// first, merged with the entries of the history index (the revoked grabs; grab items
     /// written before the credit was the record). The cursor is the last entry's place in that
     /// order, for its owner only.
-    async fn received_with_wallet(
+    pub(super) async fn received_with_wallet(
         &self,
         user: &UserId,
         limit: u32,
@@ -187,7 +138,7 @@ impl DynamoLedger {
         let mut more_credits = true;
         while entries.len() < limit && more_credits {
             let output = self
-                .client
+                .client()?
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("pk = :wallet AND sk BETWEEN :first AND :upper")
@@ -228,7 +179,7 @@ impl DynamoLedger {
         }
         // The index's entries are few (a revoked grab is rare): all of them, in the same order.
         let mut pages = self
-            .client
+            .client()?
             .query()
             .table_name(&self.table)
             .index_name(HISTORY_INDEX)
@@ -262,7 +213,7 @@ impl DynamoLedger {
     }
 
     /// `received` with each packet's current status.
-    async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, StoreError> {
+    pub(super) async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, StoreError> {
         let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
         Ok(received
             .into_iter()
@@ -301,7 +252,7 @@ impl DynamoLedger {
         for _ in 0..4 {
             let Some(keys) = request.take() else { break };
             let output =
-                self.client.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
+                self.client()?.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
             for item in output.responses.and_then(|mut tables| tables.remove(&self.table)).unwrap_or_default() {
                 #[derive(Deserialize)]
                 struct Status {

@@ -22,7 +22,7 @@ mod transaction;
 mod wallet;
 
 pub use books::{item_keys, ledger_item, CollectionFeed, RawItem};
-pub use ledger::{LazyLedger, DAILY_SENDS_KEEP_MS, IDEMPOTENCY_TTL_MS};
+pub use ledger::{DAILY_SENDS_KEEP_MS, IDEMPOTENCY_TTL_MS};
 pub use table::{DynamoLedger, HISTORY_INDEX, OPEN_INDEX};
 
 /// `WALLET#<user>`, the partition of `user`'s wallet.

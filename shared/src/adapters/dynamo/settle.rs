@@ -13,14 +13,13 @@ use futures::stream::{self, StreamExt};
 
 use super::items::{
     grab_movement_sk, open_partitions, packet_pk, wallet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem,
-    PacketItem, RefundItem, ShareItem, GRAB_PREFIX, META, PACKET_PREFIX, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
-    SHARE_PREFIX,
+    RefundItem, ShareItem, META, PACKET_PREFIX, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::LoggedGrab;
-use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
+use crate::domain::ledger::Refusal;
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
@@ -82,7 +81,7 @@ impl DynamoLedger {
     /// already. Returns the refusal when another grab holds it.
     async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, StoreError> {
         let claim = self
-            .client
+            .client()?
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_item(&ShareItem::grabbed(packet, grab))))
@@ -146,7 +145,7 @@ impl DynamoLedger {
     async fn credit_grabs(&self, packet: &Packet, batch: Vec<&LoggedGrab>) -> Result<Vec<Refusal>, StoreError> {
         let stamp = write_stamp();
         let items: Transaction = batch.iter().flat_map(|grab| self.grab_credit_items(packet, grab, stamp)).collect();
-        match self.transact(items).await {
+        match self.transact(items).await? {
             Ok(()) => Ok(Vec::new()),
             Err(failed) if failed.cancelled() => {
                 let writes: Vec<_> = batch.iter().map(|grab| self.put_grab_item(packet, grab)).collect();
@@ -167,7 +166,7 @@ impl DynamoLedger {
 
     /// The grabs of packet `id` (created at `created_at_ms`) recorded as `users`' credits,
     /// read by key (`BatchGetItem`, strongly consistent, 100 keys a request).
-    async fn grab_credits(
+    pub(super) async fn grab_credits(
         &self,
         created_at_ms: Millis,
         id: &PacketId,
@@ -192,8 +191,13 @@ impl DynamoLedger {
             let mut attempt = 0;
             while let Some(keys) = request.take() {
                 attempt += 1;
-                let read =
-                    self.client.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
+                let read = self
+                    .client()?
+                    .batch_get_item()
+                    .request_items(&self.table, keys)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
                 for item in read.responses.and_then(|mut tables| tables.remove(&self.table)).unwrap_or_default() {
                     let credit: MovementItem = from_item(item)?;
                     grabs.extend(credit.logged());
@@ -231,7 +235,7 @@ impl DynamoLedger {
     /// and checks: one per grab Redis acknowledged and the ledger refused.
     pub async fn casualties(&self, id: &PacketId) -> Result<Vec<LedgerEvent>, StoreError> {
         let mut pages = self
-            .client
+            .client()?
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :casualty)")
@@ -247,61 +251,6 @@ impl DynamoLedger {
             events.extend(casualty.event);
         }
         Ok(events)
-    }
-
-    /// Every item of packet `id`: record, grabs and refund (strongly consistent).
-    #[tracing::instrument(level = "debug", name = "dynamodb.ledger_packet", skip_all, fields(packet_id = %id))]
-    pub async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
-        let mut meta: Option<PacketItem> = None;
-        let mut grabs: Vec<LoggedGrab> = Vec::new();
-        let mut claims = Vec::new();
-        let mut refund_item_cents = None;
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(unavailable)?;
-            match item.get("sk").and_then(|sk| sk.as_s().ok()).map(String::as_str) {
-                Some(META) => meta = Some(from_item(item)?),
-                Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
-                Some(sk) if sk.starts_with(GRAB_PREFIX) => grabs.push(from_item::<GrabItem>(item)?.logged()),
-                Some(sk) if sk.starts_with(SHARE_PREFIX) => claims.push(from_item::<ShareItem>(item)?.claim()?),
-                _ => {}
-            }
-        }
-        let Some(meta) = meta else { return Ok(None) };
-        if self.funds == Funds::Wallet {
-            // The grabs are the holders' credits, in their wallets.
-            let recorded: std::collections::HashSet<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
-            let mut holders: Vec<&UserId> = claims
-                .iter()
-                .filter_map(|claim: &ShareClaim| match &claim.holder {
-                    ShareHolder::Grabber { user, .. } if !recorded.contains(user) => Some(user),
-                    _ => None,
-                })
-                .collect();
-            holders.sort();
-            holders.dedup();
-            let credits = self.grab_credits(meta.created_at_ms, id, &holders).await?;
-            grabs.extend(credits);
-        }
-        grabs.sort_by_key(|grab| grab.seq);
-        Ok(Some(LedgerPacket {
-            cancelled_at_ms: meta.cancelled_at_ms,
-            packet: meta.packet()?,
-            status: meta.status,
-            refund_cents: meta.refund_cents,
-            refund_item_cents,
-            grabs,
-            claims,
-        }))
     }
 }
 
@@ -339,7 +288,7 @@ impl SettleLedger for DynamoLedger {
         let stamp = write_stamp();
         if self.funds == Funds::Wallet {
             let items: Transaction = self.grab_credit_items(packet, grab, stamp).into_iter().collect();
-            let Err(failed) = self.transact(items).await else { return Ok(false) };
+            let Err(failed) = self.transact(items).await? else { return Ok(false) };
             if !failed.cancelled() {
                 return Err(write_failed(failed.error));
             }
@@ -350,7 +299,7 @@ impl SettleLedger for DynamoLedger {
             return Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents));
         }
         let written = self
-            .client
+            .client()?
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
@@ -375,7 +324,7 @@ impl SettleLedger for DynamoLedger {
     /// any, moved with the regranted grab's own item.
     async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Result<(), StoreError> {
         let written = self
-            .client
+            .client()?
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_item(&CasualtyItem::new(packet, casualty, now_ms))))
@@ -398,7 +347,7 @@ impl SettleLedger for DynamoLedger {
             .iter()
             .map(|&(seq, amount_cents)| async move {
                 let written = self
-                    .client
+                    .client()?
                     .put_item()
                     .table_name(&self.table)
                     .set_item(Some(to_item(&ShareItem::refunded(packet, seq, amount_cents))))
@@ -516,7 +465,7 @@ impl SettleLedger for DynamoLedger {
                 items.extend(self.credit(&refund));
             }
         }
-        match self.transact(items).await {
+        match self.transact(items).await? {
             Ok(()) => Ok(true),
             // Finalised before (the packet's condition), or a refund already there for a packet
             // still open: nothing is written twice, and settle's books check says which.
@@ -528,7 +477,7 @@ impl SettleLedger for DynamoLedger {
     /// One `UpdateItem` adding `current` to the layouts item's number set, returning the set.
     async fn settle_layouts(&self, current: u32) -> Result<Vec<u32>, StoreError> {
         let updated = self
-            .client
+            .client()?
             .update_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(SETTLE_LAYOUTS_PK.into()))
@@ -550,7 +499,7 @@ impl SettleLedger for DynamoLedger {
         let mut ids = Vec::new();
         for partition in open_partitions(shard) {
             let mut pages = self
-                .client
+                .client()?
                 .query()
                 .table_name(&self.table)
                 .index_name(OPEN_INDEX)

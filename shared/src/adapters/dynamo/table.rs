@@ -2,6 +2,7 @@
 //! creating the table locally, and the one codec between items and their structs.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{
@@ -23,10 +24,14 @@ pub const HISTORY_INDEX: &str = "history";
 /// Name of the sparse GSI of open packets, by settle shard.
 pub const OPEN_INDEX: &str = "open";
 
-/// The ledger on a DynamoDB table.
+/// The ledger on a DynamoDB table. Clones share one client.
 #[derive(Clone, Debug)]
 pub struct DynamoLedger {
-    pub(super) client: Client,
+    /// The client once built: at once by [`DynamoLedger::new`], on first use by
+    /// [`DynamoLedger::on_first_use`].
+    client: Arc<OnceLock<Client>>,
+    /// Where a client built on first use connects.
+    connection: client::Connection,
     pub(super) table: String,
     pub(super) settle_shards: u32,
     pub(super) daily: DailyLimits,
@@ -36,13 +41,33 @@ pub struct DynamoLedger {
 impl DynamoLedger {
     /// A ledger on `config`'s table through `client`.
     pub fn new(client: Client, config: &Config) -> Self {
+        let ledger = Self::on_first_use(client::Connection::default(), config);
+        ledger.client.get_or_init(|| client);
+        ledger
+    }
+
+    /// A ledger on `config`'s table whose client is built from `connection` when first needed:
+    /// building it costs nothing at start-up, which matters to `grab`, whose ledger answers only
+    /// packets Redis no longer holds. A connection that cannot make a client (no credentials,
+    /// an unusable `AWS_CA_BUNDLE`) fails each call as [`StoreError::Corrupt`].
+    pub fn on_first_use(connection: client::Connection, config: &Config) -> Self {
         DynamoLedger {
-            client,
+            client: Arc::default(),
+            connection,
             table: config.table_name.clone(),
             settle_shards: config.settle_shards,
             daily: config.daily,
             funds: config.funds,
         }
+    }
+
+    /// The client, built now if it is not yet.
+    pub(super) fn client(&self) -> Result<&Client, StoreError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let built = client::client(&self.connection).map_err(|error| StoreError::Corrupt(error.to_string()))?;
+        Ok(self.client.get_or_init(|| built))
     }
 
     /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
@@ -75,7 +100,7 @@ impl DynamoLedger {
                 .expect("index")
         };
         let created = self
-            .client
+            .client()?
             .create_table()
             .table_name(&self.table)
             .billing_mode(BillingMode::PayPerRequest)
@@ -93,7 +118,7 @@ impl DynamoLedger {
             Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(()),
             Err(error) => return Err(unavailable(error)),
         }
-        self.client
+        self.client()?
             .update_time_to_live()
             .table_name(&self.table)
             .time_to_live_specification(
@@ -121,7 +146,7 @@ impl DynamoLedger {
         sk: String,
     ) -> Result<Option<T>, StoreError> {
         let output = self
-            .client
+            .client()?
             .get_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(pk))
