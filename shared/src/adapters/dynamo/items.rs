@@ -551,6 +551,24 @@ pub fn grab_movement_sk(created_at_ms: Millis, id: &PacketId) -> String {
     format!("{MOVE_PREFIX}{}#{}#{id}", rfc3339(created_at_ms), MovementKind::Grab.as_str())
 }
 
+/// A movement as it happens, before it is an item: whose wallet, what kind, how much, about
+/// which packet or top-up reference, and when.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMovement<'a> {
+    /// Whose wallet it moves.
+    pub user: &'a UserId,
+    /// What moves it.
+    pub kind: MovementKind,
+    /// How much, always positive; `kind` gives the direction.
+    pub amount_cents: Cents,
+    /// The packet it concerns (none for a top-up).
+    pub packet_id: Option<&'a PacketId>,
+    /// The payments system's reference (top-ups only).
+    pub reference: Option<&'a str>,
+    /// When it happened.
+    pub at_ms: Millis,
+}
+
 impl MovementItem {
     /// The credit of `grab` of `packet` to its grabber, which is also the ledger's record of
     /// the grab (`GrabRecorded`), written at `written_at_ms`.
@@ -597,17 +615,9 @@ impl MovementItem {
         })
     }
 
-    /// The movement of `amount_cents` of `kind` for `user` at `at_ms`, about a packet or a
-    /// top-up's reference, written at `written_at_ms`.
-    pub fn new(
-        user: &UserId,
-        kind: MovementKind,
-        amount_cents: Cents,
-        packet_id: Option<&PacketId>,
-        reference: Option<&str>,
-        at_ms: Millis,
-        written_at_ms: Millis,
-    ) -> Self {
+    /// The item of `movement`, written at `written_at_ms`.
+    pub fn new(movement: NewMovement<'_>, written_at_ms: Millis) -> Self {
+        let NewMovement { user, kind, amount_cents, packet_id, reference, at_ms } = movement;
         let at = rfc3339(at_ms);
         let subject = packet_id.map(PacketId::as_str).or(reference).unwrap_or_default().to_owned();
         MovementItem {

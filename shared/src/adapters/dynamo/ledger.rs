@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 use super::history::{self, received_item, sort_key_prefix};
 use super::items::{
     daily_limit_pk, history_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, GrabItem, IdempotencyItem,
-    MovementItem, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
+    MovementItem, NewMovement, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use super::transaction::{Transaction, Write};
@@ -21,7 +21,7 @@ use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use crate::domain::limits::{utc_day, DailyLimit};
-use crate::domain::wallet::WalletPage;
+use crate::domain::wallet::{MovementKind, WalletPage};
 use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, StoreError};
 
@@ -89,7 +89,15 @@ impl DynamoLedger {
         let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
         items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
-            items.extend(self.debit(&packet.sender, packet.total_cents, &packet.id, packet.created_at_ms, stamp));
+            let debit = NewMovement {
+                user: &packet.sender,
+                kind: MovementKind::Send,
+                amount_cents: packet.total_cents,
+                packet_id: Some(&packet.id),
+                reference: None,
+                at_ms: packet.created_at_ms,
+            };
+            items.extend(self.debit(&MovementItem::new(debit, stamp)));
         }
         items
     }

@@ -13,7 +13,7 @@ use futures::stream::{self, StreamExt};
 
 use super::items::{
     grab_movement_sk, open_partitions, packet_pk, wallet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem,
-    RefundItem, ShareItem, META, PACKET_PREFIX, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
+    NewMovement, RefundItem, ShareItem, META, PACKET_PREFIX, REFUND, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger, OPEN_INDEX};
 use super::transaction::{Transaction, Write};
@@ -453,16 +453,15 @@ impl SettleLedger for DynamoLedger {
             items.push(Write::Refund, TransactWriteItem::builder().put(put).build());
             if self.funds == Funds::Wallet {
                 // The refund's credit rides on the packet's condition (still open): once only.
-                let refund = MovementItem::new(
-                    &packet.sender,
-                    MovementKind::Refund,
-                    result.refund_cents,
-                    Some(&packet.id),
-                    None,
-                    now_ms,
-                    stamp,
-                );
-                items.extend(self.credit(&refund));
+                let refund = NewMovement {
+                    user: &packet.sender,
+                    kind: MovementKind::Refund,
+                    amount_cents: result.refund_cents,
+                    packet_id: Some(&packet.id),
+                    reference: None,
+                    at_ms: now_ms,
+                };
+                items.extend(self.credit(&MovementItem::new(refund, stamp)));
             }
         }
         match self.transact(items).await? {

@@ -10,13 +10,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
 use super::items::{
-    topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, MOVE_PREFIX, TOPUP,
+    topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX, TOPUP,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::wallet::{MovementKind, TopUp, TopUpResult};
-use crate::domain::{Cents, Funds, PacketId, UserId};
+use crate::domain::{Cents, Funds, UserId};
 use crate::ports::{StoreError, Wallets};
 
 impl DynamoLedger {
@@ -43,32 +43,23 @@ impl DynamoLedger {
         (Write::Balance, TransactWriteItem::builder().update(balance).build())
     }
 
-    /// A send's debit of `amount_cents` from `user`, as two transaction items: the movement,
-    /// and the balance change under the condition that the balance covers it (so it never goes
-    /// below 0; a missing balance is 0). The balance is the first item.
-    pub(super) fn debit(
-        &self,
-        user: &UserId,
-        amount_cents: Cents,
-        packet_id: &PacketId,
-        at_ms: Millis,
-        written_at_ms: Millis,
-    ) -> [(Write, TransactWriteItem); 2] {
-        let movement =
-            MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms, written_at_ms);
+    /// `movement` (a send's) debited from its user's balance, as two transaction items: the
+    /// balance change under the condition that the balance covers it (so it never goes below 0;
+    /// a missing balance is 0), first, then the movement.
+    pub(super) fn debit(&self, movement: &MovementItem) -> [(Write, TransactWriteItem); 2] {
         let balance = Update::builder()
             .table_name(&self.table)
-            .key("pk", AttributeValue::S(wallet_pk(user)))
+            .key("pk", AttributeValue::S(wallet_pk(&movement.user)))
             .key("sk", AttributeValue::S(BALANCE.into()))
             .update_expression("SET balance_cents = balance_cents - :amount ADD moves :one")
             .condition_expression("balance_cents >= :amount")
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
+            .expression_attribute_values(":amount", AttributeValue::N(movement.amount_cents.to_string()))
             .build()
             .expect("debit update");
         [
             (Write::Balance, TransactWriteItem::builder().update(balance).build()),
-            (Write::Movement, self.new_movement(&movement)),
+            (Write::Movement, self.new_movement(movement)),
         ]
     }
 
@@ -147,16 +138,15 @@ impl Wallets for DynamoLedger {
             .expect("top-up put");
         let mut items = Transaction::default();
         items.push(Write::Topup, TransactWriteItem::builder().put(record).build());
-        let movement = MovementItem::new(
-            &topup.user,
-            MovementKind::Topup,
-            topup.amount_cents,
-            None,
-            Some(&topup.reference),
-            now_ms,
-            stamp,
-        );
-        items.extend(self.credit(&movement));
+        let movement = NewMovement {
+            user: &topup.user,
+            kind: MovementKind::Topup,
+            amount_cents: topup.amount_cents,
+            packet_id: None,
+            reference: Some(&topup.reference),
+            at_ms: now_ms,
+        };
+        items.extend(self.credit(&MovementItem::new(movement, stamp)));
         let applied = match self.transact(items).await? {
             Ok(()) => true,
             Err(failed) => {

@@ -112,22 +112,10 @@ impl MemoryLedger {
 }
 
 impl State {
-    fn credit(
-        &mut self,
-        user: &UserId,
-        kind: MovementKind,
-        amount_cents: Cents,
-        packet: Option<&PacketId>,
-        at_ms: Millis,
-    ) {
-        *self.balances.entry(user.clone()).or_default() += amount_cents;
-        self.movements.entry(user.clone()).or_default().push(Movement {
-            kind,
-            amount_cents,
-            packet_id: packet.cloned(),
-            reference: None,
-            at: rfc3339(at_ms),
-        });
+    /// `movement` credited to `user`'s balance.
+    fn credit(&mut self, user: &UserId, movement: Movement) {
+        *self.balances.entry(user.clone()).or_default() += movement.amount_cents;
+        self.movements.entry(user.clone()).or_default().push(movement);
     }
 
     /// The items of `packet`, created (unrecorded) when the ledger has no record of it.
@@ -374,7 +362,14 @@ impl SettleLedger for MemoryLedger {
         }
         recorded.grabs.insert(grab.user.clone(), grab.clone());
         if self.funds == Funds::Wallet {
-            state.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), grab.at_ms);
+            let credit = Movement {
+                kind: MovementKind::Grab,
+                amount_cents: grab.amount_cents,
+                packet_id: Some(packet.id.clone()),
+                reference: None,
+                at: rfc3339(grab.at_ms),
+            };
+            state.credit(&grab.user, credit);
         }
         Ok(false)
     }
@@ -423,7 +418,14 @@ impl SettleLedger for MemoryLedger {
         if result.refund_cents > 0 {
             recorded.refund_item_cents = Some(result.refund_cents);
             if self.funds == Funds::Wallet {
-                state.credit(&packet.sender, MovementKind::Refund, result.refund_cents, Some(&packet.id), now_ms);
+                let refund = Movement {
+                    kind: MovementKind::Refund,
+                    amount_cents: result.refund_cents,
+                    packet_id: Some(packet.id.clone()),
+                    reference: None,
+                    at: rfc3339(now_ms),
+                };
+                state.credit(&packet.sender, refund);
             }
         }
         Ok(true)
@@ -444,14 +446,14 @@ impl Wallets for MemoryLedger {
             }
             None => {
                 state.topups.insert(topup.reference.clone(), (topup.user.clone(), topup.amount_cents));
-                *state.balances.entry(topup.user.clone()).or_default() += topup.amount_cents;
-                state.movements.entry(topup.user.clone()).or_default().push(Movement {
+                let movement = Movement {
                     kind: MovementKind::Topup,
                     amount_cents: topup.amount_cents,
                     packet_id: None,
                     reference: Some(topup.reference.clone()),
                     at: rfc3339(now_ms),
-                });
+                };
+                state.credit(&topup.user, movement);
                 true
             }
         };
