@@ -92,6 +92,9 @@ pub(super) fn received_item(item: HashMap<String, AttributeValue>) -> Result<His
     })
 }
 
+/// An entry of the received history with the wallet, and its place in that history's order.
+type Placed = (String, HistoryItem);
+
 /// The received history's cursor with the wallet: its owner and the last entry's place.
 #[derive(Serialize, Deserialize)]
 struct WalletCursor {
@@ -129,11 +132,32 @@ impl DynamoLedger {
     ) -> Result<HistoryPage, StoreError> {
         let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
         let limit = limit as usize;
-        let upper = match &before {
+        let (mut entries, more_credits) = self.received_credits(user, before.as_deref(), limit).await?;
+        entries.extend(self.received_in_index(user, before.as_deref()).await?);
+        entries.sort_by(|a, b| b.0.cmp(&a.0));
+        let next_cursor = if entries.len() > limit || more_credits {
+            entries.truncate(limit);
+            entries.last().map(|(place, _)| encode_wallet_cursor(user, place))
+        } else {
+            None
+        };
+        let items = entries.into_iter().map(|(_, entry)| entry).collect();
+        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+    }
+
+    /// `user`'s grab credits placed before `before` (all with none), newest packet first: pages
+    /// of them until there are `limit` or no more; true when more may follow.
+    async fn received_credits(
+        &self,
+        user: &UserId,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Placed>, bool), StoreError> {
+        let upper = match before {
             Some(place) => format!("{MOVE_PREFIX}{place}"),
             None => "MOVE$".to_owned(),
         };
-        let mut entries: Vec<(String, HistoryItem)> = Vec::new();
+        let mut entries: Vec<Placed> = Vec::new();
         let mut start = None;
         let mut more_credits = true;
         while entries.len() < limit && more_credits {
@@ -156,7 +180,7 @@ impl DynamoLedger {
             for item in output.items.unwrap_or_default() {
                 let credit: MovementItem = from_item(item)?;
                 let place = credit.sk.trim_start_matches(MOVE_PREFIX).to_owned();
-                if before.as_ref().is_some_and(|before| &place >= before) {
+                if before.is_some_and(|before| place.as_str() >= before) {
                     continue;
                 }
                 let Some(grab) = credit.grab else { continue };
@@ -177,7 +201,12 @@ impl DynamoLedger {
             start = output.last_evaluated_key;
             more_credits = start.is_some();
         }
-        // The index's entries are few (a revoked grab is rare): all of them, in the same order.
+        Ok((entries, more_credits))
+    }
+
+    /// Every entry of `user`'s received history in the history index placed before `before`
+    /// (all with none), in the credits' order: they are few (a revoked grab is rare).
+    async fn received_in_index(&self, user: &UserId, before: Option<&str>) -> Result<Vec<Placed>, StoreError> {
         let mut pages = self
             .client()?
             .query()
@@ -189,6 +218,7 @@ impl DynamoLedger {
             .into_paginator()
             .items()
             .send();
+        let mut entries = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(unavailable)?;
             let suffix = match item.get("sk").and_then(|sk| sk.as_s().ok()) {
@@ -197,19 +227,11 @@ impl DynamoLedger {
             };
             let entry = received_item(item)?;
             let place = format!("{}#grab#{}{suffix}", entry.created_at, entry.packet_id);
-            if before.as_ref().is_none_or(|before| &place < before) {
+            if before.is_none_or(|before| place.as_str() < before) {
                 entries.push((place, entry));
             }
         }
-        entries.sort_by(|a, b| b.0.cmp(&a.0));
-        let next_cursor = if entries.len() > limit || more_credits {
-            entries.truncate(limit);
-            entries.last().map(|(place, _)| encode_wallet_cursor(user, place))
-        } else {
-            None
-        };
-        let items = entries.into_iter().map(|(_, entry)| entry).collect();
-        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+        Ok(entries)
     }
 
     /// `received` with each packet's current status.

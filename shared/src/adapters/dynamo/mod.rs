@@ -12,6 +12,7 @@
 
 mod books;
 pub mod client;
+mod grabs;
 mod history;
 mod items;
 mod ledger;

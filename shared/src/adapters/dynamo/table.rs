@@ -1,10 +1,12 @@
 //! The ledger's table: the client and table name every part of the adapter writes through,
-//! creating the table locally, and the one codec between items and their structs.
+//! creating the table locally, the one codec between items and their structs, and what a
+//! failed call becomes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
@@ -172,4 +174,29 @@ pub(super) fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue
 /// An item read back into its struct; one that does not fit is corrupt.
 pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, StoreError> {
     serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
+}
+
+/// The item a `PutItem` found in place when its condition failed (`ReturnValuesOnConditionCheckFailure`).
+pub(super) fn condition_failed_item(error: Option<&PutItemError>) -> Option<HashMap<String, AttributeValue>> {
+    match error? {
+        PutItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
+        _ => None,
+    }
+}
+
+/// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
+/// [`StoreError::Rejected`], so settle skips that packet; anything else is
+/// [`StoreError::Unavailable`], which ends the run.
+pub(super) fn write_failed<E, R>(error: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let code = error.as_service_error().and_then(|service| service.code()).map(str::to_owned);
+    match code.as_deref() {
+        Some("ValidationException" | "ItemCollectionSizeLimitExceededException") => {
+            StoreError::Rejected(DisplayErrorContext(&error).to_string())
+        }
+        _ => unavailable(error),
+    }
 }

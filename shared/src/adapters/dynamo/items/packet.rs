@@ -174,6 +174,31 @@ pub struct RefundItem {
     pub written_at_ms: Option<Millis>,
 }
 
+impl RefundItem {
+    /// The refund of `amount_cents` of `packet` to its sender at `at_ms`, written at
+    /// `written_at_ms`.
+    pub fn new(packet: &Packet, amount_cents: Cents, at_ms: Millis, written_at_ms: Millis) -> Self {
+        let refunded_at = rfc3339(at_ms);
+        RefundItem {
+            pk: packet_pk(&packet.id),
+            sk: REFUND.into(),
+            packet_id: packet.id.clone(),
+            sender: packet.sender.clone(),
+            amount_cents,
+            event: Some(LedgerEvent::new(
+                EventType::PacketRefunded,
+                packet.id.as_str(),
+                Some(&packet.id),
+                &packet.sender,
+                amount_cents,
+                refunded_at.clone(),
+            )),
+            refunded_at,
+            written_at_ms: Some(written_at_ms),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
