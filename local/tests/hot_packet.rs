@@ -21,7 +21,7 @@ use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
-use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, StoreError};
+use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
 use red_packets::Config;
 use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
@@ -58,18 +58,12 @@ impl Ledger for CountingLedger {
         self.inner.ledger_packet(id).await
     }
 
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        self.inner.history(user, role, limit, cursor).await
+    async fn history(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
+        self.inner.history(user, role, page).await
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
-        self.inner.wallet(user, limit, cursor).await
+    async fn wallet(&self, user: &UserId, page: PageRequest<'_>) -> Result<WalletPage, StoreError> {
+        self.inner.wallet(user, page).await
     }
 }
 

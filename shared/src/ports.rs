@@ -164,7 +164,6 @@ pub enum Frozen {
     },
 }
 
-/// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
 /// A packet as the live store is to hold it: the packet, cancelled or not, `closed` to grabs or
 /// not, the grabs already taken and the shares still to hand out, in order.
 #[derive(Debug, Clone, Copy)]
@@ -181,6 +180,7 @@ pub struct PacketImage<'a> {
     pub pool: &'a [(u32, Cents)],
 }
 
+/// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyClaim {
     /// The header's value.
@@ -228,8 +228,7 @@ pub trait Ledger: Send + Sync {
         &self,
         user: &UserId,
         role: Role,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// `user`'s balance and one page of their movements, newest first
@@ -237,9 +236,18 @@ pub trait Ledger: Send + Sync {
     fn wallet(
         &self,
         user: &UserId,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send;
+}
+
+/// Which page of a listing the caller asks for: at most `limit` entries, from `cursor` (what
+/// the page before handed out; `None` for the first page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest<'a> {
+    /// The most entries the page holds.
+    pub limit: u32,
+    /// Where the page starts: the cursor the page before handed out.
+    pub cursor: Option<&'a str>,
 }
 
 /// The ledger as a whole, for reconciliation.

@@ -18,7 +18,7 @@ use super::table::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::wallet::MovementKind;
 use crate::domain::{PacketId, PacketStatus, UserId};
-use crate::ports::StoreError;
+use crate::ports::{PageRequest, StoreError};
 
 /// The history index's sort key prefix of `role`'s items.
 pub(super) fn sort_key_prefix(role: Role) -> &'static str {
@@ -127,11 +127,10 @@ impl DynamoLedger {
     pub(super) async fn received_with_wallet(
         &self,
         user: &UserId,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> Result<HistoryPage, StoreError> {
-        let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
-        let limit = limit as usize;
+        let before = page.cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
+        let limit = page.limit as usize;
         let (mut entries, more_credits) = self.received_credits(user, before.as_deref(), limit).await?;
         entries.extend(self.received_in_index(user, before.as_deref()).await?);
         entries.sort_by(|a, b| b.0.cmp(&a.0));

@@ -23,7 +23,7 @@ use crate::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use crate::domain::limits::{utc_day, DailyLimit};
 use crate::domain::wallet::{MovementKind, WalletPage};
 use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, StoreError};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, StoreError};
 
 /// How long an idempotency claim holds.
 pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
@@ -248,17 +248,11 @@ impl Ledger for DynamoLedger {
     }
 
     /// One page of `user`'s history in `role`, newest first.
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
+    async fn history(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
         if role == Role::Received && self.funds == Funds::Wallet {
-            return self.received_with_wallet(user, limit, cursor).await;
+            return self.received_with_wallet(user, page).await;
         }
-        let start = cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
+        let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
         let output = self
             .client()?
             .query()
@@ -268,7 +262,7 @@ impl Ledger for DynamoLedger {
             .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
             .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into()))
             .scan_index_forward(false)
-            .limit(limit as i32)
+            .limit(page.limit as i32)
             .set_exclusive_start_key(start)
             .send()
             .await
@@ -303,15 +297,15 @@ impl Ledger for DynamoLedger {
     }
 
     /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+    async fn wallet(&self, user: &UserId, page: PageRequest<'_>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
             return Err(StoreError::Conflict(Conflict::NoWallets));
         }
-        let start = cursor.map(|cursor| wallet::decode_cursor(cursor, user)).transpose()?;
+        let start = page.cursor.map(|cursor| wallet::decode_cursor(cursor, user)).transpose()?;
         let output = self
             .movements_query(user)?
             .scan_index_forward(false)
-            .limit(limit as i32)
+            .limit(page.limit as i32)
             .set_exclusive_start_key(start)
             .send()
             .await

@@ -17,7 +17,7 @@ use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, SettleLedger, StoreError, Wallets};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets};
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
 /// table.
@@ -141,14 +141,9 @@ impl PacketItems {
     }
 }
 
-/// A page of `items` from `cursor` (an offset, bound to its owner and role), `limit` long.
-fn page<T: Clone>(
-    items: &[T],
-    owner: &str,
-    limit: u32,
-    cursor: Option<&str>,
-) -> Result<(Vec<T>, Option<String>), StoreError> {
-    let start = match cursor {
+/// The page of `items` `request` asks for: its cursor is an offset, bound to its owner and role.
+fn page<T: Clone>(items: &[T], owner: &str, request: PageRequest<'_>) -> Result<(Vec<T>, Option<String>), StoreError> {
+    let start = match request.cursor {
         None => 0,
         Some(cursor) => cursor
             .strip_prefix(owner)
@@ -156,7 +151,7 @@ fn page<T: Clone>(
             .and_then(|offset| offset.parse::<usize>().ok())
             .ok_or_else(|| StoreError::invalid("cursor", "cursor is not one this endpoint returned to you"))?,
     };
-    let end = (start + limit as usize).min(items.len());
+    let end = (start + request.limit as usize).min(items.len());
     let next = (end < items.len()).then(|| format!("{owner}@{end}"));
     Ok((items.get(start..end).unwrap_or_default().to_vec(), next))
 }
@@ -248,13 +243,7 @@ impl Ledger for MemoryLedger {
         }
     }
 
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
+    async fn history(&self, user: &UserId, role: Role, request: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
         let state = self.state()?;
         let item = |recorded: &PacketItems| HistoryItem {
             packet_id: recorded.packet.id.clone(),
@@ -298,18 +287,18 @@ impl Ledger for MemoryLedger {
         listed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
         let items: Vec<HistoryItem> = listed.into_iter().map(|(_, _, item)| item).collect();
         let owner = format!("{user}/{}", if role == Role::Sent { "sent" } else { "received" });
-        let (items, next_cursor) = page(&items, &owner, limit, cursor)?;
+        let (items, next_cursor) = page(&items, &owner, request)?;
         Ok(HistoryPage { items, next_cursor })
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+    async fn wallet(&self, user: &UserId, request: PageRequest<'_>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
             return Err(Conflict::NoWallets.into());
         }
         let state = self.state()?;
         let mut movements = state.movements.get(user).cloned().unwrap_or_default();
         movements.reverse();
-        let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), limit, cursor)?;
+        let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), request)?;
         Ok(WalletPage { balance_cents: state.balances.get(user).copied().unwrap_or(0), items, next_cursor })
     }
 }
