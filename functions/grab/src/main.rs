@@ -15,7 +15,6 @@ use red_packets::Config;
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    // The ledger answers only packets Redis no longer holds: its client is built when first needed.
     let ledger = DynamoLedger::on_first_use(Connection::from_env(), &config);
     let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone()));
     let handler = service_fn(move |request| {
