@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -21,7 +22,7 @@ use crate::domain::{PacketId, PacketStatus, UserId};
 use crate::ports::{PageRequest, StoreError};
 
 /// The history index's sort key prefix of `role`'s items.
-pub(super) fn sort_key_prefix(role: Role) -> &'static str {
+fn sort_key_prefix(role: Role) -> &'static str {
     match role {
         Role::Sent => "SENT#",
         Role::Received => "RECV#",
@@ -119,6 +120,18 @@ fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, StoreErr
 }
 
 impl DynamoLedger {
+    /// A query of `user`'s entries in `role` in the history index.
+    pub(super) fn history_query(&self, user: &UserId, role: Role) -> Result<QueryFluentBuilder, StoreError> {
+        Ok(self
+            .client()?
+            .query()
+            .table_name(&self.table)
+            .index_name(HISTORY_INDEX)
+            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
+            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
+            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into())))
+    }
+
     /// The received history with the wallet, where a grab's record is its credit in the
     /// grabber's wallet (`MOVE#<packet's creation>#grab#<id>`): those credits, newest packet
     /// first, merged with the entries of the history index (the revoked grabs; grab items
@@ -206,17 +219,7 @@ impl DynamoLedger {
     /// Every entry of `user`'s received history in the history index placed before `before`
     /// (all with none), in the credits' order: they are few (a revoked grab is rare).
     async fn received_in_index(&self, user: &UserId, before: Option<&str>) -> Result<Vec<Placed>, StoreError> {
-        let mut pages = self
-            .client()?
-            .query()
-            .table_name(&self.table)
-            .index_name(HISTORY_INDEX)
-            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
-            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(Role::Received).into()))
-            .into_paginator()
-            .items()
-            .send();
+        let mut pages = self.history_query(user, Role::Received)?.into_paginator().items().send();
         let mut entries = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(unavailable)?;

@@ -8,12 +8,12 @@ use std::collections::HashSet;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::history::{self, received_item, sort_key_prefix};
+use super::history::{self, received_item};
 use super::items::{
-    daily_limit_pk, history_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, GrabItem, IdempotencyItem,
-    MovementItem, NewMovement, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
+    daily_limit_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, GrabItem, IdempotencyItem, MovementItem,
+    NewMovement, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
 };
-use super::table::{from_item, to_item, unavailable, DynamoLedger, HISTORY_INDEX};
+use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use super::wallet;
 use crate::clock::{rfc3339, Millis};
@@ -254,13 +254,7 @@ impl Ledger for DynamoLedger {
         }
         let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
         let output = self
-            .client()?
-            .query()
-            .table_name(&self.table)
-            .index_name(HISTORY_INDEX)
-            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
-            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into()))
+            .history_query(user, role)?
             .scan_index_forward(false)
             .limit(page.limit as i32)
             .set_exclusive_start_key(start)

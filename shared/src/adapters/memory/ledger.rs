@@ -141,6 +141,11 @@ impl PacketItems {
     }
 }
 
+/// A movement of `amount_cents` of `kind` about packet `id`, at `at_ms`.
+fn packet_movement(kind: MovementKind, amount_cents: Cents, id: &PacketId, at_ms: Millis) -> Movement {
+    Movement { kind, amount_cents, packet_id: Some(id.clone()), reference: None, at: rfc3339(at_ms) }
+}
+
 /// The page of `items` `request` asks for: its cursor is an offset, bound to its owner and role.
 fn page<T: Clone>(items: &[T], owner: &str, request: PageRequest<'_>) -> Result<(Vec<T>, Option<String>), StoreError> {
     let start = match request.cursor {
@@ -193,13 +198,8 @@ impl Ledger for MemoryLedger {
         }
         if self.funds == Funds::Wallet {
             *state.balances.entry(packet.sender.clone()).or_default() -= packet.total_cents;
-            state.movements.entry(packet.sender.clone()).or_default().push(Movement {
-                kind: MovementKind::Send,
-                amount_cents: packet.total_cents,
-                packet_id: Some(packet.id.clone()),
-                reference: None,
-                at: rfc3339(packet.created_at_ms),
-            });
+            let debit = packet_movement(MovementKind::Send, packet.total_cents, &packet.id, packet.created_at_ms);
+            state.movements.entry(packet.sender.clone()).or_default().push(debit);
         }
         let shard = packet.id.settle_shard(self.settle_shards);
         let items = state.packet(packet).clone();
@@ -351,14 +351,7 @@ impl SettleLedger for MemoryLedger {
         }
         recorded.grabs.insert(grab.user.clone(), grab.clone());
         if self.funds == Funds::Wallet {
-            let credit = Movement {
-                kind: MovementKind::Grab,
-                amount_cents: grab.amount_cents,
-                packet_id: Some(packet.id.clone()),
-                reference: None,
-                at: rfc3339(grab.at_ms),
-            };
-            state.credit(&grab.user, credit);
+            state.credit(&grab.user, packet_movement(MovementKind::Grab, grab.amount_cents, &packet.id, grab.at_ms));
         }
         Ok(false)
     }
@@ -407,13 +400,7 @@ impl SettleLedger for MemoryLedger {
         if result.refund_cents > 0 {
             recorded.refund_item_cents = Some(result.refund_cents);
             if self.funds == Funds::Wallet {
-                let refund = Movement {
-                    kind: MovementKind::Refund,
-                    amount_cents: result.refund_cents,
-                    packet_id: Some(packet.id.clone()),
-                    reference: None,
-                    at: rfc3339(now_ms),
-                };
+                let refund = packet_movement(MovementKind::Refund, result.refund_cents, &packet.id, now_ms);
                 state.credit(&packet.sender, refund);
             }
         }
