@@ -13,7 +13,7 @@ use super::items::{
     daily_limit_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, GrabItem, IdempotencyItem, MovementItem,
     NewMovement, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
 };
-use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::table::{from_item, newest_first, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use super::wallet;
 use crate::clock::{rfc3339, Millis};
@@ -253,14 +253,7 @@ impl Ledger for DynamoLedger {
             return self.received_with_wallet(user, page).await;
         }
         let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
-        let output = self
-            .history_query(user, role)?
-            .scan_index_forward(false)
-            .limit(page.limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
+        let output = newest_first(self.history_query(user, role)?, page.limit, start).await?;
         let next_cursor = output.last_evaluated_key.as_ref().and_then(history::encode_cursor);
         let found = output.items.unwrap_or_default();
         let items = match role {
@@ -296,14 +289,7 @@ impl Ledger for DynamoLedger {
             return Err(StoreError::Conflict(Conflict::NoWallets));
         }
         let start = page.cursor.map(|cursor| wallet::decode_cursor(cursor, user)).transpose()?;
-        let output = self
-            .movements_query(user)?
-            .scan_index_forward(false)
-            .limit(page.limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
+        let output = newest_first(self.movements_query(user)?, page.limit, start).await?;
         let next_cursor = output.last_evaluated_key.as_ref().and_then(wallet::encode_cursor);
         let items = output
             .items

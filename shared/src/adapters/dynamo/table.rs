@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
@@ -159,6 +161,15 @@ impl DynamoLedger {
             .map_err(unavailable)?;
         output.item.map(from_item).transpose()
     }
+}
+
+/// One page of `query`, newest first: at most `limit` items, from `start`.
+pub(super) async fn newest_first(
+    query: QueryFluentBuilder,
+    limit: u32,
+    start: Option<HashMap<String, AttributeValue>>,
+) -> Result<QueryOutput, StoreError> {
+    query.scan_index_forward(false).limit(limit as i32).set_exclusive_start_key(start).send().await.map_err(unavailable)
 }
 
 /// DynamoDB could not be reached, or failed to answer.
