@@ -1,6 +1,5 @@
-//! Lambda entry point of `grab`: one request at a time on standard Lambda, `AWS_LAMBDA_MAX_CONCURRENCY`
-//! at once under Lambda Managed Instances, sharing one Redis connection, where grabs of one
-//! packet go to Redis together.
+//! Lambda entry point of `grab`: one request at a time on standard Lambda, `AWS_LAMBDA_MAX_CONCURRENCY` at once
+//! under Lambda Managed Instances, sharing one Redis connection, where grabs of one packet go to Redis together.
 
 use std::sync::Arc;
 

@@ -45,9 +45,7 @@ pub struct DynamoLedger {
 impl DynamoLedger {
     /// A ledger on `config`'s table through `client`.
     pub fn new(client: Client, config: &Config) -> Self {
-        let ledger = Self::on_first_use(client::Connection::default(), config);
-        ledger.client.get_or_init(|| client);
-        ledger
+        DynamoLedger { client: Arc::new(client.into()), ..Self::on_first_use(client::Connection::default(), config) }
     }
 
     /// A ledger on `config`'s table whose client is built from `connection` when first needed:
