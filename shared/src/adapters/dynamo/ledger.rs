@@ -89,14 +89,7 @@ impl DynamoLedger {
         let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
         items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
-            let debit = NewMovement {
-                user: &packet.sender,
-                kind: MovementKind::Send,
-                amount_cents: packet.total_cents,
-                packet_id: Some(&packet.id),
-                reference: None,
-                at_ms: packet.created_at_ms,
-            };
+            let debit = NewMovement::of_sender(packet, MovementKind::Send, packet.total_cents, packet.created_at_ms);
             items.extend(self.debit(&MovementItem::new(debit, stamp)));
         }
         items

@@ -218,14 +218,7 @@ impl SettleLedger for DynamoLedger {
             items.push(Write::Refund, TransactWriteItem::builder().put(put).build());
             if self.funds == Funds::Wallet {
                 // The refund's credit rides on the packet's condition (still open): once only.
-                let refund = NewMovement {
-                    user: &packet.sender,
-                    kind: MovementKind::Refund,
-                    amount_cents: result.refund_cents,
-                    packet_id: Some(&packet.id),
-                    reference: None,
-                    at_ms: now_ms,
-                };
+                let refund = NewMovement::of_sender(packet, MovementKind::Refund, result.refund_cents, now_ms);
                 items.extend(self.credit(&MovementItem::new(refund, stamp)));
             }
         }

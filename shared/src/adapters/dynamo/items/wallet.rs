@@ -99,6 +99,13 @@ pub struct NewMovement<'a> {
     pub at_ms: Millis,
 }
 
+impl<'a> NewMovement<'a> {
+    /// A movement of `packet`'s sender's wallet about `packet`: its send's debit, its refund.
+    pub fn of_sender(packet: &'a Packet, kind: MovementKind, amount_cents: Cents, at_ms: Millis) -> Self {
+        NewMovement { user: &packet.sender, kind, amount_cents, packet_id: Some(&packet.id), reference: None, at_ms }
+    }
+}
+
 impl MovementItem {
     /// The credit of `grab` of `packet` to its grabber, which is also the ledger's record of
     /// the grab (`GrabRecorded`), written at `written_at_ms`.
