@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 use futures::stream::{self, StreamExt};
 
 use super::items::{grab_movement_sk, packet_pk, wallet_pk, write_stamp, CasualtyItem, MovementItem, ShareItem};
-use super::settle::WRITES_IN_FLIGHT;
+use super::settle::{all_of, WRITES_IN_FLIGHT};
 use super::table::{condition_failed_item, from_item, to_item, unavailable, write_failed, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::Millis;
@@ -108,13 +108,7 @@ impl DynamoLedger {
         let grabs: Vec<&LoggedGrab> = grabs.iter().collect();
         let batches: Vec<_> =
             batches_of_distinct_users(&grabs).into_iter().map(|batch| self.claim_and_credit(packet, batch)).collect();
-        let outcomes: Vec<Result<Vec<Refusal>, StoreError>> =
-            stream::iter(batches).buffer_unordered(BATCHES_IN_FLIGHT).collect().await;
-        let mut refused = Vec::new();
-        for outcome in outcomes {
-            refused.extend(outcome?);
-        }
-        Ok(refused)
+        all_of(batches, BATCHES_IN_FLIGHT).await
     }
 
     /// Claims the shares of `batch`, then credits the grabs whose claims hold.

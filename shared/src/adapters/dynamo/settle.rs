@@ -4,6 +4,7 @@
 //! shard.
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
@@ -25,6 +26,21 @@ use crate::ports::{SettleLedger, StoreError};
 
 /// Conditional writes one packet's settle keeps in flight at once.
 pub(super) const WRITES_IN_FLIGHT: usize = 32;
+
+/// Runs `writes`, `in_flight` at a time, and gathers what they all return once every one has
+/// finished; a failure of any is the answer instead.
+pub(super) async fn all_of<W, T>(writes: Vec<W>, in_flight: usize) -> Result<Vec<T::Item>, StoreError>
+where
+    W: Future<Output = Result<T, StoreError>>,
+    T: IntoIterator,
+{
+    let outcomes: Vec<Result<T, StoreError>> = stream::iter(writes).buffer_unordered(in_flight).collect().await;
+    let mut gathered = Vec::new();
+    for outcome in outcomes {
+        gathered.extend(outcome?);
+    }
+    Ok(gathered)
+}
 
 impl DynamoLedger {
     /// The update finalising `packet` as `result` says, at `now_ms`, stamped `stamp`: its
@@ -91,13 +107,7 @@ impl SettleLedger for DynamoLedger {
         // The futures are built first: a stream holding a closure over borrowed items trips
         // rustc's higher-ranked `Send` inference (rust-lang/rust#102211) in callers.
         let writes: Vec<_> = grabs.iter().map(|grab| self.record_grab(packet, grab)).collect();
-        let outcomes: Vec<Result<Option<Refusal>, StoreError>> =
-            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
-        let mut refused = Vec::new();
-        for outcome in outcomes {
-            refused.extend(outcome?);
-        }
-        Ok(refused)
+        all_of(writes, WRITES_IN_FLIGHT).await
     }
 
     /// Records a grab whose share claim is written: returns true when the user already holds
@@ -188,13 +198,7 @@ impl SettleLedger for DynamoLedger {
                 }
             })
             .collect();
-        let outcomes: Vec<Result<Option<u32>, StoreError>> =
-            stream::iter(writes).buffer_unordered(WRITES_IN_FLIGHT).collect().await;
-        let mut taken = Vec::new();
-        for outcome in outcomes {
-            taken.extend(outcome?);
-        }
-        Ok(taken)
+        all_of(writes, WRITES_IN_FLIGHT).await
     }
 
     /// Finalises a packet once: one transaction writes the refund (when there is one) with its
