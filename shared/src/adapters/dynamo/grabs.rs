@@ -12,7 +12,7 @@ use futures::stream::{self, StreamExt};
 
 use super::items::{grab_movement_sk, packet_pk, wallet_pk, write_stamp, CasualtyItem, MovementItem, ShareItem};
 use super::settle::{all_of, WRITES_IN_FLIGHT};
-use super::table::{condition_failed_item, from_item, to_item, unavailable, write_failed, DynamoLedger};
+use super::table::{from_item, to_item, unavailable, write_failed, DynamoLedger, PutIfNew};
 use super::transaction::{Transaction, Write};
 use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
@@ -72,25 +72,9 @@ impl DynamoLedger {
     /// Claims `grab`'s share (`SHARE#<seq>`): new, or held by this user for this amount
     /// already. Returns the refusal when another grab holds it.
     async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, StoreError> {
-        let claim = self
-            .client()?
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(&ShareItem::grabbed(packet, grab))))
-            .condition_expression("attribute_not_exists(pk)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match claim {
-            Ok(_) => Ok(None),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                let held = condition_failed_item(error.as_service_error());
-                let held: Option<ShareItem> = held.map(from_item).transpose()?;
-                let same = held.map(|item| item.claim()).transpose()?.is_some_and(|claim| claim.holds(grab));
-                Ok((!same).then(|| Refusal::ShareHeld(grab.clone())))
-            }
-            Err(error) => Err(write_failed(error)),
-        }
+        let PutIfNew::Taken(held) = self.put_if_new(&ShareItem::grabbed(packet, grab)).await? else { return Ok(None) };
+        let same = held.map(|item| item.claim()).transpose()?.is_some_and(|claim| claim.holds(grab));
+        Ok((!same).then(|| Refusal::ShareHeld(grab.clone())))
     }
 
     /// With the wallet: the grabs in batches of up to [`CREDITS_PER_TRANSACTION`] distinct

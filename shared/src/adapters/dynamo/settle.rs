@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 use std::future::Future;
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
 
 use super::items::{
     open_partitions, packet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem, NewMovement, RefundItem, ShareItem,
     META, PACKET_PREFIX, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
-use super::table::{condition_failed_item, from_item, to_item, unavailable, write_failed, DynamoLedger, OPEN_INDEX};
+use super::table::{from_item, to_item, unavailable, write_failed, DynamoLedger, PutIfNew, OPEN_INDEX};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::LoggedGrab;
@@ -130,25 +130,11 @@ impl SettleLedger for DynamoLedger {
             let recorded = recorded.and_then(|credit| credit.logged());
             return Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents));
         }
-        let written = self
-            .client()?
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(to_item(&GrabItem::new(packet, grab, stamp))))
-            .condition_expression("attribute_not_exists(pk)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match written {
-            Ok(_) => Ok(false),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                // Recorded before (kept as it was, its first time too); another share is refused.
-                let recorded = condition_failed_item(error.as_service_error());
-                let recorded: Option<GrabItem> = recorded.map(from_item).transpose()?;
-                Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
-            }
-            Err(error) => Err(write_failed(error)),
-        }
+        // Recorded before (kept as it was, its first time too); another share is refused.
+        let PutIfNew::Taken(recorded) = self.put_if_new(&GrabItem::new(packet, grab, stamp)).await? else {
+            return Ok(false);
+        };
+        Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
     }
 
     /// Records a casualty of a disagreement between Redis and the ledger, once (its item's

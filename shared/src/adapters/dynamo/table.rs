@@ -11,9 +11,10 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    ProjectionType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::client;
@@ -142,6 +143,32 @@ impl DynamoLedger {
         item.map(|item| item.packet()).transpose()
     }
 
+    /// Puts `item` only if its key is new; when it is not, the item in its place comes back
+    /// (as DynamoDB returns it on a failed condition). A failed write is [`write_failed`].
+    pub(super) async fn put_if_new<T: Serialize + DeserializeOwned>(
+        &self,
+        item: &T,
+    ) -> Result<PutIfNew<T>, StoreError> {
+        let written = self
+            .client()?
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(item)))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(PutIfNew::Written),
+            Err(error) => match error.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    Ok(PutIfNew::Taken(failed.item().cloned().map(from_item).transpose()?))
+                }
+                _ => Err(write_failed(error)),
+            },
+        }
+    }
+
     pub(super) async fn get<T: for<'de> Deserialize<'de>>(
         &self,
         pk: String,
@@ -170,6 +197,14 @@ pub(super) async fn newest_first(
     query.scan_index_forward(false).limit(limit as i32).set_exclusive_start_key(start).send().await.map_err(unavailable)
 }
 
+/// What putting an item only if its key is new came to.
+pub(super) enum PutIfNew<T> {
+    /// Written.
+    Written,
+    /// The key was taken: the item in its place, when DynamoDB returned it.
+    Taken(Option<T>),
+}
+
 /// DynamoDB could not be reached, or failed to answer.
 pub(super) fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
     StoreError::dynamodb_unavailable(DisplayErrorContext(error))
@@ -183,14 +218,6 @@ pub(super) fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue
 /// An item read back into its struct; one that does not fit is corrupt.
 pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, StoreError> {
     serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
-}
-
-/// The item a `PutItem` found in place when its condition failed (`ReturnValuesOnConditionCheckFailure`).
-pub(super) fn condition_failed_item(error: Option<&PutItemError>) -> Option<HashMap<String, AttributeValue>> {
-    match error? {
-        PutItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
-        _ => None,
-    }
 }
 
 /// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
