@@ -11,7 +11,7 @@ use red_packets::config::Config;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{Packet, PacketKind, UserId};
 use red_packets::packets;
-use red_packets::ports::{Ledger, LiveStore, SettleLedger, SettleQueue, Wallets};
+use red_packets::ports::{Ledger, LiveStore, SettleCursor, SettleIndex, SettleLedger, Wallets};
 use red_packets::settle::Settler;
 use red_packets::{Clock, SystemClock};
 use serde::Serialize;

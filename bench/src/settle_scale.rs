@@ -15,8 +15,8 @@ use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::Role;
 use red_packets::domain::{Packet, PacketKind, UserId};
 use red_packets::packets;
-use red_packets::ports::Ledger;
-use red_packets::ports::SettleQueue;
+use red_packets::ports::{Ledger, PageRequest};
+use red_packets::ports::{SettleCursor, SettleIndex};
 use red_packets::settle::Settler;
 use red_packets::SystemClock;
 use serde::Serialize;
@@ -177,7 +177,10 @@ async fn freshness(config: &Config, ledger: &DynamoLedger) -> (f64, Vec<f64>) {
                 return None;
             }
             while granted.elapsed() < Duration::from_secs(30) {
-                let page = ledger.history(&user, Role::Received, 5, None).await.expect("history");
+                let page = ledger
+                    .history(&user, Role::Received, PageRequest { limit: 5, cursor: None })
+                    .await
+                    .expect("history");
                 if page.items.iter().any(|item| item.packet_id == packet.id) {
                     return Some(granted.elapsed().as_secs_f64() * 1000.0);
                 }

@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, ReturnConsumedCa
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
 use red_packets::domain::Funds;
-use red_packets::ports::{SettleQueue, Wallets};
+use red_packets::ports::{SettleCursor, SettleIndex, Wallets};
 use red_packets::settle::Settler;
 use red_packets::{Clock, SystemClock};
 use serde::Serialize;

@@ -24,7 +24,7 @@ use red_packets::domain::{
     Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, PassphraseDigest,
     Seed, UserId,
 };
-use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleQueue};
+use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleIndex};
 use red_packets::Config;
 
 const START_MS: i64 = 1_700_000_000_000;

@@ -21,17 +21,18 @@ use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
-use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, StoreError};
+use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
 use red_packets::Config;
 use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
 
 /// The real ledger, counting packet reads; it can be told to fail the next read as an
-/// unreachable DynamoDB would.
+/// unreachable DynamoDB would. Clones share the counter and the switch.
+#[derive(Clone)]
 struct CountingLedger {
     inner: DynamoLedger,
-    packet_reads: AtomicUsize,
-    fail_next_read: AtomicBool,
+    packet_reads: Arc<AtomicUsize>,
+    fail_next_read: Arc<AtomicBool>,
 }
 
 impl CountingLedger {
@@ -57,18 +58,12 @@ impl Ledger for CountingLedger {
         self.inner.ledger_packet(id).await
     }
 
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        self.inner.history(user, role, limit, cursor).await
+    async fn history(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
+        self.inner.history(user, role, page).await
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
-        self.inner.wallet(user, limit, cursor).await
+    async fn wallet(&self, user: &UserId, page: PageRequest<'_>) -> Result<WalletPage, StoreError> {
+        self.inner.wallet(user, page).await
     }
 }
 
@@ -295,11 +290,10 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
 async fn instances(
     config: &Config,
     instances: usize,
-) -> (Arc<CountingLedger>, Vec<Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>>) {
+) -> (CountingLedger, Vec<Arc<GrabService<Arc<RedisStore>, CountingLedger>>>) {
     let inner = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), config);
     inner.ensure_table().await.expect("DynamoDB Local is reachable");
-    let ledger =
-        Arc::new(CountingLedger { inner, packet_reads: AtomicUsize::new(0), fail_next_read: AtomicBool::new(false) });
+    let ledger = CountingLedger { inner, packet_reads: Arc::default(), fail_next_read: Arc::default() };
     let services = (0..instances)
         .map(|_| {
             Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone(), config.passphrase_key.clone()))
@@ -310,7 +304,7 @@ async fn instances(
 
 /// Every grab of `users` on every one of `ids`, all at once, spread over `services`.
 async fn flood(
-    services: &[Arc<GrabService<Arc<RedisStore>, Arc<CountingLedger>>>],
+    services: &[Arc<GrabService<Arc<RedisStore>, CountingLedger>>],
     ids: &[String],
     users: &[String],
 ) -> Vec<(String, String, u16, Value)> {

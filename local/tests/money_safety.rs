@@ -13,7 +13,7 @@ use red_packets::adapters::RedisStore;
 use red_packets::domain::ledger::ShareHolder;
 use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
 use red_packets::funds::{reconcile, Cutoff};
-use red_packets::ports::{SettleQueue, Wallets};
+use red_packets::ports::{SettleCursor, Wallets};
 use red_packets::settle::Settler;
 use red_packets::Clock;
 use serde_json::{json, Value};

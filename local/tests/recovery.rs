@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use red_packets::adapters::redis::store::RETIRED_KEEP_MS;
 use red_packets::domain::{EventType, Funds, PacketId, PacketStatus, TopUp, UserId};
 use red_packets::funds::{reconcile, Cutoff};
-use red_packets::ports::{SettleQueue, Wallets};
+use red_packets::ports::{SettleIndex, Wallets};
 use red_packets::settle::{FaultPoint, SettleRequest};
 use red_packets::Clock;
 use serde_json::json;

@@ -18,7 +18,7 @@ use red_packets::domain::recovery::{Casualty, Remedy};
 use red_packets::domain::wallet::{MovementKind, TopUp};
 use red_packets::domain::{Cents, Funds, PacketId, PacketStatus, UserId};
 use red_packets::funds::{reconcile, Cutoff};
-use red_packets::ports::{SettleLedger, Wallets};
+use red_packets::ports::{Ledger, SettleLedger, Wallets};
 use red_packets::settle::FaultPoint;
 use red_packets::{Clock, Config};
 use serde_json::json;

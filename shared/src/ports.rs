@@ -189,7 +189,6 @@ pub enum Frozen {
     },
 }
 
-/// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
 /// A packet as the live store is to hold it: the packet, cancelled or not, `closed` to grabs or
 /// not, the grabs already taken and the shares still to hand out, in order.
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +205,7 @@ pub struct PacketImage<'a> {
     pub pool: &'a [(u32, Cents)],
 }
 
+/// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyClaim {
     /// The header's value.
@@ -253,8 +253,7 @@ pub trait Ledger: Send + Sync {
         &self,
         user: &UserId,
         role: Role,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// `user`'s balance and one page of their movements, newest first
@@ -262,9 +261,18 @@ pub trait Ledger: Send + Sync {
     fn wallet(
         &self,
         user: &UserId,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send;
+}
+
+/// Which page of a listing the caller asks for: at most `limit` entries, from `cursor` (what
+/// the page before handed out; `None` for the first page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest<'a> {
+    /// The most entries the page holds.
+    pub limit: u32,
+    /// Where the page starts: the cursor the page before handed out.
+    pub cursor: Option<&'a str>,
 }
 
 /// The ledger as a whole, for reconciliation.
@@ -294,10 +302,10 @@ pub trait ReportSink: Send + Sync {
     fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
-/// The settle side of the live store: which packets have work, closing, progress marks,
-/// re-sync and retirement, and a run's own bookkeeping. Shards split the open packets so that
-/// several settle invocations share them; a range is `[first, last]` shard.
-pub trait SettleQueue: LiveStore {
+/// The live store's index of packets for settle, and what settle does to each packet there:
+/// which packets have work, closing, progress marks, re-sync, retirement and quarantine. Shards
+/// split the open packets so that several settle invocations share them.
+pub trait SettleIndex: LiveStore {
     /// How many shards index open packets (`SETTLE_SHARDS`).
     fn settle_shards(&self) -> u32;
 
@@ -342,7 +350,7 @@ pub trait SettleQueue: LiveStore {
 
     /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
     /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought
-    /// them back (see [`SettleQueue::packets_with_work`]).
+    /// them back (see [`SettleIndex::packets_with_work`]).
     fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Sets a packet whose books cannot balance aside for an operator, out of `shard`, closed
@@ -361,7 +369,12 @@ pub trait SettleQueue: LiveStore {
     /// when it was not in quarantine. Settle then finalises it, or quarantines it again when the
     /// ledger still does not explain it.
     fn release(&self, id: &PacketId) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
 
+/// Where settle's runs stand, kept in the live store: where a run over a range of shards
+/// resumes, the recovery sweep's rotation, and the earlier shard layouts still to drain. A range
+/// is `[first, last]` shard.
+pub trait SettleCursor: Send + Sync {
     /// Where a run over `range` that stopped early left off.
     fn resume_shard(&self, range: [u32; 2]) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
 
@@ -479,47 +492,5 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
 
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
         (**self).cancel(id, now_ms)
-    }
-}
-
-impl<T: Ledger> Ledger for std::sync::Arc<T> {
-    fn record_packet(
-        &self,
-        packet: &Packet,
-        claim: Option<&IdempotencyClaim>,
-    ) -> impl Future<Output = Result<Recorded, StoreError>> + Send {
-        (**self).record_packet(packet, claim)
-    }
-
-    fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, StoreError>> + Send {
-        (**self).ledger_packet(id)
-    }
-
-    fn cancel(
-        &self,
-        id: &PacketId,
-        sender: &UserId,
-        now_ms: Millis,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).cancel(id, sender, now_ms)
-    }
-
-    fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send {
-        (**self).history(user, role, limit, cursor)
-    }
-
-    fn wallet(
-        &self,
-        user: &UserId,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send {
-        (**self).wallet(user, limit, cursor)
     }
 }

@@ -1,13 +1,12 @@
-//! Lambda entry point of `grab`: one request at a time on standard Lambda, `AWS_LAMBDA_MAX_CONCURRENCY`
-//! at once under Lambda Managed Instances, sharing one Redis connection, where grabs of one
-//! packet go to Redis together.
+//! Lambda entry point of `grab`: one request at a time on standard Lambda, `AWS_LAMBDA_MAX_CONCURRENCY` at once
+//! under Lambda Managed Instances, sharing one Redis connection, where grabs of one packet go to Redis together.
 
 use std::sync::Arc;
 
 use lambda_http::lambda_runtime::layers::TracingLayer;
 use lambda_http::{service_fn, Error};
 use red_packets::adapters::dynamo::client::Connection;
-use red_packets::adapters::{LazyLedger, RedisStore};
+use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::telemetry::{self, ConcurrentMetricsLayer};
 use red_packets::Config;
 
@@ -15,8 +14,7 @@ use red_packets::Config;
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
-    // The ledger answers only packets Redis no longer holds: its client is built when first needed.
-    let ledger = LazyLedger::new(&config, Connection::from_env());
+    let ledger = DynamoLedger::on_first_use(Connection::from_env(), &config);
     let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone()));
     let handler = service_fn(move |request| {
         let service = service.clone();

@@ -10,7 +10,7 @@ use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
 use red_packets::http::{caller, json_response, packet_id, respond};
 use red_packets::packets::current_view;
-use red_packets::ports::{Ledger, LiveStore};
+use red_packets::ports::{Ledger, LiveStore, PageRequest};
 use red_packets::{ApiError, Clock, SystemClock};
 
 /// Largest history page.
@@ -75,7 +75,8 @@ async fn history<S: LiveStore, L: Ledger>(
         .first("role")
         .and_then(Role::parse)
         .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
-    let page = service.ledger.history(&user, role, page_limit(request)?, query.first("cursor")).await?;
+    let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
+    let page = service.ledger.history(&user, role, asked).await?;
     Ok(json_response(StatusCode::OK, &page))
 }
 
@@ -85,7 +86,8 @@ async fn wallet<S: LiveStore, L: Ledger>(
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let cursor = request.query_string_parameters_ref().and_then(|query| query.first("cursor").map(str::to_owned));
-    let page = service.ledger.wallet(&user, page_limit(request)?, cursor.as_deref()).await?;
+    let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
+    let page = service.ledger.wallet(&user, asked).await?;
     Ok(json_response(StatusCode::OK, &page))
 }
 

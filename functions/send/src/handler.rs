@@ -110,8 +110,6 @@ mod tests {
     //! The handler on the in-memory stores (no service needed); the integration suites in
     //! `local/tests` run it on Redis and DynamoDB Local.
 
-    use std::sync::Arc;
-
     use super::*;
     use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::adapters::RedisStore;
@@ -130,8 +128,8 @@ mod tests {
         Config::from_lookup(|name| setting(name).or_else(|| (name == "FUNDS").then(|| "none".to_owned()))).unwrap()
     }
 
-    fn service(config: &Config) -> SendService<Arc<MemoryLedger>, MemoryStore> {
-        SendService::new(Arc::new(MemoryLedger::new(config)), MemoryStore::new(config.settle_shards), config)
+    fn service(config: &Config) -> SendService<MemoryLedger, MemoryStore> {
+        SendService::new(MemoryLedger::new(config), MemoryStore::new(config.settle_shards), config)
     }
 
     fn send_event(edit: impl FnOnce(&mut Value)) -> Request {
@@ -248,7 +246,7 @@ mod tests {
         let mut broken = config.clone();
         broken.redis.url = "redis://127.0.0.1:1".into();
         broken.redis.timeout = std::time::Duration::from_millis(200);
-        let ledger = Arc::new(MemoryLedger::new(&config));
+        let ledger = MemoryLedger::new(&config);
         let key = PacketId::random().to_string();
         let request = || send_event(|event| events::set_header(event, "Idempotency-Key", Some(&key)));
 

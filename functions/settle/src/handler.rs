@@ -9,7 +9,7 @@
 //! alarms fire on a missing heartbeat, the other alarms on a run that ran and failed.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
-use red_packets::ports::{SettleLedger, SettleQueue};
+use red_packets::ports::{SettleCursor, SettleIndex, SettleLedger};
 use red_packets::settle::{SettleError, SettleRequest, SettleSummary, Settler};
 use serde_json::Value;
 
@@ -39,7 +39,7 @@ impl From<SettleFailure> for Diagnostic {
 /// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard;
 /// `"release": [ids]` takes packets out of quarantine first. The summary lists the packets in
 /// quarantine after the run.
-pub async fn handle<S: SettleQueue, L: SettleLedger>(
+pub async fn handle<S: SettleIndex + SettleCursor, L: SettleLedger>(
     settler: &Settler<S, L>,
     event: LambdaEvent<Value>,
 ) -> Result<SettleSummary, SettleFailure> {
@@ -60,7 +60,7 @@ pub async fn handle<S: SettleQueue, L: SettleLedger>(
 
 /// One invocation's work: the releases, then draining `shards` until the deadline, then the
 /// packets in quarantine.
-async fn settle_shards<S: SettleQueue, L: SettleLedger>(
+async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
     settler: &Settler<S, L>,
     request: &SettleRequest,
     shards: std::ops::RangeInclusive<u32>,

@@ -10,6 +10,7 @@ use red_packets::adapters::{DeployedSettler, DynamoLedger, RedisStore};
 use red_packets::clock::ManualClock;
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};
+use red_packets::ports::Ledger;
 use red_packets::settle::{FaultPoint, SettleSummary, Settler};
 use red_packets::{events, Config};
 use serde_json::Value;

@@ -8,7 +8,7 @@ pub mod memory;
 pub mod redis;
 
 pub use self::redis::RedisStore;
-pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, LazyLedger, RawItem};
+pub use dynamo::{item_keys, ledger_item, CollectionFeed, DynamoLedger, RawItem};
 pub use export::{ExportFile, ExportWriter, ReportDirectory};
 
 /// Settle on the deployed stores: ElastiCache (Redis, Valkey) and DynamoDB.

@@ -43,7 +43,7 @@ use thiserror::Error;
 
 use crate::clock::{Clock, Millis, SystemClock};
 use crate::domain::PacketId;
-use crate::ports::{SettleLedger, SettleQueue, StoreError};
+use crate::ports::{SettleIndex, SettleLedger, StoreError};
 
 pub use crate::telemetry::RECONCILIATION_MISMATCH;
 pub use summary::{SettleSummary, QUARANTINE_LISTED};
@@ -141,7 +141,7 @@ pub struct Settler<S, L> {
     drain_ms: Millis,
 }
 
-impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
+impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
     /// A settler with the system clock, for business time and for its time budget alike.
     pub fn new(store: Arc<S>, ledger: L) -> Self {
         Settler {

@@ -13,7 +13,7 @@ use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, Mismatch};
 use crate::domain::{Cents, LivePacket, Packet, PacketId, PacketStatus};
 use crate::packets::reload_from_ledger;
-use crate::ports::{CloseOutcome, Frozen, PacketImage, Restored, SettleLedger, SettleQueue, StoreError};
+use crate::ports::{CloseOutcome, Frozen, PacketImage, Restored, SettleIndex, SettleLedger, StoreError};
 use crate::telemetry::{GRAB_REVOKED, PACKET_QUARANTINED};
 
 /// Stops the pass at `$point` when a test asked settle to crash there (`Settler::crashing_at`);
@@ -54,7 +54,7 @@ pub(super) struct PacketPass<'a, S, L> {
     summary: SettleSummary,
 }
 
-impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
+impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
     /// The pass of packet `id` of `shard`.
     pub(super) fn pass<'a>(&'a self, id: &'a PacketId, shard: u32) -> PacketPass<'a, S, L> {
         PacketPass {
@@ -70,7 +70,7 @@ impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
     }
 }
 
-impl<S: SettleQueue, L: SettleLedger> PacketPass<'_, S, L> {
+impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
     /// Runs the pass; returns what it did, and how it ended.
     pub(super) async fn run(mut self) -> (SettleSummary, Result<(), Stop>) {
         let result = self.settle().await;

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::clock::Millis;
 use crate::domain::PacketId;
-use crate::ports::{SettleLedger, SettleQueue, StoreError};
+use crate::ports::{SettleCursor, SettleIndex, SettleLedger, StoreError};
 use crate::telemetry::{SETTLE_PACKET_SKIPPED, SETTLE_STOPPED};
 
 /// Which shards a run reads from the ledger's open index.
@@ -36,7 +36,7 @@ impl Sweep {
     }
 }
 
-impl<S: SettleQueue, L: SettleLedger> Settler<S, L> {
+impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
     /// Settles `shards`, [`PACKETS_IN_FLIGHT`] packets at a time, taking no new packet once
     /// `deadline_ms` (epoch ms, on the wall clock) is within [`DEADLINE_MARGIN_MS`]. A run that stopped
     /// early resumes at the shard it stopped in; the run that covers the last shard also drains

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use red_packets::adapters::RedisStore;
 use red_packets::domain::PacketId;
-use red_packets::ports::SettleQueue;
+use red_packets::ports::SettleIndex;
 use red_packets::{Clock, SystemClock};
 
 /// How far behind the promoted replica is: about one settle pass, so some of the writes it loses

@@ -11,7 +11,7 @@ use red_packets::clock::{parse_rfc3339, Millis};
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::packet::PacketStatus;
 use red_packets::domain::PacketId;
-use red_packets::ports::SettleQueue;
+use red_packets::ports::{Ledger, SettleIndex};
 use red_packets::{Clock, SystemClock};
 
 use crate::failover::Failover;

@@ -242,7 +242,7 @@ impl DynamoLedger {
                 .build(),
         );
         let page = self
-            .client
+            .client()?
             .scan()
             .table_name(&self.table)
             .segment(segment)
@@ -258,38 +258,9 @@ impl DynamoLedger {
         Ok((page.items.unwrap_or_default(), page.last_evaluated_key))
     }
 
-    /// `user`'s balance and its movements, read so that they agree in time: the balance, then
-    /// the movements, then the balance again, accepted when both reads of the balance are the
-    /// same, count of movements (`moves`, bumped by every change) included: no change committed
-    /// between them, so the movements read in between are the ones the balance reflects.
-    /// Retried while the wallet keeps moving; a movement the books cannot read leaves the scan's
-    /// reading standing (the scan reported it).
-    async fn wallet_reread(&self, user: &UserId) -> Result<Reread, StoreError> {
-        let balance = || async {
-            let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
-            let item = item.unwrap_or_default();
-            Ok::<_, StoreError>((item.balance_cents, item.moves))
-        };
-        for attempt in 0..EXACT_READ_ATTEMPTS {
-            let before = balance().await?;
-            let mut sum = 0i128;
-            for movement in self.movements_of(user).await? {
-                match movement {
-                    Some(movement) => sum += movement.kind.delta(movement.amount_cents),
-                    None => return Ok(Reread::Impossible),
-                }
-            }
-            if balance().await? == before {
-                return Ok(Reread::Exact(WalletTally { balance_cents: before.0, movements_cents: sum }));
-            }
-            tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1))).await;
-        }
-        Ok(Reread::KeptMoving)
-    }
-
     /// Every movement of `user`'s wallet (strongly consistent); `None` for one the books cannot read.
-    async fn movements_of(&self, user: &UserId) -> Result<Vec<Option<MovementRecord>>, StoreError> {
-        let mut pages = self.movements_query(user).consistent_read(true).into_paginator().items().send();
+    async fn movement_records(&self, user: &UserId) -> Result<Vec<Option<MovementRecord>>, StoreError> {
+        let mut pages = self.movements_query(user)?.consistent_read(true).into_paginator().items().send();
         let mut movements = Vec::new();
         while let Some(item) = pages.next().await {
             let item = serde_dynamo::Item::from(item.map_err(unavailable)?).into();
@@ -358,11 +329,36 @@ impl Books for DynamoLedger {
         Ok(())
     }
 
+    /// `user`'s balance and its movements, read so that they agree in time: the balance, then
+    /// the movements, then the balance again, accepted when both reads of the balance are the
+    /// same, count of movements (`moves`, bumped by every change) included: no change committed
+    /// between them, so the movements read in between are the ones the balance reflects.
+    /// Retried while the wallet keeps moving; a movement the books cannot read leaves the scan's
+    /// reading standing (the scan reported it).
     async fn wallet_exact(&self, user: &UserId) -> Result<Reread, StoreError> {
-        self.wallet_reread(user).await
+        let balance = || async {
+            let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
+            let item = item.unwrap_or_default();
+            Ok::<_, StoreError>((item.balance_cents, item.moves))
+        };
+        for attempt in 0..EXACT_READ_ATTEMPTS {
+            let before = balance().await?;
+            let mut sum = 0i128;
+            for movement in self.movement_records(user).await? {
+                match movement {
+                    Some(movement) => sum += movement.kind.delta(movement.amount_cents),
+                    None => return Ok(Reread::Impossible),
+                }
+            }
+            if balance().await? == before {
+                return Ok(Reread::Exact(WalletTally { balance_cents: before.0, movements_cents: sum }));
+            }
+            tokio::time::sleep(Duration::from_millis(5 * u64::from(attempt + 1))).await;
+        }
+        Ok(Reread::KeptMoving)
     }
 
     async fn movements_of(&self, user: &UserId) -> Result<Vec<MovementRecord>, StoreError> {
-        Ok(DynamoLedger::movements_of(self, user).await?.into_iter().flatten().collect())
+        Ok(self.movement_records(user).await?.into_iter().flatten().collect())
     }
 }

@@ -28,7 +28,7 @@ use crate::config::ConfigError;
 pub const AMAZON_TRUST_SERVICES: &[u8] = include_bytes!("../../../certs/amazon-trust-services.pem");
 
 /// Where the client connects and what it trusts, as the environment says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Connection {
     /// `AWS_REGION` (set by Lambda), else `AWS_DEFAULT_REGION`.
     pub region: Option<String>,

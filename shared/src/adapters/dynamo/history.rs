@@ -5,20 +5,21 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use super::items::{
-    history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, PacketItem, CASUALTY_PREFIX, GRAB_PREFIX,
-    META, MOVE_PREFIX, PACKET_PREFIX,
+    history_pk, packet_pk, wallet_pk, CasualtyItem, GrabItem, MovementItem, CASUALTY_PREFIX, GRAB_PREFIX, META,
+    MOVE_PREFIX, PACKET_PREFIX,
 };
 use super::table::{from_item, unavailable, DynamoLedger, HISTORY_INDEX};
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::wallet::MovementKind;
-use crate::domain::{Funds, PacketId, PacketStatus, UserId};
-use crate::ports::StoreError;
+use crate::domain::{PacketId, PacketStatus, UserId};
+use crate::ports::{PageRequest, StoreError};
 
 /// The history index's sort key prefix of `role`'s items.
 fn sort_key_prefix(role: Role) -> &'static str {
@@ -28,13 +29,19 @@ fn sort_key_prefix(role: Role) -> &'static str {
     }
 }
 
-fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
+/// The history index's cursor: the last item's key.
+pub(super) fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
     let strings: HashMap<&str, &str> =
         key.iter().filter_map(|(name, value)| value.as_s().ok().map(|v| (name.as_str(), v.as_str()))).collect();
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&strings).ok()?))
 }
 
-fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<String, AttributeValue>, StoreError> {
+/// The key a history cursor holds, if it is `owner`'s for `role`.
+pub(super) fn decode_cursor(
+    cursor: &str,
+    owner: &UserId,
+    role: Role,
+) -> Result<HashMap<String, AttributeValue>, StoreError> {
     let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned to you for this role");
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let strings: HashMap<String, String> = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
@@ -55,7 +62,7 @@ fn decode_cursor(cursor: &str, owner: &UserId, role: Role) -> Result<HashMap<Str
 
 /// The received-history entry of an item of the history index: a grab item, or a casualty
 /// (a grab a failover cost its share, with none left to give).
-fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, StoreError> {
+pub(super) fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, StoreError> {
     let revoked = item.get("sk").and_then(|sk| sk.as_s().ok()).is_some_and(|sk| sk.starts_with("CASUALTY#"));
     Ok(if revoked {
         let casualty: CasualtyItem = from_item(item)?;
@@ -86,6 +93,9 @@ fn received_item(item: HashMap<String, AttributeValue>) -> Result<HistoryItem, S
     })
 }
 
+/// An entry of the received history with the wallet, and its place in that history's order.
+type Placed = (String, HistoryItem);
+
 /// The received history's cursor with the wallet: its owner and the last entry's place.
 #[derive(Serialize, Deserialize)]
 struct WalletCursor {
@@ -110,59 +120,16 @@ fn decode_wallet_cursor(cursor: &str, owner: &UserId) -> Result<String, StoreErr
 }
 
 impl DynamoLedger {
-    /// One page of `user`'s history in `role`, newest first.
-    pub async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        if role == Role::Received && self.funds == Funds::Wallet {
-            return self.received_with_wallet(user, limit, cursor).await;
-        }
-        let start = cursor.map(|cursor| decode_cursor(cursor, user, role)).transpose()?;
-        let output = self
-            .client
+    /// A query of `user`'s entries in `role` in the history index.
+    pub(super) fn history_query(&self, user: &UserId, role: Role) -> Result<QueryFluentBuilder, StoreError> {
+        Ok(self
+            .client()?
             .query()
             .table_name(&self.table)
             .index_name(HISTORY_INDEX)
             .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
             .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into()))
-            .scan_index_forward(false)
-            .limit(limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let next_cursor = output.last_evaluated_key.as_ref().and_then(encode_cursor);
-        let found = output.items.unwrap_or_default();
-        let items = match role {
-            Role::Sent => found
-                .into_iter()
-                .map(|item| {
-                    let packet: PacketItem = from_item(item)?;
-                    Ok(HistoryItem {
-                        packet_id: packet.packet_id,
-                        sender: packet.sender,
-                        total_cents: packet.total_cents,
-                        count: packet.count,
-                        status: packet.status,
-                        created_at: packet.created_at,
-                        amount_cents: None,
-                        grabbed_at: None,
-                        revoked_cents: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?,
-            Role::Received => {
-                // Grab items, and the grabs a failover cost their share with none left to give.
-                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
-                self.with_statuses(received).await?
-            }
-        };
-        Ok(HistoryPage { items, next_cursor })
+            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(role).into())))
     }
 
     /// The received history with the wallet, where a grab's record is its credit in the
@@ -170,24 +137,44 @@ impl DynamoLedger {
     /// first, merged with the entries of the history index (the revoked grabs; grab items
     /// written before the credit was the record). The cursor is the last entry's place in that
     /// order, for its owner only.
-    async fn received_with_wallet(
+    pub(super) async fn received_with_wallet(
         &self,
         user: &UserId,
-        limit: u32,
-        cursor: Option<&str>,
+        page: PageRequest<'_>,
     ) -> Result<HistoryPage, StoreError> {
-        let before = cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
-        let limit = limit as usize;
-        let upper = match &before {
+        let before = page.cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
+        let limit = page.limit as usize;
+        let (mut entries, more_credits) = self.received_credits(user, before.as_deref(), limit).await?;
+        entries.extend(self.received_in_index(user, before.as_deref()).await?);
+        entries.sort_by(|a, b| b.0.cmp(&a.0));
+        let next_cursor = if entries.len() > limit || more_credits {
+            entries.truncate(limit);
+            entries.last().map(|(place, _)| encode_wallet_cursor(user, place))
+        } else {
+            None
+        };
+        let items = entries.into_iter().map(|(_, entry)| entry).collect();
+        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+    }
+
+    /// `user`'s grab credits placed before `before` (all with none), newest packet first: pages
+    /// of them until there are `limit` or no more; true when more may follow.
+    async fn received_credits(
+        &self,
+        user: &UserId,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Placed>, bool), StoreError> {
+        let upper = match before {
             Some(place) => format!("{MOVE_PREFIX}{place}"),
             None => "MOVE$".to_owned(),
         };
-        let mut entries: Vec<(String, HistoryItem)> = Vec::new();
+        let mut entries: Vec<Placed> = Vec::new();
         let mut start = None;
         let mut more_credits = true;
         while entries.len() < limit && more_credits {
             let output = self
-                .client
+                .client()?
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("pk = :wallet AND sk BETWEEN :first AND :upper")
@@ -205,7 +192,7 @@ impl DynamoLedger {
             for item in output.items.unwrap_or_default() {
                 let credit: MovementItem = from_item(item)?;
                 let place = credit.sk.trim_start_matches(MOVE_PREFIX).to_owned();
-                if before.as_ref().is_some_and(|before| &place >= before) {
+                if before.is_some_and(|before| place.as_str() >= before) {
                     continue;
                 }
                 let Some(grab) = credit.grab else { continue };
@@ -226,18 +213,14 @@ impl DynamoLedger {
             start = output.last_evaluated_key;
             more_credits = start.is_some();
         }
-        // The index's entries are few (a revoked grab is rare): all of them, in the same order.
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(HISTORY_INDEX)
-            .key_condition_expression("history_pk = :user AND begins_with(history_sk, :prefix)")
-            .expression_attribute_values(":user", AttributeValue::S(history_pk(user)))
-            .expression_attribute_values(":prefix", AttributeValue::S(sort_key_prefix(Role::Received).into()))
-            .into_paginator()
-            .items()
-            .send();
+        Ok((entries, more_credits))
+    }
+
+    /// Every entry of `user`'s received history in the history index placed before `before`
+    /// (all with none), in the credits' order: they are few (a revoked grab is rare).
+    async fn received_in_index(&self, user: &UserId, before: Option<&str>) -> Result<Vec<Placed>, StoreError> {
+        let mut pages = self.history_query(user, Role::Received)?.into_paginator().items().send();
+        let mut entries = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(unavailable)?;
             let suffix = match item.get("sk").and_then(|sk| sk.as_s().ok()) {
@@ -246,23 +229,15 @@ impl DynamoLedger {
             };
             let entry = received_item(item)?;
             let place = format!("{}#grab#{}{suffix}", entry.created_at, entry.packet_id);
-            if before.as_ref().is_none_or(|before| &place < before) {
+            if before.is_none_or(|before| place.as_str() < before) {
                 entries.push((place, entry));
             }
         }
-        entries.sort_by(|a, b| b.0.cmp(&a.0));
-        let next_cursor = if entries.len() > limit || more_credits {
-            entries.truncate(limit);
-            entries.last().map(|(place, _)| encode_wallet_cursor(user, place))
-        } else {
-            None
-        };
-        let items = entries.into_iter().map(|(_, entry)| entry).collect();
-        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+        Ok(entries)
     }
 
     /// `received` with each packet's current status.
-    async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, StoreError> {
+    pub(super) async fn with_statuses(&self, received: Vec<HistoryItem>) -> Result<Vec<HistoryItem>, StoreError> {
         let statuses = self.statuses(received.iter().map(|item| &item.packet_id)).await?;
         Ok(received
             .into_iter()
@@ -301,7 +276,7 @@ impl DynamoLedger {
         for _ in 0..4 {
             let Some(keys) = request.take() else { break };
             let output =
-                self.client.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
+                self.client()?.batch_get_item().request_items(&self.table, keys).send().await.map_err(unavailable)?;
             for item in output.responses.and_then(|mut tables| tables.remove(&self.table)).unwrap_or_default() {
                 #[derive(Deserialize)]
                 struct Status {

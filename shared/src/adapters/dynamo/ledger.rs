@@ -1,25 +1,29 @@
 //! The [`Ledger`] port on DynamoDB: a send's one transaction (daily counter, idempotency claim,
-//! packet, debit), a cancel's conditional update, and the reads the API serves; and
-//! [`LazyLedger`], which builds its client on first use.
+//! packet, debit), a cancel's conditional update, and the reads the API serves: a packet's
+//! items, a user's history (its cursors and the wallet's received grabs in `history`) and
+//! wallet (its cursor in `wallet`).
+
+use std::collections::HashSet;
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::client;
+use super::history::{self, received_item};
 use super::items::{
-    daily_limit_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, IdempotencyItem, PacketItem, IDEM, LIMIT,
-    META,
+    daily_limit_pk, idempotency_pk, packet_pk, write_stamp, DailySendsItem, GrabItem, IdempotencyItem, MovementItem,
+    NewMovement, PacketItem, RefundItem, ShareItem, GRAB_PREFIX, IDEM, LIMIT, META, REFUND, SHARE_PREFIX,
 };
-use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::table::{from_item, newest_first, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
+use super::wallet;
 use crate::clock::{rfc3339, Millis};
-use crate::config::Config;
-use crate::domain::history::{HistoryPage, Role};
-use crate::domain::ledger::LedgerPacket;
+use crate::domain::grab::LoggedGrab;
+use crate::domain::history::{HistoryItem, HistoryPage, Role};
+use crate::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use crate::domain::limits::{utc_day, DailyLimit};
-use crate::domain::wallet::WalletPage;
+use crate::domain::wallet::{MovementKind, WalletPage};
 use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, StoreError};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, StoreError};
 
 /// How long an idempotency claim holds.
 pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
@@ -85,7 +89,9 @@ impl DynamoLedger {
         let packet_item = PacketItem::open(packet, self.settle_shards, stamp);
         items.push(Write::Packet, put(to_item(&packet_item), "attribute_not_exists(pk)", None));
         if self.funds == Funds::Wallet {
-            items.extend(self.debit(&packet.sender, packet.terms.total_cents, &packet.id, packet.created_at_ms, stamp));
+            let debit =
+                NewMovement::of_sender(packet, MovementKind::Send, packet.terms.total_cents, packet.created_at_ms);
+            items.extend(self.debit(&MovementItem::new(debit, stamp)));
         }
         items
     }
@@ -120,7 +126,7 @@ impl Ledger for DynamoLedger {
         if let Some(limit) = self.daily.broken_by(0, 0, packet.terms.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));
         }
-        let Err(failed) = self.transact(self.send_transaction(packet, claim)).await else { return Ok(Recorded::New) };
+        let Err(failed) = self.transact(self.send_transaction(packet, claim)).await? else { return Ok(Recorded::New) };
         if let Some(claim) = claim.filter(|_| failed.refused_by(Write::IdempotencyClaim).is_some()) {
             return self.replay(packet, claim).await;
         }
@@ -144,7 +150,7 @@ impl Ledger for DynamoLedger {
     async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
         let s = |value: &str| AttributeValue::S(value.to_owned());
         let updated = self
-            .client
+            .client()?
             .update_item()
             .table_name(&self.table)
             .key("pk", s(&packet_pk(id)))
@@ -180,74 +186,111 @@ impl Ledger for DynamoLedger {
         }
     }
 
+    /// Every item of packet `id`: record, grabs and refund (strongly consistent).
+    #[tracing::instrument(level = "debug", name = "dynamodb.ledger_packet", skip_all, fields(packet_id = %id))]
     async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
-        Self::ledger_packet(self, id).await
+        let mut meta: Option<PacketItem> = None;
+        let mut grabs: Vec<LoggedGrab> = Vec::new();
+        let mut claims = Vec::new();
+        let mut refund_item_cents = None;
+        let mut pages = self
+            .client()?
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(unavailable)?;
+            match item.get("sk").and_then(|sk| sk.as_s().ok()).map(String::as_str) {
+                Some(META) => meta = Some(from_item(item)?),
+                Some(REFUND) => refund_item_cents = Some(from_item::<RefundItem>(item)?.amount_cents),
+                Some(sk) if sk.starts_with(GRAB_PREFIX) => grabs.push(from_item::<GrabItem>(item)?.logged()),
+                Some(sk) if sk.starts_with(SHARE_PREFIX) => claims.push(from_item::<ShareItem>(item)?.claim()?),
+                _ => {}
+            }
+        }
+        let Some(meta) = meta else { return Ok(None) };
+        if self.funds == Funds::Wallet {
+            // The grabs are the holders' credits, in their wallets.
+            let recorded: HashSet<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
+            let mut holders: Vec<&UserId> = claims
+                .iter()
+                .filter_map(|claim: &ShareClaim| match &claim.holder {
+                    ShareHolder::Grabber { user, .. } if !recorded.contains(user) => Some(user),
+                    _ => None,
+                })
+                .collect();
+            holders.sort();
+            holders.dedup();
+            let credits = self.grab_credits(meta.created_at_ms, id, &holders).await?;
+            grabs.extend(credits);
+        }
+        grabs.sort_by_key(|grab| grab.seq);
+        Ok(Some(LedgerPacket {
+            cancelled_at_ms: meta.cancelled_at_ms,
+            packet: meta.packet()?,
+            status: meta.status,
+            refund_cents: meta.refund_cents,
+            refund_item_cents,
+            grabs,
+            claims,
+        }))
     }
 
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        Self::history(self, user, role, limit, cursor).await
+    /// One page of `user`'s history in `role`, newest first.
+    async fn history(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
+        if role == Role::Received && self.funds == Funds::Wallet {
+            return self.received_with_wallet(user, page).await;
+        }
+        let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
+        let output = newest_first(self.history_query(user, role)?, page.limit, start).await?;
+        let next_cursor = output.last_evaluated_key.as_ref().and_then(history::encode_cursor);
+        let found = output.items.unwrap_or_default();
+        let items = match role {
+            Role::Sent => found
+                .into_iter()
+                .map(|item| {
+                    let packet: PacketItem = from_item(item)?;
+                    Ok(HistoryItem {
+                        packet_id: packet.packet_id,
+                        sender: packet.sender,
+                        total_cents: packet.total_cents,
+                        count: packet.count,
+                        status: packet.status,
+                        created_at: packet.created_at,
+                        amount_cents: None,
+                        grabbed_at: None,
+                        revoked_cents: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?,
+            Role::Received => {
+                // Grab items, and the grabs a failover cost their share with none left to give.
+                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
+                self.with_statuses(received).await?
+            }
+        };
+        Ok(HistoryPage { items, next_cursor })
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
-        Self::wallet(self, user, limit, cursor).await
-    }
-}
-
-/// A ledger whose DynamoDB client is built on first use. `grab` reads the ledger only for a
-/// packet Redis no longer holds, so most grab instances never pay for building a client at init.
-pub struct LazyLedger {
-    config: Config,
-    connection: client::Connection,
-    ledger: tokio::sync::OnceCell<DynamoLedger>,
-}
-
-impl LazyLedger {
-    /// A ledger on `config`'s table through `connection`, connecting when first needed.
-    pub fn new(config: &Config, connection: client::Connection) -> Self {
-        LazyLedger { config: config.clone(), connection, ledger: tokio::sync::OnceCell::new() }
-    }
-
-    async fn ledger(&self) -> Result<&DynamoLedger, StoreError> {
-        self.ledger
-            .get_or_try_init(|| async {
-                let client =
-                    client::client(&self.connection).map_err(|error| StoreError::Corrupt(error.to_string()))?;
-                Ok(DynamoLedger::new(client, &self.config))
-            })
-            .await
-    }
-}
-
-impl Ledger for LazyLedger {
-    async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
-        self.ledger().await?.record_packet(packet, claim).await
-    }
-
-    async fn ledger_packet(&self, id: &PacketId) -> Result<Option<LedgerPacket>, StoreError> {
-        DynamoLedger::ledger_packet(self.ledger().await?, id).await
-    }
-
-    async fn cancel(&self, id: &PacketId, sender: &UserId, now_ms: Millis) -> Result<(), StoreError> {
-        self.ledger().await?.cancel(id, sender, now_ms).await
-    }
-
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
-        DynamoLedger::history(self.ledger().await?, user, role, limit, cursor).await
-    }
-
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
-        DynamoLedger::wallet(self.ledger().await?, user, limit, cursor).await
+    /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.
+    async fn wallet(&self, user: &UserId, page: PageRequest<'_>) -> Result<WalletPage, StoreError> {
+        if self.funds == Funds::None {
+            return Err(StoreError::Conflict(Conflict::NoWallets));
+        }
+        let start = page.cursor.map(|cursor| wallet::decode_cursor(cursor, user)).transpose()?;
+        let output = newest_first(self.movements_query(user)?, page.limit, start).await?;
+        let next_cursor = output.last_evaluated_key.as_ref().and_then(wallet::encode_cursor);
+        let items = output
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|item| from_item::<MovementItem>(item).map(|movement| movement.movement()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(WalletPage { balance_cents: self.balance(user).await?, items, next_cursor })
     }
 }

@@ -1,8 +1,10 @@
 //! The DynamoDB ledger: one table holding packets, grabs, refunds, wallets and idempotency
-//! claims (layout in [`items`], the only place keys are spelled). One file per port:
-//! [`ledger`](Ledger) (sends, cancels, reads), `settle` ([`SettleLedger`]), `wallet`
-//! ([`Wallets`]), `books` ([`Books`]), `history`; beneath them the table and its codec, and
-//! transactions read by name. Every failure to reach DynamoDB is [`StoreError::Unavailable`].
+//! claims (layout in [`items`], one file per kind of item, the only place keys are spelled).
+//! One file per port: `ledger` ([`Ledger`]: sends, cancels, reads, with `history` beneath it),
+//! `settle` ([`SettleLedger`], its grab writes and reads in `grabs`), `wallet` ([`Wallets`]),
+//! `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
+//! and its codec) and transactions read by name. Every failure to reach DynamoDB is
+//! [`StoreError::Unavailable`].
 //!
 //! [`Ledger`]: crate::ports::Ledger
 //! [`SettleLedger`]: crate::ports::SettleLedger
@@ -12,6 +14,7 @@
 
 mod books;
 pub mod client;
+mod grabs;
 mod history;
 mod items;
 mod ledger;
@@ -22,7 +25,7 @@ mod transaction;
 mod wallet;
 
 pub use books::{item_keys, ledger_item, CollectionFeed, RawItem};
-pub use ledger::{LazyLedger, DAILY_SENDS_KEEP_MS, IDEMPOTENCY_TTL_MS};
+pub use ledger::{DAILY_SENDS_KEEP_MS, IDEMPOTENCY_TTL_MS};
 pub use table::{DynamoLedger, HISTORY_INDEX, OPEN_INDEX};
 
 /// `WALLET#<user>`, the partition of `user`'s wallet.

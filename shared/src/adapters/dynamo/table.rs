@@ -1,14 +1,20 @@
 //! The ledger's table: the client and table name every part of the adapter writes through,
-//! creating the table locally, and the one codec between items and their structs.
+//! creating the table locally, the one codec between items and their structs, and what a
+//! failed call becomes.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    ProjectionType, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::client;
@@ -23,10 +29,14 @@ pub const HISTORY_INDEX: &str = "history";
 /// Name of the sparse GSI of open packets, by settle shard.
 pub const OPEN_INDEX: &str = "open";
 
-/// The ledger on a DynamoDB table.
+/// The ledger on a DynamoDB table. Clones share one client.
 #[derive(Clone, Debug)]
 pub struct DynamoLedger {
-    pub(super) client: Client,
+    /// The client once built: at once by [`DynamoLedger::new`], on first use by
+    /// [`DynamoLedger::on_first_use`].
+    client: Arc<OnceLock<Client>>,
+    /// Where a client built on first use connects.
+    connection: client::Connection,
     pub(super) table: String,
     pub(super) settle_shards: u32,
     pub(super) daily: DailyLimits,
@@ -36,13 +46,31 @@ pub struct DynamoLedger {
 impl DynamoLedger {
     /// A ledger on `config`'s table through `client`.
     pub fn new(client: Client, config: &Config) -> Self {
+        DynamoLedger { client: Arc::new(client.into()), ..Self::on_first_use(client::Connection::default(), config) }
+    }
+
+    /// A ledger on `config`'s table whose client is built from `connection` when first needed:
+    /// building it costs nothing at start-up, which matters to `grab`, whose ledger answers only
+    /// packets Redis no longer holds. A connection that cannot make a client (no credentials,
+    /// an unusable `AWS_CA_BUNDLE`) fails each call as [`StoreError::Corrupt`].
+    pub fn on_first_use(connection: client::Connection, config: &Config) -> Self {
         DynamoLedger {
-            client,
+            client: Arc::default(),
+            connection,
             table: config.table_name.clone(),
             settle_shards: config.settle_shards,
             daily: config.daily,
             funds: config.funds,
         }
+    }
+
+    /// The client, built now if it is not yet.
+    pub(super) fn client(&self) -> Result<&Client, StoreError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let built = client::client(&self.connection).map_err(|error| StoreError::Corrupt(error.to_string()))?;
+        Ok(self.client.get_or_init(|| built))
     }
 
     /// A DynamoDB client from the environment ([`client::Connection::from_env`]:
@@ -75,7 +103,7 @@ impl DynamoLedger {
                 .expect("index")
         };
         let created = self
-            .client
+            .client()?
             .create_table()
             .table_name(&self.table)
             .billing_mode(BillingMode::PayPerRequest)
@@ -93,7 +121,7 @@ impl DynamoLedger {
             Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(()),
             Err(error) => return Err(unavailable(error)),
         }
-        self.client
+        self.client()?
             .update_time_to_live()
             .table_name(&self.table)
             .time_to_live_specification(
@@ -115,13 +143,39 @@ impl DynamoLedger {
         item.map(|item| item.packet()).transpose()
     }
 
+    /// Puts `item` only if its key is new; when it is not, the item in its place comes back
+    /// (as DynamoDB returns it on a failed condition). A failed write is [`write_failed`].
+    pub(super) async fn put_if_new<T: Serialize + DeserializeOwned>(
+        &self,
+        item: &T,
+    ) -> Result<PutIfNew<T>, StoreError> {
+        let written = self
+            .client()?
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(item)))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(PutIfNew::Written),
+            Err(error) => match error.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    Ok(PutIfNew::Taken(failed.item().cloned().map(from_item).transpose()?))
+                }
+                _ => Err(write_failed(error)),
+            },
+        }
+    }
+
     pub(super) async fn get<T: for<'de> Deserialize<'de>>(
         &self,
         pk: String,
         sk: String,
     ) -> Result<Option<T>, StoreError> {
         let output = self
-            .client
+            .client()?
             .get_item()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(pk))
@@ -132,6 +186,23 @@ impl DynamoLedger {
             .map_err(unavailable)?;
         output.item.map(from_item).transpose()
     }
+}
+
+/// One page of `query`, newest first: at most `limit` items, from `start`.
+pub(super) async fn newest_first(
+    query: QueryFluentBuilder,
+    limit: u32,
+    start: Option<HashMap<String, AttributeValue>>,
+) -> Result<QueryOutput, StoreError> {
+    query.scan_index_forward(false).limit(limit as i32).set_exclusive_start_key(start).send().await.map_err(unavailable)
+}
+
+/// What putting an item only if its key is new came to.
+pub(super) enum PutIfNew<T> {
+    /// Written.
+    Written,
+    /// The key was taken: the item in its place, when DynamoDB returned it.
+    Taken(Option<T>),
 }
 
 /// DynamoDB could not be reached, or failed to answer.
@@ -147,4 +218,21 @@ pub(super) fn to_item<T: Serialize>(value: &T) -> HashMap<String, AttributeValue
 /// An item read back into its struct; one that does not fit is corrupt.
 pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, AttributeValue>) -> Result<T, StoreError> {
     serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
+}
+
+/// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
+/// [`StoreError::Rejected`], so settle skips that packet; anything else is
+/// [`StoreError::Unavailable`], which ends the run.
+pub(super) fn write_failed<E, R>(error: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let code = error.as_service_error().and_then(|service| service.code()).map(str::to_owned);
+    match code.as_deref() {
+        Some("ValidationException" | "ItemCollectionSizeLimitExceededException") => {
+            StoreError::Rejected(DisplayErrorContext(&error).to_string())
+        }
+        _ => unavailable(error),
+    }
 }

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 
 use super::client;
 use super::table::DynamoLedger;
-use crate::ports::WRITES_LAND_WITHIN;
+use crate::ports::{StoreError, WRITES_LAND_WITHIN};
 
 /// How many times a transaction cancelled only by a concurrent transaction on one of its items
 /// (`TransactionConflict`: a sender's daily counter, a hot wallet) is tried.
@@ -126,20 +126,22 @@ fn is_condition(reason: &CancellationReason) -> bool {
 impl DynamoLedger {
     /// Runs a transaction, trying it again (after a short, growing, jittered pause) while it is
     /// cancelled only because a concurrent transaction held one of its items; a failed
-    /// condition or any other error is returned at once.
-    pub(super) async fn transact(&self, transaction: Transaction) -> Result<(), Failed> {
+    /// condition or any other error is returned at once, as `Ok(Err(failed))`. `Err` only when
+    /// the ledger has no client to send it with.
+    pub(super) async fn transact(&self, transaction: Transaction) -> Result<Result<(), Failed>, StoreError> {
+        let client = self.client()?;
         let items = transaction.items();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let written = self.client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
-            let Err(error) = written else { return Ok(()) };
+            let written = client.transact_write_items().set_transact_items(Some(items.clone())).send().await;
+            let Err(error) = written else { return Ok(Ok(())) };
             let conflict_only = cancellation_reasons(&error).is_some_and(|reasons| {
                 !reasons.iter().any(is_condition)
                     && reasons.iter().any(|reason| reason.code() == Some("TransactionConflict"))
             });
             if !conflict_only || attempt >= CONFLICT_ATTEMPTS {
-                return Err(Failed { error, names: transaction.items.iter().map(|(name, _)| *name).collect() });
+                return Ok(Err(Failed { error, names: transaction.items.iter().map(|(name, _)| *name).collect() }));
             }
             let pause = 5 * u64::from(attempt) + rand::random_range(0..10);
             tokio::time::sleep(std::time::Duration::from_millis(pause)).await;

@@ -10,14 +10,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
 use super::items::{
-    topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, TopupItem, BALANCE, MOVE_PREFIX, TOPUP,
+    topup_pk, wallet_pk, write_stamp, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX, TOPUP,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
-use crate::domain::wallet::{MovementKind, TopUp, TopUpResult, WalletPage};
-use crate::domain::{Cents, Funds, PacketId, UserId};
-use crate::ports::{Conflict, StoreError, Wallets};
+use crate::domain::wallet::{MovementKind, TopUp, TopUpResult};
+use crate::domain::{Cents, Funds, UserId};
+use crate::ports::{StoreError, Wallets};
 
 impl DynamoLedger {
     /// `movement` credited to its user's balance, as two transaction items: the movement only if
@@ -43,32 +43,23 @@ impl DynamoLedger {
         (Write::Balance, TransactWriteItem::builder().update(balance).build())
     }
 
-    /// A send's debit of `amount_cents` from `user`, as two transaction items: the movement,
-    /// and the balance change under the condition that the balance covers it (so it never goes
-    /// below 0; a missing balance is 0). The balance is the first item.
-    pub(super) fn debit(
-        &self,
-        user: &UserId,
-        amount_cents: Cents,
-        packet_id: &PacketId,
-        at_ms: Millis,
-        written_at_ms: Millis,
-    ) -> [(Write, TransactWriteItem); 2] {
-        let movement =
-            MovementItem::new(user, MovementKind::Send, amount_cents, Some(packet_id), None, at_ms, written_at_ms);
+    /// `movement` (a send's) debited from its user's balance, as two transaction items: the
+    /// balance change under the condition that the balance covers it (so it never goes below 0;
+    /// a missing balance is 0), first, then the movement.
+    pub(super) fn debit(&self, movement: &MovementItem) -> [(Write, TransactWriteItem); 2] {
         let balance = Update::builder()
             .table_name(&self.table)
-            .key("pk", AttributeValue::S(wallet_pk(user)))
+            .key("pk", AttributeValue::S(wallet_pk(&movement.user)))
             .key("sk", AttributeValue::S(BALANCE.into()))
             .update_expression("SET balance_cents = balance_cents - :amount ADD moves :one")
             .condition_expression("balance_cents >= :amount")
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":amount", AttributeValue::N(amount_cents.to_string()))
+            .expression_attribute_values(":amount", AttributeValue::N(movement.amount_cents.to_string()))
             .build()
             .expect("debit update");
         [
             (Write::Balance, TransactWriteItem::builder().update(balance).build()),
-            (Write::Movement, self.new_movement(&movement)),
+            (Write::Movement, self.new_movement(movement)),
         ]
     }
 
@@ -83,13 +74,14 @@ impl DynamoLedger {
     }
 
     /// A query of `user`'s movements (`WALLET#<user>`, `MOVE#…`), oldest first.
-    pub(super) fn movements_query(&self, user: &UserId) -> QueryFluentBuilder {
-        self.client
+    pub(super) fn movements_query(&self, user: &UserId) -> Result<QueryFluentBuilder, StoreError> {
+        Ok(self
+            .client()?
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :moves)")
             .expression_attribute_values(":pk", AttributeValue::S(wallet_pk(user)))
-            .expression_attribute_values(":moves", AttributeValue::S(MOVE_PREFIX.into()))
+            .expression_attribute_values(":moves", AttributeValue::S(MOVE_PREFIX.into())))
     }
 
     /// `user`'s balance now (0 without a wallet item), strongly consistent.
@@ -97,39 +89,16 @@ impl DynamoLedger {
         let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
         Ok(item.map(|item| item.balance_cents).unwrap_or(0))
     }
-
-    /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.
-    pub async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
-        if self.funds == Funds::None {
-            return Err(StoreError::Conflict(Conflict::NoWallets));
-        }
-        let start = cursor.map(|cursor| decode_cursor(cursor, user)).transpose()?;
-        let output = self
-            .movements_query(user)
-            .scan_index_forward(false)
-            .limit(limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let next_cursor = output.last_evaluated_key.as_ref().and_then(encode_cursor);
-        let items = output
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(|item| from_item::<MovementItem>(item).map(|movement| movement.movement()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(WalletPage { balance_cents: self.balance(user).await?, items, next_cursor })
-    }
 }
 
-fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
+/// The wallet's cursor: the last movement's sort key.
+pub(super) fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {
     let sk = key.get("sk")?.as_s().ok()?;
     Some(URL_SAFE_NO_PAD.encode(sk))
 }
 
 /// The cursor holds the last movement's sort key; its owner is the caller, never the cursor.
-fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, StoreError> {
+pub(super) fn decode_cursor(cursor: &str, owner: &UserId) -> Result<HashMap<String, AttributeValue>, StoreError> {
     let invalid = || StoreError::invalid("cursor", "cursor is not one this endpoint returned");
     let sk = URL_SAFE_NO_PAD.decode(cursor).ok().and_then(|bytes| String::from_utf8(bytes).ok()).ok_or_else(invalid)?;
     if !sk.starts_with(MOVE_PREFIX) || sk.len() > 1024 {
@@ -169,17 +138,16 @@ impl Wallets for DynamoLedger {
             .expect("top-up put");
         let mut items = Transaction::default();
         items.push(Write::Topup, TransactWriteItem::builder().put(record).build());
-        let movement = MovementItem::new(
-            &topup.user,
-            MovementKind::Topup,
-            topup.amount_cents,
-            None,
-            Some(&topup.reference),
-            now_ms,
-            stamp,
-        );
-        items.extend(self.credit(&movement));
-        let applied = match self.transact(items).await {
+        let movement = NewMovement {
+            user: &topup.user,
+            kind: MovementKind::Topup,
+            amount_cents: topup.amount_cents,
+            packet_id: None,
+            reference: Some(&topup.reference),
+            at_ms: now_ms,
+        };
+        items.extend(self.credit(&MovementItem::new(movement, stamp)));
+        let applied = match self.transact(items).await? {
             Ok(()) => true,
             Err(failed) => {
                 let Some(earlier) = failed.refused_by(Write::Topup).and_then(|reason| reason.item()) else {

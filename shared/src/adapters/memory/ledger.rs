@@ -17,7 +17,7 @@ use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::{Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::ports::{Conflict, IdempotencyClaim, Ledger, Recorded, SettleLedger, StoreError, Wallets};
+use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets};
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
 /// table.
@@ -112,22 +112,10 @@ impl MemoryLedger {
 }
 
 impl State {
-    fn credit(
-        &mut self,
-        user: &UserId,
-        kind: MovementKind,
-        amount_cents: Cents,
-        packet: Option<&PacketId>,
-        at_ms: Millis,
-    ) {
-        *self.balances.entry(user.clone()).or_default() += amount_cents;
-        self.movements.entry(user.clone()).or_default().push(Movement {
-            kind,
-            amount_cents,
-            packet_id: packet.cloned(),
-            reference: None,
-            at: rfc3339(at_ms),
-        });
+    /// `movement` credited to `user`'s balance.
+    fn credit(&mut self, user: &UserId, movement: Movement) {
+        *self.balances.entry(user.clone()).or_default() += movement.amount_cents;
+        self.movements.entry(user.clone()).or_default().push(movement);
     }
 
     /// The items of `packet`, created (unrecorded) when the ledger has no record of it.
@@ -153,14 +141,14 @@ impl PacketItems {
     }
 }
 
-/// A page of `items` from `cursor` (an offset, bound to its owner and role), `limit` long.
-fn page<T: Clone>(
-    items: &[T],
-    owner: &str,
-    limit: u32,
-    cursor: Option<&str>,
-) -> Result<(Vec<T>, Option<String>), StoreError> {
-    let start = match cursor {
+/// A movement of `amount_cents` of `kind` about packet `id`, at `at_ms`.
+fn packet_movement(kind: MovementKind, amount_cents: Cents, id: &PacketId, at_ms: Millis) -> Movement {
+    Movement { kind, amount_cents, packet_id: Some(id.clone()), reference: None, at: rfc3339(at_ms) }
+}
+
+/// The page of `items` `request` asks for: its cursor is an offset, bound to its owner and role.
+fn page<T: Clone>(items: &[T], owner: &str, request: PageRequest<'_>) -> Result<(Vec<T>, Option<String>), StoreError> {
+    let start = match request.cursor {
         None => 0,
         Some(cursor) => cursor
             .strip_prefix(owner)
@@ -168,7 +156,7 @@ fn page<T: Clone>(
             .and_then(|offset| offset.parse::<usize>().ok())
             .ok_or_else(|| StoreError::invalid("cursor", "cursor is not one this endpoint returned to you"))?,
     };
-    let end = (start + limit as usize).min(items.len());
+    let end = (start + request.limit as usize).min(items.len());
     let next = (end < items.len()).then(|| format!("{owner}@{end}"));
     Ok((items.get(start..end).unwrap_or_default().to_vec(), next))
 }
@@ -211,13 +199,8 @@ impl Ledger for MemoryLedger {
         }
         if self.funds == Funds::Wallet {
             *state.balances.entry(packet.sender.clone()).or_default() -= packet.terms.total_cents;
-            state.movements.entry(packet.sender.clone()).or_default().push(Movement {
-                kind: MovementKind::Send,
-                amount_cents: packet.terms.total_cents,
-                packet_id: Some(packet.id.clone()),
-                reference: None,
-                at: rfc3339(packet.created_at_ms),
-            });
+            let debit = packet_movement(MovementKind::Send, packet.terms.total_cents, &packet.id, packet.created_at_ms);
+            state.movements.entry(packet.sender.clone()).or_default().push(debit);
         }
         let shard = packet.id.settle_shard(self.settle_shards);
         let items = state.packet(packet).clone();
@@ -261,13 +244,7 @@ impl Ledger for MemoryLedger {
         }
     }
 
-    async fn history(
-        &self,
-        user: &UserId,
-        role: Role,
-        limit: u32,
-        cursor: Option<&str>,
-    ) -> Result<HistoryPage, StoreError> {
+    async fn history(&self, user: &UserId, role: Role, request: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
         let state = self.state()?;
         let item = |recorded: &PacketItems| HistoryItem {
             packet_id: recorded.packet.id.clone(),
@@ -311,18 +288,18 @@ impl Ledger for MemoryLedger {
         listed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
         let items: Vec<HistoryItem> = listed.into_iter().map(|(_, _, item)| item).collect();
         let owner = format!("{user}/{}", if role == Role::Sent { "sent" } else { "received" });
-        let (items, next_cursor) = page(&items, &owner, limit, cursor)?;
+        let (items, next_cursor) = page(&items, &owner, request)?;
         Ok(HistoryPage { items, next_cursor })
     }
 
-    async fn wallet(&self, user: &UserId, limit: u32, cursor: Option<&str>) -> Result<WalletPage, StoreError> {
+    async fn wallet(&self, user: &UserId, request: PageRequest<'_>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
             return Err(Conflict::NoWallets.into());
         }
         let state = self.state()?;
         let mut movements = state.movements.get(user).cloned().unwrap_or_default();
         movements.reverse();
-        let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), limit, cursor)?;
+        let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), request)?;
         Ok(WalletPage { balance_cents: state.balances.get(user).copied().unwrap_or(0), items, next_cursor })
     }
 }
@@ -375,7 +352,7 @@ impl SettleLedger for MemoryLedger {
         }
         recorded.grabs.insert(grab.user.clone(), grab.clone());
         if self.funds == Funds::Wallet {
-            state.credit(&grab.user, MovementKind::Grab, grab.amount_cents, Some(&packet.id), grab.at_ms);
+            state.credit(&grab.user, packet_movement(MovementKind::Grab, grab.amount_cents, &packet.id, grab.at_ms));
         }
         Ok(false)
     }
@@ -424,7 +401,8 @@ impl SettleLedger for MemoryLedger {
         if result.refund_cents > 0 {
             recorded.refund_item_cents = Some(result.refund_cents);
             if self.funds == Funds::Wallet {
-                state.credit(&packet.sender, MovementKind::Refund, result.refund_cents, Some(&packet.id), now_ms);
+                let refund = packet_movement(MovementKind::Refund, result.refund_cents, &packet.id, now_ms);
+                state.credit(&packet.sender, refund);
             }
         }
         Ok(true)
@@ -445,14 +423,14 @@ impl Wallets for MemoryLedger {
             }
             None => {
                 state.topups.insert(topup.reference.clone(), (topup.user.clone(), topup.amount_cents));
-                *state.balances.entry(topup.user.clone()).or_default() += topup.amount_cents;
-                state.movements.entry(topup.user.clone()).or_default().push(Movement {
+                let movement = Movement {
                     kind: MovementKind::Topup,
                     amount_cents: topup.amount_cents,
                     packet_id: None,
                     reference: Some(topup.reference.clone()),
                     at: rfc3339(now_ms),
-                });
+                };
+                state.credit(&topup.user, movement);
                 true
             }
         };

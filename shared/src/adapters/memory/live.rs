@@ -9,7 +9,8 @@ use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::{LiveGrab, LiveState};
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
 use crate::ports::{
-    CancelOutcome, CloseOutcome, Frozen, LiveAnswer, LiveStore, PacketImage, Restored, SettleQueue, StoreError,
+    CancelOutcome, CloseOutcome, Frozen, LiveAnswer, LiveStore, PacketImage, Restored, SettleCursor, SettleIndex,
+    StoreError,
 };
 
 /// The live store in memory.
@@ -121,7 +122,7 @@ impl LiveStore for MemoryStore {
     }
 }
 
-impl SettleQueue for MemoryStore {
+impl SettleIndex for MemoryStore {
     fn settle_shards(&self) -> u32 {
         self.settle_shards
     }
@@ -216,7 +217,9 @@ impl SettleQueue for MemoryStore {
         state.dirty.entry(shard).or_default().insert(id.clone());
         Ok(true)
     }
+}
 
+impl SettleCursor for MemoryStore {
     async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, StoreError> {
         Ok(self.state().resume.get(&range).copied())
     }

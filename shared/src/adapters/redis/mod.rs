@@ -3,14 +3,15 @@
 //! - [`connection`]: one node or a cluster, every call bounded in time, `WAIT` routing.
 //! - [`scripts`]: the packet's layout in Redis and the Lua scripts over it, behind typed wrappers.
 //! - [`store`]: [`RedisStore`], the [`crate::ports::LiveStore`] (grabs, loads, snapshots).
-//! - `settle_queue`: the same store's settle side (index, dirty sets, marks, retirement).
+//! - `settle`: the same store's settle side (index, dirty sets, marks, retirement; where runs
+//!   stand).
 //! - [`sold_out`]: the per-instance memo of packets seen sold out.
 
 pub mod coalesce;
 pub mod connection;
 pub mod record;
 pub mod scripts;
-mod settle_queue;
+mod settle;
 pub mod sold_out;
 pub mod store;
 

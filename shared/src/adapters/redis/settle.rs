@@ -1,14 +1,15 @@
-//! The settle side of the Redis store, behind [`SettleQueue`]: the sharded index of open
+//! The settle side of the Redis store. Behind [`SettleIndex`]: the sharded index of open
 //! packets, the dirty sets of packets with grabs not yet persisted, closing, progress marks,
-//! re-sync, retirement and quarantine, and the run's own bookkeeping (resume shard, recovery
-//! sweep, layouts).
+//! re-sync, retirement and quarantine. Behind [`SettleCursor`], where settle's runs stand: one
+//! hash field per shard range for the resume shard and for the recovery sweep, and the set of
+//! shard layouts packets were indexed under.
 
 use super::scripts::{self, LoadMode, Loaded};
 use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::PacketId;
-use crate::ports::{CloseOutcome, Frozen, PacketImage, SettleQueue, StoreError};
+use crate::ports::{CloseOutcome, Frozen, PacketImage, SettleCursor, SettleIndex, StoreError};
 
 impl RedisStore {
     /// The settle index key of `shard`.
@@ -56,7 +57,12 @@ impl RedisStore {
     }
 }
 
-impl SettleQueue for RedisStore {
+/// The hash field of the run over `range`.
+fn range_field(range: [u32; 2]) -> String {
+    format!("{}-{}", range[0], range[1])
+}
+
+impl SettleIndex for RedisStore {
     /// How many shard keys index open packets.
     fn settle_shards(&self) -> u32 {
         self.settle_shards
@@ -206,19 +212,20 @@ impl SettleQueue for RedisStore {
         self.run(requeue.query_async::<()>(&mut conn)).await?;
         Ok(true)
     }
+}
 
+impl SettleCursor for RedisStore {
     /// Where a run over `range` that stopped early left off, if it did.
     async fn resume_shard(&self, range: [u32; 2]) -> Result<Option<u32>, StoreError> {
         let mut conn = self.connection().await?;
-        let field = format!("{}-{}", range[0], range[1]);
-        self.run(redis::Cmd::hget(self.settle_progress_key(), field).query_async(&mut conn)).await
+        self.run(redis::Cmd::hget(self.settle_progress_key(), range_field(range)).query_async(&mut conn)).await
     }
 
     /// Records where the next run over `range` starts: `Some(shard)` after a run that stopped
     /// early, `None` after a complete one.
     async fn set_resume_shard(&self, range: [u32; 2], shard: Option<u32>) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
-        let field = format!("{}-{}", range[0], range[1]);
+        let field = range_field(range);
         let command = match shard {
             Some(shard) => redis::Cmd::hset(self.settle_progress_key(), field, shard),
             None => redis::Cmd::hdel(self.settle_progress_key(), field),
@@ -231,8 +238,8 @@ impl SettleQueue for RedisStore {
     /// lost its data since, which is how settle notices a flushed or replaced Redis.
     async fn sweep_state(&self, range: [u32; 2]) -> Result<Option<(u32, Millis)>, StoreError> {
         let mut conn = self.connection().await?;
-        let field = format!("{}-{}", range[0], range[1]);
-        let state: Option<String> = self.run(redis::Cmd::hget(self.sweep_key(), field).query_async(&mut conn)).await?;
+        let read = redis::Cmd::hget(self.sweep_key(), range_field(range));
+        let state: Option<String> = self.run(read.query_async(&mut conn)).await?;
         Ok(state.and_then(|state| {
             let (shard, due) = state.split_once(':')?;
             Some((shard.parse().ok()?, due.parse().ok()?))
@@ -242,8 +249,7 @@ impl SettleQueue for RedisStore {
     /// Records the recovery sweep's next shard for `range` and when it is due.
     async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
-        let field = format!("{}-{}", range[0], range[1]);
-        let command = redis::Cmd::hset(self.sweep_key(), field, format!("{next_shard}:{due_ms}"));
+        let command = redis::Cmd::hset(self.sweep_key(), range_field(range), format!("{next_shard}:{due_ms}"));
         self.run(command.query_async::<()>(&mut conn)).await
     }
 

@@ -1,0 +1,58 @@
+//! The ledger's items, as `serde_dynamo` reads and writes them, one file per kind: `packet`
+//! (a packet's own item and refund), `grab` (grab items, share claims, casualties), `wallet`
+//! (balances, movements, top-ups) and `send` (idempotency claims, daily counters).
+//!
+//! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
+//! |---|---|---|---|---|
+//! | packet | `PKT#<id>` | `META` | `USER#<sender>`, `SENT#<created_at>#<id>` | `OPEN#<shard>#<id's last hex digit>` while open |
+//! | grab (`FUNDS=none`) | `PKT#<id>` | `GRAB#<user>` | `USER#<user>`, `RECV#<grabbed_at>#<id>` | |
+//! | share claim | `PKT#<id>` | `SHARE#<seq, 5 digits>` | | |
+//! | refund | `PKT#<id>` | `REFUND` | | |
+//! | idempotency | `IDEM#<sender>#<key>` | `IDEM` | | |
+//! | daily sends | `LIMIT#<sender>#<UTC day>` | `LIMIT` | | |
+//! | balance | `WALLET#<user>` | `BALANCE` | | |
+//! | movement | `WALLET#<user>` | `MOVE#<at>#<kind>#<packet id or reference>` | | |
+//! | grab credit (the wallet) | `WALLET#<user>` | `MOVE#<packet's created_at>#grab#<id>` | | |
+//! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
+//!
+//! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
+//! `packet_id`, `user`, `amount_cents`, `occurred_at`): the packet item when recorded
+//! (`PacketSent`) and when finalised (`PacketFinished` / `PacketExpired` / `PacketCancelled`),
+//! each grab item, the refund item and each movement (a grab's credit: `GrabRecorded`, since
+//! with the wallet the credit is the grab's record). The EventBridge Pipe of `template.yaml`
+//! reads them from the table's stream.
+
+mod grab;
+mod packet;
+mod send;
+mod wallet;
+
+use crate::clock::{Clock, Millis};
+use crate::domain::UserId;
+
+pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
+pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
+pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};
+pub use wallet::{
+    grab_movement_sk, topup_pk, wallet_pk, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX,
+    TOPUP, TOPUP_PREFIX, WALLET_PREFIX,
+};
+
+/// A money write's own time: the wall clock when the write is issued, the same for every
+/// item of one transaction (a send, a grab's credit, a finalisation, a top-up). Reconciliation
+/// reads the ledger up to a cut-off behind the longest a write can take to land
+/// ([`crate::ports::WRITES_LAND_WITHIN`]), so an item stamped before it is committed, with its whole
+/// transaction. The wall clock, not the domain clock: the cut-off is compared with real time.
+pub fn write_stamp() -> Millis {
+    crate::clock::SystemClock.now_ms()
+}
+
+/// `USER#<user>`, the history GSI's partition.
+pub fn history_pk(user: &UserId) -> String {
+    format!("USER#{user}")
+}
+
+/// The item listing every `SETTLE_SHARDS` value settle ran with (`SETTLE#LAYOUTS` / `LAYOUTS`).
+pub const SETTLE_LAYOUTS_PK: &str = "SETTLE#LAYOUTS";
+/// Its sort key.
+pub const SETTLE_LAYOUTS_SK: &str = "LAYOUTS";
