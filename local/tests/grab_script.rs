@@ -280,7 +280,7 @@ async fn run(
                 prop_assert!(model.frozen_by(&token));
                 // The ledger's state is all persisted; a closed packet reloads open (a cancelled
                 // one closed), as settle's re-sync does; wrong tries are not ledger state.
-                model = LiveState::restored(&packet, cancelled, false, &model.grabs, model.pool.clone());
+                model = LiveState::restored(image);
             }
         }
     }

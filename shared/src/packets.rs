@@ -7,7 +7,7 @@ use crate::clock::{Clock, Millis};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::{GrabOutcome, LivePacket, PacketId, PacketStatus, PacketView, UserId};
-use crate::ports::{Ledger, LiveAnswer, LiveStore, Restored, StoreError};
+use crate::ports::{Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How many times one grab asks the ledger: once, and once more should the packet it reloaded
 /// be gone again at once (after a reload the live store holds it, so a third ask means it keeps
@@ -90,6 +90,8 @@ pub async fn reload_from_ledger<S: LiveStore>(
     if recorded.status != PacketStatus::Open || recorded.refund_claimed() {
         return Ok(None);
     }
+    let (grabs, pool) = (recorded.grabs_to_reload(), recorded.pool());
     let cancelled = recorded.cancelled_at_ms.is_some();
-    Ok(Some(store.restore(&recorded.packet, cancelled, &recorded.grabs_to_reload(), &recorded.pool()).await?))
+    let image = PacketImage { packet: &recorded.packet, cancelled, closed: false, grabs: &grabs, pool: &pool };
+    Ok(Some(store.restore(image).await?))
 }

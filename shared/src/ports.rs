@@ -12,7 +12,7 @@ use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal};
-pub use crate::domain::live::{CancelOutcome, CloseOutcome};
+pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
@@ -123,16 +123,10 @@ pub trait LiveStore: Send + Sync {
     /// packet already loaded changes nothing and is not an error.
     fn load(&self, packet: &Packet, shares: &[Cents]) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Loads a packet the ledger holds open (closed to grabs when `cancelled`), with the grabs
-    /// the ledger already has and the shares still to hand out, `(seq, amount)` in the order
-    /// they go out. Changes nothing when the live store holds anything of the packet.
-    fn restore(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-    ) -> impl Future<Output = Result<Restored, StoreError>> + Send;
+    /// Loads `image`, a packet the ledger holds open, with the grabs the ledger already has and
+    /// the shares still to hand out. Changes nothing when the live store holds anything of the
+    /// packet.
+    fn restore(&self, image: PacketImage<'_>) -> impl Future<Output = Result<Restored, StoreError>> + Send;
 
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send;
@@ -187,22 +181,6 @@ pub enum Frozen {
         /// True when the packet's record was gone while its shares or log were not.
         partial: bool,
     },
-}
-
-/// A packet as the live store is to hold it: the packet, cancelled or not, `closed` to grabs or
-/// not, the grabs already taken and the shares still to hand out, in order.
-#[derive(Debug, Clone, Copy)]
-pub struct PacketImage<'a> {
-    /// The packet.
-    pub packet: &'a Packet,
-    /// The sender cancelled it.
-    pub cancelled: bool,
-    /// It takes no more grabs.
-    pub closed: bool,
-    /// The grabs it holds, in seq order.
-    pub grabs: &'a [LoggedGrab],
-    /// The shares not yet taken, `(seq, amount)`, in the order they are handed out.
-    pub pool: &'a [(u32, Cents)],
 }
 
 /// A sender's claim on an `Idempotency-Key`: the key and a hash of the validated request.
@@ -459,14 +437,8 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         (**self).load(packet, shares)
     }
 
-    fn restore(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-    ) -> impl Future<Output = Result<Restored, StoreError>> + Send {
-        (**self).restore(packet, cancelled, grabs, pool)
+    fn restore(&self, image: PacketImage<'_>) -> impl Future<Output = Result<Restored, StoreError>> + Send {
+        (**self).restore(image)
     }
 
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send {

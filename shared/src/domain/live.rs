@@ -14,6 +14,22 @@ use super::money::Cents;
 use super::packet::Packet;
 use crate::clock::Millis;
 
+/// A packet as the live store is to hold it: the packet, cancelled or not, `closed` to grabs or
+/// not, the grabs already taken and the shares still to hand out, in order.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketImage<'a> {
+    /// The packet.
+    pub packet: &'a Packet,
+    /// The sender cancelled it.
+    pub cancelled: bool,
+    /// It takes no more grabs.
+    pub closed: bool,
+    /// The grabs it holds, in seq order.
+    pub grabs: &'a [LoggedGrab],
+    /// The shares not yet taken, `(seq, amount)`, in the order they are handed out.
+    pub pool: &'a [(u32, Cents)],
+}
+
 /// A packet as the live store holds it: the record, its shares left and every grab in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LivePacket {
@@ -114,19 +130,14 @@ pub struct LiveState {
 impl LiveState {
     /// A packet loaded at its send, every share to hand out.
     pub fn new(packet: &Packet, shares: &[Cents]) -> Self {
-        let pool = shares.iter().enumerate().map(|(n, &amount)| (n as u32 + 1, amount)).collect();
-        LiveState::restored(packet, false, false, &[], pool)
+        let pool: Vec<(u32, Cents)> = (1..).zip(shares.iter().copied()).collect();
+        LiveState::restored(PacketImage { packet, cancelled: false, closed: false, grabs: &[], pool: &pool })
     }
 
     /// A packet loaded from the ledger's state: its grabs (all persisted), the shares still to
     /// hand out, cancelled or closed to grabs as the ledger says (`load.lua`).
-    pub fn restored(
-        packet: &Packet,
-        cancelled: bool,
-        closed: bool,
-        grabs: &[LoggedGrab],
-        pool: Vec<(u32, Cents)>,
-    ) -> Self {
+    pub fn restored(image: PacketImage<'_>) -> Self {
+        let PacketImage { packet, cancelled, closed, grabs, pool } = image;
         let gate = if cancelled {
             Gate::Cancelled
         } else if closed {
@@ -136,7 +147,7 @@ impl LiveState {
         };
         LiveState {
             packet: packet.clone(),
-            pool,
+            pool: pool.to_vec(),
             grabs: grabs.to_vec(),
             gate,
             persisted: grabs.len(),

@@ -70,18 +70,12 @@ impl LiveStore for MemoryStore {
         Ok(())
     }
 
-    async fn restore(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-    ) -> Result<Restored, StoreError> {
+    async fn restore(&self, image: PacketImage<'_>) -> Result<Restored, StoreError> {
         let mut state = self.state();
-        if state.packets.contains_key(&packet.id) {
+        if state.packets.contains_key(&image.packet.id) {
             return Ok(Restored::AlreadyHeld);
         }
-        self.hold(&mut state, LiveState::restored(packet, cancelled, false, grabs, pool.to_vec()));
+        self.hold(&mut state, LiveState::restored(image));
         Ok(Restored::Loaded)
     }
 
@@ -170,12 +164,12 @@ impl SettleIndex for MemoryStore {
     }
 
     async fn resync(&self, image: PacketImage<'_>, token: &str) -> Result<bool, StoreError> {
-        let PacketImage { packet, cancelled, closed, grabs, pool } = image;
+        let packet = image.packet;
         let mut state = self.state();
         if !state.packets.get(&packet.id).is_some_and(|live| live.frozen_by(token)) {
             return Ok(false);
         }
-        state.packets.insert(packet.id.clone(), LiveState::restored(packet, cancelled, closed, grabs, pool.to_vec()));
+        state.packets.insert(packet.id.clone(), LiveState::restored(image));
         Ok(true)
     }
 

@@ -20,7 +20,7 @@ use super::scripts::{self, grab_entry, LoadMode, Loaded, Lookup, PacketKeys, Scr
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
-use crate::domain::grab::{GrabAttempt, LoggedGrab};
+use crate::domain::grab::GrabAttempt;
 use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, UserId};
 use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
@@ -345,17 +345,10 @@ impl LiveStore for RedisStore {
         Ok(())
     }
 
-    async fn restore(
-        &self,
-        packet: &Packet,
-        cancelled: bool,
-        grabs: &[LoggedGrab],
-        pool: &[(u32, Cents)],
-    ) -> Result<Restored, StoreError> {
+    async fn restore(&self, image: PacketImage<'_>) -> Result<Restored, StoreError> {
         if let Some(memo) = &self.sold_out {
-            memo.forget(&packet.id);
+            memo.forget(&image.packet.id);
         }
-        let image = PacketImage { packet, cancelled, closed: false, grabs, pool };
         Ok(match self.load_with(image, LoadMode::Add).await? {
             Loaded::Now => Restored::Loaded,
             Loaded::Partial => Restored::Partial,
