@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: release binaries, a Redis and a DynamoDB Local of its own, then the bench binary,
-# which rewrites BENCHMARKS.md, bench/results/latest.json and bench/results/fairness.png.
+# which writes the run's figures to bench/results/ (latest.json and the charts) and renders
+# BENCHMARKS.md from bench/BENCHMARKS.md.j2 and them (`cargo run -p bench -- render` renders it
+# again from the committed data alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

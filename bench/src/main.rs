@@ -4,7 +4,9 @@
 //! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds. With `BENCH_SEEDS_ONLY` set it
 //! runs the seeds' comparison alone and prints it (for `perf record` of the client side); with
 //! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab; with `BENCH_HOT_KEY_ONLY`,
-//! one hot packet's four designs.
+//! one hot packet's four designs. It writes the run's figures to `bench/results/latest.json`, then
+//! renders BENCHMARKS.md from its template and the data under `bench/results/` (`bench::render`);
+//! `bench render` (`cargo run -p bench -- render`) does only the latter, running nothing.
 #![recursion_limit = "256"]
 
 mod cold;
@@ -22,7 +24,6 @@ mod stats;
 mod throughput;
 mod write_units;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +37,12 @@ fn step(what: &str) {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace").to_owned();
+    let workspace = bench::render::workspace();
+    if std::env::args().nth(1).as_deref() == Some("render") {
+        bench::render::write(&workspace)?;
+        step("rendered BENCHMARKS.md from bench/BENCHMARKS.md.j2 and bench/results/");
+        return Ok(());
+    }
     let mut config = Config::from_env()?;
     config.limits.max_count = 1_000_000;
     config.limits.max_total_cents = 1_000_000_000;
@@ -136,6 +142,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let results = report::Results {
         machine: report::Machine::detect(),
+        setup: report::Setup::current(),
         levels,
         storm,
         hot_packet,
@@ -155,7 +162,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         fairness,
     };
     std::fs::write(results_dir.join("latest.json"), serde_json::to_string_pretty(&results.json())?)?;
-    std::fs::write(workspace.join("BENCHMARKS.md"), results.markdown())?;
+    bench::render::write(&workspace)?;
     step(
         "wrote bench/results/latest.json, bench/results/fairness.png, bench/results/settle-scale.png and BENCHMARKS.md",
     );
