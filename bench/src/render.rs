@@ -41,7 +41,9 @@ pub fn data(results: &Path) -> Result<Value, Error> {
 }
 
 /// BENCHMARKS.md from the template and `data`. Block tags take their line with them; a figure
-/// the template names and the data lacks is an error, not an empty cell.
+/// the template names and the data lacks is an error, not an empty cell. Two filters besides
+/// MiniJinja's: `fixed(n)`, a number as `{:.n}` prints it, and `next_power_of_two`, of the
+/// number rounded up.
 pub fn render(data: &Value) -> Result<String, Error> {
     let mut env = Environment::new();
     let mut syntax = SyntaxConfig::builder();
