@@ -181,7 +181,7 @@ async fn lost_grabs(store: &red_packets::adapters::RedisStore, acknowledged: &[(
         let field = red_packets::adapters::redis::scripts::PacketKeys::grabber_field(&user);
         let recorded: Option<String> =
             redis::cmd("HGET").arg(&keys.packet).arg(field).query_async(&mut conn).await.unwrap();
-        let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::scripts::grab_entry);
+        let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::record::grab_entry);
         if recorded_amount.map(|grab| grab.amount_cents) != Some(*amount) {
             lost += 1;
         }

@@ -6,7 +6,8 @@
 //! Entries are compact strings rather than JSON: a share in the pool is `<seq>:<amount>:<left>`
 //! (`left`: shares remaining once it is taken), a grabber's field `:<user>` holds
 //! `<seq>:<amount>:<left>:<at_ms>`, and a grab-log entry is that followed by `:<user>` (the user
-//! last, so it may hold any character). [`grab_entry`] and [`parse_log_entry`] read them.
+//! last, so it may hold any character). `record.rs` writes and reads them, as it does the
+//! packet hash's fields.
 
 use std::borrow::Borrow;
 use std::fmt::Write as _;
@@ -15,7 +16,7 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
 
-use super::record::{LoadFields, SNAPSHOT_FIELDS};
+use super::record::{grab_entry, log_entry, parse_log_entry, LoadFields, RawSnapshot, SNAPSHOT_FIELDS};
 use crate::clock::Millis;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
@@ -86,59 +87,6 @@ pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
 /// keys should have lapsed (a sorted set, in the index's slot).
 pub fn settle_retired_key(prefix: &str, shard: u32) -> String {
     format!("{prefix}:settle:{{{shard}}}:retired")
-}
-
-/// A grab-log entry: `<seq>:<amount>:<left>:<at_ms>:<user>`, `left` being what share `seq` left
-/// of a packet of `count` shares.
-pub fn log_entry(grab: &LoggedGrab, count: u32) -> String {
-    let left = count.saturating_sub(grab.seq);
-    format!("{}:{}:{left}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user)
-}
-
-/// Reads a grab-log entry back; `None` when it is not one.
-pub fn parse_log_entry(entry: &str) -> Option<LoggedGrab> {
-    let mut parts = entry.splitn(5, ':');
-    let seq = parts.next()?.parse().ok()?;
-    let amount_cents = parts.next()?.parse().ok()?;
-    let _left: u32 = parts.next()?.parse().ok()?;
-    let at_ms = parts.next()?.parse().ok()?;
-    let user = UserId::from_claim(parts.next()?)?;
-    Some(LoggedGrab { seq, user, amount_cents, at_ms })
-}
-
-/// A grabber's `<seq>:<amount>:<left>:<at_ms>`: where a Redis reply becomes a grab's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GrabEntry {
-    /// The share's number.
-    pub seq: u32,
-    /// The share taken.
-    pub amount_cents: Cents,
-    /// Shares left once it was taken.
-    pub left: u32,
-    /// When.
-    pub at_ms: Millis,
-}
-
-impl GrabEntry {
-    /// The answer to the grab that took this share just now.
-    pub fn grabbed(self) -> GrabOutcome {
-        GrabOutcome::Grabbed { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count: self.left }
-    }
-
-    /// The answer to a repeat of the grab that took this share, `remaining_count` shares left now.
-    pub fn already(self, remaining_count: u32) -> GrabOutcome {
-        GrabOutcome::Already { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count }
-    }
-}
-
-/// Reads a grabber's `<seq>:<amount>:<left>:<at_ms>`; `None` when it is not one.
-pub fn grab_entry(value: &str) -> Option<GrabEntry> {
-    let mut parts = value.split(':');
-    let seq = parts.next()?.parse().ok()?;
-    let amount_cents = parts.next()?.parse().ok()?;
-    let left = parts.next()?.parse().ok()?;
-    let at_ms = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some(GrabEntry { seq, amount_cents, left, at_ms })
 }
 
 /// How `load.lua` treats a packet Redis already holds.
@@ -266,25 +214,6 @@ pub async fn mark_persisted<C: ConnectionLike>(
 ) -> RedisResult<usize> {
     let last = format!("{}:{}:{}:{}", last.seq, last.amount_cents, last.at_ms, last.user);
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
-}
-
-/// What `snapshot.lua` read at one instant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawSnapshot {
-    /// The values of [`SNAPSHOT_FIELDS`], in order.
-    pub fields: Vec<Option<String>>,
-    /// Shares not yet taken.
-    pub shares_left: u32,
-    /// Every log entry, in grab order.
-    pub log: Vec<String>,
-}
-
-impl RawSnapshot {
-    /// The value of packet field `name`, if set.
-    pub fn field(&self, name: &str) -> Option<&str> {
-        let index = SNAPSHOT_FIELDS.iter().position(|field| *field == name)?;
-        self.fields.get(index)?.as_deref()
-    }
 }
 
 /// Runs `snapshot.lua`: `None` when Redis holds no such packet.
@@ -502,34 +431,6 @@ mod tests {
         assert!(plain.iter().all(|name| SNAPSHOT_FIELDS.contains(name)), "snapshot.lua reads back every plain field");
         let snapshot = include_str!("../../../lua/snapshot.lua");
         assert!(snapshot.contains("redis.call('HMGET', KEYS[1], unpack(ARGV))"), "snapshot.lua reads the fields given");
-    }
-
-    #[test]
-    fn a_log_entry_reads_back_as_the_grab_even_with_colons_in_the_user() {
-        for user in ["bob", "auth0|abc:def", "a:b:c:d"] {
-            let grab = LoggedGrab {
-                seq: 7,
-                user: UserId::from_claim(user).unwrap(),
-                amount_cents: 125,
-                at_ms: 1_700_000_000_000,
-            };
-            assert_eq!(log_entry(&grab, 10), format!("7:125:3:1700000000000:{user}"));
-            assert_eq!(parse_log_entry(&log_entry(&grab, 10)), Some(grab));
-        }
-        for bad in ["", "7:125:3:1700", "x:1:0:2:bob", "7:-1:0:2:bob", "7:1:2:bob", "{\"seq\":1}"] {
-            assert_eq!(parse_log_entry(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_grabber_field_reads_back_as_amount_left_and_time() {
-        assert_eq!(
-            grab_entry("3:125:7:1700000000000"),
-            Some(GrabEntry { seq: 3, amount_cents: 125, left: 7, at_ms: 1_700_000_000_000 })
-        );
-        for bad in ["125:1700000000000", "3:125:1700000000000", "3:125:7:17:9", "3:-1:0:5", ""] {
-            assert_eq!(grab_entry(bad), None, "{bad:?}");
-        }
     }
 
     #[test]

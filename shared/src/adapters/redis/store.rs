@@ -15,8 +15,8 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
-use super::record::{live_packet, LoadFields};
-use super::scripts::{self, grab_entry, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
+use super::record::{grab_entry, live_packet, LoadFields};
+use super::scripts::{self, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
