@@ -166,12 +166,18 @@ async fn on_emulator(name: &str, events: Vec<Event>) -> Vec<Answer> {
     on_emulator_with(name, &[], events).await
 }
 
-#[tokio::test]
-async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
-    let _emulator = EMULATOR.lock().await;
+/// The test's ledger (make test's DynamoDB Local), its table made.
+async fn ready_ledger() -> DynamoLedger {
     let config = red_packets::Config::from_env().unwrap();
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
     ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    ledger
+}
+
+#[tokio::test]
+async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
+    let _emulator = EMULATOR.lock().await;
+    ready_ledger().await;
 
     // send.json: 201, and the same Idempotency-Key and body replay the same packet.
     // A third send under a key of this run's own: a packet of this run's own (every pass of make
@@ -324,9 +330,7 @@ async fn the_ledger_is_reached_over_tls_trusting_only_the_roots_it_is_given() {
         return;
     }
     let _emulator = EMULATOR.lock().await;
-    let config = red_packets::Config::from_env().unwrap();
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
-    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    let ledger = ready_ledger().await;
     let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("make test sets AWS_ENDPOINT_URL_DYNAMODB");
     let backend: SocketAddr = endpoint.trim_start_matches("http://").trim_end_matches('/').parse().expect("host:port");
     let front = TlsFront::start(backend).await.expect("TLS front");
@@ -399,9 +403,7 @@ fn generated_event(method: &str, route_key: &str, path: &str, sub: &str, body: O
 #[tokio::test]
 async fn events_made_by_sam_local_generate_event_run_on_every_route() {
     let _emulator = EMULATOR.lock().await;
-    let config = red_packets::Config::from_env().unwrap();
-    let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
-    ledger.ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    ready_ledger().await;
     let body = r#"{"total_cents":300,"count":3}"#;
     let sent =
         on_emulator("send", vec![generated_event("POST", "POST /packets", "/packets", "erin", Some(body))]).await;

@@ -79,8 +79,7 @@ impl Stack {
 
     /// `POST /packets` with an `Idempotency-Key`: the status and body.
     pub async fn send_keyed(&self, sender: &str, body: &Value, key: &str) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-        events::set_caller(&mut event, Some(sender));
+        let mut event = event_by(SEND_EVENT, sender, None);
         events::set_header(&mut event, "Idempotency-Key", Some(key));
         events::set_body(&mut event, &body.to_string());
         reply(send::handle(&self.functions.send, request(&event)).await).await
@@ -131,9 +130,7 @@ impl Stack {
 
     /// A grab whose body is `body` (`{"passphrase": …}`), or none.
     pub async fn grab_with(&self, id: &str, user: &str, body: Option<&Value>) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(GRAB_EVENT).unwrap();
-        events::set_packet_id(&mut event, id);
-        events::set_caller(&mut event, Some(user));
+        let mut event = event_by(GRAB_EVENT, user, Some(id));
         if let Some(body) = body {
             events::set_body(&mut event, &body.to_string());
         }
@@ -142,40 +139,32 @@ impl Stack {
 
     /// `POST /packets/{id}/cancel` by `user`.
     pub async fn cancel(&self, id: &str, user: &str) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(CANCEL_EVENT).unwrap();
-        events::set_packet_id(&mut event, id);
-        events::set_caller(&mut event, Some(user));
+        let event = event_by(CANCEL_EVENT, user, Some(id));
         reply(send::handle(&self.functions.send, request(&event)).await).await
     }
 
     /// `POST /packets` by `sender` with a fresh key: the status and body, whatever they are.
     pub async fn try_send(&self, sender: &str, body: &Value) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(SEND_EVENT).unwrap();
-        events::set_caller(&mut event, Some(sender));
-        events::set_header(&mut event, "Idempotency-Key", Some(&red_packets::domain::PacketId::random().to_string()));
-        events::set_body(&mut event, &body.to_string());
-        reply(send::handle(&self.functions.send, request(&event)).await).await
+        self.send_keyed(sender, body, &PacketId::random().to_string()).await
     }
 
     pub async fn view(&self, id: &str, user: &str) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
-        events::set_packet_id(&mut event, id);
-        events::set_caller(&mut event, Some(user));
+        let event = event_by(QUERY_EVENT, user, Some(id));
         reply(query::handle(&self.functions.query, request(&event)).await).await
     }
 
     pub async fn history(&self, user: &str, query_string: &str) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
-        events::set_caller(&mut event, Some(user));
-        event["rawQueryString"] = Value::String(query_string.to_owned());
-        event.as_object_mut().unwrap().remove("queryStringParameters");
-        reply(query::handle(&self.functions.query, request(&event)).await).await
+        self.query_page(HISTORY_EVENT, user, query_string).await
     }
 
     /// `GET /me/wallet?<query_string>` by `user`.
     pub async fn wallet(&self, user: &str, query_string: &str) -> (u16, Value) {
-        let mut event: Value = serde_json::from_str(WALLET_EVENT).unwrap();
-        events::set_caller(&mut event, Some(user));
+        self.query_page(WALLET_EVENT, user, query_string).await
+    }
+
+    /// A page of `template`'s route (history or wallet) by `user`, `?<query_string>`.
+    async fn query_page(&self, template: &str, user: &str, query_string: &str) -> (u16, Value) {
+        let mut event = event_by(template, user, None);
         event["rawQueryString"] = Value::String(query_string.to_owned());
         event.as_object_mut().unwrap().remove("queryStringParameters");
         reply(query::handle(&self.functions.query, request(&event)).await).await
@@ -210,4 +199,14 @@ pub fn request(event: &Value) -> Request {
 pub async fn reply(response: Result<lambda_http::Response<lambda_http::Body>, lambda_http::Error>) -> (u16, Value) {
     let response = response.unwrap();
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
+/// The event `template` (one of `events/`) by `user`, on packet `id` when given.
+fn event_by(template: &str, user: &str, id: Option<&str>) -> Value {
+    let mut event: Value = serde_json::from_str(template).unwrap();
+    if let Some(id) = id {
+        events::set_packet_id(&mut event, id);
+    }
+    events::set_caller(&mut event, Some(user));
+    event
 }

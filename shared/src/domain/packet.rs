@@ -279,6 +279,10 @@ mod tests {
         PacketSpec::open_to_all(PacketTerms::new(kind, total_cents, count), 60)
     }
 
+    fn sent_by_alice(spec: &PacketSpec, now_ms: Millis) -> Packet {
+        Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), spec, Seed::random(), now_ms)
+    }
+
     /// Idempotency records in the ledger hold this fingerprint: its JSON must never change.
     #[test]
     fn a_specs_fingerprint_is_the_sha256_of_its_json_as_stored() {
@@ -293,13 +297,7 @@ mod tests {
 
     #[test]
     fn a_packet_recomputes_the_same_shares_from_its_record() {
-        let packet = Packet::new(
-            PacketId::random(),
-            UserId::from_claim("alice").unwrap(),
-            &spec(PacketKind::Lucky, 10_000, 10),
-            Seed::random(),
-            1_000,
-        );
+        let packet = sent_by_alice(&spec(PacketKind::Lucky, 10_000, 10), 1_000);
         assert_eq!(packet.shares(), packet.clone().shares());
         assert_eq!(packet.shares().iter().sum::<Cents>(), 10_000);
         assert_eq!(packet.expires_at_ms, 61_000);
@@ -307,13 +305,7 @@ mod tests {
 
     #[test]
     fn fixed_packets_give_equal_shares() {
-        let packet = Packet::new(
-            PacketId::random(),
-            UserId::from_claim("alice").unwrap(),
-            &spec(PacketKind::Fixed, 600, 3),
-            Seed::random(),
-            0,
-        );
+        let packet = sent_by_alice(&spec(PacketKind::Fixed, 600, 3), 0);
         assert_eq!(packet.shares(), vec![200, 200, 200]);
     }
 
