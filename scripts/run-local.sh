@@ -34,8 +34,8 @@ The wallet is on (FUNDS=wallet): a sender needs a balance before sending. In ano
 one up as the payments system would (once per REF; a fresh one when left out):
   make topup U=alice CENTS=50000 [REF=payment-1]
   make reconcile        # the books as of a minute ago balance, or each difference, RECONCILIATION_MISMATCH, exit 1
-  make trial-balance DAY=$(date -u +%F)     # reports/trial-balance/<day>.jsonl and .csv
-  make statement U=alice DAY=$(date -u +%F) # reports/statements/<day>/alice.jsonl and .csv
+  make trial-balance DAY=$(date -u +%F)     # reports/trial-balance/<day>.as-of-<cut-off>.jsonl and .csv
+  make statement U=alice DAY=$(date -u +%F) # reports/statements/<day>/alice.as-of-<cut-off>.jsonl and .csv
 HOWTO
 ./target/debug/local serve &
 server=$!

@@ -166,7 +166,7 @@ fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
 }
 
 /// Finance's reports outlive the stack: the bucket is retained, encrypted, private, TLS-only,
-/// versioned, with lifecycle rules; the funds function is told its name.
+/// versioned, write-once (Object Lock), with lifecycle rules; the funds function is told its name.
 #[test]
 fn the_reports_bucket_is_encrypted_private_retained_and_expires_by_rule() {
     let template = read("template.yaml");
@@ -181,6 +181,16 @@ fn the_reports_bucket_is_encrypted_private_retained_and_expires_by_rule() {
     }
     let rules = properties["LifecycleConfiguration"]["Rules"].as_sequence().unwrap();
     assert!(rules.iter().all(|rule| rule["ExpirationInDays"].as_u64().is_some()), "{rules:?}");
+    // Write-once: every object locked in compliance mode for the stack's retention, which
+    // the lifecycle's expiry does not undercut.
+    assert_eq!(properties["ObjectLockEnabled"].as_bool(), Some(true));
+    let lock = &properties["ObjectLockConfiguration"];
+    assert_eq!(lock["ObjectLockEnabled"].as_str(), Some("Enabled"));
+    let retention = &lock["Rule"]["DefaultRetention"];
+    assert_eq!(retention["Mode"].as_str(), Some("COMPLIANCE"));
+    assert!(format!("{:?}", retention["Days"]).contains("ReportRetentionDays"), "{retention:?}");
+    let longest = template["Parameters"]["ReportRetentionDays"]["MaxValue"].as_u64().unwrap();
+    assert!(rules.iter().all(|rule| rule["ExpirationInDays"].as_u64() >= Some(longest)), "{rules:?}");
     let policy = format!("{:?}", template["Resources"]["ReportsBucketPolicy"]);
     assert!(policy.contains("aws:SecureTransport"), "TLS only");
     let variables = &template["Resources"]["FundsFunction"]["Properties"]["Environment"]["Variables"];

@@ -27,7 +27,8 @@ const TRIAL_BALANCE_EVENT: &str = include_str!("../../events/trial-balance.json"
 /// What the stand-in received: `bucket/key` -> (content type, body).
 type Objects = Arc<Mutex<BTreeMap<String, (String, String)>>>;
 
-/// An S3 stand-in answering `PutObject` (path-style) as S3 does, or refusing every request.
+/// An S3 stand-in answering `PutObject` (path-style) as S3 does, `If-None-Match: *` included (412
+/// where an object is), or refusing every request.
 async fn s3_stand_in(refuse: bool) -> (String, Objects) {
     let objects = Objects::default();
     let app = Router::new()
@@ -51,7 +52,16 @@ async fn s3_stand_in(refuse: bool) -> (String, Objects) {
                     let body =
                         if header("content-encoding").contains("aws-chunked") { unchunk(&body) } else { body.to_vec() };
                     let body = String::from_utf8(body).expect("a report is text");
-                    objects.lock().unwrap().insert(format!("{bucket}/{key}"), (header("content-type"), body));
+                    let mut objects = objects.lock().unwrap();
+                    let path = format!("{bucket}/{key}");
+                    if header("if-none-match") == "*" && objects.contains_key(&path) {
+                        return (
+                            StatusCode::PRECONDITION_FAILED,
+                            [("etag", "")],
+                            "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>",
+                        );
+                    }
+                    objects.insert(path, (header("content-type"), body));
                     (StatusCode::OK, [("etag", "\"stand-in\"")], "")
                 },
             ),
@@ -127,6 +137,35 @@ async fn the_sample_reports_land_in_the_bucket_as_json_lines_and_csv() {
         }
     }
     assert_eq!(objects.len(), 4, "nothing else written: {:?}", objects.keys());
+}
+
+/// A report filed is never rewritten: the same closed day's statement made again answers the
+/// same locations and leaves what was filed as it was (the bucket is Object Lock'd; the put
+/// carries `If-None-Match: *`). An open day's statement is filed under its cut-off, a report of
+/// its own.
+#[tokio::test]
+async fn a_closed_days_report_is_filed_once_and_never_rewritten() {
+    let (url, objects) = s3_stand_in(false).await;
+    let (ledger, reports) = funds_on(&url).await;
+    call(&ledger, &reports, TOPUP_EVENT).await.unwrap();
+    let first = call(&ledger, &reports, STATEMENT_EVENT).await.unwrap();
+    // What is filed is marked, so a rewrite, even with the same text, would show.
+    for (_, body) in objects.lock().unwrap().values_mut() {
+        body.push_str("filed first");
+    }
+    let filed = objects.lock().unwrap().clone();
+    let again = call(&ledger, &reports, STATEMENT_EVENT).await.unwrap();
+    assert_eq!(again["statement"]["written"], first["statement"]["written"], "{again}");
+    assert_eq!(*objects.lock().unwrap(), filed, "the first statement kept, byte for byte");
+
+    let today = red_packets::domain::limits::utc_day(red_packets::Clock::now_ms(&SystemClock));
+    let open = STATEMENT_EVENT.replace("2026-11-23", &today);
+    let provisional = call(&ledger, &reports, &open).await.unwrap();
+    let written = provisional["statement"]["written"].as_array().unwrap();
+    assert!(
+        written.iter().all(|uri| uri.as_str().unwrap().contains(&format!("/{today}/alice.as-of-"))),
+        "{provisional}"
+    );
 }
 
 #[tokio::test]

@@ -154,6 +154,15 @@ pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invali
     Ok((Cutoff::live(start - 1), Cutoff::live((end - 1).min(latest))))
 }
 
+/// The key a report of `day` made at `now_ms` is filed under: `base` once the day is closed (over,
+/// and no write can land in it any more: the report is final, filed once and never rewritten);
+/// before that, `base` as of the cut-off it was made to, a report of its own.
+pub fn report_key(base: &str, day: &str, now_ms: Millis) -> Result<String, Invalid> {
+    let (_, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
+    let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+    Ok(if latest >= end - 1 { base.to_owned() } else { format!("{base}.as-of-{}", rfc3339(latest)) })
+}
+
 /// `day`'s trial balance: the books as of `opening` and as of `closing`.
 pub async fn trial_balance<B: Books>(
     books: &B,
@@ -207,13 +216,14 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
             let day = request.day.clone().unwrap_or_else(|| utc_day(now_ms - DAY_MS));
             let (opening, closing) = day_cutoffs(&day, now_ms)?;
             let report = trial_balance(ledger, &day, opening, closing).await?;
-            let written =
-                write_report(reports, &format!("trial-balance/{day}"), report.to_json_lines(), report.to_csv()).await?;
+            let key = report_key(&format!("trial-balance/{day}"), &day, now_ms)?;
+            let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::TrialBalance { report, written })
         }
         FundsRequest::Statement(request) => {
             let report = statement(ledger, &request.user, &request.day).await?;
-            let key = format!("statements/{}/{}", request.day, request.user);
+            let key =
+                report_key(&format!("statements/{}/{}", request.day, request.user), &request.day, clock.now_ms())?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::Statement { report, written })
         }
@@ -260,6 +270,31 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A closed day's report is filed under its day alone, once; an open day's under the
+    /// cut-off it was made to, so a later report of the same day is a report of its own.
+    #[test]
+    fn a_closed_days_report_has_its_days_key_and_an_open_days_its_cut_off() {
+        let midnight = parse_rfc3339("2026-11-24T00:00:00Z").unwrap();
+        let minute = WRITES_LAND_WITHIN.as_millis() as Millis;
+        let key = |now_ms| report_key("statements/2026-11-23/alice", "2026-11-23", now_ms).unwrap();
+        assert_eq!(key(midnight + minute), "statements/2026-11-23/alice");
+        assert_eq!(key(midnight + minute - 2), "statements/2026-11-23/alice.as-of-2026-11-23T23:59:59.998Z");
+        assert!(report_key("x", "23 Nov", midnight).is_err());
+    }
+
+    /// A report filed in a directory is never rewritten: the second put of the same key keeps
+    /// the first body and answers its location.
+    #[tokio::test]
+    async fn a_report_filed_in_a_directory_is_never_rewritten() {
+        let root = std::env::temp_dir().join(format!("write-once-{}", crate::domain::PacketId::random()));
+        let reports = crate::adapters::ReportDirectory::new(&root);
+        let first = reports.put("statements/2026-11-23/alice.csv", "first".into()).await.unwrap();
+        let again = reports.put("statements/2026-11-23/alice.csv", "second".into()).await.unwrap();
+        assert_eq!(first, again);
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "first");
+        std::fs::remove_dir_all(root).unwrap();
+    }
 
     #[test]
     fn requests_read_as_the_payments_system_and_the_schedule_send_them() {

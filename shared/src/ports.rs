@@ -274,9 +274,11 @@ pub trait Wallets: Send + Sync {
     fn top_up(&self, topup: &TopUp, now_ms: Millis) -> impl Future<Output = Result<TopUpResult, StoreError>> + Send;
 }
 
-/// Where reports go: a bucket in AWS, a directory locally.
+/// Where reports go: a bucket in AWS, a directory locally. Write-once: a report filed under a
+/// key is never rewritten.
 pub trait ReportSink: Send + Sync {
-    /// Stores `body` under `key` (`trial-balance/2026-11-23.csv`, …); returns where it went.
+    /// Files `body` under `key` (`trial-balance/2026-11-23.csv`, …) unless a report is filed
+    /// there already, which is then left as it is; returns where the report is.
     fn put(&self, key: &str, body: String) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 

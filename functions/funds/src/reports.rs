@@ -1,12 +1,15 @@
 //! Where the funds function writes reports: the reports bucket (`REPORTS_BUCKET`, created by
-//! `template.yaml`: encrypted, versioned, public access blocked, with lifecycle rules), or a
-//! directory where no bucket is configured (`REPORTS_DIR`, default `/tmp/reports`: the only
+//! `template.yaml`: encrypted, versioned, public access blocked, with lifecycle rules, every
+//! object under S3 Object Lock in compliance mode for `ReportRetentionDays`; a report is put
+//! with `If-None-Match: *`, so one filed is never rewritten), or a directory where no bucket is
+//! configured (`REPORTS_DIR`, default `/tmp/reports`: the only
 //! writable place in Lambda; `local` writes to `reports/`).
 
 use std::time::Duration;
 
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region, SharedCredentialsProvider};
+use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 use red_packets::adapters::dynamo::client::{https_client, Connection};
 use red_packets::adapters::ReportDirectory;
@@ -71,19 +74,28 @@ impl ReportSink for Reports {
             Reports::Directory(directory) => directory.put(key, body).await,
             Reports::Bucket { client, bucket } => {
                 let content_type = if key.ends_with(".csv") { "text/csv" } else { "application/x-ndjson" };
-                client
+                let location = format!("s3://{bucket}/{key}");
+                let put = client
                     .put_object()
                     .bucket(bucket)
                     .key(key)
                     .content_type(content_type)
+                    .if_none_match("*")
                     .body(ByteStream::from(body.into_bytes()))
                     .send()
-                    .await
-                    .map_err(|error| StoreError::Unavailable {
+                    .await;
+                match put {
+                    Ok(_) => Ok(location),
+                    // 412: an object is there already (If-None-Match: *), kept as it is.
+                    Err(SdkError::ServiceError(refused)) if refused.raw().status().as_u16() == 412 => {
+                        tracing::info!(%location, "a report is filed there already: kept, not rewritten");
+                        Ok(location)
+                    }
+                    Err(error) => Err(StoreError::Unavailable {
                         store: "s3",
                         detail: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
-                    })?;
-                Ok(format!("s3://{bucket}/{key}"))
+                    }),
+                }
             }
         }
     }

@@ -109,7 +109,8 @@ impl Books for ExportFile {
     }
 }
 
-/// Reports written to a directory (`make statement`, `make trial-balance`).
+/// Reports written to a directory (`make statement`, `make trial-balance`), each file created
+/// once and never rewritten, as the reports bucket's Object Lock keeps them.
 #[derive(Debug, Clone)]
 pub struct ReportDirectory {
     root: PathBuf,
@@ -128,7 +129,14 @@ impl ReportSink for ReportDirectory {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(unreadable)?;
         }
-        std::fs::write(&path, body).map_err(unreadable)?;
-        Ok(path.display().to_string())
+        let location = path.display().to_string();
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut file) => std::io::Write::write_all(&mut file, body.as_bytes()).map_err(unreadable)?,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                tracing::info!(%location, "a report is filed there already: kept, not rewritten");
+            }
+            Err(error) => return Err(unreadable(error)),
+        }
+        Ok(location)
     }
 }
