@@ -5,6 +5,7 @@
 //! set (`make test`), every call is recorded as the funds function's, for the permission check.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -30,6 +31,13 @@ type Objects = Arc<Mutex<BTreeMap<String, (String, String)>>>;
 /// An S3 stand-in answering `PutObject` (path-style) as S3 does, `If-None-Match: *` included (412
 /// where an object is), or refusing every request.
 async fn s3_stand_in(refuse: bool) -> (String, Objects) {
+    s3_stand_in_conflicting(refuse, 0).await
+}
+
+/// The same, answering its first `conflicts` puts with 409 ConditionalRequestConflict (another
+/// conditional put of the key under way).
+async fn s3_stand_in_conflicting(refuse: bool, conflicts: usize) -> (String, Objects) {
+    let conflicts = Arc::new(std::sync::atomic::AtomicUsize::new(conflicts));
     let objects = Objects::default();
     let app = Router::new()
         .route(
@@ -38,7 +46,18 @@ async fn s3_stand_in(refuse: bool) -> (String, Objects) {
                 move |State(objects): State<Objects>,
                       Path((bucket, key)): Path<(String, String)>,
                       headers: HeaderMap,
-                      body: Bytes| async move {
+                      body: Bytes| {
+                    let conflicting = conflicts
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1))
+                        .is_ok();
+                    async move {
+                    if conflicting {
+                        return (
+                            StatusCode::CONFLICT,
+                            [("etag", "")],
+                            "<Error><Code>ConditionalRequestConflict</Code></Error>",
+                        );
+                    }
                     if refuse {
                         return (
                             StatusCode::SERVICE_UNAVAILABLE,
@@ -63,6 +82,7 @@ async fn s3_stand_in(refuse: bool) -> (String, Objects) {
                     }
                     objects.insert(path, (header("content-type"), body));
                     (StatusCode::OK, [("etag", "\"stand-in\"")], "")
+                    }
                 },
             ),
         )
@@ -166,6 +186,17 @@ async fn a_closed_days_report_is_filed_once_and_never_rewritten() {
         written.iter().all(|uri| uri.as_str().unwrap().contains(&format!("/{today}/alice.as-of-"))),
         "{provisional}"
     );
+}
+
+/// A put refused with 409 (another conditional put of the key under way) is made again, and
+/// the report lands.
+#[tokio::test]
+async fn a_conflicting_put_is_made_again() {
+    let (url, objects) = s3_stand_in_conflicting(false, 2).await;
+    let (ledger, reports) = funds_on(&url).await;
+    let trial = call(&ledger, &reports, TRIAL_BALANCE_EVENT).await.unwrap();
+    assert_eq!(trial["trial_balance"]["written"].as_array().unwrap().len(), 2, "{trial}");
+    assert_eq!(objects.lock().unwrap().len(), 2, "both landed after the conflicts");
 }
 
 #[tokio::test]

@@ -175,10 +175,21 @@ pub async fn trial_balance<B: Books>(
     Ok(TrialBalance::new(day, &at_start, &at_end))
 }
 
-/// `user`'s statement of `day`.
+/// `user`'s statement of `day`, every movement of it the ledger holds.
 pub async fn statement<B: Books>(books: &B, user: &UserId, day: &str) -> Result<Statement, FundsError> {
+    statement_to(books, user, day, Millis::MAX).await
+}
+
+/// `user`'s statement of `day`, its movements booked up to `until_ms` (the cut-off of a day
+/// still open).
+pub async fn statement_to<B: Books>(
+    books: &B,
+    user: &UserId,
+    day: &str,
+    until_ms: Millis,
+) -> Result<Statement, FundsError> {
     let (start, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
-    Ok(Statement::new(user, day, start, end, books.movements_of(user).await?))
+    Ok(Statement::new(user, day, start, end.min(until_ms.saturating_add(1)), books.movements_of(user).await?))
 }
 
 async fn write_report<R: ReportSink>(
@@ -221,9 +232,12 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
             Ok(FundsResponse::TrialBalance { report, written })
         }
         FundsRequest::Statement(request) => {
-            let report = statement(ledger, &request.user, &request.day).await?;
-            let key =
-                report_key(&format!("statements/{}/{}", request.day, request.user), &request.day, clock.now_ms())?;
+            // Closed or open is decided before the movements are read: a day closed then has all
+            // its writes landed, and an open day's statement stops at the cut-off it is named by.
+            let now_ms = clock.now_ms();
+            let key = report_key(&format!("statements/{}/{}", request.day, request.user), &request.day, now_ms)?;
+            let until_ms = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+            let report = statement_to(ledger, &request.user, &request.day, until_ms).await?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::Statement { report, written })
         }

@@ -10,8 +10,8 @@ use crate::domain::{GrabOutcome, LivePacket, PacketId, PacketStatus, PacketView,
 use crate::ports::{Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How many times one grab asks the ledger: once, and once more should the packet it reloaded
-/// be gone again at once (after a reload the live store holds it, so a third ask means it keeps
-/// vanishing).
+/// be gone again at once. After each reload the live store is asked again, the last reload
+/// included; a third time not held means the packet keeps vanishing.
 const LEDGER_ASKS: usize = 2;
 
 /// One grab attempt as the API answers it: decided by the live store; for a packet it does not
@@ -25,9 +25,16 @@ pub async fn grab<S: LiveStore, L: Ledger>(
     attempt: &GrabAttempt,
     clock: &dyn Clock,
 ) -> Result<GrabOutcome, StoreError> {
-    for _ in 0..LEDGER_ASKS {
+    for asked in 0..=LEDGER_ASKS {
         let (now_ms, holds_lookup) = match store.try_grab(id, attempt, clock).await? {
             LiveAnswer::Decided(outcome) => return Ok(outcome),
+            LiveAnswer::NotHeld { holds_lookup, .. } if asked == LEDGER_ASKS => {
+                if holds_lookup {
+                    // Released unasked: the next grab asks the ledger afresh.
+                    store.ledger_said(id, None).await?;
+                }
+                break;
+            }
             LiveAnswer::NotHeld { now_ms, holds_lookup } => (now_ms, holds_lookup),
         };
         let recorded = ledger.ledger_packet(id).await;

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Region, SharedCredentialsProvider};
 use aws_sdk_s3::error::SdkError;
@@ -68,35 +69,54 @@ pub fn s3_client(connection: &Connection, endpoint: Option<&str>) -> Result<aws_
     Ok(aws_sdk_s3::Client::from_conf(config.build()))
 }
 
+/// The HTTP status S3 refused a call with; 0 when it did not answer one.
+fn status<E>(error: &SdkError<E, HttpResponse>) -> u16 {
+    match error {
+        SdkError::ServiceError(refused) => refused.raw().status().as_u16(),
+        _ => 0,
+    }
+}
+
+/// How many times a put refused with 409 (ConditionalRequestConflict: another conditional put
+/// of the same key under way) is made.
+const CONFLICT_TRIES: usize = 3;
+
 impl ReportSink for Reports {
     async fn put(&self, key: &str, body: String) -> Result<String, StoreError> {
-        match self {
-            Reports::Directory(directory) => directory.put(key, body).await,
-            Reports::Bucket { client, bucket } => {
-                let content_type = if key.ends_with(".csv") { "text/csv" } else { "application/x-ndjson" };
-                let location = format!("s3://{bucket}/{key}");
-                let put = client
-                    .put_object()
-                    .bucket(bucket)
-                    .key(key)
-                    .content_type(content_type)
-                    .if_none_match("*")
-                    .body(ByteStream::from(body.into_bytes()))
-                    .send()
-                    .await;
-                match put {
-                    Ok(_) => Ok(location),
-                    // 412: an object is there already (If-None-Match: *), kept as it is.
-                    Err(SdkError::ServiceError(refused)) if refused.raw().status().as_u16() == 412 => {
-                        tracing::info!(%location, "a report is filed there already: kept, not rewritten");
-                        Ok(location)
-                    }
-                    Err(error) => Err(StoreError::Unavailable {
+        let (client, bucket) = match self {
+            Reports::Directory(directory) => return directory.put(key, body).await,
+            Reports::Bucket { client, bucket } => (client, bucket),
+        };
+        let content_type = if key.ends_with(".csv") { "text/csv" } else { "application/x-ndjson" };
+        let location = format!("s3://{bucket}/{key}");
+        let body = body.into_bytes();
+        for _ in 0..CONFLICT_TRIES {
+            let put = client
+                .put_object()
+                .bucket(bucket)
+                .key(key)
+                .content_type(content_type)
+                .if_none_match("*")
+                .body(ByteStream::from(body.clone()))
+                .send()
+                .await;
+            match put {
+                Ok(_) => return Ok(location),
+                // An object is there already (If-None-Match: *): kept as it is.
+                Err(refused) if status(&refused) == 412 => {
+                    tracing::info!(%location, "a report is filed there already: kept, not rewritten");
+                    return Ok(location);
+                }
+                // Another conditional put of the key is under way: asked again, it is 412 or done.
+                Err(conflict) if status(&conflict) == 409 => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(error) => {
+                    return Err(StoreError::Unavailable {
                         store: "s3",
                         detail: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
-                    }),
+                    })
                 }
             }
         }
+        Err(StoreError::Unavailable { store: "s3", detail: format!("{location}: other puts of it kept conflicting") })
     }
 }

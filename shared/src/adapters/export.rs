@@ -130,8 +130,14 @@ impl ReportSink for ReportDirectory {
             std::fs::create_dir_all(parent).map_err(unreadable)?;
         }
         let location = path.display().to_string();
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut file) => std::io::Write::write_all(&mut file, body.as_bytes()).map_err(unreadable)?,
+        // Written whole beside it first, then linked into place: the link fails where a report
+        // is, and a report is never seen half written.
+        let draft = path.with_extension(format!("draft-{}", crate::domain::PacketId::random()));
+        std::fs::write(&draft, body).map_err(unreadable)?;
+        let filed = std::fs::hard_link(&draft, &path);
+        std::fs::remove_file(&draft).map_err(unreadable)?;
+        match filed {
+            Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
                 tracing::info!(%location, "a report is filed there already: kept, not rewritten");
             }
