@@ -20,8 +20,8 @@ use super::record::{grab_entry, log_entry, parse_log_entry, LoadFields, RawSnaps
 use crate::clock::Millis;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
-use crate::domain::{Cents, GrabOutcome, PacketId, UserId};
-use crate::ports::{CancelOutcome, CloseOutcome, Frozen};
+use crate::domain::{GrabOutcome, PacketId, UserId};
+use crate::ports::{CancelOutcome, CloseOutcome, Frozen, PacketImage};
 
 /// The source of `grab.lua` (benchmarks run it through `redis-benchmark` too).
 pub const GRAB_LUA: &str = include_str!("../../../lua/grab.lua");
@@ -115,16 +115,16 @@ pub enum Loaded {
     Partial,
 }
 
-/// Runs `load.lua`. `grabs` are the grabs the ledger already holds (empty at send, filled on a
-/// reload); `pool` the shares not yet taken, `(seq, amount)`, in the order they go out.
+/// Runs `load.lua` on `image`: its grabs are the grabs the ledger already holds (none at send,
+/// some on a reload), its pool the shares not yet taken, in the order they go out.
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     mode: LoadMode<'_>,
-    fields: &LoadFields<'_>,
-    grabs: &[LoggedGrab],
-    pool: &[(u32, Cents)],
+    image: PacketImage<'_>,
 ) -> RedisResult<Loaded> {
+    let PacketImage { packet, cancelled, closed, grabs, pool } = image;
+    let fields = &LoadFields::of(packet, cancelled, closed);
     let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, fields.count)).collect();
     let fields = serde_json::to_string(fields).expect("load fields serialize");
     let grabs = serde_json::to_string(&entries).expect("grabs serialize");

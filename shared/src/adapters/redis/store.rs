@@ -15,7 +15,7 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
-use super::record::{grab_entry, live_packet, LoadFields};
+use super::record::{grab_entry, live_packet};
 use super::scripts::{self, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
@@ -149,7 +149,7 @@ impl RedisStore {
     /// Loads `image` (a packet, cancelled, closed or not, with its grabs and pool), and indexes
     /// it for settle.
     pub(super) async fn load_with(&self, image: PacketImage<'_>, mode: LoadMode<'_>) -> Result<Loaded, StoreError> {
-        let PacketImage { packet, cancelled, closed, grabs, pool } = image;
+        let packet = image.packet;
         let mut conn = self.connection().await?;
         let keys = self.keys(&packet.id);
         // Index first: a packet indexed whose keys are missing is restored by settle.
@@ -160,8 +160,7 @@ impl RedisStore {
         let layout = redis::Cmd::sadd(self.settle_layouts_key(), self.settle_shards);
         self.run(layout.query_async::<()>(&mut conn)).await?;
 
-        let fields = LoadFields::of(packet, cancelled, closed);
-        self.run(scripts::load(&mut conn, &keys, mode, &fields, grabs, pool)).await
+        self.run(scripts::load(&mut conn, &keys, mode, image)).await
     }
 
     /// Runs the grab script for `attempt`: alone, or in one call with the other grabs of the
