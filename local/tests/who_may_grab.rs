@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::join_all;
 use rand::seq::SliceRandom;
 use red_packets::adapters::DynamoLedger;
-use red_packets::domain::{PacketId, PacketStatus};
-use red_packets::Config;
+use red_packets::domain::{BusinessDay, PacketId, PacketStatus};
+use red_packets::{Clock, Config};
 use serde_json::{json, Value};
 use support::stack::Stack;
 
@@ -260,6 +260,27 @@ async fn daily_limits_hold_under_concurrent_sends() {
 
     stack.clock.advance(24 * 60 * 60 * 1000);
     assert_eq!(stack.try_send("alice", &first).await.0, 201, "a new UTC day, a new allowance");
+}
+
+/// The daily limits count the business day's calendar days: in Asia/Shanghai a day turns at
+/// 16:00 UTC, so two sends either side of it are on two days (one send a day each), where a
+/// deployment on UTC counts them on one and refuses the second.
+#[tokio::test]
+async fn daily_limits_count_the_days_of_the_business_time_zone() {
+    const DAY_MS: i64 = 86_400_000;
+    for (zone, second) in [("Asia/Shanghai", 201), ("UTC", 429)] {
+        let mut config = Config::from_env().unwrap();
+        config.daily.max_sends = 1;
+        config.business_day = BusinessDay::parse(zone).unwrap();
+        let stack = Stack::with_config("business-day", config).await;
+        let to_1559_utc = (15 * 3_600_000 + 59 * 60_000 - stack.clock.now_ms().rem_euclid(DAY_MS)).rem_euclid(DAY_MS);
+        stack.clock.advance(to_1559_utc);
+        let one = json!({ "total_cents": 100, "count": 1 });
+        assert_eq!(stack.try_send("alice", &one).await.0, 201, "{zone}: the day's one send");
+        stack.clock.advance(2 * 60_000);
+        let (status, body) = stack.try_send("alice", &one).await;
+        assert_eq!(status, second, "{zone}: a send at 16:01 UTC: {body}");
+    }
 }
 
 /// Every value Redis holds of packet `id` (its keys are all in one slot, so this reads them on

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::domain::{DailyLimits, Funds, Limits, PassphraseKey};
+use crate::domain::{BusinessDay, DailyLimits, Funds, Limits, PassphraseKey};
 
 /// A variable that is set but unusable.
 #[derive(Debug, Error)]
@@ -55,8 +55,11 @@ pub struct Config {
     pub table_name: String,
     /// Packet limits.
     pub limits: Limits,
-    /// What one sender may send per UTC day.
+    /// What one sender may send per business day.
     pub daily: DailyLimits,
+    /// The business day's time zone (`BUSINESS_TIME_ZONE`, IANA, default `UTC`): daily limits,
+    /// trial balances and statements count its calendar days.
+    pub business_day: BusinessDay,
     /// The secret passphrases are hashed under (`PASSPHRASE_KEY`; the template generates one
     /// per deployment in Secrets Manager; local runs use a fixed development key).
     pub passphrase_key: PassphraseKey,
@@ -121,6 +124,12 @@ impl Config {
                 Funds::parse(&value).ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?
             }
         };
+        let business_day = match env.raw("BUSINESS_TIME_ZONE") {
+            None => BusinessDay::default(),
+            Some(zone) => BusinessDay::parse(&zone).ok_or_else(|| {
+                ConfigError::new("BUSINESS_TIME_ZONE", zone, "not an IANA time zone (UTC, Asia/Shanghai, …)")
+            })?,
+        };
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
         Ok(Config {
@@ -133,6 +142,7 @@ impl Config {
             table_name: env.text("TABLE_NAME", "RedPackets"),
             limits,
             daily,
+            business_day,
             passphrase_key: PassphraseKey::new(&env.text("PASSPHRASE_KEY", LOCAL_PASSPHRASE_KEY)),
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
@@ -215,6 +225,15 @@ mod tests {
         assert_eq!(config.limits.max_count, 500);
         assert!(config.redis.cluster);
         assert_eq!(config.grab_wait, Some(ReplicaWait { replicas: 1, timeout: Duration::from_millis(100) }));
+    }
+
+    #[test]
+    fn the_business_day_is_utc_unless_a_zone_is_named() {
+        assert_eq!(config(&[]).unwrap().business_day.zone(), "UTC");
+        let shanghai = config(&[("BUSINESS_TIME_ZONE", "Asia/Shanghai")]).unwrap();
+        assert_eq!(shanghai.business_day.zone(), "Asia/Shanghai");
+        let error = config(&[("BUSINESS_TIME_ZONE", "Mars/Olympus")]).unwrap_err().to_string();
+        assert!(error.contains("BUSINESS_TIME_ZONE") && error.contains("Mars/Olympus"), "{error}");
     }
 
     #[test]

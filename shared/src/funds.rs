@@ -6,10 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
-use crate::domain::limits::utc_day;
-use crate::domain::statements::{day_bounds, Statement, TrialBalance};
+use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
-use crate::domain::{Invalid, UserId};
+use crate::domain::{BusinessDay, Invalid, UserId};
 use crate::ports::{Books, ReportSink, StoreError, Wallets, WRITES_LAND_WITHIN};
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
@@ -50,7 +49,7 @@ pub enum FundsRequest {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DayReport {
-    /// The UTC day, `YYYY-MM-DD`; default: the day before today.
+    /// The business day, `YYYY-MM-DD`; default: the day before today (in the business time zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day: Option<String>,
 }
@@ -61,7 +60,7 @@ pub struct DayReport {
 pub struct StatementRequest {
     /// The wallet's owner.
     pub user: UserId,
-    /// The UTC day, `YYYY-MM-DD`.
+    /// The business day, `YYYY-MM-DD`.
     pub day: String,
 }
 
@@ -145,8 +144,8 @@ const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 
 /// The cut-offs of `day`'s opening (its start) and closing (its end, or now less
 /// [`WRITES_LAND_WITHIN`] while it is not over); a day that has not begun is [`Invalid`].
-pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invalid> {
-    let (start, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
+pub fn day_cutoffs(days: BusinessDay, day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invalid> {
+    let (start, end) = bounds(days, day)?;
     let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
     if start - 1 > latest {
         return Err(Invalid::field("day", "has not begun (or began less than a minute ago)"));
@@ -154,11 +153,16 @@ pub fn day_cutoffs(day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invali
     Ok((Cutoff::live(start - 1), Cutoff::live((end - 1).min(latest))))
 }
 
+/// Business day `day`'s `[start, end)`, or why it is none.
+fn bounds(days: BusinessDay, day: &str) -> Result<(Millis, Millis), Invalid> {
+    days.bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))
+}
+
 /// The key a report of `day` made at `now_ms` is filed under: `base` once the day is closed (over,
 /// and no write can land in it any more: the report is final, filed once and never rewritten);
 /// before that, `base` as of the cut-off it was made to, a report of its own.
-pub fn report_key(base: &str, day: &str, now_ms: Millis) -> Result<String, Invalid> {
-    let (_, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
+pub fn report_key(days: BusinessDay, base: &str, day: &str, now_ms: Millis) -> Result<String, Invalid> {
+    let (_, end) = bounds(days, day)?;
     let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
     Ok(if latest >= end - 1 { base.to_owned() } else { format!("{base}.as-of-{}", rfc3339(latest)) })
 }
@@ -188,7 +192,7 @@ pub async fn statement_to<B: Books>(
     day: &str,
     until_ms: Millis,
 ) -> Result<Statement, FundsError> {
-    let (start, end) = day_bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
+    let (start, end) = bounds(books.business_day(), day)?;
     Ok(Statement::new(user, day, start, end.min(until_ms.saturating_add(1)), books.movements_of(user).await?))
 }
 
@@ -224,10 +228,11 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
         }
         FundsRequest::TrialBalance(request) => {
             let now_ms = clock.now_ms();
-            let day = request.day.clone().unwrap_or_else(|| utc_day(now_ms - DAY_MS));
-            let (opening, closing) = day_cutoffs(&day, now_ms)?;
+            let days = ledger.business_day();
+            let day = request.day.clone().unwrap_or_else(|| days.day_of(now_ms - DAY_MS));
+            let (opening, closing) = day_cutoffs(days, &day, now_ms)?;
             let report = trial_balance(ledger, &day, opening, closing).await?;
-            let key = report_key(&format!("trial-balance/{day}"), &day, now_ms)?;
+            let key = report_key(days, &format!("trial-balance/{day}"), &day, now_ms)?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::TrialBalance { report, written })
         }
@@ -235,7 +240,8 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
             // Closed or open is decided before the movements are read: a day closed then has all
             // its writes landed, and an open day's statement stops at the cut-off it is named by.
             let now_ms = clock.now_ms();
-            let key = report_key(&format!("statements/{}/{}", request.day, request.user), &request.day, now_ms)?;
+            let base = format!("statements/{}/{}", request.day, request.user);
+            let key = report_key(ledger.business_day(), &base, &request.day, now_ms)?;
             let until_ms = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
             let report = statement_to(ledger, &request.user, &request.day, until_ms).await?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
@@ -291,10 +297,64 @@ mod tests {
     fn a_closed_days_report_has_its_days_key_and_an_open_days_its_cut_off() {
         let midnight = parse_rfc3339("2026-11-24T00:00:00Z").unwrap();
         let minute = WRITES_LAND_WITHIN.as_millis() as Millis;
-        let key = |now_ms| report_key("statements/2026-11-23/alice", "2026-11-23", now_ms).unwrap();
+        let utc = BusinessDay::default();
+        let key = |now_ms| report_key(utc, "statements/2026-11-23/alice", "2026-11-23", now_ms).unwrap();
         assert_eq!(key(midnight + minute), "statements/2026-11-23/alice");
         assert_eq!(key(midnight + minute - 2), "statements/2026-11-23/alice.as-of-2026-11-23T23:59:59.998Z");
-        assert!(report_key("x", "23 Nov", midnight).is_err());
+        assert!(report_key(utc, "x", "23 Nov", midnight).is_err());
+    }
+
+    /// Books in Shanghai holding alice's movements: a statement and the trial balance's
+    /// cut-offs count Shanghai's days, 16:00 to 16:00 UTC.
+    struct ShanghaiBooks(Vec<crate::domain::books::MovementRecord>);
+
+    impl Books for ShanghaiBooks {
+        async fn read_into(&self, _fold: &mut BooksFold) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn wallet_exact(&self, _user: &UserId) -> Result<Reread, StoreError> {
+            Err(StoreError::Corrupt("not read here".into()))
+        }
+        async fn movements_of(&self, _user: &UserId) -> Result<Vec<crate::domain::books::MovementRecord>, StoreError> {
+            Ok(self.0.clone())
+        }
+        fn business_day(&self) -> BusinessDay {
+            BusinessDay::parse("Asia/Shanghai").unwrap()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shanghai_days_statement_and_cut_offs_run_from_four_in_the_afternoon_utc() {
+        use crate::domain::wallet::MovementKind;
+        let at = |text| parse_rfc3339(text).unwrap();
+        let topup = |amount_cents, written_at_ms| crate::domain::books::MovementRecord {
+            user: UserId::from_claim("alice").unwrap(),
+            kind: MovementKind::Topup,
+            amount_cents,
+            packet_id: None,
+            reference: Some(format!("pay-{written_at_ms}")),
+            written_at_ms,
+            key: format!("MOVE#{written_at_ms}"),
+            has_event: true,
+        };
+        // 15:30 UTC is the 23rd's evening in Shanghai; 16:30 UTC the 24th's first hour.
+        let books = ShanghaiBooks(vec![topup(100, at("2026-11-23T15:30:00Z")), topup(250, at("2026-11-23T16:30:00Z"))]);
+        let alice = UserId::from_claim("alice").unwrap();
+        let statement = statement(&books, &alice, "2026-11-24").await.unwrap();
+        assert_eq!(statement.opening_cents, 100, "the 23rd's top-up opens the 24th");
+        assert_eq!(statement.lines.len(), 1, "{statement:?}");
+        assert_eq!(statement.closing_cents, 350);
+        let (opening, closing) = day_cutoffs(books.business_day(), "2026-11-24", at("2026-11-26T00:00:00Z")).unwrap();
+        assert_eq!(
+            (opening.as_of_ms, closing.as_of_ms),
+            (at("2026-11-23T16:00:00Z") - 1, at("2026-11-24T16:00:00Z") - 1)
+        );
+        let closed = at("2026-11-24T16:00:00Z") + WRITES_LAND_WITHIN.as_millis() as Millis;
+        assert_eq!(
+            report_key(books.business_day(), "statements/2026-11-24/alice", "2026-11-24", closed).unwrap(),
+            "statements/2026-11-24/alice"
+        );
+        assert!(report_key(books.business_day(), "k", "2026-11-24", closed - 2).unwrap().starts_with("k.as-of-"));
     }
 
     /// A report filed in a directory is never rewritten: the second put of the same key keeps

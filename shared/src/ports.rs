@@ -16,7 +16,7 @@ pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
-use crate::domain::{Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
+use crate::domain::{BusinessDay, Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
 
 /// The longest a ledger write may take to land after its write stamp: the ledger's promise,
 /// which reconciliation relies on (nothing stamped before a cut-off this far back is still in
@@ -264,6 +264,9 @@ pub trait Books: Send + Sync {
 
     /// Every movement of `user`'s wallet (strongly consistent), for their statement.
     fn movements_of(&self, user: &UserId) -> impl Future<Output = Result<Vec<MovementRecord>, StoreError>> + Send;
+
+    /// The business day the books count days by (daily limits, trial balances, statements).
+    fn business_day(&self) -> BusinessDay;
 }
 
 /// The wallets' side of the ledger that only the payments system drives.

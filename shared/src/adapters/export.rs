@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread};
-use crate::domain::UserId;
+use crate::domain::{BusinessDay, UserId};
 use crate::ports::{Books, ReportSink, StoreError};
 
 #[derive(Serialize, Deserialize)]
@@ -65,6 +65,11 @@ fn unreadable(error: impl std::fmt::Display) -> StoreError {
 }
 
 impl Books for ExportFile {
+    /// An export is reconciled as of cut-offs, never by day: UTC.
+    fn business_day(&self) -> BusinessDay {
+        BusinessDay::default()
+    }
+
     /// Reads the file line by line (blocking reads: for tools, not request handlers).
     async fn read_into(&self, fold: &mut BooksFold) -> Result<(), StoreError> {
         let file = File::open(&self.path).map_err(unreadable)?;

@@ -86,9 +86,9 @@ impl DailyLimits {
     }
 }
 
-/// The UTC day of `at_ms` (epoch ms), `YYYY-MM-DD`: the period of the daily limits.
+/// The UTC day of `at_ms` (epoch ms), `YYYY-MM-DD`: the business day of a deployment on `UTC`.
 pub fn utc_day(at_ms: crate::clock::Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default().format("%Y-%m-%d").to_string()
+    super::BusinessDay::default().day_of(at_ms)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod books;
+pub mod day;
 pub mod grab;
 pub mod grab_rule;
 pub mod history;
@@ -20,6 +21,7 @@ pub mod wallet;
 
 pub use access::{Access, Passphrase, PassphraseDigest, PassphraseKey};
 pub use books::statements;
+pub use day::BusinessDay;
 pub use grab::GrabOutcome;
 pub use ids::{IdempotencyKey, PacketId, UserId};
 pub use invalid::Invalid;

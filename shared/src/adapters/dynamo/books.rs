@@ -20,7 +20,7 @@ use super::table::{unavailable, DynamoLedger};
 use crate::clock::Millis;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
-use crate::domain::{Cents, PacketId, PacketStatus, UserId};
+use crate::domain::{BusinessDay, Cents, PacketId, PacketStatus, UserId};
 use crate::ports::{Books, StoreError};
 
 /// Scan segments read at once.
@@ -302,6 +302,10 @@ impl DynamoLedger {
 }
 
 impl Books for DynamoLedger {
+    fn business_day(&self) -> BusinessDay {
+        self.business_day
+    }
+
     /// Scans [`SEGMENTS`] segments at once, one page in flight each, feeding each segment's
     /// items to `fold` in order.
     async fn read_into(&self, fold: &mut BooksFold) -> Result<(), StoreError> {

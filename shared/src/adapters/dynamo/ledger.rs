@@ -20,7 +20,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
-use crate::domain::limits::{utc_day, DailyLimit};
+use crate::domain::limits::DailyLimit;
 use crate::domain::wallet::{MovementKind, WalletPage};
 use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, StoreError};
@@ -43,7 +43,10 @@ impl DynamoLedger {
         // checked against the cents limit before).
         let counter = Update::builder()
             .table_name(&self.table)
-            .key("pk", AttributeValue::S(daily_limit_pk(&packet.sender, &utc_day(packet.created_at_ms))))
+            .key(
+                "pk",
+                AttributeValue::S(daily_limit_pk(&packet.sender, &self.business_day.day_of(packet.created_at_ms))),
+            )
             .key("sk", AttributeValue::S(LIMIT.into()))
             .update_expression("ADD sends :one, sent_cents :total SET expires_at_epoch = :ttl")
             .condition_expression("attribute_not_exists(sends) OR (sends < :max_sends AND sent_cents <= :room)")

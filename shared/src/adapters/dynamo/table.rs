@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::client;
 use super::items::{packet_pk, PacketItem, META};
 use crate::config::{Config, ConfigError};
-use crate::domain::{DailyLimits, Funds, Packet, PacketId};
+use crate::domain::{BusinessDay, DailyLimits, Funds, Packet, PacketId};
 use crate::ports::StoreError;
 
 /// Name of the history GSI.
@@ -40,6 +40,7 @@ pub struct DynamoLedger {
     pub(super) table: String,
     pub(super) settle_shards: u32,
     pub(super) daily: DailyLimits,
+    pub(super) business_day: BusinessDay,
     pub(super) funds: Funds,
 }
 
@@ -60,6 +61,7 @@ impl DynamoLedger {
             table: config.table_name.clone(),
             settle_shards: config.settle_shards,
             daily: config.daily,
+            business_day: config.business_day,
             funds: config.funds,
         }
     }

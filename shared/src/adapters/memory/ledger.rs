@@ -12,11 +12,10 @@ use crate::config::Config;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
-use crate::domain::limits::utc_day;
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
-use crate::domain::{Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::domain::{BusinessDay, Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets};
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
@@ -25,6 +24,7 @@ use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, Se
 pub struct MemoryLedger {
     settle_shards: u32,
     daily: DailyLimits,
+    business_day: BusinessDay,
     funds: Funds,
     state: Arc<Mutex<State>>,
 }
@@ -67,6 +67,7 @@ impl MemoryLedger {
         MemoryLedger {
             settle_shards: config.settle_shards.max(1),
             daily: config.daily,
+            business_day: config.business_day,
             funds: config.funds,
             state: Arc::new(Mutex::new(State::default())),
         }
@@ -184,7 +185,7 @@ impl Ledger for MemoryLedger {
         {
             return Err(StoreError::Conflict(Conflict::InsufficientFunds));
         }
-        let day = (packet.sender.clone(), utc_day(packet.created_at_ms));
+        let day = (packet.sender.clone(), self.business_day.day_of(packet.created_at_ms));
         let (sends, sent_cents) = state.sends.get(&day).copied().unwrap_or_default();
         if let Some(limit) = self.daily.broken_by(sends, sent_cents, packet.terms.total_cents) {
             return Err(StoreError::Conflict(Conflict::LimitExceeded(limit.field())));

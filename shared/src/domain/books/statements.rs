@@ -183,9 +183,7 @@ impl Statement {
 
 /// The UTC day `YYYY-MM-DD` as `[start, end)` in epoch milliseconds; `None` if it is not one.
 pub fn day_bounds(day: &str) -> Option<(Millis, Millis)> {
-    let date = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
-    let start = date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis();
-    Some((start, start + 24 * 60 * 60 * 1000))
+    crate::domain::BusinessDay::default().bounds(day)
 }
 
 #[cfg(test)]

@@ -1,0 +1,89 @@
+//! The business day: the calendar days of one IANA time zone (`BUSINESS_TIME_ZONE`, default
+//! `UTC`). Daily limits count per business day; a trial balance and a statement are of one; the
+//! daily funds schedules run in its zone. For users in China (`Asia/Shanghai`) a day runs from
+//! 16:00 to 16:00 UTC.
+
+use chrono::{NaiveDate, TimeZone};
+use chrono_tz::Tz;
+
+use crate::clock::Millis;
+
+/// The time zone whose calendar days are the business's days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusinessDay(Tz);
+
+impl Default for BusinessDay {
+    fn default() -> Self {
+        BusinessDay(Tz::UTC)
+    }
+}
+
+impl BusinessDay {
+    /// The zone named `name` (IANA, e.g. `Asia/Shanghai`); `None` for a name the database lacks.
+    pub fn parse(name: &str) -> Option<Self> {
+        name.parse::<Tz>().ok().map(BusinessDay)
+    }
+
+    /// The zone's IANA name.
+    pub fn zone(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// The business day of `at_ms` (epoch ms), `YYYY-MM-DD`.
+    pub fn day_of(&self, at_ms: Millis) -> String {
+        let instant = chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default();
+        instant.with_timezone(&self.0).format("%Y-%m-%d").to_string()
+    }
+
+    /// Business day `YYYY-MM-DD` as `[start, end)` in epoch ms, from its midnight to the next
+    /// (23 or 25 hours on a day the zone changes its clocks); `None` if it is not a day.
+    pub fn bounds(&self, day: &str) -> Option<(Millis, Millis)> {
+        let date = NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+        let start = self.midnight(date)?;
+        let end = self.midnight(date.succ_opt()?)?;
+        Some((start, end))
+    }
+
+    /// The first instant of `date` in the zone (a midnight a clock change skips starts the day
+    /// at the first instant that exists).
+    fn midnight(&self, date: NaiveDate) -> Option<Millis> {
+        let mut local = date.and_hms_opt(0, 0, 0)?;
+        for _ in 0..4 {
+            if let Some(instant) = self.0.from_local_datetime(&local).earliest() {
+                return Some(instant.timestamp_millis());
+            }
+            local += chrono::Duration::minutes(30);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::parse_rfc3339;
+
+    #[test]
+    fn a_shanghai_day_runs_from_four_in_the_afternoon_utc() {
+        let shanghai = BusinessDay::parse("Asia/Shanghai").unwrap();
+        let at = |text| parse_rfc3339(text).unwrap();
+        assert_eq!(shanghai.day_of(at("2026-11-23T15:59:59.999Z")), "2026-11-23");
+        assert_eq!(shanghai.day_of(at("2026-11-23T16:00:00Z")), "2026-11-24");
+        assert_eq!(shanghai.bounds("2026-11-24"), Some((at("2026-11-23T16:00:00Z"), at("2026-11-24T16:00:00Z"))));
+        let utc = BusinessDay::default();
+        assert_eq!(utc.zone(), "UTC");
+        assert_eq!(utc.day_of(at("2026-11-23T16:00:00Z")), "2026-11-23");
+        assert_eq!(utc.bounds("2026-11-23"), Some((at("2026-11-23T00:00:00Z"), at("2026-11-24T00:00:00Z"))));
+        assert!(BusinessDay::parse("Mars/Olympus").is_none());
+        assert!(utc.bounds("2026-13-01").is_none());
+    }
+
+    #[test]
+    fn a_day_the_clocks_change_is_23_or_25_hours() {
+        let berlin = BusinessDay::parse("Europe/Berlin").unwrap();
+        let hours = |day| berlin.bounds(day).map(|(start, end)| (end - start) / 3_600_000);
+        assert_eq!(hours("2026-03-29"), Some(23));
+        assert_eq!(hours("2026-10-25"), Some(25));
+        assert_eq!(hours("2026-11-23"), Some(24));
+    }
+}
