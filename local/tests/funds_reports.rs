@@ -178,7 +178,7 @@ async fn a_closed_days_report_is_filed_once_and_never_rewritten() {
     assert_eq!(again["statement"]["written"], first["statement"]["written"], "{again}");
     assert_eq!(*objects.lock().unwrap(), filed, "the first statement kept, byte for byte");
 
-    let today = red_packets::domain::limits::utc_day(red_packets::Clock::now_ms(&SystemClock));
+    let today = red_packets::domain::BusinessDay::default().day_of(red_packets::Clock::now_ms(&SystemClock));
     let open = STATEMENT_EVENT.replace("2026-11-23", &today);
     let provisional = call(&ledger, &reports, &open).await.unwrap();
     let written = provisional["statement"]["written"].as_array().unwrap();

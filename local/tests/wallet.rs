@@ -602,8 +602,9 @@ async fn statements_and_the_trial_balance_agree_with_the_wallets_to_the_cent() {
     stack.clock.advance(25 * 3_600_000);
     stack.settle().await; // every packet expires: what was left goes back to its sender
     let now = red_packets::SystemClock.now_ms();
-    let day = red_packets::domain::limits::utc_day(now);
-    let (start, _) = red_packets::domain::statements::day_bounds(&day).unwrap();
+    let utc = red_packets::domain::BusinessDay::default();
+    let day = utc.day_of(now);
+    let (start, _) = utc.bounds(&day).unwrap();
     let opening = Cutoff { as_of_ms: start - 1, landing_ms: 0 };
     let trial = red_packets::funds::trial_balance(&stack.ledger, &day, opening, Cutoff::quiet()).await.unwrap();
     assert!(trial.balanced && trial.differences == 0, "{trial:#?}");

@@ -98,9 +98,14 @@ impl Cutoff {
         Cutoff { as_of_ms: SystemClock.now_ms(), landing_ms: 0 }
     }
 
+    /// The latest cut-off at `now_ms` that no write can still be landing behind.
+    pub fn latest_ms(now_ms: Millis) -> Millis {
+        now_ms - WRITES_LAND_WITHIN.as_millis() as Millis
+    }
+
     /// The cut-off `options` ask for, at `now_ms`: never later than a live one.
     pub fn from_options(options: &ReconcileOptions, now_ms: Millis) -> Result<Self, Invalid> {
-        let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+        let latest = Cutoff::latest_ms(now_ms);
         let as_of_ms = match &options.as_of {
             None => latest,
             Some(text) => {
@@ -146,7 +151,7 @@ const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 /// [`WRITES_LAND_WITHIN`] while it is not over); a day that has not begun is [`Invalid`].
 pub fn day_cutoffs(days: BusinessDay, day: &str, now_ms: Millis) -> Result<(Cutoff, Cutoff), Invalid> {
     let (start, end) = bounds(days, day)?;
-    let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+    let latest = Cutoff::latest_ms(now_ms);
     if start - 1 > latest {
         return Err(Invalid::field("day", "has not begun (or began less than a minute ago)"));
     }
@@ -163,7 +168,7 @@ fn bounds(days: BusinessDay, day: &str) -> Result<(Millis, Millis), Invalid> {
 /// before that, `base` as of the cut-off it was made to, a report of its own.
 pub fn report_key(days: BusinessDay, base: &str, day: &str, now_ms: Millis) -> Result<String, Invalid> {
     let (_, end) = bounds(days, day)?;
-    let latest = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+    let latest = Cutoff::latest_ms(now_ms);
     Ok(if latest >= end - 1 { base.to_owned() } else { format!("{base}.as-of-{}", rfc3339(latest)) })
 }
 
@@ -242,7 +247,7 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
             let now_ms = clock.now_ms();
             let base = format!("statements/{}/{}", request.day, request.user);
             let key = report_key(ledger.business_day(), &base, &request.day, now_ms)?;
-            let until_ms = now_ms - WRITES_LAND_WITHIN.as_millis() as Millis;
+            let until_ms = Cutoff::latest_ms(now_ms);
             let report = statement_to(ledger, &request.user, &request.day, until_ms).await?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::Statement { report, written })

@@ -86,11 +86,6 @@ impl DailyLimits {
     }
 }
 
-/// The UTC day of `at_ms` (epoch ms), `YYYY-MM-DD`: the business day of a deployment on `UTC`.
-pub fn utc_day(at_ms: crate::clock::Millis) -> String {
-    super::BusinessDay::default().day_of(at_ms)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,8 +100,9 @@ mod tests {
     }
 
     #[test]
-    fn days_are_utc() {
-        assert_eq!(utc_day(1_795_219_199_999), "2026-11-20");
-        assert_eq!(utc_day(1_795_219_200_000), "2026-11-21");
+    fn days_are_utc_by_default() {
+        let utc = crate::domain::BusinessDay::default();
+        assert_eq!(utc.day_of(1_795_219_199_999), "2026-11-20");
+        assert_eq!(utc.day_of(1_795_219_200_000), "2026-11-21");
     }
 }

@@ -54,9 +54,6 @@ pub struct LoadFields<'a> {
     /// The passphrase's digest, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passphrase: Option<&'a str>,
-    /// How many shares (for the grab-log entries; not sent as a field of its own).
-    #[serde(skip)]
-    pub count: u32,
 }
 
 impl<'a> LoadFields<'a> {
@@ -81,7 +78,6 @@ impl<'a> LoadFields<'a> {
             closed,
             recipients: recipients.map(|recipients| serde_json::to_string(recipients).expect("user ids serialize")),
             passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
-            count: packet.terms.count,
         }
     }
 }

@@ -124,9 +124,8 @@ pub async fn load<C: ConnectionLike>(
     image: PacketImage<'_>,
 ) -> RedisResult<Loaded> {
     let PacketImage { packet, cancelled, closed, grabs, pool } = image;
-    let fields = &LoadFields::of(packet, cancelled, closed);
-    let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, fields.count)).collect();
-    let fields = serde_json::to_string(fields).expect("load fields serialize");
+    let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
+    let fields = serde_json::to_string(&LoadFields::of(packet, cancelled, closed)).expect("load fields serialize");
     let grabs = serde_json::to_string(&entries).expect("grabs serialize");
     let (mode, token) = match mode {
         LoadMode::Add => ("add", ""),

@@ -181,11 +181,6 @@ impl Statement {
     }
 }
 
-/// The UTC day `YYYY-MM-DD` as `[start, end)` in epoch milliseconds; `None` if it is not one.
-pub fn day_bounds(day: &str) -> Option<(Millis, Millis)> {
-    crate::domain::BusinessDay::default().bounds(day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_statement_opens_with_the_days_before_and_closes_on_its_last_movement() {
-        let (start, end) = day_bounds("2026-11-23").unwrap();
+        let (start, end) = crate::domain::BusinessDay::default().bounds("2026-11-23").unwrap();
         assert_eq!(rfc3339(start), "2026-11-23T00:00:00.000Z");
         let movements = vec![
             movement(MovementKind::Grab, 40, end + 5),
@@ -223,7 +218,7 @@ mod tests {
             .starts_with("user,booked_at,kind,subject,amount_cents,balance_cents\nalice,2026-11-23,opening,,0,1000\n"));
         assert!(csv.ends_with("alice,2026-11-23,closing,,0,780\n"), "{csv}");
         assert_eq!(statement.to_json_lines().lines().count(), 4);
-        assert!(day_bounds("2026-13-01").is_none());
+        assert!(crate::domain::BusinessDay::default().bounds("2026-13-01").is_none());
     }
 
     #[test]
