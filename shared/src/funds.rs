@@ -1,15 +1,18 @@
-//! The money side of operations: the payments system's top-ups and the reconciliation of the
-//! whole ledger (invariants 8 and 9), as the `funds` function and `local topup` /
-//! `local reconcile` run them.
+//! The money side of operations: the payments system's top-ups and its word on withdrawals,
+//! operators' adjustments (proposed by one, approved by another), and the reconciliation of
+//! the whole ledger (invariants 8 and 9) with its reports, as the `funds` function and
+//! `local topup` / `local reconcile` run them.
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
+use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
+use crate::domain::withdrawal::{ResolutionResult, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
-use crate::ports::{Books, ReportSink, StoreError, Wallets, WRITES_LAND_WITHIN};
+use crate::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN};
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
 /// Why a funds request failed: the request itself (a bad day, a cut-off too late, a top-up the
@@ -37,6 +40,14 @@ impl From<BooksError> for StoreError {
 pub enum FundsRequest {
     /// Credit a user from the payments system, once per reference.
     Topup(TopUp),
+    /// The payments system paid a withdrawal out (`{"withdrawal_paid": {"withdrawal_id": "wd-…", "reference": "payout-1"}}`).
+    WithdrawalPaid(WithdrawalResolution),
+    /// The payments system could not: the money goes back to the wallet.
+    WithdrawalFailed(WithdrawalResolution),
+    /// An operator proposes an adjustment (it moves no money yet).
+    ProposeAdjustment(AdjustmentProposal),
+    /// Another operator approves it: it moves the money.
+    ApproveAdjustment(AdjustmentApproval),
     /// Check that the books balance (the daily schedule's payload is `{"reconcile": {}}`).
     Reconcile(ReconcileOptions),
     /// Write a day's trial balance (`{"trial_balance": {"day": "2026-11-23"}}`; default: yesterday).
@@ -127,6 +138,10 @@ impl Cutoff {
 pub enum FundsResponse {
     /// The top-up's outcome.
     Topup(TopUpResult),
+    /// A withdrawal's resolution.
+    Withdrawal(ResolutionResult),
+    /// An adjustment proposed or approved.
+    Adjustment(AdjustmentResult),
     /// What reconciliation found.
     Reconcile(Reconciliation),
     /// The trial balance, and where its JSON lines and CSV were written.
@@ -214,7 +229,7 @@ async fn write_report<R: ReportSink>(
 pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`, writing reports to `reports`.
-pub async fn run<L: Wallets + Books, R: ReportSink>(
+pub async fn run<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -225,6 +240,25 @@ pub async fn run<L: Wallets + Books, R: ReportSink>(
             let result = ledger.top_up(topup, clock.now_ms()).await?;
             tracing::info!(user = %topup.user, amount_cents = topup.amount_cents, reference = %topup.reference, applied = result.applied, "top-up");
             Ok(FundsResponse::Topup(result))
+        }
+        FundsRequest::WithdrawalPaid(resolution) | FundsRequest::WithdrawalFailed(resolution) => {
+            let outcome = match request {
+                FundsRequest::WithdrawalFailed(_) => WithdrawalStatus::Failed,
+                _ => WithdrawalStatus::Paid,
+            };
+            let result = ledger.resolve_withdrawal(resolution, outcome, clock.now_ms()).await?;
+            tracing::info!(withdrawal_id = %resolution.withdrawal_id, reference = %resolution.reference, outcome = outcome.as_str(), applied = result.applied, "withdrawal resolved");
+            Ok(FundsResponse::Withdrawal(result))
+        }
+        FundsRequest::ProposeAdjustment(proposal) => {
+            let result = ledger.propose_adjustment(proposal, clock.now_ms()).await?;
+            tracing::info!(reference = %proposal.reference, user = %proposal.user, proposer = %proposal.proposer, reason = %proposal.reason, applied = result.applied, "adjustment proposed");
+            Ok(FundsResponse::Adjustment(result))
+        }
+        FundsRequest::ApproveAdjustment(approval) => {
+            let result = ledger.approve_adjustment(approval, clock.now_ms()).await?;
+            tracing::info!(reference = %approval.reference, approver = %approval.approver, applied = result.applied, "adjustment approved");
+            Ok(FundsResponse::Adjustment(result))
         }
         FundsRequest::Reconcile(options) => {
             let cutoff = Cutoff::from_options(options, clock.now_ms())?;
@@ -283,6 +317,9 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
     tracing::info!(
         as_of = %result.as_of,
         topups_cents = %result.topups_cents,
+        withdrawn_cents = %result.withdrawn_cents,
+        pending_withdrawals_cents = %result.pending_withdrawals_cents,
+        overdue_withdrawals = result.overdue_withdrawals.len(),
         balances_cents = %result.balances_cents,
         in_open_packets_cents = %result.in_open_packets_cents,
         items = result.items,

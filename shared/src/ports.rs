@@ -8,6 +8,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
+use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
@@ -16,6 +17,9 @@ pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
 use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
+use crate::domain::withdrawal::{
+    ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+};
 use crate::domain::{BusinessDay, Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
 
 /// The longest a ledger write may take to land after its write stamp: the ledger's promise,
@@ -275,6 +279,54 @@ pub trait Wallets: Send + Sync {
     /// changes nothing (`applied: false`); with another user or amount it is
     /// [`StoreError::Invalid`] on `reference`. [`Conflict::NoWallets`] under `FUNDS=none`.
     fn top_up(&self, topup: &TopUp, now_ms: Millis) -> impl Future<Output = Result<TopUpResult, StoreError>> + Send;
+}
+
+/// Money out of the wallets: a user's withdrawal, and the payments system's word on it.
+pub trait Withdrawals: Send + Sync {
+    /// Debits `request.amount_cents` from `user`'s balance into pending withdrawal `id`, at
+    /// `now_ms`, once: a withdrawal `id` asked for before with the same amount and destination
+    /// is answered as it is now (`created: false`); with others it is
+    /// [`Conflict::IdempotencyKeyReused`]. A balance short of the amount is
+    /// [`Conflict::InsufficientFunds`], and nothing changes; [`Conflict::NoWallets`] under `FUNDS=none`.
+    fn request_withdrawal(
+        &self,
+        user: &UserId,
+        id: &str,
+        request: &WithdrawalRequest,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<WithdrawalReceipt, StoreError>> + Send;
+
+    /// Resolves pending withdrawal `resolution.withdrawal_id` to `outcome` (`Paid`: the money
+    /// has left; `Failed`: it goes back to the balance), once: the same word again changes
+    /// nothing (`applied: false`); a contradicting one, or an unknown id, is
+    /// [`StoreError::Invalid`] on `withdrawal_id`.
+    fn resolve_withdrawal(
+        &self,
+        resolution: &WithdrawalResolution,
+        outcome: WithdrawalStatus,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<ResolutionResult, StoreError>> + Send;
+}
+
+/// Corrections to the wallets: adjustments one operator proposes and another approves.
+pub trait Adjustments: Send + Sync {
+    /// Records `proposal`, once per reference (the same proposal again changes nothing; another
+    /// under its reference is [`StoreError::Invalid`]). It moves no money.
+    fn propose_adjustment(
+        &self,
+        proposal: &AdjustmentProposal,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
+
+    /// Applies the proposal `approval.reference` names, once, if its approver is not its
+    /// proposer ([`StoreError::Invalid`] on `approver` otherwise); a debit the balance does not
+    /// cover, or a chargeback its top-up does not allow, is [`StoreError::Invalid`] and it stays
+    /// proposed.
+    fn approve_adjustment(
+        &self,
+        approval: &AdjustmentApproval,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
 }
 
 /// Where reports go: a bucket in AWS, a directory locally. Write-once: a report filed under a

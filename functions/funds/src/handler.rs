@@ -1,11 +1,12 @@
-//! A top-up or a reconciliation, by payload. A failure's `errorType` names what went wrong
+//! A top-up, a withdrawal's resolution, an adjustment's proposal or approval, a reconciliation
+//! or a report, by payload. A failure's `errorType` names what went wrong
 //! (`InvalidFundsRequest` for a payload or a top-up that cannot be applied, `StoreUnavailable`),
 //! never a Rust type name, so the payments system can tell its mistake from a retryable fault.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::domain::Invalid;
 use red_packets::funds::{run, FundsError, FundsRequest, FundsResponse};
-use red_packets::ports::{Books, ReportSink, StoreError, Wallets};
+use red_packets::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
 use serde_json::Value;
 
@@ -35,6 +36,9 @@ impl From<FundsError> for FundsFailure {
             | FundsError::Store(StoreError::Invalid(Invalid { field, message })) => {
                 FundsFailure::Refused { field: field.unwrap_or_default(), message }
             }
+            FundsError::Store(StoreError::Conflict(conflict)) => {
+                FundsFailure::Refused { field: "funds".into(), message: conflict.to_string() }
+            }
             FundsError::Store(error) => FundsFailure::Unavailable(error.to_string()),
         }
     }
@@ -51,7 +55,7 @@ impl From<FundsFailure> for Diagnostic {
 }
 
 /// The Lambda handler.
-pub async fn handle<L: Wallets + Books, R: ReportSink>(
+pub async fn handle<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -63,8 +67,9 @@ pub async fn handle<L: Wallets + Books, R: ReportSink>(
     Ok(response)
 }
 
-/// A completed request's figures as metrics: each top-up's outcome and credit, the differences
-/// reconciliation found, and the heartbeat of each completed daily job (`FundsJobsCompleted`,
+/// A completed request's figures as metrics: each top-up's outcome and credit, each
+/// withdrawal's resolution (`Withdrawals`, by `outcome`), each adjustment step (`Adjustments`,
+/// by `step`), the differences and overdue withdrawals reconciliation found, and the heartbeat of each completed daily job (`FundsJobsCompleted`,
 /// dimension `job`: the payload's key, `reconcile` or `trial_balance`). A job that fails or never
 /// runs leaves no heartbeat, and the template's did-not-run alarms fire on its absence.
 fn record(request: &FundsRequest, response: &FundsResponse) {
@@ -76,8 +81,20 @@ fn record(request: &FundsRequest, response: &FundsResponse) {
                 metrics::counter!("TopupCents").increment(topup.amount_cents);
             }
         }
+        (FundsRequest::WithdrawalPaid(_) | FundsRequest::WithdrawalFailed(_), FundsResponse::Withdrawal(result)) => {
+            let outcome = if result.applied { result.withdrawal.status.as_str() } else { "replayed" };
+            metrics::counter!("Withdrawals", "outcome" => outcome).increment(1);
+        }
+        (FundsRequest::ProposeAdjustment(_), FundsResponse::Adjustment(_)) => {
+            metrics::counter!("Adjustments", "step" => "proposed").increment(1);
+        }
+        (FundsRequest::ApproveAdjustment(_), FundsResponse::Adjustment(result)) => {
+            metrics::counter!("Adjustments", "step" => if result.applied { "applied" } else { "replayed" })
+                .increment(1);
+        }
         (_, FundsResponse::Reconcile(reconciliation)) => {
             metrics::gauge!("BooksDifferences").set(reconciliation.differences.len() as f64);
+            metrics::gauge!("WithdrawalsOverdue").set(reconciliation.overdue_withdrawals.len() as f64);
             metrics::counter!("FundsJobsCompleted", "job" => "reconcile").increment(1);
         }
         (_, FundsResponse::TrialBalance { .. }) => {

@@ -17,7 +17,7 @@ use red_packets::domain::validate::parse_send_request;
 use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
 use red_packets::http::{caller, idempotency_key, json_body, json_response, respond};
 use red_packets::packets::{current_view, reload_from_ledger};
-use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded};
+use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
 use red_packets::{ApiError, Clock, Config, SystemClock};
 
 /// What the send and cancel handlers need: the ledger, the live store, the limits, the
@@ -42,16 +42,19 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
     }
 }
 
-/// The Lambda handler of both routes: a request naming a `{packet_id}` is a cancel, any other
-/// a send. Every outcome, errors included, is an HTTP response; every send is counted
-/// (`Sends` by outcome: `created`, `replayed` or the error's code; `SentCents`).
-pub async fn handle<L: Ledger, S: LiveStore>(
+/// The Lambda handler of its three routes: a request naming a `{packet_id}` is a cancel, one to
+/// `/me/withdrawals` a withdrawal, any other a send. Every outcome, errors included, is an HTTP
+/// response; every send is counted (`Sends` by outcome: `created`, `replayed` or the error's
+/// code; `SentCents`).
+pub async fn handle<L: Ledger + Withdrawals, S: LiveStore>(
     service: &SendService<L, S>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
     let names_packet = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
     let result = if names_packet {
         crate::cancel::cancel(service, &request).await
+    } else if request.uri().path().ends_with("/me/withdrawals") {
+        crate::withdraw::withdraw(service, &request).await
     } else {
         let sent = send(service, &request).await;
         if let Err(error) = &sent {
@@ -139,7 +142,10 @@ mod tests {
         events::to_request(&event).unwrap()
     }
 
-    async fn call<L: Ledger, S: LiveStore>(service: &SendService<L, S>, request: Request) -> (u16, Value) {
+    async fn call<L: Ledger + Withdrawals, S: LiveStore>(
+        service: &SendService<L, S>,
+        request: Request,
+    ) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }

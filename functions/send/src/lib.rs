@@ -1,7 +1,9 @@
-//! The send function: `POST /packets` (send) and `POST /packets/{packet_id}/cancel` (the
-//! sender takes back what is left): the sender's writes.
+//! The send function: `POST /packets` (send), `POST /packets/{packet_id}/cancel` (the
+//! sender takes back what is left) and `POST /me/withdrawals` (money out): the writes that
+//! take money from the caller's wallet.
 
 pub mod cancel;
 pub mod handler;
+pub mod withdraw;
 
 pub use handler::{handle, SendService};

@@ -21,6 +21,7 @@ const QUERY_EVENT: &str = include_str!("../../../events/query.json");
 const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
 const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
 const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
+const WITHDRAW_EVENT: &str = include_str!("../../../events/withdraw.json");
 
 /// One test's own stack: its Redis database, its table, its clock.
 pub struct Stack {
@@ -80,6 +81,14 @@ impl Stack {
     /// `POST /packets` with an `Idempotency-Key`: the status and body.
     pub async fn send_keyed(&self, sender: &str, body: &Value, key: &str) -> (u16, Value) {
         let mut event = event_by(SEND_EVENT, sender, None);
+        events::set_header(&mut event, "Idempotency-Key", Some(key));
+        events::set_body(&mut event, &body.to_string());
+        reply(send::handle(&self.functions.send, request(&event)).await).await
+    }
+
+    /// `POST /me/withdrawals` by `user` with `body` under `key`: the status and body.
+    pub async fn withdraw(&self, user: &str, body: &Value, key: &str) -> (u16, Value) {
+        let mut event = event_by(WITHDRAW_EVENT, user, None);
         events::set_header(&mut event, "Idempotency-Key", Some(key));
         events::set_body(&mut event, &body.to_string());
         reply(send::handle(&self.functions.send, request(&event)).await).await

@@ -1,6 +1,7 @@
 //! The pure domain: money in integer cents, limits, splitters and packet rules. No I/O here.
 
 pub mod access;
+pub mod adjustment;
 pub mod books;
 pub mod day;
 pub mod grab;
@@ -18,6 +19,7 @@ pub mod settlement;
 pub mod split;
 pub mod validate;
 pub mod wallet;
+pub mod withdrawal;
 
 pub use access::{Access, Passphrase, PassphraseDigest, PassphraseKey};
 pub use books::statements;

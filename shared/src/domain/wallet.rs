@@ -1,13 +1,16 @@
 //! The money trail: where a packet's money comes from and goes to. A send debits the sender's
 //! balance by the total; each recorded grab credits the grabber; a finalised packet's refund
-//! credits the sender; top-ups (from the payments system only) credit a user. Every change is a
-//! [`Movement`] written once, with the balance change, under a condition on its reference.
+//! credits the sender; top-ups (from the payments system only) credit a user; a withdrawal
+//! debits them, and its failure credits the money back; an approved adjustment credits or
+//! debits them. Every change is a [`Movement`] written once, with the balance change, under a
+//! condition on its reference.
 
 use serde::{Deserialize, Serialize};
 
 use super::ids::{PacketId, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
+use super::withdrawal::WithdrawalStatus;
 
 /// Whether this deployment keeps balances (`FUNDS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,34 +45,66 @@ pub enum MovementKind {
     Grab,
     /// What was left of a packet, back to its sender.
     Refund,
+    /// Money out to the payments system, pending until it is paid or fails.
+    Withdrawal,
+    /// A failed withdrawal's money, back to its user.
+    WithdrawalReturn,
+    /// An approved adjustment into the wallet.
+    AdjustmentCredit,
+    /// An approved adjustment out of it (a chargeback among them).
+    AdjustmentDebit,
 }
 
 impl MovementKind {
-    /// The balance change of a movement of `amount_cents`: negative for a send.
+    /// True for the kinds that take money out of the balance.
+    pub fn debits(self) -> bool {
+        matches!(self, MovementKind::Send | MovementKind::Withdrawal | MovementKind::AdjustmentDebit)
+    }
+
+    /// The balance change of a movement of `amount_cents`: negative for a debit.
     pub fn delta(self, amount_cents: Cents) -> i128 {
-        match self {
-            MovementKind::Send => -i128::from(amount_cents),
-            _ => i128::from(amount_cents),
+        if self.debits() {
+            -i128::from(amount_cents)
+        } else {
+            i128::from(amount_cents)
         }
     }
 
     /// The event a movement of this kind publishes.
     pub fn event(self) -> EventType {
-        match self {
-            MovementKind::Send => EventType::WalletDebited,
-            _ => EventType::WalletCredited,
+        if self.debits() {
+            EventType::WalletDebited
+        } else {
+            EventType::WalletCredited
         }
     }
 
-    /// `topup`, `send`, `grab` or `refund`.
+    /// `topup`, `send`, `grab`, `refund`, `withdrawal`, `withdrawal_return`,
+    /// `adjustment_credit` or `adjustment_debit`.
     pub fn as_str(self) -> &'static str {
         match self {
             MovementKind::Topup => "topup",
             MovementKind::Send => "send",
             MovementKind::Grab => "grab",
             MovementKind::Refund => "refund",
+            MovementKind::Withdrawal => "withdrawal",
+            MovementKind::WithdrawalReturn => "withdrawal_return",
+            MovementKind::AdjustmentCredit => "adjustment_credit",
+            MovementKind::AdjustmentDebit => "adjustment_debit",
         }
     }
+
+    /// Every kind.
+    pub const ALL: [MovementKind; 8] = [
+        MovementKind::Topup,
+        MovementKind::Send,
+        MovementKind::Grab,
+        MovementKind::Refund,
+        MovementKind::Withdrawal,
+        MovementKind::WithdrawalReturn,
+        MovementKind::AdjustmentCredit,
+        MovementKind::AdjustmentDebit,
+    ];
 }
 
 /// One line of a wallet, as `GET /me/wallet` lists it.
@@ -82,9 +117,12 @@ pub struct Movement {
     /// The packet it concerns (none for a top-up).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packet_id: Option<PacketId>,
-    /// The payments system's reference (top-ups only).
+    /// The top-up's reference, the withdrawal's id or the adjustment's reference.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// A withdrawal's state now: `pending` until the payments system says `paid` or `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<WithdrawalStatus>,
     /// When it happened (RFC 3339).
     pub at: String,
 }
@@ -155,9 +193,9 @@ pub enum EventType {
     PacketCancelled,
     /// What was left went back to the sender (user: the sender; amount: the refund).
     PacketRefunded,
-    /// A balance went up (top-up, grab, refund).
+    /// A balance went up (top-up, grab, refund, a failed withdrawal's return, an adjustment).
     WalletCredited,
-    /// A balance went down (send).
+    /// A balance went down (send, withdrawal, an adjustment).
     WalletDebited,
     /// A grab Redis acknowledged was refused by the ledger after a failover, and its user holds
     /// another share instead (amount: the share held now).
@@ -165,11 +203,18 @@ pub enum EventType {
     /// A grab Redis acknowledged was refused by the ledger after a failover, and no share was
     /// left to give instead (amount: the share revoked; it was never credited).
     GrabRevoked,
+    /// A user asked for a withdrawal (user; amount; reference: its id, which the payments
+    /// system pays out and resolves it by).
+    WithdrawalRequested,
+    /// The payments system paid it out (reference: its id).
+    WithdrawalPaid,
+    /// The payments system could not (reference: its id); the money is back in the wallet.
+    WithdrawalFailed,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 10] = [
+    pub const ALL: [EventType; 13] = [
         EventType::PacketSent,
         EventType::GrabRecorded,
         EventType::PacketFinished,
@@ -180,6 +225,9 @@ impl EventType {
         EventType::WalletDebited,
         EventType::GrabRegranted,
         EventType::GrabRevoked,
+        EventType::WithdrawalRequested,
+        EventType::WithdrawalPaid,
+        EventType::WithdrawalFailed,
     ];
 
     /// The name, as `detail-type` carries it.
@@ -195,6 +243,9 @@ impl EventType {
             EventType::WalletDebited => "WalletDebited",
             EventType::GrabRegranted => "GrabRegranted",
             EventType::GrabRevoked => "GrabRevoked",
+            EventType::WithdrawalRequested => "WithdrawalRequested",
+            EventType::WithdrawalPaid => "WithdrawalPaid",
+            EventType::WithdrawalFailed => "WithdrawalFailed",
         }
     }
 }
@@ -208,7 +259,7 @@ pub struct LedgerEvent {
     /// Which event.
     #[serde(rename = "type")]
     pub event_type: EventType,
-    /// The packet (empty for a top-up).
+    /// The packet (empty for a movement of no packet).
     pub packet_id: String,
     /// Whom it concerns.
     pub user: UserId,
@@ -216,6 +267,15 @@ pub struct LedgerEvent {
     pub amount_cents: Cents,
     /// When (RFC 3339).
     pub occurred_at: String,
+    /// The top-up's reference, the withdrawal's id or the adjustment's reference (empty otherwise).
+    #[serde(default)]
+    pub reference: String,
+    /// An adjustment's proposer (empty otherwise).
+    #[serde(default)]
+    pub proposed_by: String,
+    /// An adjustment's approver (empty otherwise).
+    #[serde(default)]
+    pub approved_by: String,
 }
 
 impl LedgerEvent {
@@ -236,7 +296,23 @@ impl LedgerEvent {
             user: user.clone(),
             amount_cents,
             occurred_at,
+            reference: String::new(),
+            proposed_by: String::new(),
+            approved_by: String::new(),
         }
+    }
+
+    /// The event naming `reference` (a top-up's, a withdrawal's id, an adjustment's).
+    pub fn with_reference(mut self, reference: Option<&str>) -> Self {
+        self.reference = reference.unwrap_or_default().to_owned();
+        self
+    }
+
+    /// The event naming the two operators of an adjustment.
+    pub fn approved(mut self, proposer: &str, approver: &str) -> Self {
+        self.proposed_by = proposer.to_owned();
+        self.approved_by = approver.to_owned();
+        self
     }
 }
 
@@ -249,13 +325,14 @@ mod tests {
     }
 
     #[test]
-    fn a_send_debits_and_everything_else_credits() {
-        assert_eq!(MovementKind::Send.delta(500), -500);
-        for kind in [MovementKind::Topup, MovementKind::Grab, MovementKind::Refund] {
-            assert_eq!(kind.delta(500), 500);
-            assert_eq!(kind.event(), EventType::WalletCredited);
+    fn sends_withdrawals_and_debit_adjustments_debit_and_everything_else_credits() {
+        for kind in MovementKind::ALL {
+            let debit = matches!(kind, MovementKind::Send | MovementKind::Withdrawal | MovementKind::AdjustmentDebit);
+            assert_eq!(kind.delta(500), if debit { -500 } else { 500 }, "{kind:?}");
+            assert_eq!(kind.event(), if debit { EventType::WalletDebited } else { EventType::WalletCredited });
+            let named: MovementKind = serde_json::from_value(serde_json::json!(kind.as_str())).unwrap();
+            assert_eq!(named, kind, "as_str is the JSON name");
         }
-        assert_eq!(MovementKind::Send.event(), EventType::WalletDebited);
     }
 
     #[test]
@@ -282,6 +359,6 @@ mod tests {
         assert_eq!(a.event_id, b.event_id, "a redelivery, or a retry at another time, has the same id");
         let credit = LedgerEvent::new(EventType::WalletCredited, id.as_str(), Some(&id), &bob, 5, "t".into());
         assert_ne!(a.event_id, credit.event_id);
-        assert_eq!(EventType::ALL.len(), 10);
+        assert_eq!(EventType::ALL.len(), 13);
     }
 }

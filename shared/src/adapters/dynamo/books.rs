@@ -13,13 +13,15 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::items::{
-    wallet_pk, BalanceItem, BALANCE, GRAB_PREFIX, META, MOVE_PREFIX, PACKET_PREFIX, REFUND, SHARE_PREFIX, TOPUP,
-    TOPUP_PREFIX, WALLET_PREFIX,
+    wallet_pk, BalanceItem, ADJUSTMENT, ADJUSTMENT_PREFIX, BALANCE, GRAB_PREFIX, META, MOVE_PREFIX, PACKET_PREFIX,
+    REFUND, SHARE_PREFIX, TOPUP, TOPUP_PREFIX, WALLET_PREFIX, WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
 use super::table::{unavailable, DynamoLedger};
 use crate::clock::Millis;
+use crate::domain::adjustment::Direction;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
+use crate::domain::withdrawal::WithdrawalStatus;
 use crate::domain::{BusinessDay, Cents, PacketId, PacketStatus, UserId};
 use crate::ports::{Books, StoreError};
 
@@ -62,6 +64,27 @@ struct TopupMoney {
     user: UserId,
     amount_cents: Cents,
     reference: String,
+    #[serde(default)]
+    written_at_ms: Option<Millis>,
+}
+
+#[derive(Deserialize)]
+struct WithdrawalMoney {
+    withdrawal_id: String,
+    user: UserId,
+    amount_cents: Cents,
+    status: WithdrawalStatus,
+    written_at_ms: Millis,
+    #[serde(default)]
+    resolved_at_ms: Option<Millis>,
+}
+
+#[derive(Deserialize)]
+struct AdjustmentMoney {
+    reference: String,
+    user: UserId,
+    direction: Direction,
+    amount_cents: Cents,
     #[serde(default)]
     written_at_ms: Option<Millis>,
 }
@@ -152,6 +175,25 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
             user: topup.user,
             amount_cents: topup.amount_cents,
             written_at_ms: stamp(topup.written_at_ms),
+        }
+    } else if pk.starts_with(WITHDRAWAL_PREFIX) && sk == WITHDRAWAL {
+        let withdrawal: WithdrawalMoney = read(item)?;
+        LedgerItem::Withdrawal {
+            id: withdrawal.withdrawal_id,
+            user: withdrawal.user,
+            amount_cents: withdrawal.amount_cents,
+            status: withdrawal.status,
+            written_at_ms: withdrawal.written_at_ms,
+            resolved_at_ms: withdrawal.resolved_at_ms,
+        }
+    } else if pk.starts_with(ADJUSTMENT_PREFIX) && sk == ADJUSTMENT {
+        let adjustment: AdjustmentMoney = read(item)?;
+        LedgerItem::Adjustment {
+            reference: adjustment.reference,
+            user: adjustment.user,
+            direction: adjustment.direction,
+            amount_cents: adjustment.amount_cents,
+            applied_at_ms: adjustment.written_at_ms,
         }
     } else if pk.starts_with(PACKET_PREFIX) {
         if sk == META {

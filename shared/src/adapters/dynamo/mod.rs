@@ -2,18 +2,21 @@
 //! claims (layout in [`items`], one file per kind of item, the only place keys are spelled).
 //! One file per port: `ledger` ([`Ledger`]: sends, cancels, reads, with `history` beneath it),
 //! `settle` ([`SettleLedger`], its grab writes and reads in `grabs`), `wallet` ([`Wallets`]),
-//! `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
+//! `corrections` ([`Withdrawals`], [`Adjustments`]), `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
 //! and its codec) and transactions read by name. Every failure to reach DynamoDB is
 //! [`StoreError::Unavailable`].
 //!
 //! [`Ledger`]: crate::ports::Ledger
 //! [`SettleLedger`]: crate::ports::SettleLedger
 //! [`Wallets`]: crate::ports::Wallets
+//! [`Withdrawals`]: crate::ports::Withdrawals
+//! [`Adjustments`]: crate::ports::Adjustments
 //! [`Books`]: crate::ports::Books
 //! [`StoreError::Unavailable`]: crate::ports::StoreError::Unavailable
 
 mod books;
 pub mod client;
+mod corrections;
 mod grabs;
 mod history;
 mod items;

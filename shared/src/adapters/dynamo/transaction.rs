@@ -38,10 +38,15 @@ pub(super) enum Write {
     Packet,
     /// A wallet's balance (a debit's condition is that it covers the amount).
     Balance,
-    /// A wallet movement, new only: a grab's credit, a refund's, a top-up's, a send's debit.
+    /// A wallet movement, new only (a grab's credit, a refund's, a top-up's, a send's debit, …),
+    /// or a withdrawal's debit taking its resolution's state.
     Movement,
-    /// A top-up's record, one per payment reference.
+    /// A top-up's record, one per payment reference (a chargeback marks it, once).
     Topup,
+    /// A withdrawal (new for its id; resolved only while pending).
+    Withdrawal,
+    /// An adjustment (new for its reference; applied only while proposed, by another operator).
+    Adjustment,
     /// A packet's refund item.
     Refund,
 }

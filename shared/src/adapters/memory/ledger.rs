@@ -15,8 +15,14 @@ use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
+use crate::domain::withdrawal::{
+    resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
+    WithdrawalStatus,
+};
 use crate::domain::{BusinessDay, Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
-use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets};
+use crate::ports::{
+    Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets, Withdrawals,
+};
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
 /// table.
@@ -55,6 +61,7 @@ struct State {
     balances: HashMap<UserId, Cents>,
     movements: HashMap<UserId, Vec<Movement>>,
     topups: HashMap<String, (UserId, Cents)>,
+    withdrawals: HashMap<String, Withdrawal>,
     casualties: HashSet<(PacketId, UserId, u32)>,
     layouts: BTreeSet<u32>,
     unreachable: bool,
@@ -144,7 +151,7 @@ impl PacketItems {
 
 /// A movement of `amount_cents` of `kind` about packet `id`, at `at_ms`.
 fn packet_movement(kind: MovementKind, amount_cents: Cents, id: &PacketId, at_ms: Millis) -> Movement {
-    Movement { kind, amount_cents, packet_id: Some(id.clone()), reference: None, at: rfc3339(at_ms) }
+    Movement { kind, amount_cents, packet_id: Some(id.clone()), reference: None, status: None, at: rfc3339(at_ms) }
 }
 
 /// The page of `items` `request` asks for: its cursor is an offset, bound to its owner and role.
@@ -429,6 +436,7 @@ impl Wallets for MemoryLedger {
                     amount_cents: topup.amount_cents,
                     packet_id: None,
                     reference: Some(topup.reference.clone()),
+                    status: None,
                     at: rfc3339(now_ms),
                 };
                 state.credit(&topup.user, movement);
@@ -436,5 +444,95 @@ impl Wallets for MemoryLedger {
             }
         };
         Ok(TopUpResult { applied, balance_cents: state.balances.get(&topup.user).copied().unwrap_or(0) })
+    }
+}
+
+impl Withdrawals for MemoryLedger {
+    async fn request_withdrawal(
+        &self,
+        user: &UserId,
+        id: &str,
+        request: &WithdrawalRequest,
+        now_ms: Millis,
+    ) -> Result<WithdrawalReceipt, StoreError> {
+        request.validate()?;
+        if self.funds == Funds::None {
+            return Err(Conflict::NoWallets.into());
+        }
+        let mut state = self.state()?;
+        let balance = state.balances.get(user).copied().unwrap_or(0);
+        let (withdrawal, created) = match state.withdrawals.get(id) {
+            Some(earlier)
+                if earlier.amount_cents == request.amount_cents && earlier.destination == request.destination =>
+            {
+                (earlier.clone(), false)
+            }
+            Some(_) => return Err(Conflict::IdempotencyKeyReused.into()),
+            None if balance < request.amount_cents => return Err(Conflict::InsufficientFunds.into()),
+            None => {
+                let withdrawal = Withdrawal {
+                    withdrawal_id: id.to_owned(),
+                    user: user.clone(),
+                    amount_cents: request.amount_cents,
+                    destination: request.destination.clone(),
+                    status: WithdrawalStatus::Pending,
+                    requested_at: rfc3339(now_ms),
+                    resolved_at: None,
+                    reference: None,
+                };
+                state.withdrawals.insert(id.to_owned(), withdrawal.clone());
+                state.balances.insert(user.clone(), balance - request.amount_cents);
+                state.movements.entry(user.clone()).or_default().push(Movement {
+                    kind: MovementKind::Withdrawal,
+                    amount_cents: request.amount_cents,
+                    packet_id: None,
+                    reference: Some(id.to_owned()),
+                    status: Some(WithdrawalStatus::Pending),
+                    at: rfc3339(now_ms),
+                });
+                (withdrawal, true)
+            }
+        };
+        let balance_cents = state.balances.get(user).copied().unwrap_or(0);
+        Ok(WithdrawalReceipt { withdrawal, created, balance_cents })
+    }
+
+    async fn resolve_withdrawal(
+        &self,
+        resolution: &WithdrawalResolution,
+        outcome: WithdrawalStatus,
+        now_ms: Millis,
+    ) -> Result<ResolutionResult, StoreError> {
+        resolution.validate()?;
+        let id = &resolution.withdrawal_id;
+        let mut state = self.state()?;
+        let Some(withdrawal) = state.withdrawals.get_mut(id) else {
+            return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
+        };
+        if !resolution_allowed(withdrawal.status, withdrawal.reference.as_deref(), outcome, &resolution.reference)? {
+            return Ok(ResolutionResult { applied: false, withdrawal: withdrawal.clone() });
+        }
+        withdrawal.status = outcome;
+        withdrawal.resolved_at = Some(rfc3339(now_ms));
+        withdrawal.reference = Some(resolution.reference.clone());
+        let withdrawal = withdrawal.clone();
+        let movements = state.movements.entry(withdrawal.user.clone()).or_default();
+        let debit =
+            movements.iter_mut().find(|m| m.kind == MovementKind::Withdrawal && m.reference.as_ref() == Some(id));
+        if let Some(debit) = debit {
+            debit.status = Some(outcome);
+        }
+        if outcome == WithdrawalStatus::Failed {
+            let returned = Movement {
+                kind: MovementKind::WithdrawalReturn,
+                amount_cents: withdrawal.amount_cents,
+                packet_id: None,
+                reference: Some(id.clone()),
+                status: None,
+                at: rfc3339(now_ms),
+            };
+            state.credit(&withdrawal.user, returned);
+        }
+        Ok(ResolutionResult { applied: true, withdrawal })
     }
 }

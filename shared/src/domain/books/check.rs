@@ -1,10 +1,10 @@
 //! From a fold to a report: [`BooksFold::finish`] with its cross-checks of each packet (paid,
-//! moved, credited) and top-up, and the global equation.
+//! moved, credited) and record (top-up, withdrawal, adjustment), and the global equation.
 
 use std::collections::HashSet;
 
 use super::fold::BooksFold;
-use super::report::{equation_holds, BooksError, DifferenceClass, Reconciliation, Suspect};
+use super::report::{equation_differs, BooksError, Difference, DifferenceClass, Reconciliation, Suspect};
 use super::tally::{packet_name, Overflow, PacketAcc, PacketKey, Sum, Tally, Total};
 use crate::clock::rfc3339;
 use crate::domain::money::Cents;
@@ -28,12 +28,20 @@ impl BooksFold {
                 BooksError::overflow(&subject, format!("{open} cents held open"), "in_open_packets_cents")
             })?;
         }
-        let (balances, in_open, topups) = (self.balances_cents, in_open.get(), self.check_topups()?.get());
-        if self.part.of <= 1 && !equation_holds(balances, in_open, topups)? {
-            let what = format!("balances {balances} + in open packets {in_open} != top-ups {topups}");
-            self.differ("books".into(), DifferenceClass::Books, what);
+        self.check_records();
+        let whole = self.part.of <= 1;
+        let (mut reconciliation, suspects) = self.into_report(in_open.get(), read_packets);
+        if whole {
+            if let Some(what) = equation_differs(&reconciliation)? {
+                reconciliation.differences.push(Difference {
+                    subject: "books".into(),
+                    class: DifferenceClass::Books,
+                    what,
+                });
+                reconciliation.differences.sort();
+            }
         }
-        Ok(self.into_report(topups, in_open, read_packets))
+        Ok((reconciliation, suspects))
     }
 
     /// Reports the items kept of packets whose record is missing; returns those packets.
@@ -134,25 +142,28 @@ impl BooksFold {
         })
     }
 
-    /// Checks each top-up's credit; returns the top-ups' sum.
-    fn check_topups(&mut self) -> Result<Total, BooksError> {
-        let mut topups = Total::default();
-        for (reference, acc) in std::mem::take(&mut self.topups) {
-            let subject = format!("topup:{reference}");
-            topups = topups.plus(u128::from(acc.record.cents.cents())).map_err(|Overflow| {
-                BooksError::overflow(&subject, format!("top-up for {}", acc.record.cents), "topups_cents")
-            })?;
-            self.compare(&subject, "top-up credit", acc.record, acc.credits);
+    /// Checks that each record's movement moved, once, for its user and amount (a proposed
+    /// adjustment, or a withdrawal not failed, promises none of its kind).
+    fn check_records(&mut self) {
+        let mut records: Vec<_> = std::mem::take(&mut self.records).into_iter().collect();
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((kind, reference), acc) in records {
+            self.compare(&kind.subject(&reference), kind.movement(), acc.expected, acc.moved);
         }
-        Ok(topups)
     }
 
     /// The trial balance, with every difference sorted, and the suspects.
-    fn into_report(mut self, topups_cents: u128, in_open: u128, read_packets: usize) -> (Reconciliation, Vec<Suspect>) {
+    fn into_report(mut self, in_open: u128, read_packets: usize) -> (Reconciliation, Vec<Suspect>) {
         self.differences.sort();
+        self.overdue_withdrawals.sort();
         let reconciliation = Reconciliation {
             as_of: rfc3339(self.as_of_ms),
-            topups_cents,
+            topups_cents: self.topups_cents.get(),
+            withdrawn_cents: self.withdrawn_cents.get(),
+            pending_withdrawals_cents: self.pending_withdrawals_cents.get(),
+            adjusted_in_cents: self.adjusted_in_cents.get(),
+            adjusted_out_cents: self.adjusted_out_cents.get(),
+            overdue_withdrawals: self.overdue_withdrawals,
             balances_cents: self.balances_cents,
             in_open_packets_cents: in_open,
             sent_cents: self.sent_cents.get(),
@@ -180,7 +191,7 @@ impl BooksFold {
         } else {
             DifferenceClass::UnbalancedPacket
         };
-        let class = if subject.starts_with("topup:") && class == DifferenceClass::UnbalancedPacket {
+        let class = if !subject.starts_with("packet:") && class == DifferenceClass::UnbalancedPacket {
             DifferenceClass::MovementMissing
         } else {
             class

@@ -1,16 +1,21 @@
-//! The fold itself: [`BooksFold`], fed one item collection at a time (a wallet, a top-up or
-//! a packet) into its accumulators; [`BooksFold::finish`] (in `check`) checks them.
+//! The fold itself: [`BooksFold`], fed one item collection at a time (a wallet, a packet, or a
+//! record outside the packets: a top-up, a withdrawal, an adjustment) into its accumulators;
+//! [`BooksFold::finish`] (in `check`) checks them.
 
 use std::collections::{HashMap, HashSet};
 
 use super::items::{LedgerItem, MovementRecord};
 use super::report::{BooksError, Difference, DifferenceClass, Suspect};
-use super::tally::{packet_bytes, packet_key, who, Overflow, PacketAcc, PacketKey, Part, Tally, TopupAcc, Total};
+use super::tally::{
+    packet_bytes, packet_key, who, Overflow, PacketAcc, PacketKey, Part, RecordAcc, RecordKind, Tally, Total,
+};
 use crate::clock::Millis;
+use crate::domain::adjustment::Direction;
 use crate::domain::ids::{PacketId, UserId};
 use crate::domain::money::Cents;
 use crate::domain::packet::PacketStatus;
 use crate::domain::wallet::MovementKind;
+use crate::domain::withdrawal::{WithdrawalStatus, OVERDUE_AFTER_MS};
 
 /// The fold: feed it every collection, then [`BooksFold::finish`].
 #[derive(Debug)]
@@ -21,7 +26,17 @@ pub struct BooksFold {
     pub(super) packets: HashMap<PacketKey, PacketAcc>,
     /// Grab and refund items of packets whose record is missing (read in their collection).
     pub(super) orphans: Vec<(PacketKey, String)>,
-    pub(super) topups: HashMap<String, TopupAcc>,
+    /// Top-ups, withdrawals (and their returns) and adjustments, by kind and reference.
+    pub(super) records: HashMap<(RecordKind, String), RecordAcc>,
+    pub(super) topups_cents: Total,
+    /// Withdrawals paid out as of the cut-off.
+    pub(super) withdrawn_cents: Total,
+    /// Withdrawals debited and not resolved as of the cut-off.
+    pub(super) pending_withdrawals_cents: Total,
+    /// The ids of those pending longer than [`OVERDUE_AFTER_MS`].
+    pub(super) overdue_withdrawals: Vec<String>,
+    pub(super) adjusted_in_cents: Total,
+    pub(super) adjusted_out_cents: Total,
     pub(super) sent_cents: Total,
     pub(super) grabbed_cents: Total,
     pub(super) refunded_cents: Total,
@@ -46,7 +61,13 @@ impl BooksFold {
             part,
             packets: HashMap::new(),
             orphans: Vec::new(),
-            topups: HashMap::new(),
+            records: HashMap::new(),
+            topups_cents: Total::default(),
+            withdrawn_cents: Total::default(),
+            pending_withdrawals_cents: Total::default(),
+            overdue_withdrawals: Vec::new(),
+            adjusted_in_cents: Total::default(),
+            adjusted_out_cents: Total::default(),
             sent_cents: Total::default(),
             grabbed_cents: Total::default(),
             refunded_cents: Total::default(),
@@ -88,9 +109,8 @@ impl BooksFold {
                 let user = user.clone();
                 self.wallet(user, items)
             }
-            Some(LedgerItem::Topup { .. }) => {
-                items.into_iter().for_each(|item| self.topup(item));
-                Ok(())
+            Some(LedgerItem::Topup { .. } | LedgerItem::Withdrawal { .. } | LedgerItem::Adjustment { .. }) => {
+                items.into_iter().try_for_each(|item| self.record(item))
             }
             Some(
                 LedgerItem::Packet { id, .. }
@@ -105,18 +125,77 @@ impl BooksFold {
         }
     }
 
-    fn topup(&mut self, item: LedgerItem) {
-        let LedgerItem::Topup { reference, user, amount_cents, written_at_ms } = item else { return };
-        if !self.part.keeps(reference.as_bytes()) || !self.counts(written_at_ms) {
-            return;
+    /// Folds a record outside the packets, as of the cut-off: a top-up (money in), a withdrawal
+    /// (its debit; paid, failed with its return, or pending), an adjustment (applied, or only
+    /// proposed: then no movement may exist for it).
+    fn record(&mut self, item: LedgerItem) -> Result<(), BooksError> {
+        match item {
+            LedgerItem::Topup { reference, user, amount_cents, written_at_ms } => {
+                if self.counts(written_at_ms) && self.read_record(RecordKind::Topup, &reference) {
+                    self.expect(RecordKind::Topup, &reference, &user, amount_cents);
+                    let sum = self.topups_cents.plus(u128::from(amount_cents));
+                    self.topups_cents = sum.map_err(|Overflow| total_overflow("topup", &reference, amount_cents))?;
+                }
+            }
+            LedgerItem::Withdrawal { id, user, amount_cents, status, written_at_ms, resolved_at_ms } => {
+                if !self.counts(written_at_ms) || !self.read_record(RecordKind::Withdrawal, &id) {
+                    return Ok(());
+                }
+                self.expect(RecordKind::Withdrawal, &id, &user, amount_cents);
+                let as_of = resolved_at_ms.filter(|at| self.counts(*at)).map_or(WithdrawalStatus::Pending, |_| status);
+                let overflow = |Overflow| total_overflow("withdrawal", &id, amount_cents);
+                match as_of {
+                    WithdrawalStatus::Paid => {
+                        self.withdrawn_cents = self.withdrawn_cents.plus(u128::from(amount_cents)).map_err(overflow)?;
+                    }
+                    WithdrawalStatus::Failed => {
+                        self.read_record(RecordKind::WithdrawalReturn, &id);
+                        self.expect(RecordKind::WithdrawalReturn, &id, &user, amount_cents);
+                    }
+                    WithdrawalStatus::Pending => {
+                        let pending = self.pending_withdrawals_cents.plus(u128::from(amount_cents));
+                        self.pending_withdrawals_cents = pending.map_err(overflow)?;
+                        if written_at_ms < self.as_of_ms - OVERDUE_AFTER_MS {
+                            self.overdue_withdrawals.push(id);
+                        }
+                    }
+                }
+            }
+            LedgerItem::Adjustment { reference, user, direction, amount_cents, applied_at_ms } => {
+                let kind = adjustment_kind(direction);
+                if !self.read_record(kind, &reference) || !applied_at_ms.is_some_and(|at| self.counts(at)) {
+                    return Ok(());
+                }
+                self.expect(kind, &reference, &user, amount_cents);
+                let overflow = |Overflow| total_overflow("adjustment", &reference, amount_cents);
+                let total = match direction {
+                    Direction::Credit => &mut self.adjusted_in_cents,
+                    Direction::Debit => &mut self.adjusted_out_cents,
+                };
+                *total = total.plus(u128::from(amount_cents)).map_err(overflow)?;
+            }
+            _ => {}
         }
-        let acc = self.topups.entry(reference.clone()).or_default();
-        if acc.read {
-            self.differ(format!("topup:{reference}"), DifferenceClass::Source, "read twice".into());
-            return;
+        Ok(())
+    }
+
+    /// Marks record `reference` of `kind` read; false when this pass does not keep it, or when
+    /// it was read before (a difference: the source repeated it).
+    fn read_record(&mut self, kind: RecordKind, reference: &str) -> bool {
+        if !self.part.keeps(reference.as_bytes()) {
+            return false;
         }
-        acc.read = true;
-        acc.record = Tally::one(who(&user), amount_cents);
+        let acc = self.records.entry((kind, reference.to_owned())).or_default();
+        if std::mem::replace(&mut acc.read, true) {
+            self.differ(kind.subject(reference), DifferenceClass::Source, "read twice".into());
+            return false;
+        }
+        true
+    }
+
+    /// What record `reference` of `kind` promises: one movement of `amount_cents` in `user`'s wallet.
+    fn expect(&mut self, kind: RecordKind, reference: &str, user: &UserId, amount_cents: Cents) {
+        self.records.entry((kind, reference.to_owned())).or_default().expected = Tally::one(who(user), amount_cents);
     }
 
     fn wallet(&mut self, user: UserId, items: Vec<LedgerItem>) -> Result<(), BooksError> {
@@ -179,23 +258,31 @@ impl BooksFold {
         if !self.counts(movement.written_at_ms) {
             return Ok(());
         }
-        match (&movement.packet_id, &movement.reference, movement.kind) {
-            (None, Some(reference), MovementKind::Topup) => {
+        let record = match movement.kind {
+            MovementKind::Topup => Some(RecordKind::Topup),
+            MovementKind::Withdrawal => Some(RecordKind::Withdrawal),
+            MovementKind::WithdrawalReturn => Some(RecordKind::WithdrawalReturn),
+            MovementKind::AdjustmentCredit => Some(adjustment_kind(Direction::Credit)),
+            MovementKind::AdjustmentDebit => Some(adjustment_kind(Direction::Debit)),
+            MovementKind::Send | MovementKind::Grab | MovementKind::Refund => None,
+        };
+        match (&movement.packet_id, &movement.reference, record) {
+            (None, Some(reference), Some(kind)) => {
                 if self.part.keeps(reference.as_bytes()) {
-                    let credits = &mut self.topups.entry(reference.clone()).or_default().credits;
-                    credits.add(who(&movement.user), movement.amount_cents).map_err(|Overflow| {
-                        BooksError::overflow(format!("topup:{reference}"), movement_item(movement), "top-up credits")
+                    let moved = &mut self.records.entry((kind, reference.clone())).or_default().moved;
+                    moved.add(who(&movement.user), movement.amount_cents).map_err(|Overflow| {
+                        BooksError::overflow(kind.subject(reference), movement_item(movement), "moved")
                     })?;
                 }
             }
-            (Some(id), _, kind) if kind != MovementKind::Topup => {
+            (Some(id), _, None) => {
                 let key = packet_key(id);
                 if !self.part.keeps(&packet_bytes(key)) {
                     return Ok(());
                 }
                 let named = |sum| BooksError::overflow(format!("packet:{id}"), movement_item(movement), sum);
                 let (mover, acc) = (who(&movement.user), self.packets.entry(key).or_default());
-                let (total, total_name, tally, tally_name) = match kind {
+                let (total, total_name, tally, tally_name) = match movement.kind {
                     MovementKind::Send => (&mut self.sent_cents, "sent_cents", &mut acc.debits, "debits"),
                     MovementKind::Grab => {
                         acc.grabbers.add(mover, 0).map_err(|Overflow| named("grabbers"))?;
@@ -291,6 +378,19 @@ impl BooksFold {
         let refund_item = items.refund.map(|(amount, _)| format!("refund item for {amount}"));
         self.orphans.extend(grab_items.chain(refund_item).map(|what| (key, what)));
     }
+}
+
+/// An adjustment's record kind: its direction is part of what its movement must match.
+fn adjustment_kind(direction: Direction) -> RecordKind {
+    match direction {
+        Direction::Credit => RecordKind::AdjustmentCredit,
+        Direction::Debit => RecordKind::AdjustmentDebit,
+    }
+}
+
+/// A trial-balance total past its type, at record `reference` of `kind`.
+fn total_overflow(kind: &str, reference: &str, amount_cents: Cents) -> BooksError {
+    BooksError::overflow(format!("{kind}:{reference}"), format!("{kind} for {amount_cents}"), "the totals")
 }
 
 /// A movement as an overflow names it.

@@ -2,10 +2,12 @@
 //! ([`MovementRecord`]), as far as reconciliation goes.
 
 use crate::clock::Millis;
+use crate::domain::adjustment::Direction;
 use crate::domain::ids::{PacketId, UserId};
 use crate::domain::money::Cents;
 use crate::domain::packet::PacketStatus;
 use crate::domain::wallet::MovementKind;
+use crate::domain::withdrawal::WithdrawalStatus;
 
 /// One movement as the ledger holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +20,7 @@ pub struct MovementRecord {
     pub amount_cents: Cents,
     /// The packet, for a send, grab or refund.
     pub packet_id: Option<PacketId>,
-    /// The reference, for a top-up.
+    /// The top-up's reference, the withdrawal's id or the adjustment's reference.
     pub reference: Option<String>,
     /// Its transaction's write stamp (0 for items written before stamps).
     pub written_at_ms: Millis,
@@ -50,6 +52,34 @@ pub enum LedgerItem {
         amount_cents: Cents,
         /// Its write stamp.
         written_at_ms: Millis,
+    },
+    /// A withdrawal's record.
+    Withdrawal {
+        /// Its id (`wd-…`).
+        id: String,
+        /// Whose wallet.
+        user: UserId,
+        /// How much.
+        amount_cents: Cents,
+        /// Where it stands now.
+        status: WithdrawalStatus,
+        /// The request's write stamp (with its debit).
+        written_at_ms: Millis,
+        /// The resolution's write stamp, once paid or failed.
+        resolved_at_ms: Option<Millis>,
+    },
+    /// An adjustment's record.
+    Adjustment {
+        /// Its reference.
+        reference: String,
+        /// Whose wallet.
+        user: UserId,
+        /// Credit or debit.
+        direction: Direction,
+        /// How much.
+        amount_cents: Cents,
+        /// The approval's write stamp (with its movement); `None` while it is only proposed.
+        applied_at_ms: Option<Millis>,
     },
     /// A packet's record.
     Packet {

@@ -48,11 +48,13 @@ pub enum DifferenceClass {
     /// The same money moved more than once.
     MovementTwice,
     /// Money that should have moved and did not: a packet never debited, a grab or refund
-    /// never credited, a top-up never applied.
+    /// never credited, a top-up never applied, a withdrawal never debited or a failed one never
+    /// returned, an approved adjustment never moved (or moved the other way).
     MovementMissing,
     /// A grab item whose share nobody claimed for that grabber and amount.
     GrabWithoutClaim,
-    /// Top-ups in differ from the wallets plus the money in open packets.
+    /// The identity does not hold: top-ups − withdrawals paid ± adjustments differ from the
+    /// wallets plus the money in open packets and pending withdrawals.
     Books,
     /// The source handed a collection over in pieces, so its checks could not be made.
     Source,
@@ -61,7 +63,8 @@ pub enum DifferenceClass {
 /// A difference reconciliation found: its class, what it concerns and the amounts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Difference {
-    /// `wallet:<user>`, `topup:<reference>`, `packet:<id>` or `books`.
+    /// `wallet:<user>`, `topup:<reference>`, `withdrawal:<id>`, `withdrawal_return:<id>`,
+    /// `adjustment:<reference>`, `packet:<id>` or `books`.
     pub subject: String,
     /// What kind of difference.
     pub class: DifferenceClass,
@@ -131,6 +134,17 @@ pub struct Reconciliation {
     pub as_of: String,
     /// Top-ups applied.
     pub topups_cents: u128,
+    /// Withdrawals the payments system paid out.
+    pub withdrawn_cents: u128,
+    /// Withdrawals debited from wallets that the payments system has not resolved.
+    pub pending_withdrawals_cents: u128,
+    /// Approved adjustments into wallets.
+    pub adjusted_in_cents: u128,
+    /// Approved adjustments out of wallets (chargebacks among them).
+    pub adjusted_out_cents: u128,
+    /// Withdrawals pending for longer than a day (their ids): the payments system owes an answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overdue_withdrawals: Vec<String>,
     /// The wallets' balances as of the cut-off (the sum of their movements up to it). Signed:
     /// a pass may keep a wallet whose send is stamped before the cut-off and its top-up after.
     pub balances_cents: i128,
@@ -173,6 +187,12 @@ pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) -> 
     };
     total.as_of = pass.as_of;
     total.topups_cents = add("topups_cents", total.topups_cents, pass.topups_cents)?;
+    total.withdrawn_cents = add("withdrawn_cents", total.withdrawn_cents, pass.withdrawn_cents)?;
+    total.pending_withdrawals_cents =
+        add("pending_withdrawals_cents", total.pending_withdrawals_cents, pass.pending_withdrawals_cents)?;
+    total.adjusted_in_cents = add("adjusted_in_cents", total.adjusted_in_cents, pass.adjusted_in_cents)?;
+    total.adjusted_out_cents = add("adjusted_out_cents", total.adjusted_out_cents, pass.adjusted_out_cents)?;
+    total.overdue_withdrawals.extend(pass.overdue_withdrawals);
     total.balances_cents = total
         .balances_cents
         .checked_add(pass.balances_cents)
@@ -189,30 +209,45 @@ pub fn combine(total: &mut Reconciliation, pass: Reconciliation, last: bool) -> 
     total.differences.extend(pass.differences);
     total.unchecked_wallets.extend(pass.unchecked_wallets);
     if last {
-        let (balances, open, topups) = (total.balances_cents, total.in_open_packets_cents, total.topups_cents);
         // A single pass checked the equation itself already.
         let checked = total.differences.iter().any(|difference| difference.class == DifferenceClass::Books);
-        if !checked && !equation_holds(balances, open, topups)? {
-            total.differences.push(Difference {
-                subject: "books".into(),
-                class: DifferenceClass::Books,
-                what: format!("balances {balances} + in open packets {open} != top-ups {topups}"),
-            });
+        if !checked {
+            if let Some(what) = equation_differs(total)? {
+                total.differences.push(Difference { subject: "books".into(), class: DifferenceClass::Books, what });
+            }
         }
         total.differences.sort();
+        total.overdue_withdrawals.sort();
     }
     Ok(())
 }
 
-/// Whether the balances plus the money in open packets make the top-ups; a figure past i128
-/// is the error.
-pub(super) fn equation_holds(balances: i128, in_open: u128, topups: u128) -> Result<bool, BooksError> {
-    match (balances.checked_add_unsigned(in_open), i128::try_from(topups)) {
-        (Some(left), Ok(right)) => Ok(left == right),
-        _ => Err(BooksError::overflow(
-            "books",
-            format!("balances {balances} + in open packets {in_open}"),
-            "the equation",
-        )),
-    }
+/// The identity of the books: top-ups − withdrawals paid + adjustments in − adjustments out =
+/// wallets + open packets + pending withdrawals. What differs, when it does not hold; a figure
+/// past i128 is the error.
+pub(super) fn equation_differs(books: &Reconciliation) -> Result<Option<String>, BooksError> {
+    let signed = |cents: u128| i128::try_from(cents).ok();
+    let held = signed(books.in_open_packets_cents)
+        .zip(signed(books.pending_withdrawals_cents))
+        .and_then(|(open, pending)| books.balances_cents.checked_add(open)?.checked_add(pending));
+    let came = [books.topups_cents, books.adjusted_in_cents, books.adjusted_out_cents, books.withdrawn_cents]
+        .map(signed)
+        .into_iter()
+        .collect::<Option<Vec<i128>>>()
+        .and_then(|figures| figures[0].checked_add(figures[1])?.checked_sub(figures[2])?.checked_sub(figures[3]));
+    let (Some(held), Some(came)) = (held, came) else {
+        return Err(BooksError::overflow("books", format!("balances {}", books.balances_cents), "the equation"));
+    };
+    Ok((held != came).then(|| {
+        format!(
+            "balances {} + in open packets {} + pending withdrawals {} != top-ups {} + adjustments in {} - adjustments out {} - withdrawn {}",
+            books.balances_cents,
+            books.in_open_packets_cents,
+            books.pending_withdrawals_cents,
+            books.topups_cents,
+            books.adjusted_in_cents,
+            books.adjusted_out_cents,
+            books.withdrawn_cents
+        )
+    }))
 }

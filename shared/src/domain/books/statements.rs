@@ -1,5 +1,5 @@
-//! What finance and support read, as JSON lines and CSV: the daily trial balance (money in
-//! and where it is at the start and end of a UTC day) and one user's statement of a day.
+//! What finance and support read, as JSON lines and CSV: the daily trial balance (money in and
+//! out, and where it is at the start and end of a business day) and one user's statement of a day.
 //! Days are booking days: a movement belongs to the day its write was stamped, the same time
 //! reconciliation cuts the ledger at, so statements and trial balances agree to the cent.
 
@@ -14,7 +14,7 @@ use crate::domain::ids::UserId;
 /// One day's trial balance, from the books as of its start and as of its end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrialBalance {
-    /// The UTC day, `YYYY-MM-DD`.
+    /// The business day, `YYYY-MM-DD`.
     pub day: String,
     /// The books' cut-off at its start and at its end (RFC 3339).
     pub opening_as_of: String,
@@ -22,7 +22,8 @@ pub struct TrialBalance {
     pub closing_as_of: String,
     /// Each account: name and cents.
     pub rows: Vec<TrialRow>,
-    /// Opening wallets and open packets plus the day's top-ups equal the closing ones.
+    /// Opening wallets, open packets and pending withdrawals, plus the day's top-ups and
+    /// adjustments in, less its adjustments out and withdrawals paid, equal the closing ones.
     pub balanced: bool,
     /// Differences reconciliation found at either end (listed by `reconcile`).
     pub differences: usize,
@@ -31,8 +32,9 @@ pub struct TrialBalance {
 /// One line of a trial balance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TrialRow {
-    /// `wallets_opening`, `open_packets_opening`, `topups_in`, `sent`, `grabbed`, `refunded`,
-    /// `wallets_closing` or `open_packets_closing`.
+    /// `wallets_opening`, `open_packets_opening`, `pending_withdrawals_opening`, `topups_in`,
+    /// `adjustments_in`, `adjustments_out`, `withdrawals_paid`, `sent`, `grabbed`, `refunded`,
+    /// `wallets_closing`, `open_packets_closing` or `pending_withdrawals_closing`.
     pub account: &'static str,
     /// Its amount.
     pub cents: i128,
@@ -42,19 +44,30 @@ impl TrialBalance {
     /// The trial balance of `day` from the books `opening` (as of its start) and `closing`.
     pub fn new(day: &str, opening: &Reconciliation, closing: &Reconciliation) -> Self {
         let flow = |at_end: u128, at_start: u128| at_end as i128 - at_start as i128;
+        let row = |account, cents| TrialRow { account, cents };
         let rows = vec![
-            TrialRow { account: "wallets_opening", cents: opening.balances_cents },
-            TrialRow { account: "open_packets_opening", cents: opening.in_open_packets_cents as i128 },
-            TrialRow { account: "topups_in", cents: flow(closing.topups_cents, opening.topups_cents) },
-            TrialRow { account: "sent", cents: flow(closing.sent_cents, opening.sent_cents) },
-            TrialRow { account: "grabbed", cents: flow(closing.grabbed_cents, opening.grabbed_cents) },
-            TrialRow { account: "refunded", cents: flow(closing.refunded_cents, opening.refunded_cents) },
-            TrialRow { account: "wallets_closing", cents: closing.balances_cents },
-            TrialRow { account: "open_packets_closing", cents: closing.in_open_packets_cents as i128 },
+            row("wallets_opening", opening.balances_cents),
+            row("open_packets_opening", opening.in_open_packets_cents as i128),
+            row("pending_withdrawals_opening", opening.pending_withdrawals_cents as i128),
+            row("topups_in", flow(closing.topups_cents, opening.topups_cents)),
+            row("adjustments_in", flow(closing.adjusted_in_cents, opening.adjusted_in_cents)),
+            row("adjustments_out", flow(closing.adjusted_out_cents, opening.adjusted_out_cents)),
+            row("withdrawals_paid", flow(closing.withdrawn_cents, opening.withdrawn_cents)),
+            row("sent", flow(closing.sent_cents, opening.sent_cents)),
+            row("grabbed", flow(closing.grabbed_cents, opening.grabbed_cents)),
+            row("refunded", flow(closing.refunded_cents, opening.refunded_cents)),
+            row("wallets_closing", closing.balances_cents),
+            row("open_packets_closing", closing.in_open_packets_cents as i128),
+            row("pending_withdrawals_closing", closing.pending_withdrawals_cents as i128),
         ];
         let value = |name: &str| rows.iter().find(|row| row.account == name).map(|row| row.cents).unwrap_or(0);
-        let balanced = value("wallets_opening") + value("open_packets_opening") + value("topups_in")
-            == value("wallets_closing") + value("open_packets_closing");
+        let held = |at: &str| {
+            value(&format!("wallets_{at}"))
+                + value(&format!("open_packets_{at}"))
+                + value(&format!("pending_withdrawals_{at}"))
+        };
+        let flows = value("topups_in") + value("adjustments_in") - value("adjustments_out") - value("withdrawals_paid");
+        let balanced = held("opening") + flows == held("closing");
         TrialBalance {
             day: day.to_owned(),
             opening_as_of: opening.as_of.clone(),
@@ -93,7 +106,7 @@ impl TrialBalance {
 pub struct Statement {
     /// Whose.
     pub user: UserId,
-    /// The UTC day.
+    /// The business day, `YYYY-MM-DD`.
     pub day: String,
     /// The balance when the day began.
     pub opening_cents: i128,
@@ -108,9 +121,9 @@ pub struct Statement {
 pub struct StatementLine {
     /// When its write was stamped (RFC 3339).
     pub booked_at: String,
-    /// `topup`, `send`, `grab` or `refund`.
+    /// The movement's kind ([`MovementKind::as_str`](crate::domain::MovementKind::as_str)).
     pub kind: &'static str,
-    /// The packet id, or the top-up's reference.
+    /// The packet id, the top-up's reference, the withdrawal's id or the adjustment's reference.
     pub subject: String,
     /// The balance change: negative for a send.
     pub amount_cents: i128,

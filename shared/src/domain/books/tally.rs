@@ -1,6 +1,7 @@
 //! The fold's small accumulators and what keys them: [`Part`] (which accounts a pass keeps),
 //! the stable [`fingerprint`], the checked sums [`Sum`] and [`Total`], [`Tally`] (a multiset of
-//! `(who, amount)` pairs), one packet's [`PacketAcc`] and one top-up's [`TopupAcc`], and
+//! `(who, amount)` pairs), one packet's [`PacketAcc`] and one record's [`RecordAcc`] (a top-up, a withdrawal, an
+//! adjustment), and
 //! [`PacketKey`], a packet id as two words.
 
 use std::fmt;
@@ -162,12 +163,47 @@ impl PacketAcc {
     }
 }
 
-/// One top-up's accumulator.
+/// What a record outside the packets promises a wallet: a top-up's credit, a withdrawal's
+/// debit, a failed withdrawal's return, an adjustment's credit or debit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) enum RecordKind {
+    Topup,
+    Withdrawal,
+    WithdrawalReturn,
+    AdjustmentCredit,
+    AdjustmentDebit,
+}
+
+impl RecordKind {
+    /// The subject of its differences: `topup:<reference>`, `withdrawal:<id>`, …
+    pub(super) fn subject(self, reference: &str) -> String {
+        let kind = match self {
+            RecordKind::Topup => "topup",
+            RecordKind::Withdrawal => "withdrawal",
+            RecordKind::WithdrawalReturn => "withdrawal_return",
+            RecordKind::AdjustmentCredit | RecordKind::AdjustmentDebit => "adjustment",
+        };
+        format!("{kind}:{reference}")
+    }
+
+    /// What its movement is, as a difference names it.
+    pub(super) fn movement(self) -> &'static str {
+        match self {
+            RecordKind::Topup => "top-up credit",
+            RecordKind::Withdrawal => "withdrawal debit",
+            RecordKind::WithdrawalReturn => "failed withdrawal's return",
+            RecordKind::AdjustmentCredit => "adjustment credit",
+            RecordKind::AdjustmentDebit => "adjustment debit",
+        }
+    }
+}
+
+/// One record's accumulator: what it promises (as of the cut-off) and what the wallets moved for it.
 #[derive(Debug, Default)]
-pub(super) struct TopupAcc {
+pub(super) struct RecordAcc {
     pub(super) read: bool,
-    pub(super) record: Tally,
-    pub(super) credits: Tally,
+    pub(super) expected: Tally,
+    pub(super) moved: Tally,
 }
 
 /// A packet id's 128 bits as two words: 8-byte aligned, so an accumulator with its key is 136

@@ -387,3 +387,5 @@ fn credits_beyond_an_open_packets_total_are_a_difference_never_a_clamp() {
     assert!(result.differences.iter().any(|d| d.to_string() == what), "{:?}", result.differences);
     assert_eq!(result.in_open_packets_cents, 0);
 }
+
+mod money_out;

@@ -1,6 +1,7 @@
 //! The ledger's items, as `serde_dynamo` reads and writes them, one file per kind: `packet`
 //! (a packet's own item and refund), `grab` (grab items, share claims, casualties), `wallet`
-//! (balances, movements, top-ups) and `send` (idempotency claims, daily counters).
+//! (balances, movements, top-ups), `corrections` (withdrawals, adjustments) and `send`
+//! (idempotency claims, daily counters).
 //!
 //! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
 //! |---|---|---|---|---|
@@ -14,14 +15,19 @@
 //! | movement | `WALLET#<user>` | `MOVE#<at>#<kind>#<packet id or reference>` | | |
 //! | grab credit (the wallet) | `WALLET#<user>` | `MOVE#<packet's created_at>#grab#<id>` | | |
 //! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
+//! | withdrawal | `WITHDRAWAL#<id>` | `WITHDRAWAL` | | |
+//! | adjustment | `ADJUSTMENT#<reference>` | `ADJUSTMENT` | | |
 //!
 //! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
-//! `packet_id`, `user`, `amount_cents`, `occurred_at`): the packet item when recorded
-//! (`PacketSent`) and when finalised (`PacketFinished` / `PacketExpired` / `PacketCancelled`),
+//! `packet_id`, `user`, `amount_cents`, `occurred_at`, `reference`, `proposed_by`,
+//! `approved_by`): the packet item when recorded (`PacketSent`) and when finalised
+//! (`PacketFinished` / `PacketExpired` / `PacketCancelled`), the withdrawal when asked for
+//! (`WithdrawalRequested`) and when resolved (`WithdrawalPaid` / `WithdrawalFailed`),
 //! each grab item, the refund item and each movement (a grab's credit: `GrabRecorded`, since
 //! with the wallet the credit is the grab's record). The EventBridge Pipe of `template.yaml`
 //! reads them from the table's stream.
 
+mod corrections;
 mod grab;
 mod packet;
 mod send;
@@ -30,6 +36,10 @@ mod wallet;
 use crate::clock::{Clock, Millis};
 use crate::domain::UserId;
 
+pub use corrections::{
+    adjustment_pk, withdrawal_pk, AdjustmentItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX, WITHDRAWAL,
+    WITHDRAWAL_PREFIX,
+};
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
 pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::LoggedGrab;
 use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
+use crate::domain::withdrawal::WithdrawalStatus;
 use crate::domain::{Cents, Packet, PacketId, UserId};
 
 /// The prefix of a wallet's partition (`WALLET#<user>`).
@@ -59,6 +60,9 @@ pub struct MovementItem {
     /// A grab's credit only: the grab it records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grab: Option<GrabDetails>,
+    /// A withdrawal's debit only: where the withdrawal stands (its resolution updates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<WithdrawalStatus>,
 }
 
 /// What a grab's movement holds besides the money: the share, when it was grabbed, and enough
@@ -93,7 +97,7 @@ pub struct NewMovement<'a> {
     pub amount_cents: Cents,
     /// The packet it concerns (none for a top-up).
     pub packet_id: Option<&'a PacketId>,
-    /// The payments system's reference (top-ups only).
+    /// The top-up's reference, the withdrawal's id or the adjustment's reference.
     pub reference: Option<&'a str>,
     /// When it happened.
     pub at_ms: Millis,
@@ -130,6 +134,7 @@ impl MovementItem {
             at,
             at_ms: grab.at_ms,
             written_at_ms: Some(written_at_ms),
+            status: None,
             grab: Some(GrabDetails {
                 seq: grab.seq,
                 grabbed_at_ms: grab.at_ms,
@@ -172,11 +177,13 @@ impl MovementItem {
                 user,
                 amount_cents,
                 at.clone(),
-            ),
+            )
+            .with_reference(reference),
             at,
             at_ms,
             written_at_ms: Some(written_at_ms),
             grab: None,
+            status: (kind == MovementKind::Withdrawal).then_some(WithdrawalStatus::Pending),
         }
     }
 
@@ -187,6 +194,7 @@ impl MovementItem {
             amount_cents: self.amount_cents,
             packet_id: self.packet_id.clone(),
             reference: self.reference.clone(),
+            status: self.status,
             at: self.at.clone(),
         }
     }

@@ -1,0 +1,364 @@
+//! Money out and corrections in the ledger ([`Withdrawals`], [`Adjustments`]). Each step is one
+//! transaction whose conditions make it happen once: a withdrawal is new (its id comes from the
+//! user's idempotency key) and the balance covers it; it is resolved only while pending; an
+//! adjustment is proposed once per reference, approved only while proposed and only by another
+//! operator, a chargeback only once per top-up and for no more than it. A read before a write
+//! only finds what to write (whose wallet, which movement); the write's condition decides.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+
+use super::items::{
+    adjustment_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, MovementItem, NewMovement,
+    TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
+};
+use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::transaction::{Transaction, Write};
+use crate::clock::{rfc3339, Millis};
+use crate::domain::adjustment::{
+    may_approve, AdjustmentApproval, AdjustmentProposal, AdjustmentResult, AdjustmentStatus, Direction,
+};
+use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
+use crate::domain::withdrawal::{
+    resolution_allowed, ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+};
+use crate::domain::{Funds, UserId};
+use crate::ports::{Adjustments, Conflict, StoreError, Withdrawals};
+
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+fn n(number: impl ToString) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+impl DynamoLedger {
+    fn keeps_wallets(&self) -> Result<(), StoreError> {
+        match self.funds {
+            Funds::Wallet => Ok(()),
+            Funds::None => Err(StoreError::Conflict(Conflict::NoWallets)),
+        }
+    }
+
+    /// A new item (`attribute_not_exists(pk)`), handing back the item in its place when refused.
+    fn put_new(&self, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("new item put");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    /// The item a refused write handed back, read as `T`.
+    fn refused_item<T: for<'de> serde::Deserialize<'de>>(
+        reason: &aws_sdk_dynamodb::types::CancellationReason,
+    ) -> Result<Option<T>, StoreError> {
+        reason.item().cloned().map(from_item).transpose()
+    }
+}
+
+impl Withdrawals for DynamoLedger {
+    /// One transaction: the withdrawal (new), the balance's debit (it covers the amount) and
+    /// the debit's movement. A retry is refused by the withdrawal's condition and answered with
+    /// the withdrawal as it is now.
+    async fn request_withdrawal(
+        &self,
+        user: &UserId,
+        id: &str,
+        request: &WithdrawalRequest,
+        now_ms: Millis,
+    ) -> Result<WithdrawalReceipt, StoreError> {
+        request.validate()?;
+        self.keeps_wallets()?;
+        let (stamp, at) = (write_stamp(), rfc3339(now_ms));
+        let movement = NewMovement {
+            user,
+            kind: MovementKind::Withdrawal,
+            amount_cents: request.amount_cents,
+            packet_id: None,
+            reference: Some(id),
+            at_ms: now_ms,
+        };
+        let movement = MovementItem::new(movement, stamp);
+        let event = LedgerEvent::new(EventType::WithdrawalRequested, id, None, user, request.amount_cents, at.clone());
+        let withdrawal = WithdrawalItem {
+            pk: withdrawal_pk(id),
+            sk: WITHDRAWAL.into(),
+            withdrawal_id: id.to_owned(),
+            user: user.clone(),
+            amount_cents: request.amount_cents,
+            destination: request.destination.clone(),
+            status: WithdrawalStatus::Pending,
+            requested_at: at,
+            movement_sk: movement.sk.clone(),
+            written_at_ms: stamp,
+            resolved_at: None,
+            resolved_at_ms: None,
+            reference: None,
+            event: event.with_reference(Some(id)),
+        };
+        let mut items = Transaction::default();
+        items.push(Write::Withdrawal, self.put_new(to_item(&withdrawal)));
+        items.extend(self.debit(&movement));
+        let (withdrawal, created) = match self.transact(items).await? {
+            Ok(()) => (withdrawal, true),
+            Err(failed) => {
+                if let Some(reason) = failed.refused_by(Write::Withdrawal) {
+                    let earlier: WithdrawalItem = Self::refused_item(reason)?
+                        .ok_or_else(|| StoreError::Corrupt(format!("withdrawal {id} refused, yet absent")))?;
+                    let same = earlier.user == *user
+                        && earlier.amount_cents == request.amount_cents
+                        && earlier.destination == request.destination;
+                    if !same {
+                        return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
+                    }
+                    (earlier, false)
+                } else if failed.refused_by(Write::Balance).is_some() {
+                    return Err(StoreError::Conflict(Conflict::InsufficientFunds));
+                } else {
+                    return Err(unavailable(failed.error));
+                }
+            }
+        };
+        Ok(WithdrawalReceipt { withdrawal: withdrawal.withdrawal(), created, balance_cents: self.balance(user).await? })
+    }
+
+    /// One transaction: the withdrawal to `outcome` (only while pending), its debit movement's
+    /// state, and for a failure the return of its money (a new movement and the balance's
+    /// credit). A second delivery of the same word changes nothing; a contradicting one is
+    /// [`StoreError::Invalid`] on `withdrawal_id`.
+    async fn resolve_withdrawal(
+        &self,
+        resolution: &WithdrawalResolution,
+        outcome: WithdrawalStatus,
+        now_ms: Millis,
+    ) -> Result<ResolutionResult, StoreError> {
+        resolution.validate()?;
+        let id = &resolution.withdrawal_id;
+        let Some(pending) = self.get::<WithdrawalItem>(withdrawal_pk(id), WITHDRAWAL.into()).await? else {
+            return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
+        };
+        if !resolution_allowed(pending.status, pending.reference.as_deref(), outcome, &resolution.reference)? {
+            return Ok(ResolutionResult { applied: false, withdrawal: pending.withdrawal() });
+        }
+        let (stamp, at) = (write_stamp(), rfc3339(now_ms));
+        let event_type = match outcome {
+            WithdrawalStatus::Failed => EventType::WithdrawalFailed,
+            _ => EventType::WithdrawalPaid,
+        };
+        let event = LedgerEvent::new(event_type, id, None, &pending.user, pending.amount_cents, at.clone())
+            .with_reference(Some(id));
+        let resolved = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&withdrawal_pk(id)))
+            .key("sk", s(WITHDRAWAL))
+            .update_expression(
+                "SET #status = :outcome, resolved_at = :at, resolved_at_ms = :stamp, #reference = :reference, event = :event",
+            )
+            .condition_expression("#status = :pending")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#reference", "reference")
+            .expression_attribute_values(":outcome", s(outcome.as_str()))
+            .expression_attribute_values(":pending", s(WithdrawalStatus::Pending.as_str()))
+            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_values(":stamp", n(stamp))
+            .expression_attribute_values(":reference", s(&resolution.reference))
+            .expression_attribute_values(":event", serde_dynamo::to_attribute_value(&event).expect("event serializes"))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("withdrawal update");
+        let debit_state = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&wallet_pk(&pending.user)))
+            .key("sk", s(&pending.movement_sk))
+            .update_expression("SET #status = :outcome")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":outcome", s(outcome.as_str()))
+            .build()
+            .expect("movement state update");
+        let mut items = Transaction::default();
+        items.push(Write::Withdrawal, TransactWriteItem::builder().update(resolved).build());
+        items.push(Write::Movement, TransactWriteItem::builder().update(debit_state).build());
+        if outcome == WithdrawalStatus::Failed {
+            let returned = NewMovement {
+                user: &pending.user,
+                kind: MovementKind::WithdrawalReturn,
+                amount_cents: pending.amount_cents,
+                packet_id: None,
+                reference: Some(id),
+                at_ms: now_ms,
+            };
+            items.extend(self.credit(&MovementItem::new(returned, stamp)));
+        }
+        let mut withdrawal = pending;
+        match self.transact(items).await? {
+            Ok(()) => {
+                withdrawal.status = outcome;
+                withdrawal.resolved_at = Some(at);
+                withdrawal.reference = Some(resolution.reference.clone());
+                Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal() })
+            }
+            Err(failed) => {
+                // Resolved by a concurrent delivery between the read and the write.
+                let Some(reason) = failed.refused_by(Write::Withdrawal) else { return Err(unavailable(failed.error)) };
+                let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
+                resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
+                Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal() })
+            }
+        }
+    }
+}
+
+impl Adjustments for DynamoLedger {
+    /// The proposal's item, new for its reference: the same proposal again changes nothing, a
+    /// different one under the same reference is [`StoreError::Invalid`] on `reference`. It
+    /// moves no money.
+    async fn propose_adjustment(
+        &self,
+        proposal: &AdjustmentProposal,
+        now_ms: Millis,
+    ) -> Result<AdjustmentResult, StoreError> {
+        proposal.validate()?;
+        self.keeps_wallets()?;
+        let item = AdjustmentItem::proposed(proposal, rfc3339(now_ms));
+        let mut items = Transaction::default();
+        items.push(Write::Adjustment, self.put_new(to_item(&item)));
+        let (item, applied) = match self.transact(items).await? {
+            Ok(()) => (item, true),
+            Err(failed) => {
+                let Some(reason) = failed.refused_by(Write::Adjustment) else { return Err(unavailable(failed.error)) };
+                let earlier: AdjustmentItem = Self::refused_item(reason)?.ok_or_else(|| {
+                    StoreError::Corrupt(format!("adjustment {} refused, yet absent", proposal.reference))
+                })?;
+                if earlier.proposal() != *proposal {
+                    return Err(StoreError::invalid("reference", "this reference names another adjustment"));
+                }
+                (earlier, false)
+            }
+        };
+        let balance_cents = self.balance(&item.user).await?;
+        Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents })
+    }
+
+    /// One transaction: the adjustment to applied (only while proposed, and only when the
+    /// approver is not its proposer), its movement and the balance's change (a debit only when
+    /// the balance covers it), and for a chargeback the top-up marked as charged back (only
+    /// once, only for its own user, and only up to its amount).
+    async fn approve_adjustment(
+        &self,
+        approval: &AdjustmentApproval,
+        now_ms: Millis,
+    ) -> Result<AdjustmentResult, StoreError> {
+        approval.validate()?;
+        let reference = &approval.reference;
+        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
+            return Err(StoreError::invalid("reference", "no such adjustment"));
+        };
+        may_approve(&proposed.proposer, &approval.approver)?;
+        if proposed.status == AdjustmentStatus::Applied {
+            let balance_cents = self.balance(&proposed.user).await?;
+            return Ok(AdjustmentResult { applied: false, adjustment: proposed.adjustment(), balance_cents });
+        }
+        let (stamp, at) = (write_stamp(), rfc3339(now_ms));
+        let kind = match proposed.direction {
+            Direction::Credit => MovementKind::AdjustmentCredit,
+            Direction::Debit => MovementKind::AdjustmentDebit,
+        };
+        let movement = NewMovement {
+            user: &proposed.user,
+            kind,
+            amount_cents: proposed.amount_cents,
+            packet_id: None,
+            reference: Some(reference),
+            at_ms: now_ms,
+        };
+        let mut movement = MovementItem::new(movement, stamp);
+        movement.event = movement.event.approved(&proposed.proposer, &approval.approver);
+        let applied = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&adjustment_pk(reference)))
+            .key("sk", s(ADJUSTMENT))
+            .update_expression(
+                "SET #status = :applied, approver = :approver, approved_at = :at, written_at_ms = :stamp",
+            )
+            .condition_expression("#status = :proposed AND proposer <> :approver")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":applied", s("applied"))
+            .expression_attribute_values(":proposed", s("proposed"))
+            .expression_attribute_values(":approver", s(&approval.approver))
+            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_values(":stamp", n(stamp))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("adjustment update");
+        let mut items = Transaction::default();
+        items.push(Write::Adjustment, TransactWriteItem::builder().update(applied).build());
+        match proposed.direction {
+            Direction::Credit => items.extend(self.credit(&movement)),
+            Direction::Debit => items.extend(self.debit(&movement)),
+        }
+        if let Some(topup) = &proposed.chargeback_of {
+            let charged_back = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(&topup_pk(topup)))
+                .key("sk", s(TOPUP))
+                .update_expression("SET charged_back_by = :reference")
+                .condition_expression(
+                    "attribute_exists(pk) AND #user = :user AND amount_cents >= :amount AND attribute_not_exists(charged_back_by)",
+                )
+                .expression_attribute_names("#user", "user")
+                .expression_attribute_values(":reference", s(reference))
+                .expression_attribute_values(":user", s(proposed.user.as_str()))
+                .expression_attribute_values(":amount", n(proposed.amount_cents))
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .build()
+                .expect("chargeback update");
+            items.push(Write::Topup, TransactWriteItem::builder().update(charged_back).build());
+        }
+        let mut adjustment = proposed;
+        let applied = match self.transact(items).await? {
+            Ok(()) => {
+                adjustment.status = AdjustmentStatus::Applied;
+                adjustment.approver = Some(approval.approver.clone());
+                adjustment.approved_at = Some(at);
+                true
+            }
+            Err(failed) => {
+                if let Some(reason) = failed.refused_by(Write::Adjustment) {
+                    // Approved by a concurrent call between the read and the write.
+                    adjustment = Self::refused_item(reason)?.unwrap_or(adjustment);
+                    may_approve(&adjustment.proposer, &approval.approver)?;
+                    false
+                } else if let Some(reason) = failed.refused_by(Write::Topup) {
+                    let topup: Option<TopupItem> = Self::refused_item(reason)?;
+                    let what = match topup {
+                        None => "no such top-up".to_owned(),
+                        Some(topup) if topup.user != adjustment.user => "the top-up credited another user".to_owned(),
+                        Some(topup) if topup.amount_cents < adjustment.amount_cents => {
+                            format!("more than the top-up's {} cents", topup.amount_cents)
+                        }
+                        Some(_) => "the top-up was charged back already".to_owned(),
+                    };
+                    return Err(StoreError::invalid("chargeback_of", what));
+                } else if failed.refused_by(Write::Balance).is_some() {
+                    let balance = self.balance(&adjustment.user).await?;
+                    let what = format!(
+                        "the balance {balance} does not cover the debit {}: no balance goes below zero; it stays proposed",
+                        adjustment.amount_cents
+                    );
+                    return Err(StoreError::invalid("amount_cents", what));
+                } else {
+                    return Err(unavailable(failed.error));
+                }
+            }
+        };
+        let balance_cents = self.balance(&adjustment.user).await?;
+        Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment(), balance_cents })
+    }
+}

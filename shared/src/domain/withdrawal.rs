@@ -1,0 +1,220 @@
+//! Money out: a user's withdrawal to the payments system, in two phases. The request debits the
+//! balance into a pending withdrawal (refused when the balance is short); the payments system
+//! then says it was paid (the money has left) or failed (the money goes back to the balance),
+//! once, by the withdrawal's id. Pure: the ledger writes each step with its condition.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::ids::{IdempotencyKey, UserId};
+use super::invalid::Invalid;
+use super::money::Cents;
+use crate::clock::Millis;
+
+/// Most a single withdrawal may take out: 1,000,000.00 in cents, as for a top-up.
+pub const MAX_WITHDRAWAL_CENTS: Cents = super::wallet::MAX_TOPUP_CENTS;
+
+/// How long a withdrawal may stay pending before reconciliation reports it overdue (the
+/// `WithdrawalsOverdue` metric and its alarm): a day, the payments system's own promise.
+pub const OVERDUE_AFTER_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// `POST /me/withdrawals`'s body, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawalRequest {
+    /// How much, 1..=[`MAX_WITHDRAWAL_CENTS`].
+    pub amount_cents: Cents,
+    /// Where to: the payments system's token for a bank card or account the user bound there
+    /// (1..=64 of `[A-Za-z0-9_.:-]`); this service never sees the account itself.
+    pub destination: String,
+}
+
+impl WithdrawalRequest {
+    /// Checks the amount and the destination.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if !(1..=MAX_WITHDRAWAL_CENTS).contains(&self.amount_cents) {
+            return Err(Invalid::field("amount_cents", format!("amount_cents must be 1..={MAX_WITHDRAWAL_CENTS}")));
+        }
+        if !reference_ok(&self.destination) {
+            return Err(Invalid::field("destination", "destination must be 1..=64 of [A-Za-z0-9_.:-]"));
+        }
+        Ok(())
+    }
+}
+
+/// True for a reference the payments system or an operator may give: 1..=64 of `[A-Za-z0-9_.:-]`.
+pub fn reference_ok(reference: &str) -> bool {
+    (1..=64).contains(&reference.len()) && reference.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+}
+
+/// A withdrawal's id: `wd-` and 32 hex digits of SHA-256 over its user and idempotency key, so
+/// a retry with the same key names the same withdrawal (and its write's condition refuses a
+/// second), and a send with the same key is not confused with it.
+pub fn withdrawal_id(user: &UserId, key: &IdempotencyKey) -> String {
+    let digest = Sha256::new().chain_update(b"withdrawal\n").chain_update(user.as_str()).chain_update(b"\n");
+    let digest = digest.chain_update(key.as_str()).finalize();
+    format!("wd-{}", hex::encode(&digest[..16]))
+}
+
+/// Where a withdrawal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WithdrawalStatus {
+    /// Debited from the balance; the payments system has not said yet.
+    Pending,
+    /// The payments system paid it out: the money has left.
+    Paid,
+    /// The payments system could not pay it: the money went back to the balance.
+    Failed,
+}
+
+impl WithdrawalStatus {
+    /// `pending`, `paid` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WithdrawalStatus::Pending => "pending",
+            WithdrawalStatus::Paid => "paid",
+            WithdrawalStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A withdrawal, as its owner and the payments system see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Withdrawal {
+    /// `wd-…`: what the payments system resolves it by.
+    pub withdrawal_id: String,
+    /// Whose.
+    pub user: UserId,
+    /// How much.
+    pub amount_cents: Cents,
+    /// Where to.
+    pub destination: String,
+    /// Where it stands.
+    pub status: WithdrawalStatus,
+    /// When it was asked for (RFC 3339).
+    pub requested_at: String,
+    /// When the payments system resolved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
+    /// The payments system's reference of the payout (or of its failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// What asking for a withdrawal came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithdrawalReceipt {
+    /// The withdrawal as it is now (a retry answers it, resolved or not).
+    #[serde(flatten)]
+    pub withdrawal: Withdrawal,
+    /// False for a retry of one already made.
+    pub created: bool,
+    /// The user's balance now.
+    pub balance_cents: Cents,
+}
+
+/// The payments system's word on a withdrawal (`withdrawal_paid` or `withdrawal_failed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawalResolution {
+    /// Which withdrawal (`wd-…`, from its `WithdrawalRequested` event).
+    pub withdrawal_id: String,
+    /// The payments system's own reference of the payout or of its failure.
+    pub reference: String,
+}
+
+impl WithdrawalResolution {
+    /// Checks the id and the reference.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let id_ok = self.withdrawal_id.strip_prefix("wd-").is_some_and(|hex| {
+            hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+        if !id_ok {
+            return Err(Invalid::field("withdrawal_id", "withdrawal_id must be wd- and 32 hex digits"));
+        }
+        if !reference_ok(&self.reference) {
+            return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
+        }
+        Ok(())
+    }
+}
+
+/// What a resolution came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolutionResult {
+    /// False when this resolution was applied before (nothing changed now).
+    pub applied: bool,
+    /// The withdrawal as it is now.
+    pub withdrawal: Withdrawal,
+}
+
+/// Whether a resolution to `outcome` with `reference` may be applied to a withdrawal that is
+/// `status` (resolved with `resolved_reference`): `Ok(true)` to apply it, `Ok(false)` for a
+/// second delivery of the one applied, an error for a contradiction.
+pub fn resolution_allowed(
+    status: WithdrawalStatus,
+    resolved_reference: Option<&str>,
+    outcome: WithdrawalStatus,
+    reference: &str,
+) -> Result<bool, Invalid> {
+    match status {
+        WithdrawalStatus::Pending => Ok(true),
+        done if done == outcome && resolved_reference == Some(reference) => Ok(false),
+        done => Err(Invalid::field(
+            "withdrawal_id",
+            format!(
+                "already {} (reference {}): a withdrawal is resolved once",
+                done.as_str(),
+                resolved_reference.unwrap_or("none")
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> UserId {
+        UserId::from_claim("alice").unwrap()
+    }
+
+    #[test]
+    fn requests_name_what_is_wrong() {
+        let request =
+            |amount_cents, destination: &str| WithdrawalRequest { amount_cents, destination: destination.into() };
+        assert!(request(1, "card-1").validate().is_ok());
+        assert!(request(MAX_WITHDRAWAL_CENTS, "acct:9_x.y").validate().is_ok());
+        let field = |r: WithdrawalRequest| r.validate().unwrap_err().field.unwrap();
+        assert_eq!(field(request(0, "card-1")), "amount_cents");
+        assert_eq!(field(request(MAX_WITHDRAWAL_CENTS + 1, "card-1")), "amount_cents");
+        assert_eq!(field(request(5, "")), "destination");
+        assert_eq!(field(request(5, "has space")), "destination");
+    }
+
+    #[test]
+    fn an_id_is_its_user_and_key_and_never_a_sends() {
+        let key = IdempotencyKey::parse("k-1").unwrap();
+        let id = withdrawal_id(&alice(), &key);
+        assert_eq!(id, withdrawal_id(&alice(), &key), "a retry names the same withdrawal");
+        assert_ne!(id, withdrawal_id(&UserId::from_claim("bob").unwrap(), &key));
+        assert_ne!(id, withdrawal_id(&alice(), &IdempotencyKey::parse("k-2").unwrap()));
+        let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: "payout-1".into() };
+        assert!(resolution.validate().is_ok(), "{id}");
+        let bad = WithdrawalResolution { withdrawal_id: "wd-xyz".into(), reference: "payout-1".into() };
+        assert_eq!(bad.validate().unwrap_err().field.as_deref(), Some("withdrawal_id"));
+    }
+
+    #[test]
+    fn a_withdrawal_is_resolved_once_and_a_second_delivery_changes_nothing() {
+        use WithdrawalStatus::*;
+        assert_eq!(resolution_allowed(Pending, None, Paid, "p-1"), Ok(true));
+        assert_eq!(resolution_allowed(Pending, None, Failed, "p-1"), Ok(true));
+        assert_eq!(resolution_allowed(Paid, Some("p-1"), Paid, "p-1"), Ok(false), "the same word twice");
+        assert_eq!(resolution_allowed(Failed, Some("p-1"), Failed, "p-1"), Ok(false));
+        assert!(resolution_allowed(Paid, Some("p-1"), Failed, "p-1").is_err(), "paid, then failed");
+        assert!(resolution_allowed(Failed, Some("p-1"), Paid, "p-2").is_err(), "failed, then paid");
+        assert!(resolution_allowed(Paid, Some("p-1"), Paid, "p-2").is_err(), "paid twice, by two payouts");
+    }
+}
