@@ -1,10 +1,12 @@
 """A client generated from openapi.yaml by a well-known generator (openapi-python-client, from
 PyPI) tells API Gateway's own answers from the app's: a throttled grab (429 `{"message": …}`)
 is not a passphrase lockout (429 `too_many_attempts`), an unknown route (404 `{"message": …}`)
-is not an unknown packet (404 `not_found`), the JWT authorizer's 401 is not the app's. Each
-shape goes through the generated `_parse_response` of the operation that can receive it; then the
-local API's own answers (a refused token, an unknown packet, a good grab) go through the same
-client over HTTP. Usage: generated_client.py <base url> <bearer token> (scripts/fuzz.sh runs it
+is not an unknown packet (404 `not_found`), the JWT authorizer's 401 is not the app's, a
+withdrawal's receipt (201, or 200 for a retry) is not one of its refusals (402
+`insufficient_funds`, 422 `idempotency_key_reused`, 400). Each shape goes through the generated
+`_parse_response` of the operation that can receive it; then the local API's own answers (a
+refused token, an unknown packet, a withdrawal by the fuzzing user, who holds no money) go
+through the same client over HTTP. Usage: generated_client.py <base url> <bearer token> (scripts/fuzz.sh runs it
 with the local API it started). Exits non-zero on the first mismatch.
 """
 
@@ -40,14 +42,28 @@ def answering(client_module, status, body):
     return client_module.AuthenticatedClient(base_url="https://example", token="t", httpx_args={"transport": transport})
 
 
+def error_code(parsed):
+    """The `code` of a decoded `Error`, as a string (the generator makes it an enum)."""
+    code = parsed.error.code
+    return str(code.value if hasattr(code, "value") else code)
+
+
 def main():
     base_url, token = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as into:
         client = generate(into)
         grab = importlib.import_module("red_packets_client.api.default.grab_packet")
         send = importlib.import_module("red_packets_client.api.default.send_packet")
+        withdraw = importlib.import_module("red_packets_client.api.default.request_withdrawal")
         models = importlib.import_module("red_packets_client.models")
         packet_id = "0123456789abcdef0123456789abcdef"
+        receipt = {
+            "withdrawal_id": "wd-5f0c2a9e4b7d41c68e93a1f2d6b8c047", "user": "alice", "amount_cents": 2000,
+            "destination": "card-7731", "status": "pending", "requested_at": "2026-11-24T08:00:00.000Z",
+            "created": True, "balance_cents": 3000,
+        }
+        replayed = {**receipt, "status": "paid", "resolved_at": "2026-11-24T09:30:00.000Z", "reference": "payout-1",
+                    "created": False}
         cases = [
             (grab, 429, {"message": "Too Many Requests"}, models.GatewayMessage, None),
             (grab, 429, {"error": {"code": "too_many_attempts", "message": "too many"}}, models.Error, "too_many_attempts"),
@@ -61,19 +77,32 @@ def main():
             (grab, 503, {"error": {"code": "unavailable", "message": "redis is unavailable"}}, models.Error, "unavailable"),
             (send, 429, {"message": "Too Many Requests"}, models.GatewayMessage, None),
             (send, 429, {"error": {"code": "limit_exceeded", "message": "limit", "field": "max_sends_per_day"}}, models.Error, "limit_exceeded"),
+            (withdraw, 201, receipt, models.WithdrawalReceipt, None),
+            (withdraw, 200, replayed, models.WithdrawalReceipt, None),
+            (withdraw, 402, {"error": {"code": "insufficient_funds", "message": "short"}}, models.Error, "insufficient_funds"),
+            (withdraw, 422, {"error": {"code": "idempotency_key_reused", "message": "another body"}}, models.Error, "idempotency_key_reused"),
+            (withdraw, 400, {"error": {"code": "invalid_request", "message": "bad", "field": "destination"}}, models.Error, "invalid_request"),
+            (withdraw, 429, {"message": "Too Many Requests"}, models.GatewayMessage, None),
         ]
+        withdrawal = models.WithdrawalRequest(amount_cents=2000, destination="card-7731")
         for operation, status, body, expected, code in cases:
             http = answering(client, status, body)
             if operation is grab:
                 parsed = operation.sync_detailed(packet_id=packet_id, client=http).parsed
+            elif operation is withdraw:
+                parsed = operation.sync_detailed(client=http, body=withdrawal, idempotency_key="generated-client-1").parsed
             else:
                 request = models.SendRequest(total_cents=100, count=1)
                 parsed = operation.sync_detailed(client=http, body=request, idempotency_key="generated-client-1").parsed
             name = f"{operation.__name__.rsplit('.', 1)[-1]} {status} {json.dumps(body)}"
             if not isinstance(parsed, expected):
                 sys.exit(f"{name}: decoded as {type(parsed).__name__}, expected {expected.__name__}")
-            if code is not None and str(parsed.error.code.value if hasattr(parsed.error.code, "value") else parsed.error.code) != code:
+            if code is not None and error_code(parsed) != code:
                 sys.exit(f"{name}: code {parsed.error.code}")
+            if isinstance(parsed, models.WithdrawalReceipt):
+                decoded = (parsed.withdrawal_id, str(parsed.status.value), parsed.created, parsed.reference or None)
+                if decoded != (body["withdrawal_id"], body["status"], body["created"], body.get("reference")):
+                    sys.exit(f"{name}: decoded as {decoded}")
         # The local API's own answers, over HTTP, through the same client.
         live = client.AuthenticatedClient(base_url=base_url, token=token)
         refused = client.AuthenticatedClient(base_url=base_url, token="not-a-token")
@@ -85,7 +114,11 @@ def main():
             sys.exit(f"a refused token: {denied.status_code} {denied.parsed!r}")
         if "invalid_token" not in denied.headers.get("www-authenticate", ""):
             sys.exit(f"a refused token without its www-authenticate: {dict(denied.headers)}")
-        print(f"generated client (openapi-python-client): {len(cases)} answers and 2 live ones decoded as their shapes")
+        # The fuzzing user was never topped up: a withdrawal is refused, and nothing is recorded.
+        short = withdraw.sync_detailed(client=live, body=withdrawal, idempotency_key="generated-client-withdrawal-1")
+        if short.status_code != 402 or not isinstance(short.parsed, models.Error) or error_code(short.parsed) != "insufficient_funds":
+            sys.exit(f"a withdrawal with no money: {short.status_code} {short.parsed!r}")
+        print(f"generated client (openapi-python-client): {len(cases)} answers and 3 live ones decoded as their shapes")
 
 
 if __name__ == "__main__":

@@ -141,12 +141,13 @@ def check_dashboard(resources):
     return [f"a widget without its properties: {w}" for w in widgets if "type" not in w or "properties" not in w]
 
 
-EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at"]
+EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by"]
 
 
 def check_events_pipe(name, resources):
     """The events Pipe as CloudFormation receives it: it reads the table's stream, keeps INSERTs
-    that carry an event and a packet's finalisation (each filter valid JSON), and its template
+    that carry an event, a packet's finalisation and a withdrawal's resolution (each filter valid
+    JSON), and its template
     builds every field of the event schemas. The filters and the template are applied to real
     stream records of DynamoDB Local in local/tests/events_stream.rs; the webhook's resources
     exist only with a WebhookUrl."""
@@ -159,7 +160,7 @@ def check_events_pipe(name, resources):
         problems.append(f"the pipe reads {pipe.get('Source')}, not the table's stream")
     filters = pipe["SourceParameters"]["FilterCriteria"]["Filters"]
     patterns = [json.loads(f["Pattern"]) for f in filters]
-    if sorted(p["eventName"][0] for p in patterns) != ["INSERT", "MODIFY"]:
+    if sorted(p["eventName"][0] for p in patterns) != ["INSERT", "MODIFY", "MODIFY"]:
         problems.append(f"pipe filters {patterns}")
     template = pipe["TargetParameters"]["InputTemplate"]
     built = json.loads(template.replace("<", "").replace(">", ""))

@@ -34,7 +34,7 @@ const MAX_FORWARDED_BODY: usize = 10 * 1024 * 1024;
 
 /// Every function of the template, built once.
 pub struct Functions {
-    /// `POST /packets` and `POST /packets/{packet_id}/cancel`.
+    /// `POST /packets`, `POST /packets/{packet_id}/cancel` and `POST /me/withdrawals`.
     pub send: send::SendService<DynamoLedger, Arc<RedisStore>>,
     /// `POST /packets/{packet_id}/grab`.
     pub grab: grab::GrabService<Arc<RedisStore>, DynamoLedger>,
@@ -58,6 +58,7 @@ pub const ROUTES: &[&str] = &[
     "GET /me/packets",
     "POST /packets/{packet_id}/cancel",
     "GET /me/wallet",
+    "POST /me/withdrawals",
 ];
 
 /// The local API's router.
@@ -70,6 +71,7 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/packets/{packet_id}", get(packet_route))
         .route("/me/packets", get(history_route))
         .route("/me/wallet", get(wallet_route))
+        .route("/me/withdrawals", post(withdraw_route))
         .fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .method_not_allowed_fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .with_state(functions)
@@ -131,6 +133,10 @@ async fn history_route(State(functions): State<Arc<Functions>>, request: Request
 
 async fn wallet_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
     invoke(&functions, ROUTES[5], None, request, |event| query::handle(&functions.query, event)).await
+}
+
+async fn withdraw_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
+    invoke(&functions, ROUTES[6], None, request, |event| send::handle(&functions.send, event)).await
 }
 
 async fn invoke<F, Fut>(

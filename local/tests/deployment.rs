@@ -46,7 +46,7 @@ fn openapi_routes() -> BTreeSet<String> {
 #[test]
 fn template_openapi_and_local_api_list_the_same_routes() {
     let local: BTreeSet<String> = local::gateway::ROUTES.iter().map(|route| route.to_string()).collect();
-    assert_eq!(local.len(), 6);
+    assert_eq!(local.len(), 7);
     assert_eq!(template_routes(), local, "template.yaml and the local API");
     assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
 }

@@ -9,10 +9,12 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
+use red_packets::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, Direction};
 use red_packets::domain::books::LedgerItem;
 use red_packets::domain::wallet::TopUp;
+use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
 use red_packets::domain::{Funds, UserId};
-use red_packets::ports::Wallets;
+use red_packets::ports::{Adjustments, Wallets, Withdrawals};
 use red_packets::{Clock, Config};
 use serde_json::{json, Map, Value};
 use support::stack::Stack;
@@ -197,6 +199,35 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     assert_eq!(stack.cancel(&cancelled, "alice").await.0, 200);
     stack.settle().await;
     stack.settle().await;
+    // Money out: two withdrawals (one paid, one failed: its money returned), each resolution
+    // delivered twice; and an adjustment approved by a second operator.
+    let mut withdrawals = Vec::new();
+    for key in ["events-out-1", "events-out-2"] {
+        let (status, receipt) =
+            stack.withdraw("alice", &json!({ "amount_cents": 50, "destination": "card-1" }), key).await;
+        assert_eq!(status, 201, "{receipt}");
+        withdrawals.push(receipt["withdrawal_id"].as_str().unwrap().to_owned());
+    }
+    for _ in 0..2 {
+        for (id, outcome) in withdrawals.iter().zip([WithdrawalStatus::Paid, WithdrawalStatus::Failed]) {
+            let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: format!("po-{id}") };
+            stack.ledger.resolve_withdrawal(&resolution, outcome, stack.clock.now_ms()).await.unwrap();
+        }
+    }
+    let proposal = AdjustmentProposal {
+        reference: "events-case-1".into(),
+        user: alice.clone(),
+        direction: Direction::Credit,
+        amount_cents: 7,
+        reason: "a revoked grab made whole".into(),
+        proposer: "anna".into(),
+        chargeback_of: None,
+    };
+    stack.ledger.propose_adjustment(&proposal, stack.clock.now_ms()).await.unwrap();
+    let approval = AdjustmentApproval { reference: "events-case-1".into(), approver: "ben".into() };
+    for _ in 0..2 {
+        stack.ledger.approve_adjustment(&approval, stack.clock.now_ms()).await.unwrap();
+    }
 
     let pipe = pipe_of_template();
     let records = stream_records(&stack).await;
@@ -221,13 +252,17 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     }
     let expected = BTreeMap::from([
         ("PacketSent", 2),
-        ("WalletDebited", 2),
+        ("WalletDebited", 2 + 2), // two sends, two withdrawals
         // Each grab's credit is its record: one GrabRecorded, no WalletCredited of its own.
         ("GrabRecorded", 3),
-        ("WalletCredited", 1 + 1), // the top-up, the cancelled packet's refund
+        // The top-up, the cancelled packet's refund, the failed withdrawal's return, the adjustment.
+        ("WalletCredited", 1 + 1 + 1 + 1),
         ("PacketFinished", 1),
         ("PacketCancelled", 1),
         ("PacketRefunded", 1),
+        ("WithdrawalRequested", 2),
+        ("WithdrawalPaid", 1),
+        ("WithdrawalFailed", 1),
     ]);
     assert_eq!(by_type, expected, "one event per movement and per lifecycle step, from {} records", records.len());
     let items = stack.ledger.books_items().await.unwrap();
@@ -239,4 +274,10 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     assert_eq!(refund.1["amount_cents"], (300 - last_share).to_string(), "what was left of the cancelled packet");
     let cancel = published.iter().find(|(t, _)| t == "PacketCancelled").unwrap();
     assert_eq!(cancel.1["packet_id"], cancelled.as_str());
+    let paid = published.iter().find(|(t, _)| t == "WithdrawalPaid").unwrap();
+    assert_eq!((&paid.1["reference"], &paid.1["amount_cents"]), (&json!(withdrawals[0]), &json!("50")));
+    let adjusted = published.iter().find(|(_, detail)| detail["reference"] == "events-case-1").unwrap();
+    assert_eq!((adjusted.1["proposed_by"].as_str(), adjusted.1["approved_by"].as_str()), (Some("anna"), Some("ben")));
+    let topped_up = published.iter().find(|(_, detail)| detail["reference"] == "pay-events-1").unwrap();
+    assert_eq!(topped_up.0, "WalletCredited", "a top-up's credit names its reference");
 }

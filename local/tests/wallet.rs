@@ -1,7 +1,8 @@
 //! The money trail, through the real handlers on the real Redis and DynamoDB Local, with the
 //! built-in wallet: a send debits its sender or is 402 and records nothing; each recorded grab
 //! and each refund is credited exactly once, whatever settle crashes; the books balance
-//! globally at every settle boundary (invariant 8) and a difference is reported (invariant 9).
+//! globally at every settle boundary (invariant 8), withdrawals and adjustments in the storm, and
+//! a difference is reported (invariant 9).
 
 mod support;
 
@@ -11,14 +12,16 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
+use red_packets::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, Direction};
 use red_packets::domain::books::{DifferenceClass, LedgerItem, MovementRecord};
 use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::ledger::Refusal;
 use red_packets::domain::recovery::{Casualty, Remedy};
 use red_packets::domain::wallet::{MovementKind, TopUp};
+use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
 use red_packets::domain::{Cents, Funds, PacketId, PacketStatus, UserId};
 use red_packets::funds::{reconcile, Cutoff};
-use red_packets::ports::{Ledger, SettleLedger, Wallets};
+use red_packets::ports::{Adjustments, Ledger, SettleLedger, StoreError, Wallets, Withdrawals};
 use red_packets::settle::FaultPoint;
 use red_packets::{Clock, Config};
 use serde_json::json;
@@ -153,6 +156,11 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     let mut acknowledged: HashMap<(String, String), Cents> = HashMap::new();
     let mut packets: Vec<(String, String)> = Vec::new();
     let (mut refused_for_funds, mut reference) = (0, 0);
+    // Money out and corrections: what each user withdrew (for good: paid, or still pending) and
+    // what the adjustments moved (signed).
+    let mut withdrawn: HashMap<String, Cents> = HashMap::new();
+    let mut adjusted: HashMap<String, i128> = HashMap::new();
+    let (mut withdrawals, mut returned) = (0, 0);
 
     for wave in 0..4 {
         // The payments system: each top-up delivered twice, at once.
@@ -243,6 +251,83 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
                 assert!(earlier.is_none_or(|earlier| earlier == amount), "a repeat answers the same share");
             }
         }
+        // Money out while settle runs: each sender asks for a withdrawal twice at once under one
+        // key; the payments system's word on each (paid, failed, or none yet) is delivered twice
+        // at once; an operator's credit to a grabber and debit from a sender, each approved twice
+        // at once by a second operator.
+        let mut asks = Vec::new();
+        for (n, sender) in senders.iter().enumerate() {
+            let body = json!({ "amount_cents": rng.random_range(1..=400u64), "destination": "card-1" });
+            for _ in 0..2 {
+                let (stack, sender, body, key) =
+                    (stack.clone(), sender.clone(), body.clone(), format!("out-{wave}-{n}"));
+                asks.push(tokio::spawn(async move { (sender.clone(), stack.withdraw(&sender, &body, &key).await) }));
+            }
+        }
+        let mut asked: HashMap<String, (String, Cents)> = HashMap::new();
+        for ask in futures::future::join_all(asks).await {
+            let (sender, (status, reply)) = ask.unwrap();
+            match status {
+                200 | 201 => {
+                    let amount = reply["amount_cents"].as_u64().unwrap();
+                    asked.insert(reply["withdrawal_id"].as_str().unwrap().to_owned(), (sender, amount));
+                }
+                402 => refused_for_funds += 1,
+                _ => panic!("withdrawal: {status} {reply}"),
+            }
+        }
+        let mut words = Vec::new();
+        for (n, (id, (sender, amount))) in asked.iter().enumerate() {
+            *withdrawn.entry(sender.clone()).or_default() += amount;
+            withdrawals += 1;
+            let outcome = match n % 3 {
+                0 => WithdrawalStatus::Paid,
+                1 => WithdrawalStatus::Failed,
+                _ => continue,
+            };
+            if outcome == WithdrawalStatus::Failed {
+                *withdrawn.entry(sender.clone()).or_default() -= amount;
+                returned += 1;
+            }
+            for _ in 0..2 {
+                let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: format!("po-{id}") };
+                let stack = stack.clone();
+                words.push(tokio::spawn(async move {
+                    stack.ledger.resolve_withdrawal(&resolution, outcome, stack.clock.now_ms()).await.unwrap().applied
+                }));
+            }
+        }
+        let resolved = futures::future::join_all(words).await.into_iter().filter(|applied| *applied.as_ref().unwrap());
+        assert_eq!(resolved.count(), asked.len() - asked.len() / 3, "each word applied once");
+        let grabber = format!("user-{wave}");
+        let sender = senders[wave % senders.len()].clone();
+        for (who, direction, amount) in [(grabber, Direction::Credit, 100), (sender, Direction::Debit, 50)] {
+            let proposal = AdjustmentProposal {
+                reference: format!("storm-{wave}-{who}"),
+                user: user(&who),
+                direction,
+                amount_cents: amount,
+                reason: "storm".into(),
+                proposer: "anna".into(),
+                chargeback_of: None,
+            };
+            stack.ledger.propose_adjustment(&proposal, stack.clock.now_ms()).await.unwrap();
+            let approvals = (0..2).map(|_| {
+                let (stack, approval) = (
+                    stack.clone(),
+                    AdjustmentApproval { reference: proposal.reference.clone(), approver: "ben".into() },
+                );
+                async move { stack.ledger.approve_adjustment(&approval, stack.clock.now_ms()).await }
+            });
+            let approved = futures::future::join_all(approvals).await;
+            let applied = approved.iter().filter(|result| matches!(result, Ok(result) if result.applied)).count();
+            let short = approved.iter().all(|result| matches!(result, Err(StoreError::Invalid(_))));
+            assert!(applied == 1 || (short && direction == Direction::Debit), "{approved:?}");
+            if applied == 1 {
+                let signed = if direction == Direction::Credit { i128::from(amount) } else { -i128::from(amount) };
+                *adjusted.entry(who).or_default() += signed;
+            }
+        }
         settles.await.unwrap();
         // A settle boundary: nothing in flight.
         stack.settle().await;
@@ -257,13 +342,19 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     let books = assert_books_balance(&stack, "at the end").await;
     assert_eq!(books.in_open_packets_cents, 0, "every packet is finalised");
     eprintln!(
-        "figure: wallet storm: {} packets, {} sends refused for funds, {} grabs acknowledged, {} movements, top-ups {} = balances {}",
+        "figure: wallet storm: {} packets, {} sends and withdrawals refused for funds, {} grabs acknowledged, {} withdrawals ({} failed and returned), {} movements, top-ups {} - withdrawn {} + adjusted {} - {} = balances {} + pending {}",
         books.packets,
         refused_for_funds,
         acknowledged.len(),
+        withdrawals,
+        returned,
         books.movements,
         books.topups_cents,
-        books.balances_cents
+        books.withdrawn_cents,
+        books.adjusted_in_cents,
+        books.adjusted_out_cents,
+        books.balances_cents,
+        books.pending_withdrawals_cents
     );
     assert!(refused_for_funds > 0, "the storm reached the edge of some balances");
 
@@ -305,6 +396,12 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     }
     for (who, amount) in &refunded {
         *expected.entry(who.clone()).or_default() += i128::from(*amount);
+    }
+    for (who, amount) in &withdrawn {
+        *expected.entry(who.clone()).or_default() -= i128::from(*amount);
+    }
+    for (who, amount) in &adjusted {
+        *expected.entry(who.clone()).or_default() += amount;
     }
     let balances: HashMap<&UserId, Cents> = records
         .iter()

@@ -17,6 +17,10 @@ const TOPUP_EVENT: &str = include_str!("../../../events/topup.json");
 const RECONCILE_EVENT: &str = include_str!("../../../events/reconcile.json");
 const STATEMENT_EVENT: &str = include_str!("../../../events/statement.json");
 const TRIAL_BALANCE_EVENT: &str = include_str!("../../../events/trial-balance.json");
+const WITHDRAWAL_PAID_EVENT: &str = include_str!("../../../events/withdrawal-paid.json");
+const WITHDRAWAL_FAILED_EVENT: &str = include_str!("../../../events/withdrawal-failed.json");
+const PROPOSE_EVENT: &str = include_str!("../../../events/adjustment-propose.json");
+const APPROVE_EVENT: &str = include_str!("../../../events/adjustment-approve.json");
 
 async fn ledger() -> DynamoLedger {
     let mut config = Config::from_env().unwrap();
@@ -70,6 +74,39 @@ async fn the_sample_top_up_applies_once_and_the_books_balance() {
     assert_eq!(trial["trial_balance"]["report"]["balanced"], json!(true), "{trial}");
     let not_a_day = call(&ledger, json!({"statement": {"user": "alice", "day": "yesterday"}})).await.unwrap_err();
     assert!(not_a_day.error_message.starts_with("day:"), "{}", not_a_day.error_message);
+}
+
+/// The sample payment system's word on a withdrawal, and the sample adjustment's two steps.
+#[tokio::test]
+async fn the_sample_withdrawal_resolutions_and_adjustment_apply_once() {
+    use red_packets::domain::withdrawal::WithdrawalRequest;
+    use red_packets::domain::UserId;
+    use red_packets::ports::Withdrawals;
+
+    let ledger = ledger().await;
+    call(&ledger, serde_json::from_str(TOPUP_EVENT).unwrap()).await.unwrap();
+    let paid: Value = serde_json::from_str(WITHDRAWAL_PAID_EVENT).unwrap();
+    let id = paid["withdrawal_paid"]["withdrawal_id"].as_str().unwrap();
+    let request = WithdrawalRequest { amount_cents: 2_000, destination: "card-7731".into() };
+    let alice = UserId::from_claim("alice").unwrap();
+    ledger.request_withdrawal(&alice, id, &request, SystemClock.now_ms()).await.unwrap();
+    let first = call(&ledger, paid.clone()).await.unwrap();
+    assert_eq!(first["withdrawal"]["applied"], json!(true), "{first}");
+    assert_eq!(first["withdrawal"]["withdrawal"]["status"], json!("paid"));
+    assert_eq!(call(&ledger, paid).await.unwrap()["withdrawal"]["applied"], json!(false), "delivered twice, paid once");
+    let failed = call(&ledger, serde_json::from_str(WITHDRAWAL_FAILED_EVENT).unwrap()).await.unwrap_err();
+    assert_eq!(failed.error_type, "InvalidFundsRequest");
+    assert!(failed.error_message.starts_with("withdrawal_id: already paid"), "{}", failed.error_message);
+
+    let proposed = call(&ledger, serde_json::from_str(PROPOSE_EVENT).unwrap()).await.unwrap();
+    assert_eq!(proposed["adjustment"]["adjustment"]["status"], json!("proposed"), "{proposed}");
+    let approved = call(&ledger, serde_json::from_str(APPROVE_EVENT).unwrap()).await.unwrap();
+    assert_eq!(approved["adjustment"]["applied"], json!(true), "{approved}");
+    assert_eq!(approved["adjustment"]["balance_cents"], json!(120), "bob made whole");
+    let mut own: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
+    own["approve_adjustment"]["approver"] = proposed["adjustment"]["adjustment"]["proposer"].clone();
+    let refused = call(&ledger, own).await.unwrap_err();
+    assert!(refused.error_message.starts_with("approver:"), "{}", refused.error_message);
 }
 
 #[tokio::test]

@@ -150,6 +150,38 @@ mod tests {
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
 
+    const WITHDRAW_EVENT: &str = include_str!("../../../events/withdraw.json");
+
+    /// The sample withdrawal on the in-memory ledger: 402 while the balance is short, then 201,
+    /// a retry 200 with the same withdrawal, the key with another body 422.
+    #[tokio::test]
+    async fn the_sample_withdrawal_is_debited_once_and_a_short_balance_is_402() {
+        let service = service(&config(&[("FUNDS", "wallet")]));
+        let event: Value = serde_json::from_str(WITHDRAW_EVENT).unwrap();
+        let (status, short) = call(&service, events::to_request(&event).unwrap()).await;
+        assert_eq!((status, short["error"]["code"].as_str()), (402, Some("insufficient_funds")), "{short}");
+        let alice = UserId::from_claim("alice").unwrap();
+        let topup = TopUp { user: alice.clone(), amount_cents: 5_000, reference: "pay-w".into() };
+        service.ledger.top_up(&topup, 0).await.unwrap();
+        let (status, first) = call(&service, events::to_request(&event).unwrap()).await;
+        assert_eq!(
+            (status, first["status"].as_str(), first["balance_cents"].as_u64()),
+            (201, Some("pending"), Some(3_000))
+        );
+        let (status, again) = call(&service, events::to_request(&event).unwrap()).await;
+        assert_eq!(
+            (status, &again["withdrawal_id"], again["balance_cents"].as_u64()),
+            (200, &first["withdrawal_id"], Some(3_000))
+        );
+        let mut other = event.clone();
+        events::set_body(&mut other, r#"{"amount_cents":2001,"destination":"card-7731"}"#);
+        let (status, reused) = call(&service, events::to_request(&other).unwrap()).await;
+        assert_eq!((status, reused["error"]["code"].as_str()), (422, Some("idempotency_key_reused")));
+        events::set_body(&mut other, r#"{"amount_cents":5,"destination":"card 1"}"#);
+        let (status, bad) = call(&service, events::to_request(&other).unwrap()).await;
+        assert_eq!((status, bad["error"]["field"].as_str()), (400, Some("destination")), "{bad}");
+    }
+
     #[tokio::test]
     async fn the_sample_event_creates_a_packet() {
         let service = service(&config(&[]));
