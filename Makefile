@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token topup reconcile export trial-balance statement quarantine release build deploy bench books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token topup reconcile export trial-balance statement funds quarantine release build deploy bench books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -42,6 +42,11 @@ export:
 ## make trial-balance [DAY=2026-11-23]: the day's trial balance (default yesterday, UTC), JSON lines and CSV under reports/
 trial-balance:
 	@$(FUNDS_ENV) cargo run -q -p local -- trial-balance $(DAY)
+
+## make funds PAYLOAD=events/adjustment-propose.json (or a JSON text): any payload to the funds
+## function on make run's ledger (a withdrawal's resolution, an adjustment's proposal or approval)
+funds:
+	@$(FUNDS_ENV) cargo run -q -p local -- funds '$(PAYLOAD)'
 
 ## make statement U=alice DAY=2026-11-23: a user's statement of a day, JSON lines and CSV under reports/
 statement:

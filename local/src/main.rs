@@ -3,13 +3,15 @@
 //! `local reconcile` checks that the books balance (`--file` an export, `--as-of`, `--passes`);
 //! `local export <file>` writes the table as an export file; `local trial-balance [day]` and
 //! `local statement <user> <day>` write reports under `reports/` (JSON lines and CSV);
+//! `local funds <payload|file>` hands the funds function any payload (a withdrawal's
+//! resolution, an adjustment's proposal or approval: `events/` holds samples);
 //! `local quarantine` lists the packets settle set aside and `local release <id>…` takes them
 //! out to be settled again.
 
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local quarantine | local release <packet-id>...";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release <packet-id>...";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,6 +59,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("statement") => {
             let (user, day) = (args.next().ok_or(USAGE)?, args.next().ok_or(USAGE)?);
             local::funds_from_env(serde_json::json!({ "statement": { "user": user, "day": day } })).await
+        }
+        Some("funds") => {
+            let payload = args.next().ok_or(USAGE)?;
+            let text = if payload.trim_start().starts_with('{') { payload } else { std::fs::read_to_string(&payload)? };
+            local::funds_from_env(serde_json::from_str(&text)?).await
         }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
         Some("release") => local::settle_from_env(serde_json::json!({ "release": args.collect::<Vec<_>>() })).await,

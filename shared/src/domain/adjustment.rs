@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::ids::UserId;
 use super::invalid::Invalid;
 use super::money::Cents;
+use super::reference::reference_ok;
 use super::wallet::MAX_TOPUP_CENTS;
-use super::withdrawal::reference_ok;
 
 /// Most one adjustment may move: as much as a top-up.
 pub const MAX_ADJUSTMENT_CENTS: Cents = MAX_TOPUP_CENTS;

@@ -15,6 +15,7 @@ pub mod live;
 pub mod money;
 pub mod packet;
 pub mod recovery;
+pub mod reference;
 pub mod settlement;
 pub mod split;
 pub mod validate;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::ids::{PacketId, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
+use super::reference::reference_ok;
 use super::withdrawal::WithdrawalStatus;
 
 /// Whether this deployment keeps balances (`FUNDS`).
@@ -159,9 +160,7 @@ impl TopUp {
         if !(1..=MAX_TOPUP_CENTS).contains(&self.amount_cents) {
             return Err(Invalid::field("amount_cents", format!("amount_cents must be 1..={MAX_TOPUP_CENTS}")));
         }
-        let reference_ok = (1..=64).contains(&self.reference.len())
-            && self.reference.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b));
-        if !reference_ok {
+        if !reference_ok(&self.reference) {
             return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
         }
         Ok(())

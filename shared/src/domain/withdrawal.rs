@@ -9,10 +9,11 @@ use sha2::{Digest, Sha256};
 use super::ids::{IdempotencyKey, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
+use super::reference::reference_ok;
 use crate::clock::Millis;
 
-/// Most a single withdrawal may take out: 1,000,000.00 in cents, as for a top-up.
-pub const MAX_WITHDRAWAL_CENTS: Cents = super::wallet::MAX_TOPUP_CENTS;
+/// Most a single withdrawal may take out: 1,000,000.00 in cents, as much as a top-up may bring in.
+pub const MAX_WITHDRAWAL_CENTS: Cents = 100_000_000;
 
 /// How long a withdrawal may stay pending before reconciliation reports it overdue (the
 /// `WithdrawalsOverdue` metric and its alarm): a day, the payments system's own promise.
@@ -40,11 +41,6 @@ impl WithdrawalRequest {
         }
         Ok(())
     }
-}
-
-/// True for a reference the payments system or an operator may give: 1..=64 of `[A-Za-z0-9_.:-]`.
-pub fn reference_ok(reference: &str) -> bool {
-    (1..=64).contains(&reference.len()) && reference.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
 }
 
 /// A withdrawal's id: `wd-` and 32 hex digits of SHA-256 over its user and idempotency key, so
