@@ -26,14 +26,15 @@ if [ "${1:-}" = --emulator ]; then
   exit 0
 fi
 
-fn=${FN:?FN=send|grab|query|settle|funds}
+fn=${FN:?FN=send|grab|query|settle|funds|operator}
 case "$fn" in
-  send | grab | query | settle | funds) ;;
-  *) echo "no such function: $fn (send, grab, query, settle or funds)" >&2; exit 2 ;;
+  send | grab | query | settle | funds | operator) ;;
+  *) echo "no such function: $fn (send, grab, query, settle, funds or operator)" >&2; exit 2 ;;
 esac
 # The funds function has no HTTP route: its default event is the daily reconciliation.
 default_event=events/$fn.json
 [ "$fn" = funds ] && default_event=events/reconcile.json
+[ "$fn" = operator ] && default_event=events/adjustment-propose.json
 event=${EVENT:-$default_event}
 [ -f "$event" ] || { echo "no such event file: $event" >&2; exit 2; }
 
@@ -46,7 +47,7 @@ if command -v docker >/dev/null && docker version >/dev/null 2>&1; then
     --event "$event" --env-vars local-env.json --add-host host.docker.internal:host-gateway --skip-pull-image
 fi
 echo "make invoke: $fn's release binary under AWS's emulator on the host (no Docker daemon answers)" >&2
-# All five, so one build serves every invocation.
+# All six binaries, so one build serves every invocation.
 cargo build --release --locked -p send -p grab -p query -p settle -p funds >&2
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:${LOCAL_REDIS_PORT:-6479}}
 export AWS_ENDPOINT_URL_DYNAMODB=${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:${LOCAL_DYNAMODB_PORT:-8479}}

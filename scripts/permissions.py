@@ -24,6 +24,16 @@ action, the call and the test that made it; and every action the role's inline p
 must be used by some recorded call, unless `EXPLAINED` says why. The managed policies SAM attaches
 are Lambda's own (logs, network interfaces, traces), listed in `MANAGED` with why.
 
+Who may invoke each function is checked the same way, on every parameter set: the API's routes
+(API Gateway, from this API only, never on an entry point that moves money outside a packet),
+and the resource-based policies of the two funds entry points, each naming its own caller's
+principal and nobody else: `funds` (FundsFunction: top-ups, the word on withdrawals) the
+`PaymentsPrincipal` parameter, `operator` (OperatorFunction: adjustments) `OperatorsPrincipal`.
+Each managed invoke policy grants lambda:InvokeFunction on exactly one of them. Which requests
+each binary takes is the code's (`FundsEntry`), run on the binaries in
+local/tests/events_on_binaries.rs.
+https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html
+
 Usage: permissions.py <calls directory> [<transformed directory>]; exit 1 on any problem.
 """
 
@@ -149,6 +159,57 @@ def check(stack, calls, label):
     return problems
 
 
+# Each entry point that moves money outside a packet, and the parameter naming who may invoke it.
+ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
+
+
+def function_named(stack, value):
+    """The logical id of the function a Permission's FunctionName names: its name, its ARN, or an
+    alias of it."""
+    if isinstance(value, str) and ":function:" in value:
+        value = value.split(":function:", 1)[1].split(":", 1)[0]
+    name = stack.logical_id(value)
+    if name and stack.resources[name]["Type"] == "AWS::Lambda::Alias":
+        return function_named(stack, stack.properties(name)["FunctionName"])
+    return name
+
+
+def check_invokers(stack, label):
+    """Every problem with who may invoke what, for one parameter set."""
+    problems = []
+    api = [n for n in stack.created("AWS::ApiGatewayV2::Api")]
+    granted = {}
+    for permission in sorted(stack.created("AWS::Lambda::Permission")):
+        properties = stack.properties(permission)
+        function = function_named(stack, properties.get("FunctionName"))
+        binary = binary_of(stack.resources[function]) if function else None
+        principal, action = properties.get("Principal"), properties.get("Action")
+        if action != "lambda:InvokeFunction":
+            problems.append(f"[{label}] {permission}: grants {action}")
+        if principal == "apigateway.amazonaws.com":
+            source = properties.get("SourceArn", "")
+            if not any(f":{stack.physical_name(a)}/" in source for a in api):
+                problems.append(f"[{label}] {permission}: API Gateway may invoke {function} from {source or 'anywhere'}")
+            if binary in ENTRY_POINTS:
+                problems.append(f"[{label}] {permission}: {function} moves money outside a packet and has a route")
+            continue
+        expected = stack.parameters.get(ENTRY_POINTS.get(binary, ""), None)
+        if binary not in ENTRY_POINTS or principal != expected or principal in ("*", ""):
+            problems.append(f"[{label}] {permission}: {principal} may invoke {function} ({binary})")
+        granted[binary] = principal
+    for binary, parameter in ENTRY_POINTS.items():
+        if stack.parameters.get(parameter) and granted.get(binary) != stack.parameters[parameter]:
+            problems.append(f"[{label}] {parameter} is set and no resource policy lets it invoke the {binary} entry point")
+    functions = {binary_of(stack.resources[f]): f for f in stack.created("AWS::Lambda::Function")}
+    for policy in sorted(stack.created("AWS::IAM::ManagedPolicy")):
+        statements = stack.properties(policy)["PolicyDocument"]["Statement"]
+        grants = [grant for statement in statements for grant in iam.grants(statement)]
+        targets = {function_named(stack, resource) for action, resource in grants if action == "lambda:InvokeFunction"}
+        if len(grants) != 1 or len(targets) != 1 or not targets <= {functions.get(b) for b in ENTRY_POINTS}:
+            problems.append(f"[{label}] {policy}: grants {grants}, not the invocation of one entry point")
+    return problems
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -162,12 +223,12 @@ def main(argv):
     for label, overrides in parameter_sets().items():
         with open(os.path.join(transformed, f"{label}.json")) as file:
             stack = Stack(json.load(file), overrides)
-        problems = check(stack, calls, label)
+        problems = check(stack, calls, label) + check_invokers(stack, label)
         for problem in problems:
             print(f"permissions {problem}")
         failures += len(problems)
         if not problems:
-            print(f"permissions [{label}]: every recorded call allowed, every grant used ({len(calls)} distinct calls)")
+            print(f"permissions [{label}]: every recorded call allowed, every grant used ({len(calls)} distinct calls), every invoker named")
     return 1 if failures else 0
 
 

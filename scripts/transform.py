@@ -29,6 +29,7 @@ PARAMETER_SETS = {
     "cors": {"CorsAllowedOrigins": "https://h5.example.com,https://m.example.com"},
     "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
     "managed-grab": {"GrabCompute": "managed-instances", "GrabInstanceTypes": "c7g.xlarge,m7g.xlarge", "GrabMaxConcurrency": "128"},
+    "principals": {"PaymentsPrincipal": "arn:aws:iam::210987654321:role/payments", "OperatorsPrincipal": "111122223333"},
 }
 
 
@@ -54,7 +55,7 @@ def check_translated(name, output):
     if any(r["Type"].startswith("AWS::Serverless::") for r in resources.values()):
         problems.append("SAM resources left after the transform")
     functions = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"]
-    expected = ["FundsFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SendFunction", "SettleFunction"]
+    expected = ["FundsFunction", "GrabFunction", "GrabManagedFunction", "OperatorFunction", "QueryFunction", "SendFunction", "SettleFunction"]
     if sorted(functions) != expected:
         problems.append(f"functions {sorted(functions)}")
     problems += check_grab_compute(resources)

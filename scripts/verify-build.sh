@@ -10,11 +10,12 @@ cd "$(dirname "$0")/.."
 
 # Which binary answers which sample event (as local/tests/events_on_binaries.rs maps them).
 declare -A events=(
-  [send]="send.json cancel.json"
+  [send]="send.json cancel.json withdraw.json"
   [grab]="grab.json"
   [query]="query.json history.json wallet.json"
   [settle]="settle.json"
-  [funds]="topup.json reconcile.json statement.json trial-balance.json"
+  [funds]="topup.json reconcile.json statement.json trial-balance.json withdrawal-paid.json withdrawal-failed.json"
+  [operator]="adjustment-propose.json adjustment-approve.json"
 )
 # Each function's artifact, from the built template (scripts/built_artifacts.py): the functions
 # the deployment creates, its parameters from samconfig.toml's deploy parameter_overrides and then

@@ -68,7 +68,7 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
     let ledger = DynamoLedger::new(calls::dynamodb(client, "funds"), &config);
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
     let reports = ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into()));
-    let response = funds::handle(&ledger, &SystemClock, &reports, event).await?;
+    let response = funds::handle(&ledger, &SystemClock, &reports, red_packets::funds::FundsEntry::All, event).await?;
     println!("{}", serde_json::to_string_pretty(&response)?);
     match response {
         red_packets::funds::FundsResponse::Reconcile(books) if !books.balanced() => {

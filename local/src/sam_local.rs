@@ -34,6 +34,7 @@ pub fn function_of(binary: &str) -> &'static str {
         "query" => "QueryFunction",
         "settle" => "SettleFunction",
         "funds" => "FundsFunction",
+        "operator" => "OperatorFunction",
         other => panic!("no function of template.yaml runs {other}"),
     }
 }

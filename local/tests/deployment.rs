@@ -98,7 +98,7 @@ fn every_function_names_its_actions_whole_on_the_stacks_own_resources() {
         .filter(|(_, resource)| resource["Type"].as_str() == Some("AWS::Serverless::Function"))
         .map(|(name, _)| name.as_str().unwrap())
         .collect();
-    assert_eq!(functions.len(), 6, "{functions:?}");
+    assert_eq!(functions.len(), 7, "{functions:?}");
     for function in functions {
         let policies = template["Resources"][function]["Properties"]["Policies"].as_sequence().unwrap();
         for policy in policies {

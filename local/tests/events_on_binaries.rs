@@ -36,6 +36,11 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("reconcile.json", "funds"),
     ("statement.json", "funds"),
     ("trial-balance.json", "funds"),
+    ("withdraw.json", "send"),
+    ("withdrawal-paid.json", "funds"),
+    ("withdrawal-failed.json", "funds"),
+    ("adjustment-propose.json", "operator"),
+    ("adjustment-approve.json", "operator"),
 ];
 
 fn workspace() -> PathBuf {
@@ -284,6 +289,41 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let (status, page) = status_and_body(&wallets[0]);
     assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{}", wallets[0]);
     assert_eq!(page["items"][0]["kind"], "topup", "{}", wallets[0]);
+
+    // withdraw.json on send: alice's 20.00 out, pending (a replay of an earlier pass answers 200
+    // with the withdrawal as it is now); withdrawal-paid.json on funds: paid once, however often
+    // delivered; withdrawal-failed.json contradicts it and is refused.
+    let out = on_emulator_with("send", &wallet, vec![event("withdraw.json"), event("withdraw.json")]).await;
+    let (status, first) = status_and_body(&out[0]);
+    assert!(matches!(status, 200 | 201), "{}", out[0]);
+    let (status, again) = status_and_body(&out[1]);
+    assert_eq!(
+        (status, &again["withdrawal_id"], again["created"].as_bool()),
+        (200, &first["withdrawal_id"], Some(false)),
+        "{}",
+        out[1]
+    );
+    let paid: Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace().join("events/withdrawal-paid.json")).unwrap())
+            .unwrap();
+    assert_eq!(first["withdrawal_id"], paid["withdrawal_paid"]["withdrawal_id"], "the samples name one withdrawal");
+    let words = vec![event("withdrawal-paid.json"), event("withdrawal-paid.json"), event("withdrawal-failed.json")];
+    let resolved = on_emulator_with("funds", &wallet, words).await;
+    assert_eq!(resolved[0]["withdrawal"]["withdrawal"]["status"], "paid", "{}", resolved[0]);
+    assert_eq!(resolved[1]["withdrawal"]["applied"], false, "paid once: {}", resolved[1]);
+    assert_eq!(resolved[2]["errorType"], "InvalidFundsRequest", "{}", resolved[2]);
+
+    // adjustment-propose.json and adjustment-approve.json on operator, the operators' entry point:
+    // proposed by one, applied once by another; the payments entry point refuses an adjustment,
+    // the operators' a top-up.
+    let steps = vec![event("adjustment-propose.json"), event("adjustment-approve.json"), event("topup.json")];
+    let adjusted = on_emulator_with("operator", &wallet, steps).await;
+    assert!(adjusted[0]["adjustment"]["adjustment"]["proposer"].is_string(), "{}", adjusted[0]);
+    assert_eq!(adjusted[1]["adjustment"]["adjustment"]["status"], "applied", "{}", adjusted[1]);
+    assert_eq!(adjusted[2]["errorType"], "InvalidFundsRequest", "{}", adjusted[2]);
+    let refused = on_emulator_with("funds", &wallet, vec![event("adjustment-approve.json")]).await;
+    assert_eq!(refused[0]["errorType"], "InvalidFundsRequest", "{}", refused[0]);
+    assert!(refused[0]["errorMessage"].as_str().unwrap().contains("OperatorFunction"), "{}", refused[0]);
 }
 
 /// The same binary as Lambda Managed Instances run it: AWS_LAMBDA_MAX_CONCURRENCY workers (the

@@ -18,6 +18,7 @@ use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use red_packets::adapters::dynamo::client::Connection;
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::{Funds, PacketId};
+use red_packets::funds::FundsEntry;
 use red_packets::{Config, SystemClock};
 use serde_json::Value;
 
@@ -123,7 +124,7 @@ async fn funds_on(s3_url: &str) -> (DynamoLedger, Reports) {
 
 async fn call(ledger: &DynamoLedger, reports: &Reports, event: &str) -> Result<Value, Diagnostic> {
     let event = LambdaEvent::new(serde_json::from_str(event).unwrap(), Context::default());
-    funds::handle(ledger, &SystemClock, reports, event)
+    funds::handle(ledger, &SystemClock, reports, FundsEntry::All, event)
         .await
         .map(|response| serde_json::to_value(response).unwrap())
         .map_err(Diagnostic::from)

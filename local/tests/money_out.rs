@@ -17,7 +17,7 @@ use red_packets::adapters::{DynamoLedger, ReportDirectory};
 use red_packets::domain::books::{DifferenceClass, Reconciliation};
 use red_packets::domain::wallet::TopUp;
 use red_packets::domain::{Cents, Funds, UserId};
-use red_packets::funds::{reconcile, Cutoff};
+use red_packets::funds::{reconcile, Cutoff, FundsEntry};
 use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
@@ -44,14 +44,18 @@ async fn balance(stack: &Stack, who: &str) -> Cents {
     stack.ledger.balance(&user(who)).await.unwrap()
 }
 
-/// The funds function's handler, as the payments system and the operators invoke it, on a
-/// client of its own (its calls are recorded as the funds function's, for its role's check).
+/// The funds entry points' handler, as the payments system and the operators invoke them: an
+/// adjustment through the operators' entry point (`operator`), anything else through the payments
+/// system's (`funds`), each on a client of its own (its calls are recorded as that function's,
+/// for its role's check).
 async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
-    let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), "funds");
+    let operators = payload.get("propose_adjustment").or(payload.get("approve_adjustment")).is_some();
+    let (binary, entry) = if operators { ("operator", FundsEntry::Operator) } else { ("funds", FundsEntry::Payments) };
+    let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), binary);
     let ledger = DynamoLedger::new(client, &stack.config);
     let reports = ReportDirectory::new(std::env::temp_dir().join("money-out-reports"));
     let event = LambdaEvent::new(payload, Context::default());
-    funds::handle(&ledger, stack.clock.as_ref(), &reports, event)
+    funds::handle(&ledger, stack.clock.as_ref(), &reports, entry, event)
         .await
         .map(|response| serde_json::to_value(response).unwrap())
         .map_err(Diagnostic::from)

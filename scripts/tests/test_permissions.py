@@ -93,3 +93,59 @@ class DerivedPermissions(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):
+    """Two funds entry points with the given Permission resources and one invoke policy."""
+    function = lambda binary: {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
+    resources = {
+        "HttpApi": {"Type": "AWS::ApiGatewayV2::Api"},
+        "FundsFunction": function("funds"),
+        "OperatorFunction": function("operator"),
+        "SendFunction": function("send"),
+        "PaymentsInvokePolicy": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {"Statement": [
+            {"Effect": "Allow", "Action": "lambda:InvokeFunction",
+             "Resource": [{"Fn::GetAtt": [name, "Arn"]} for name in policy_resources]}]}}},
+    }
+    for name, (function_name, principal) in permissions_by_name.items():
+        properties = {"Action": "lambda:InvokeFunction", "FunctionName": {"Fn::GetAtt": [function_name, "Arn"]}, "Principal": principal}
+        if principal == "apigateway.amazonaws.com":
+            properties["SourceArn"] = {"Fn::Sub": "arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/POST/x"}
+        resources[name] = {"Type": "AWS::Lambda::Permission", "Properties": properties}
+    return {
+        "Parameters": {"PaymentsPrincipal": {"Type": "String", "Default": "210987654321"},
+                       "OperatorsPrincipal": {"Type": "String", "Default": ""}},
+        "Resources": resources,
+    }
+
+
+class Invokers(unittest.TestCase):
+    def test_each_entry_point_invoked_by_its_own_principal_passes(self):
+        stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
+                                    "Route": ("SendFunction", "apigateway.amazonaws.com")}))
+        self.assertEqual(permissions.check_invokers(stack, "t"), [])
+
+    def test_anyone_else_on_an_entry_point_is_named(self):
+        for principal in ("*", "111122223333", {"Ref": "OperatorsPrincipal"}):
+            stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
+                                        "Other": ("FundsFunction", principal)}))
+            problems = permissions.check_invokers(stack, "t")
+            self.assertTrue(any("Other:" in p and "may invoke FundsFunction (funds)" in p for p in problems), problems)
+
+    def test_the_payments_principal_on_the_operators_entry_point_is_named(self):
+        stack = Stack(entry_points({"Payments": ("OperatorFunction", {"Ref": "PaymentsPrincipal"})}))
+        problems = permissions.check_invokers(stack, "t")
+        self.assertTrue(any("may invoke OperatorFunction (operator)" in p for p in problems), problems)
+        self.assertTrue(any("PaymentsPrincipal is set and no resource policy" in p for p in problems), problems)
+
+    def test_a_route_to_an_entry_point_is_named(self):
+        stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
+                                    "Route": ("FundsFunction", "apigateway.amazonaws.com")}))
+        problems = permissions.check_invokers(stack, "t")
+        self.assertTrue(any("moves money outside a packet and has a route" in p for p in problems), problems)
+
+    def test_an_invoke_policy_on_both_entry_points_is_named(self):
+        stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})},
+                                   policy_resources=("FundsFunction", "OperatorFunction")))
+        problems = permissions.check_invokers(stack, "t")
+        self.assertTrue(any("PaymentsInvokePolicy: grants" in p for p in problems), problems)

@@ -56,6 +56,22 @@ pub enum FundsRequest {
     Statement(StatementRequest),
 }
 
+impl FundsRequest {
+    /// The payload's key: `topup`, `withdrawal_paid`, `propose_adjustment`, `reconcile`, …
+    pub fn key(&self) -> &'static str {
+        match self {
+            FundsRequest::Topup(_) => "topup",
+            FundsRequest::WithdrawalPaid(_) => "withdrawal_paid",
+            FundsRequest::WithdrawalFailed(_) => "withdrawal_failed",
+            FundsRequest::ProposeAdjustment(_) => "propose_adjustment",
+            FundsRequest::ApproveAdjustment(_) => "approve_adjustment",
+            FundsRequest::Reconcile(_) => "reconcile",
+            FundsRequest::TrialBalance(_) => "trial_balance",
+            FundsRequest::Statement(_) => "statement",
+        }
+    }
+}
+
 /// The day of a trial balance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +103,48 @@ pub struct ReconcileOptions {
     /// multiply (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passes: Option<u32>,
+}
+
+/// Which requests an entry point of the funds function takes: each is a binary of its own in
+/// the template, with its own invokers. `funds` (`FundsFunction`) takes the payments system's
+/// requests (money in, its word on withdrawals), the daily jobs and statements, never an
+/// adjustment; `operator` (`OperatorFunction`) takes operators' adjustments and nothing else.
+/// Locally one process takes everything (`local funds`, the tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FundsEntry {
+    /// Every request (`make run`, the tests).
+    All,
+    /// The payments system's requests and the jobs: never an adjustment.
+    Payments,
+    /// Operators' adjustments only.
+    Operator,
+}
+
+impl FundsEntry {
+    /// `all`, `payments` or `operator`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FundsEntry::All => "all",
+            FundsEntry::Payments => "payments",
+            FundsEntry::Operator => "operator",
+        }
+    }
+
+    /// Whether this entry point takes `request`, or why not (naming the request's key).
+    pub fn admits(self, request: &FundsRequest) -> Result<(), Invalid> {
+        let adjustment = matches!(request, FundsRequest::ProposeAdjustment(_) | FundsRequest::ApproveAdjustment(_));
+        let refused = match self {
+            FundsEntry::All => None,
+            FundsEntry::Payments => adjustment.then_some("operators' adjustments go to OperatorFunction"),
+            FundsEntry::Operator => (!adjustment).then_some("it takes operators' adjustments only"),
+        };
+        match refused {
+            None => Ok(()),
+            Some(why) => {
+                Err(Invalid::field(request.key(), format!("not taken by this entry point ({}): {why}", self.as_str())))
+            }
+        }
+    }
 }
 
 /// Where reconciliation cuts the ledger off.
@@ -332,6 +390,32 @@ pub async fn reconcile<B: Books>(books: &B, cutoff: Cutoff, passes: u32) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The payments entry point never takes an adjustment; the operators' takes nothing else.
+    #[test]
+    fn each_entry_point_takes_its_callers_requests() {
+        let request = |json: &str| serde_json::from_str::<FundsRequest>(json).unwrap();
+        let topup = request(r#"{"topup": {"user": "a", "amount_cents": 1, "reference": "p"}}"#);
+        let paid = request(r#"{"withdrawal_paid": {"withdrawal_id": "wd-0", "reference": "p"}}"#);
+        let propose = request(
+            r#"{"propose_adjustment": {"reference": "c", "user": "a", "direction": "credit", "amount_cents": 1, "reason": "r", "proposer": "o"}}"#,
+        );
+        let approve = request(r#"{"approve_adjustment": {"reference": "c", "approver": "p"}}"#);
+        let jobs = [request(r#"{"reconcile": {}}"#), request(r#"{"trial_balance": {}}"#)];
+        let all = [&topup, &paid, &propose, &approve, &jobs[0], &jobs[1]];
+        assert!(all.iter().all(|request| FundsEntry::All.admits(request).is_ok()));
+        for taken in [&topup, &paid, &jobs[0], &jobs[1]] {
+            assert!(FundsEntry::Payments.admits(taken).is_ok(), "{taken:?}");
+            let refused = FundsEntry::Operator.admits(taken).unwrap_err();
+            assert_eq!(refused.field.as_deref(), Some(taken.key()));
+        }
+        for taken in [&propose, &approve] {
+            assert!(FundsEntry::Operator.admits(taken).is_ok(), "{taken:?}");
+            assert!(FundsEntry::Payments.admits(taken).is_err(), "{taken:?}");
+        }
+        let refused = FundsEntry::Payments.admits(&propose).unwrap_err();
+        assert!(refused.message.contains("OperatorFunction"), "{}", refused.message);
+    }
 
     /// A closed day's report is filed under its day alone, once; an open day's under the
     /// cut-off it was made to, so a later report of the same day is a report of its own.

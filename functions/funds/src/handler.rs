@@ -5,7 +5,7 @@
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::domain::Invalid;
-use red_packets::funds::{run, FundsError, FundsRequest, FundsResponse};
+use red_packets::funds::{run, FundsEntry, FundsError, FundsRequest, FundsResponse};
 use red_packets::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
 use serde_json::Value;
@@ -54,14 +54,17 @@ impl From<FundsFailure> for Diagnostic {
     }
 }
 
-/// The Lambda handler.
+/// The Lambda handler of entry point `entry`: a request the entry point does not take is
+/// refused before anything is read (`InvalidFundsRequest`, naming the payload's key).
 pub async fn handle<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
+    entry: FundsEntry,
     event: LambdaEvent<Value>,
 ) -> Result<FundsResponse, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
+    entry.admits(&request).map_err(FundsError::Invalid)?;
     let response = run(ledger, clock, reports, &request).await?;
     record(&request, &response);
     Ok(response)

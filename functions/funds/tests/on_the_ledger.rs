@@ -10,6 +10,7 @@ use serde_json::Value;
 use lambda_runtime::Context;
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::{Funds, PacketId};
+use red_packets::funds::FundsEntry;
 use red_packets::{Config, SystemClock};
 use serde_json::json;
 
@@ -34,7 +35,7 @@ async fn ledger() -> DynamoLedger {
 async fn call(ledger: &DynamoLedger, payload: Value) -> Result<Value, Diagnostic> {
     let event = LambdaEvent::new(payload, Context::default());
     let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
-    handle(ledger, &SystemClock, &reports, event)
+    handle(ledger, &SystemClock, &reports, FundsEntry::All, event)
         .await
         .map(|response| serde_json::to_value(response).unwrap())
         .map_err(Diagnostic::from)
@@ -107,6 +108,41 @@ async fn the_sample_withdrawal_resolutions_and_adjustment_apply_once() {
     own["approve_adjustment"]["approver"] = proposed["adjustment"]["adjustment"]["proposer"].clone();
     let refused = call(&ledger, own).await.unwrap_err();
     assert!(refused.error_message.starts_with("approver:"), "{}", refused.error_message);
+}
+
+/// The payments system's entry point never takes an adjustment; the operators' never moves
+/// money in or resolves a withdrawal: each is refused before the ledger is touched.
+#[tokio::test]
+async fn each_entry_point_refuses_the_other_callers_requests() {
+    let ledger = ledger().await;
+    let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
+    let at = |entry: FundsEntry, payload: &str| {
+        let event = LambdaEvent::new(serde_json::from_str(payload).unwrap(), Context::default());
+        let (ledger, reports) = (&ledger, &reports);
+        async move { handle(ledger, &SystemClock, reports, entry, event).await.map_err(Diagnostic::from) }
+    };
+    let refused = at(FundsEntry::Payments, PROPOSE_EVENT).await.unwrap_err();
+    assert_eq!(refused.error_type, "InvalidFundsRequest");
+    assert!(
+        refused.error_message.starts_with("propose_adjustment: not taken by this entry point (payments)"),
+        "{}",
+        refused.error_message
+    );
+    assert!(at(FundsEntry::Payments, APPROVE_EVENT).await.is_err());
+    let refused = at(FundsEntry::Operator, TOPUP_EVENT).await.unwrap_err();
+    assert!(
+        refused.error_message.starts_with("topup: not taken by this entry point (operator)"),
+        "{}",
+        refused.error_message
+    );
+    assert!(at(FundsEntry::Operator, WITHDRAWAL_PAID_EVENT).await.is_err());
+    assert_eq!(
+        ledger.balance(&red_packets::domain::UserId::from_claim("alice").unwrap()).await.unwrap(),
+        0,
+        "nothing moved"
+    );
+    assert!(at(FundsEntry::Operator, PROPOSE_EVENT).await.is_ok(), "the operators' own request");
+    assert!(at(FundsEntry::Payments, TOPUP_EVENT).await.is_ok(), "the payments system's own request");
 }
 
 #[tokio::test]

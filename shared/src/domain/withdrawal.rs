@@ -196,6 +196,11 @@ mod tests {
         assert_eq!(id, withdrawal_id(&alice(), &key), "a retry names the same withdrawal");
         assert_ne!(id, withdrawal_id(&UserId::from_claim("bob").unwrap(), &key));
         assert_ne!(id, withdrawal_id(&alice(), &IdempotencyKey::parse("k-2").unwrap()));
+        let sample = withdrawal_id(&alice(), &IdempotencyKey::parse("cash-out-2026-11-24").unwrap());
+        assert_eq!(
+            sample, "wd-f740d5e329027e69e7b9103fc888403b",
+            "events/withdraw.json's, as events/withdrawal-paid.json names it"
+        );
         let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: "payout-1".into() };
         assert!(resolution.validate().is_ok(), "{id}");
         let bad = WithdrawalResolution { withdrawal_id: "wd-xyz".into(), reference: "payout-1".into() };
