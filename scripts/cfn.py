@@ -211,6 +211,9 @@ class Stack:
             if key == "Fn::Select":
                 index, items = argument
                 return self.resolve(items)[int(self.resolve(index))]
+            if key == "Fn::FindInMap":
+                mapping, first, second = (self.resolve(v) for v in argument)
+                return self.template["Mappings"][mapping][first][second]
             if key == "Fn::GetAZs":
                 return [f"{REGION}a", f"{REGION}b", f"{REGION}c"]
             if key.startswith("Fn::"):

@@ -142,7 +142,7 @@ def check_dashboard(resources):
     return [f"a widget without its properties: {w}" for w in widgets if "type" not in w or "properties" not in w]
 
 
-EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by"]
+EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by", "currency"]
 
 
 def check_events_pipe(name, resources):
@@ -164,7 +164,15 @@ def check_events_pipe(name, resources):
     if sorted(p["eventName"][0] for p in patterns) != ["INSERT", "MODIFY", "MODIFY"]:
         problems.append(f"pipe filters {patterns}")
     template = pipe["TargetParameters"]["InputTemplate"]
-    built = json.loads(template.replace("<", "").replace(">", ""))
+    if not isinstance(template, dict) or "Fn::Sub" not in template:
+        return problems + [f"the pipe's template names no stack currency: {template}"]
+    text, variables = template["Fn::Sub"]
+    if variables.get("Exponent") != {"Fn::FindInMap": ["Currencies", {"Ref": "Currency"}, "Exponent"]}:
+        problems.append(f"the pipe's currency exponent is {variables}")
+    text = text.replace("${Currency}", "CNY").replace("${Exponent}", "2")
+    built = json.loads(text.replace("<", "").replace(">", ""))
+    if built.get("currency") != {"code": "CNY", "exponent": 2}:
+        problems.append(f"the pipe's template builds the currency {built.get('currency')}")
     if sorted(built) != sorted(EVENT_FIELDS):
         problems.append(f"the pipe's template builds {sorted(built)}")
     table = resources["PacketsTable"]["Properties"]

@@ -190,7 +190,11 @@ async fn to_event(
     packet_id: Option<&str>,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
-    let setting = if route_key == ROUTES[1] { RouteSetting::Grab } else { RouteSetting::Default };
+    let setting = match route_key {
+        key if key == ROUTES[1] => RouteSetting::Grab,
+        key if key == ROUTES[6] => RouteSetting::Withdraw,
+        _ => RouteSetting::Default,
+    };
     if !functions.throttle.admits(setting) {
         return Err(Refused::Throttled);
     }

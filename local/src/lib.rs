@@ -70,7 +70,7 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
     let reports = ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into()));
     let response = funds::handle(&ledger, &SystemClock, &reports, red_packets::funds::FundsEntry::All, event).await?;
     println!("{}", serde_json::to_string_pretty(&response)?);
-    match response {
+    match response.response {
         red_packets::funds::FundsResponse::Reconcile(books) if !books.balanced() => {
             Err(format!("{} the books do not balance", red_packets::settle::RECONCILIATION_MISMATCH).into())
         }
@@ -110,7 +110,7 @@ pub async fn reconcile_file(path: &str, as_of: Option<&str>, passes: u32) -> Res
         Some(text) => Cutoff::live(red_packets::clock::parse_rfc3339(text).ok_or("--as-of: not an RFC 3339 time")?),
         None => Cutoff { as_of_ms: i64::MAX / 2, landing_ms: 0 },
     };
-    let books = reconcile(&ExportFile::new(path), cutoff, passes.max(1)).await?;
+    let books = reconcile(&ExportFile::new(path, Config::from_env()?.currency), cutoff, passes.max(1)).await?;
     println!("{}", serde_json::to_string_pretty(&books)?);
     if !books.balanced() {
         return Err(format!("{} the books do not balance", red_packets::settle::RECONCILIATION_MISMATCH).into());

@@ -1,5 +1,6 @@
 //! API Gateway's throttling, locally: a token bucket per route setting of the template (the
-//! grab route's `RouteSettings`, and `DefaultRouteSettings` shared by the other routes), refilled
+//! grab route's and the withdrawal route's `RouteSettings`, and `DefaultRouteSettings` shared by
+//! the other routes), refilled
 //! at its rate limit up to its burst limit. A request that finds its bucket empty never reaches
 //! the authorizer or the function: the gateway answers 429 `{"message":"Too Many Requests"}`
 //! itself, which openapi.yaml's `GatewayMessage` describes and the app's own 429 codes
@@ -46,21 +47,25 @@ impl TokenBucket {
 pub enum RouteSetting {
     /// The grab route's own `RouteSettings`.
     Grab,
+    /// The withdrawal route's own `RouteSettings`.
+    Withdraw,
     /// `DefaultRouteSettings`, which every other route shares.
     Default,
 }
 
-/// The stage's throttling: the grab route's bucket and the other routes' one.
+/// The stage's throttling: the grab route's bucket, the withdrawal route's, and the other
+/// routes' one.
 #[derive(Debug)]
 pub struct Throttle {
     grab: TokenBucket,
+    withdraw: TokenBucket,
     other: TokenBucket,
 }
 
 impl Throttle {
-    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 5000, `ApiRateLimit`
-    /// 1000, `ApiBurstLimit` 2000), each overridden by `LOCAL_` and its name in capitals
-    /// (`LOCAL_GRAB_RATE_LIMIT`, …).
+    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 5000, `WithdrawRateLimit`
+    /// 100, `WithdrawBurstLimit` 200, `ApiRateLimit` 900, `ApiBurstLimit` 2000), each overridden
+    /// by `LOCAL_` and its name in capitals (`LOCAL_GRAB_RATE_LIMIT`, …).
     pub fn from_env() -> Result<Self, ConfigError> {
         let read = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
             match std::env::var(name) {
@@ -70,19 +75,25 @@ impl Throttle {
         };
         Ok(Throttle::new(
             (read("LOCAL_GRAB_RATE_LIMIT", 5000)?.into(), read("LOCAL_GRAB_BURST_LIMIT", 5000)?),
-            (read("LOCAL_API_RATE_LIMIT", 1000)?.into(), read("LOCAL_API_BURST_LIMIT", 2000)?),
+            (read("LOCAL_WITHDRAW_RATE_LIMIT", 100)?.into(), read("LOCAL_WITHDRAW_BURST_LIMIT", 200)?),
+            (read("LOCAL_API_RATE_LIMIT", 900)?.into(), read("LOCAL_API_BURST_LIMIT", 2000)?),
         ))
     }
 
-    /// Buckets of `(rate per second, burst)` for the grab route and for the others.
-    pub fn new(grab: (f64, u32), other: (f64, u32)) -> Self {
-        Throttle { grab: TokenBucket::new(grab.0, grab.1), other: TokenBucket::new(other.0, other.1) }
+    /// Buckets of `(rate per second, burst)` for the grab route, the withdrawal route and the others.
+    pub fn new(grab: (f64, u32), withdraw: (f64, u32), other: (f64, u32)) -> Self {
+        Throttle {
+            grab: TokenBucket::new(grab.0, grab.1),
+            withdraw: TokenBucket::new(withdraw.0, withdraw.1),
+            other: TokenBucket::new(other.0, other.1),
+        }
     }
 
     /// True when a request on a route of `setting` may go on.
     pub fn admits(&self, setting: RouteSetting) -> bool {
         match setting {
             RouteSetting::Grab => self.grab.try_take(),
+            RouteSetting::Withdraw => self.withdraw.try_take(),
             RouteSetting::Default => self.other.try_take(),
         }
     }
@@ -103,10 +114,12 @@ mod tests {
     }
 
     #[test]
-    fn the_grab_route_has_a_bucket_of_its_own() {
-        let throttle = Throttle::new((0.0, 1), (0.0, 2));
+    fn the_grab_and_withdrawal_routes_have_buckets_of_their_own() {
+        let throttle = Throttle::new((0.0, 1), (0.0, 1), (0.0, 2));
         assert!(throttle.admits(RouteSetting::Grab));
         assert!(!throttle.admits(RouteSetting::Grab));
+        assert!(throttle.admits(RouteSetting::Withdraw));
+        assert!(!throttle.admits(RouteSetting::Withdraw));
         assert!(throttle.admits(RouteSetting::Default) && throttle.admits(RouteSetting::Default));
         assert!(!throttle.admits(RouteSetting::Default));
     }

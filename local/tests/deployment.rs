@@ -431,3 +431,27 @@ fn every_variable_of_local_env_json_is_one_the_template_declares() {
     });
     assert_eq!(connection.endpoint_url, None, "an empty endpoint is DynamoDB's regional one");
 }
+
+/// The `Currency` parameter allows exactly the currencies of the `Currencies` mapping, and each
+/// row's exponent is the one the functions use (the `iso_currency` crate's, through
+/// `Currency::parse`): the events' `currency` and the answers' always agree.
+#[test]
+fn the_templates_currencies_are_the_functions_own() {
+    let template = read("template.yaml");
+    let allowed: BTreeSet<String> = template["Parameters"]["Currency"]["AllowedValues"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|code| code.as_str().unwrap().to_owned())
+        .collect();
+    let mapping = template["Mappings"]["Currencies"].as_mapping().unwrap();
+    let mapped: BTreeSet<String> = mapping.keys().map(|code| code.as_str().unwrap().to_owned()).collect();
+    assert_eq!(allowed, mapped, "every allowed currency has its exponent");
+    for (code, row) in mapping {
+        let code = code.as_str().unwrap();
+        let currency = red_packets::domain::Currency::parse(code).unwrap_or_else(|| panic!("{code}: not ISO 4217"));
+        assert_eq!(row["Exponent"].as_u64(), Some(u64::from(currency.exponent())), "{code}");
+    }
+    let default = template["Parameters"]["Currency"]["Default"].as_str().unwrap();
+    assert_eq!(default, red_packets::domain::Currency::default().code(), "the template's default is the code's");
+}

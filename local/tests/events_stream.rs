@@ -36,9 +36,18 @@ fn pipe_of_template() -> Pipe {
         .iter()
         .map(|filter| serde_json::from_str(filter["Pattern"].as_str().unwrap()).unwrap())
         .collect();
+    // `!Sub [text, {Exponent: !FindInMap …}]`: the stack's currency, here the default's.
+    let serde_yaml::Value::Tagged(sub) = &pipe["TargetParameters"]["InputTemplate"] else {
+        panic!("the input template is a !Sub naming the stack's currency")
+    };
+    let text = sub.value[0].as_str().unwrap();
+    let currency = red_packets::domain::Currency::default();
+    let exponent = template["Mappings"]["Currencies"][currency.code()]["Exponent"].as_u64().unwrap();
+    assert_eq!(exponent, u64::from(currency.exponent()));
+    let input_template = text.replace("${Currency}", currency.code()).replace("${Exponent}", &exponent.to_string());
     Pipe {
         patterns,
-        input_template: pipe["TargetParameters"]["InputTemplate"].as_str().unwrap().to_owned(),
+        input_template,
         detail_type_path: pipe["TargetParameters"]["EventBridgeEventBusParameters"]["DetailType"]
             .as_str()
             .unwrap()
@@ -278,6 +287,13 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     assert_eq!((&paid.1["reference"], &paid.1["amount_cents"]), (&json!(withdrawals[0]), &json!("50")));
     let adjusted = published.iter().find(|(_, detail)| detail["reference"] == "events-case-1").unwrap();
     assert_eq!((adjusted.1["proposed_by"].as_str(), adjusted.1["approved_by"].as_str()), (Some("anna"), Some("ben")));
+    for (_, detail) in &published {
+        assert_eq!(
+            detail["currency"],
+            json!({"code": "CNY", "exponent": 2}),
+            "every event names the currency: {detail}"
+        );
+    }
     let topped_up = published.iter().find(|(_, detail)| detail["reference"] == "pay-events-1").unwrap();
     assert_eq!(topped_up.0, "WalletCredited", "a top-up's credit names its reference");
 }

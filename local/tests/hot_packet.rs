@@ -42,6 +42,10 @@ impl CountingLedger {
 }
 
 impl Ledger for CountingLedger {
+    fn currency(&self) -> red_packets::domain::Currency {
+        self.inner.currency()
+    }
+
     async fn record_packet(&self, packet: &Packet, claim: Option<&IdempotencyClaim>) -> Result<Recorded, StoreError> {
         self.inner.record_packet(packet, claim).await
     }

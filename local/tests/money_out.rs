@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use red_packets::adapters::{DynamoLedger, ReportDirectory};
 use red_packets::domain::books::{DifferenceClass, Reconciliation};
 use red_packets::domain::wallet::TopUp;
-use red_packets::domain::{Cents, Funds, UserId};
+use red_packets::domain::{Cents, Funds, MovementKind, UserId};
 use red_packets::funds::{reconcile, Cutoff, FundsEntry};
 use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
@@ -393,4 +393,98 @@ async fn the_books_are_exact_under_live_traffic_of_every_kind_and_name_each_plan
         &format!("adjustment:{adjusted}: adjustment credit: 0 for 0 expected, 1 moved"),
     );
     has(DifferenceClass::WalletDiffers, &format!("wallet:{debit_user}: balance"));
+}
+
+/// A business day in `Asia/Shanghai` on the real stores: it runs from 16:00 to 16:00 UTC, and its
+/// trial balance and a user's statement, with every kind of movement in it, add up to the
+/// movements the ledger holds for it, to the cent.
+#[tokio::test]
+async fn a_shanghai_days_trial_balance_and_statement_add_up_to_its_movements() {
+    use red_packets::domain::books::LedgerItem;
+    use red_packets::funds::{statement, trial_balance};
+
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    config.business_day = red_packets::domain::BusinessDay::parse("Asia/Shanghai").unwrap();
+    let stack = Stack::with_config("money-out-shanghai", config).await;
+    top_up(&stack, "sh-alice", 1_000, "sh-pay-1").await;
+    let id = stack.send("sh-alice", json!({ "total_cents": 300, "count": 2 })).await;
+    assert_eq!(stack.grab(&id, "sh-bob").await.0, 200);
+    let (status, out) =
+        stack.withdraw("sh-alice", &json!({ "amount_cents": 100, "destination": "card-1" }), "sh-out").await;
+    assert_eq!(status, 201, "{out}");
+    let word = json!({ "withdrawal_paid": { "withdrawal_id": out["withdrawal_id"], "reference": "sh-payout" } });
+    funds(&stack, word).await.unwrap();
+    let proposal = json!({ "propose_adjustment": {
+        "reference": "sh-case", "user": "sh-alice", "direction": "credit", "amount_cents": 20,
+        "reason": "goodwill", "proposer": "anna" } });
+    funds(&stack, proposal).await.unwrap();
+    funds(&stack, json!({ "approve_adjustment": { "reference": "sh-case", "approver": "ben" } })).await.unwrap();
+    stack.settle().await;
+
+    let items = stack.ledger.books_items().await.unwrap();
+    let stamps: Vec<i64> = items
+        .iter()
+        .filter_map(|item| match item {
+            LedgerItem::Movement(m) => Some(m.written_at_ms),
+            _ => None,
+        })
+        .collect();
+    let days = red_packets::ports::Books::business_day(&stack.ledger);
+    let day = days.day_of(stamps[0]);
+    let (start, end) = days.bounds(&day).unwrap();
+    assert_eq!((end - start, start % 86_400_000), (86_400_000, 16 * 3_600_000), "{day}: 16:00 to 16:00 UTC");
+    let now = red_packets::SystemClock.now_ms();
+    let opening = Cutoff { as_of_ms: start - 1, landing_ms: 0 };
+    let closing = Cutoff { as_of_ms: (end - 1).min(now), landing_ms: 0 };
+    let report = trial_balance(&stack.ledger, &day, opening, closing).await.unwrap();
+    assert!(report.balanced, "{report:#?}");
+    let row = |account: &str| report.rows.iter().find(|row| row.account == account).unwrap().cents;
+    let in_day = |kind: MovementKind| -> i128 {
+        items
+            .iter()
+            .filter_map(|item| match item {
+                LedgerItem::Movement(m) if m.kind == kind && (start..end).contains(&m.written_at_ms) => {
+                    Some(i128::from(m.amount_cents))
+                }
+                _ => None,
+            })
+            .sum()
+    };
+    assert_eq!(row("topups_in"), in_day(MovementKind::Topup));
+    assert_eq!(row("withdrawals_paid"), in_day(MovementKind::Withdrawal));
+    assert_eq!(row("adjustments_in"), in_day(MovementKind::AdjustmentCredit));
+    assert_eq!(row("sent"), in_day(MovementKind::Send));
+    assert_eq!(row("grabbed"), in_day(MovementKind::Grab));
+    let moved: i128 = items
+        .iter()
+        .filter_map(|item| match item {
+            LedgerItem::Movement(m) if m.written_at_ms < end => Some(m.kind.delta(m.amount_cents)),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(row("wallets_closing"), moved, "the wallets at the day's close are its movements");
+    assert_eq!(report.currency.code(), "CNY");
+
+    let alice = statement(&stack.ledger, &user("sh-alice"), &day).await.unwrap();
+    let lines: i128 = alice.lines.iter().map(|line| line.amount_cents).sum();
+    assert_eq!(alice.closing_cents - alice.opening_cents, lines);
+    let hers = items
+        .iter()
+        .filter(|item| matches!(item, LedgerItem::Movement(m) if m.user.as_str() == "sh-alice" && (start..end).contains(&m.written_at_ms)))
+        .count();
+    assert_eq!(alice.lines.len(), hers, "one line per movement of her day");
+    if (start..end).contains(&now) {
+        assert_eq!(alice.closing_cents, i128::from(balance(&stack, "sh-alice").await), "her balance now");
+    }
+    eprintln!(
+        "figure: Shanghai day {day} [{} .. {}): topups {} sent {} grabbed {} withdrawn {} adjusted +{}, balanced",
+        red_packets::clock::rfc3339(start),
+        red_packets::clock::rfc3339(end),
+        row("topups_in"),
+        row("sent"),
+        row("grabbed"),
+        row("withdrawals_paid"),
+        row("adjustments_in")
+    );
 }

@@ -247,7 +247,7 @@ async fn the_local_api_serves_send_and_grab_over_http() {
 async fn over_its_throttling_the_local_api_answers_429_as_api_gateway_does() {
     let config = Config::from_env().unwrap();
     let mut functions = local::functions(&config, LocalAuthorizer::new("throttle-test")).await.unwrap();
-    functions.throttle = local::Throttle::new((0.0, 2), (0.0, 1));
+    functions.throttle = local::Throttle::new((0.0, 2), (0.0, 1), (0.0, 1));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, local::router(Arc::new(functions))).await });
@@ -266,4 +266,7 @@ async fn over_its_throttling_the_local_api_answers_429_as_api_gateway_does() {
 
     assert_eq!(http.get(format!("{base}/me/wallet")).send().await.unwrap().status(), 401, "the other routes' bucket");
     assert_eq!(http.get(format!("{base}/me/wallet")).send().await.unwrap().status(), 429);
+    let withdrawals = format!("{base}/me/withdrawals");
+    assert_eq!(http.post(&withdrawals).send().await.unwrap().status(), 401, "the withdrawal route's own bucket");
+    assert_eq!(http.post(&withdrawals).send().await.unwrap().status(), 429);
 }

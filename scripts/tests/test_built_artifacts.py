@@ -20,7 +20,7 @@ import built_artifacts  # noqa: E402
 
 FIXTURE = os.path.join(SCRIPTS, "tests", "fixtures", "built-template.yaml")
 MODULE = os.path.join(SCRIPTS, "built_artifacts.py")
-BINARIES = {"send", "grab", "query", "settle", "funds"}
+BINARIES = {"send", "grab", "query", "settle", "funds", "operator"}
 # What a rebuild with --cached and a valid cache writes instead (SAM links .aws-sam/build/<dir> to
 # .aws-sam/cache/<uuid> and update_template resolves the link): seen from SAM CLI 1.170.0.
 CACHED_GRAB = "../cache/2279c23c-07df-4a8f-9582-cb77dd91d474"
@@ -90,6 +90,7 @@ class FixtureMapping(unittest.TestCase):
                         ("QueryFunction", "query", self.tree.path("QueryFunction", "bootstrap")),
                         ("SettleFunction", "settle", self.tree.path("SettleFunction", "bootstrap")),
                         ("FundsFunction", "funds", self.tree.path("FundsFunction", "bootstrap")),
+                        ("OperatorFunction", "operator", self.tree.path("OperatorFunction", "bootstrap")),
                     ],
                 )
                 self.assertTrue(all(os.path.isabs(path) for _, _, path in runs))
@@ -123,7 +124,8 @@ class FixtureMapping(unittest.TestCase):
         every = built_artifacts.artifacts(self.tree.template, every=True)
         self.assertEqual(
             [f.logical_id for f in every],
-            ["SendFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SettleFunction", "FundsFunction"],
+            ["SendFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SettleFunction", "FundsFunction",
+             "OperatorFunction"],
         )
         grabs = {f.bootstrap for f in every if f.binary == "grab"}
         self.assertEqual(grabs, {self.tree.path("GrabFunction-Shared", "bootstrap")})
@@ -170,7 +172,7 @@ class FixtureMapping(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         lines = [line.split(" ", 2) for line in done.stdout.splitlines()]
         self.assertIn(["GrabManagedFunction", "grab", self.tree.path("GrabFunction-Shared", "bootstrap")], lines)
-        self.assertEqual(len(lines), 5)
+        self.assertEqual(len(lines), 6)
 
         os.remove(self.tree.path("FundsFunction", "bootstrap"))
         done = run()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::domain::{BusinessDay, DailyLimits, Funds, Limits, PassphraseKey};
+use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey};
 
 /// A variable that is set but unusable.
 #[derive(Debug, Error)]
@@ -73,6 +73,9 @@ pub struct Config {
     pub settle_drain: Duration,
     /// Whether sends, grabs and refunds move built-in balances (`FUNDS`: `wallet` or `none`).
     pub funds: Funds,
+    /// The stack's one currency (`CURRENCY`, an ISO 4217 code, default `CNY`): every amount is
+    /// in its minor units.
+    pub currency: Currency,
 }
 
 impl Config {
@@ -124,6 +127,12 @@ impl Config {
                 Funds::parse(&value).ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?
             }
         };
+        let currency = match env.raw("CURRENCY") {
+            None => Currency::default(),
+            Some(code) => Currency::parse(&code).ok_or_else(|| {
+                ConfigError::new("CURRENCY", code, "not an ISO 4217 code with a minor unit (CNY, USD, JPY, …)")
+            })?,
+        };
         let business_day = match env.raw("BUSINESS_TIME_ZONE") {
             None => BusinessDay::default(),
             Some(zone) => BusinessDay::parse(&zone).ok_or_else(|| {
@@ -148,6 +157,7 @@ impl Config {
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
             funds,
+            currency,
         })
     }
 }
@@ -246,5 +256,8 @@ mod tests {
         assert!(config(&[("DEFAULT_EXPIRES_IN_SECONDS", "10")]).is_err());
         assert_eq!(config(&[("FUNDS", "none")]).unwrap().funds, Funds::None);
         assert!(config(&[("FUNDS", "credit")]).unwrap_err().to_string().contains("FUNDS"));
+        assert_eq!(config(&[]).unwrap().currency.code(), "CNY");
+        assert_eq!(config(&[("CURRENCY", "JPY")]).unwrap().currency.exponent(), 0);
+        assert!(config(&[("CURRENCY", "XAU")]).unwrap_err().to_string().contains("CURRENCY"));
     }
 }

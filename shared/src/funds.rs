@@ -254,7 +254,7 @@ pub async fn trial_balance<B: Books>(
 ) -> Result<TrialBalance, FundsError> {
     let at_start = reconcile(books, opening, 1).await?;
     let at_end = reconcile(books, closing, 1).await?;
-    Ok(TrialBalance::new(day, &at_start, &at_end))
+    Ok(TrialBalance::new(day, &at_start, &at_end, books.currency()))
 }
 
 /// `user`'s statement of `day`, every movement of it the ledger holds.
@@ -271,7 +271,8 @@ pub async fn statement_to<B: Books>(
     until_ms: Millis,
 ) -> Result<Statement, FundsError> {
     let (start, end) = bounds(books.business_day(), day)?;
-    Ok(Statement::new(user, day, start, end.min(until_ms.saturating_add(1)), books.movements_of(user).await?))
+    let movements = books.movements_of(user).await?;
+    Ok(Statement::new(user, day, (start, end.min(until_ms.saturating_add(1))), movements, books.currency()))
 }
 
 async fn write_report<R: ReportSink>(
@@ -446,6 +447,9 @@ mod tests {
         }
         fn business_day(&self) -> BusinessDay {
             BusinessDay::parse("Asia/Shanghai").unwrap()
+        }
+        fn currency(&self) -> crate::domain::Currency {
+            crate::domain::Currency::default()
         }
     }
 

@@ -8,7 +8,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 
 use crate::domain::limits::MAX_BODY_BYTES;
-use crate::domain::{IdempotencyKey, PacketId, UserId};
+use crate::domain::{Currency, IdempotencyKey, PacketId, UserId};
 use crate::error::ApiError;
 use crate::telemetry::{DEPENDENCY_UNAVAILABLE, INTERNAL_ERROR};
 
@@ -92,6 +92,18 @@ pub fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Bod
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// A JSON answer carrying amounts: `value`'s fields and the currency they are minor units of
+/// (`"currency": {"code": "CNY", "exponent": 2}`).
+pub fn money_response(status: StatusCode, value: &impl Serialize, currency: Currency) -> Response<Body> {
+    #[derive(Serialize)]
+    struct InCurrency<'a, T> {
+        #[serde(flatten)]
+        value: &'a T,
+        currency: Currency,
+    }
+    json_response(status, &InCurrency { value, currency })
 }
 
 #[derive(Serialize)]

@@ -20,7 +20,9 @@ use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
 use crate::domain::withdrawal::{
     ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
-use crate::domain::{BusinessDay, Cents, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId};
+use crate::domain::{
+    BusinessDay, Cents, Currency, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId,
+};
 
 /// The longest a ledger write may take to land after its write stamp: the ledger's promise,
 /// which reconciliation relies on (nothing stamped before a cut-off this far back is still in
@@ -207,6 +209,9 @@ pub enum Recorded {
 
 /// The durable side of packets (DynamoDB).
 pub trait Ledger: Send + Sync {
+    /// The currency every amount of the ledger is minor units of (the stack's one).
+    fn currency(&self) -> Currency;
+
     /// Records a new packet, at most once per id and per idempotency claim, and counts it
     /// against its sender's daily limits in the same write. A claim whose key was used with
     /// another body is [`Conflict::IdempotencyKeyReused`]; a replay is not counted again; a
@@ -271,6 +276,9 @@ pub trait Books: Send + Sync {
 
     /// The business day the books count days by (daily limits, trial balances, statements).
     fn business_day(&self) -> BusinessDay;
+
+    /// The currency the books' amounts are minor units of.
+    fn currency(&self) -> Currency;
 }
 
 /// The wallets' side of the ledger that only the payments system drives.

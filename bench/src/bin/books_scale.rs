@@ -239,7 +239,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let passes: u32 = args.get(2).map(|p| p.parse()).transpose()?.unwrap_or(1);
             let started = Instant::now();
             let cutoff = Cutoff { as_of_ms: i64::MAX / 2, landing_ms: 0 };
-            let books = reconcile(&ExportFile::new(path), cutoff, passes).await?;
+            let books =
+                reconcile(&ExportFile::new(path, red_packets::domain::Currency::default()), cutoff, passes).await?;
             let seconds = started.elapsed().as_secs_f64();
             println!(
                 "{}",

@@ -4,7 +4,7 @@
 //! never a Rust type name, so the payments system can tell its mistake from a retryable fault.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
-use red_packets::domain::Invalid;
+use red_packets::domain::{Currency, Invalid};
 use red_packets::funds::{run, FundsEntry, FundsError, FundsRequest, FundsResponse};
 use red_packets::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
@@ -54,6 +54,17 @@ impl From<FundsFailure> for Diagnostic {
     }
 }
 
+/// What an invocation answers: the request's own answer under its payload's key, and the
+/// currency its amounts are minor units of (`{"topup": {…}, "currency": {"code": "CNY", "exponent": 2}}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FundsAnswer {
+    /// The request's answer.
+    #[serde(flatten)]
+    pub response: FundsResponse,
+    /// The stack's currency.
+    pub currency: Currency,
+}
+
 /// The Lambda handler of entry point `entry`: a request the entry point does not take is
 /// refused before anything is read (`InvalidFundsRequest`, naming the payload's key).
 pub async fn handle<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
@@ -62,12 +73,12 @@ pub async fn handle<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSin
     reports: &R,
     entry: FundsEntry,
     event: LambdaEvent<Value>,
-) -> Result<FundsResponse, FundsFailure> {
+) -> Result<FundsAnswer, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
     entry.admits(&request).map_err(FundsError::Invalid)?;
     let response = run(ledger, clock, reports, &request).await?;
     record(&request, &response);
-    Ok(response)
+    Ok(FundsAnswer { response, currency: ledger.currency() })
 }
 
 /// A completed request's figures as metrics: each top-up's outcome and credit, each
@@ -157,7 +168,7 @@ mod tests {
         let collector = red_packets::telemetry::metrics("funds").expect("the first recorder of this process");
         let books = Reconciliation::default();
         record(&FundsRequest::Reconcile(ReconcileOptions::default()), &FundsResponse::Reconcile(books.clone()));
-        let report = TrialBalance::new("2026-11-23", &books, &books);
+        let report = TrialBalance::new("2026-11-23", &books, &books, red_packets::domain::Currency::default());
         let trial_balance = FundsResponse::TrialBalance { report, written: Vec::new() };
         record(&FundsRequest::TrialBalance(DayReport::default()), &trial_balance);
 

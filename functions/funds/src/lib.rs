@@ -9,4 +9,4 @@
 pub mod handler;
 pub mod reports;
 
-pub use handler::handle;
+pub use handler::{handle, FundsAnswer};

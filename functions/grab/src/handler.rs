@@ -17,7 +17,7 @@ use red_packets::clock::rfc3339;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::validate::parse_grab_request;
 use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
-use red_packets::http::{caller, json_response, optional_json_body, packet_id, respond};
+use red_packets::http::{caller, money_response, optional_json_body, packet_id, respond};
 use red_packets::packets;
 use red_packets::ports::{Ledger, LiveStore};
 use red_packets::{ApiError, Clock, SystemClock};
@@ -113,7 +113,7 @@ async fn grab<S: LiveStore, L: Ledger>(
         remaining_count,
         already_grabbed,
     };
-    Ok(json_response(StatusCode::OK, &body))
+    Ok(money_response(StatusCode::OK, &body, service.ledger.currency()))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
-use red_packets::http::{caller, json_response, packet_id, respond};
+use red_packets::http::{caller, money_response, packet_id, respond};
 use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
 use red_packets::{ApiError, Clock, SystemClock};
@@ -62,7 +62,7 @@ async fn packet<S: LiveStore, L: Ledger>(
     let id = packet_id(request)?;
     let now_ms = service.clock.now_ms();
     let view = current_view(&service.store, &service.ledger, &id, &viewer, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(json_response(StatusCode::OK, &view))
+    Ok(money_response(StatusCode::OK, &view, service.ledger.currency()))
 }
 
 async fn history<S: LiveStore, L: Ledger>(
@@ -77,7 +77,7 @@ async fn history<S: LiveStore, L: Ledger>(
         .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
     let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
     let page = service.ledger.history(&user, role, asked).await?;
-    Ok(json_response(StatusCode::OK, &page))
+    Ok(money_response(StatusCode::OK, &page, service.ledger.currency()))
 }
 
 async fn wallet<S: LiveStore, L: Ledger>(
@@ -88,7 +88,7 @@ async fn wallet<S: LiveStore, L: Ledger>(
     let cursor = request.query_string_parameters_ref().and_then(|query| query.first("cursor").map(str::to_owned));
     let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
     let page = service.ledger.wallet(&user, asked).await?;
-    Ok(json_response(StatusCode::OK, &page))
+    Ok(money_response(StatusCode::OK, &page, service.ledger.currency()))
 }
 
 /// The `limit` query parameter: 1..=[`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent.

@@ -9,7 +9,7 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, Response};
-use red_packets::http::{caller, json_response, packet_id};
+use red_packets::http::{caller, money_response, packet_id};
 use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{CancelOutcome, Ledger, LiveStore};
 use red_packets::ApiError;
@@ -40,7 +40,7 @@ pub async fn cancel<L: Ledger, S: LiveStore>(
         }
     }
     let view = current_view(&service.store, &service.ledger, &id, &sender, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(json_response(StatusCode::OK, &view))
+    Ok(money_response(StatusCode::OK, &view, service.ledger.currency()))
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::validate::parse_send_request;
 use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
-use red_packets::http::{caller, idempotency_key, json_body, json_response, respond};
+use red_packets::http::{caller, idempotency_key, json_body, money_response, respond};
 use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
 use red_packets::{ApiError, Clock, Config, SystemClock};
@@ -101,7 +101,7 @@ async fn send<L: Ledger, S: LiveStore>(
         }
     };
 
-    let mut response = json_response(StatusCode::CREATED, &view);
+    let mut response = money_response(StatusCode::CREATED, &view, service.ledger.currency());
     if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", view.packet_id)) {
         response.headers_mut().insert(LOCATION, location);
     }

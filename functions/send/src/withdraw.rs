@@ -11,7 +11,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use red_packets::domain::validate::parse_json;
 use red_packets::domain::withdrawal::{withdrawal_id, WithdrawalRequest};
-use red_packets::http::{caller, idempotency_key, json_body, json_response};
+use red_packets::http::{caller, idempotency_key, json_body, money_response};
 use red_packets::ports::{Ledger, LiveStore, Withdrawals};
 use red_packets::ApiError;
 
@@ -38,5 +38,5 @@ pub async fn withdraw<L: Ledger + Withdrawals, S: LiveStore>(
         metrics::counter!("Withdrawals", "outcome" => "replayed").increment(1);
         StatusCode::OK
     };
-    Ok(json_response(status, &receipt))
+    Ok(money_response(status, &receipt, service.ledger.currency()))
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::dynamo::{item_keys, ledger_item, CollectionFeed, RawItem};
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread};
-use crate::domain::{BusinessDay, UserId};
+use crate::domain::{BusinessDay, Currency, UserId};
 use crate::ports::{Books, ReportSink, StoreError};
 
 #[derive(Serialize, Deserialize)]
@@ -28,12 +28,13 @@ struct Line {
 #[derive(Debug, Clone)]
 pub struct ExportFile {
     path: PathBuf,
+    currency: Currency,
 }
 
 impl ExportFile {
-    /// The export at `path`.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        ExportFile { path: path.into() }
+    /// The export at `path`, of a ledger in `currency` (an export's items carry bare amounts).
+    pub fn new(path: impl Into<PathBuf>, currency: Currency) -> Self {
+        ExportFile { path: path.into(), currency }
     }
 }
 
@@ -68,6 +69,10 @@ impl Books for ExportFile {
     /// An export is reconciled as of cut-offs, never by day: UTC.
     fn business_day(&self) -> BusinessDay {
         BusinessDay::default()
+    }
+
+    fn currency(&self) -> Currency {
+        self.currency
     }
 
     /// Reads the file line by line (blocking reads: for tools, not request handlers).

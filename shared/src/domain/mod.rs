@@ -30,7 +30,7 @@ pub use ids::{IdempotencyKey, PacketId, UserId};
 pub use invalid::Invalid;
 pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
-pub use money::Cents;
+pub use money::{Cents, Currency};
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketTerms, PacketView};
 pub use split::{Seed, SplitRule};
 pub use wallet::{EventType, Funds, LedgerEvent, Movement, MovementKind, TopUp};

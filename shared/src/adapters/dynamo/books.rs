@@ -22,7 +22,7 @@ use crate::domain::adjustment::Direction;
 use crate::domain::books::{BooksFold, LedgerItem, MovementRecord, Reread, WalletTally};
 use crate::domain::wallet::MovementKind;
 use crate::domain::withdrawal::WithdrawalStatus;
-use crate::domain::{BusinessDay, Cents, PacketId, PacketStatus, UserId};
+use crate::domain::{BusinessDay, Cents, Currency, PacketId, PacketStatus, UserId};
 use crate::ports::{Books, StoreError};
 
 /// Scan segments read at once.
@@ -346,6 +346,10 @@ impl DynamoLedger {
 impl Books for DynamoLedger {
     fn business_day(&self) -> BusinessDay {
         self.business_day
+    }
+
+    fn currency(&self) -> Currency {
+        self.currency
     }
 
     /// Scans [`SEGMENTS`] segments at once, one page in flight each, feeding each segment's

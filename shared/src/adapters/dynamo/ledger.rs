@@ -22,7 +22,7 @@ use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use crate::domain::limits::DailyLimit;
 use crate::domain::wallet::{MovementKind, WalletPage};
-use crate::domain::{Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::domain::{Currency, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, StoreError};
 
 /// How long an idempotency claim holds.
@@ -118,6 +118,10 @@ impl DynamoLedger {
 }
 
 impl Ledger for DynamoLedger {
+    fn currency(&self) -> Currency {
+        self.currency
+    }
+
     /// One transaction: the sender's daily counter, the idempotency claim, the packet item and
     /// (with the wallet) the debit; a balance short of the total is
     /// [`Conflict::InsufficientFunds`] and records nothing.

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::client;
 use super::items::{packet_pk, PacketItem, META};
 use crate::config::{Config, ConfigError};
-use crate::domain::{BusinessDay, DailyLimits, Funds, Packet, PacketId};
+use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Packet, PacketId};
 use crate::ports::StoreError;
 
 /// Name of the history GSI.
@@ -41,6 +41,7 @@ pub struct DynamoLedger {
     pub(super) settle_shards: u32,
     pub(super) daily: DailyLimits,
     pub(super) business_day: BusinessDay,
+    pub(super) currency: Currency,
     pub(super) funds: Funds,
 }
 
@@ -62,6 +63,7 @@ impl DynamoLedger {
             settle_shards: config.settle_shards,
             daily: config.daily,
             business_day: config.business_day,
+            currency: config.currency,
             funds: config.funds,
         }
     }

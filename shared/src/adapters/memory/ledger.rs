@@ -19,7 +19,7 @@ use crate::domain::withdrawal::{
     resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
     WithdrawalStatus,
 };
-use crate::domain::{BusinessDay, Cents, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::domain::{BusinessDay, Cents, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{
     Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets, Withdrawals,
 };
@@ -31,6 +31,7 @@ pub struct MemoryLedger {
     settle_shards: u32,
     daily: DailyLimits,
     business_day: BusinessDay,
+    currency: Currency,
     funds: Funds,
     state: Arc<Mutex<State>>,
 }
@@ -75,6 +76,7 @@ impl MemoryLedger {
             settle_shards: config.settle_shards.max(1),
             daily: config.daily,
             business_day: config.business_day,
+            currency: config.currency,
             funds: config.funds,
             state: Arc::new(Mutex::new(State::default())),
         }
@@ -298,6 +300,10 @@ impl Ledger for MemoryLedger {
         let owner = format!("{user}/{}", if role == Role::Sent { "sent" } else { "received" });
         let (items, next_cursor) = page(&items, &owner, request)?;
         Ok(HistoryPage { items, next_cursor })
+    }
+
+    fn currency(&self) -> Currency {
+        self.currency
     }
 
     async fn wallet(&self, user: &UserId, request: PageRequest<'_>) -> Result<WalletPage, StoreError> {

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{MovementRecord, Reconciliation};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::ids::UserId;
+use crate::domain::money::Currency;
 
 /// One day's trial balance, from the books as of its start and as of its end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,6 +28,8 @@ pub struct TrialBalance {
     pub balanced: bool,
     /// Differences reconciliation found at either end (listed by `reconcile`).
     pub differences: usize,
+    /// What the amounts are minor units of.
+    pub currency: Currency,
 }
 
 /// One line of a trial balance.
@@ -42,7 +45,7 @@ pub struct TrialRow {
 
 impl TrialBalance {
     /// The trial balance of `day` from the books `opening` (as of its start) and `closing`.
-    pub fn new(day: &str, opening: &Reconciliation, closing: &Reconciliation) -> Self {
+    pub fn new(day: &str, opening: &Reconciliation, closing: &Reconciliation, currency: Currency) -> Self {
         let flow = |at_end: u128, at_start: u128| at_end as i128 - at_start as i128;
         let row = |account, cents| TrialRow { account, cents };
         let rows = vec![
@@ -75,27 +78,28 @@ impl TrialBalance {
             balanced,
             differences: opening.differences.len() + closing.differences.len(),
             rows,
+            currency,
         }
     }
 
-    /// One JSON object per account.
+    /// One JSON object per account, naming the currency.
     pub fn to_json_lines(&self) -> String {
         let mut out = String::new();
         for row in &self.rows {
             let line = serde_json::json!({
                 "day": self.day, "account": row.account, "cents": row.cents as i64,
-                "as_of": self.closing_as_of, "balanced": self.balanced,
+                "currency": self.currency, "as_of": self.closing_as_of, "balanced": self.balanced,
             });
             let _ = writeln!(out, "{line}");
         }
         out
     }
 
-    /// `day,account,cents`, with a header.
+    /// `day,account,cents,currency` (its code), with a header.
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("day,account,cents\n");
+        let mut out = String::from("day,account,cents,currency\n");
         for row in &self.rows {
-            let _ = writeln!(out, "{},{},{}", self.day, row.account, row.cents);
+            let _ = writeln!(out, "{},{},{},{}", self.day, row.account, row.cents, self.currency.code());
         }
         out
     }
@@ -114,6 +118,8 @@ pub struct Statement {
     pub lines: Vec<StatementLine>,
     /// The balance when it ended.
     pub closing_cents: i128,
+    /// What the amounts are minor units of.
+    pub currency: Currency,
 }
 
 /// One movement on a statement.
@@ -134,7 +140,13 @@ pub struct StatementLine {
 impl Statement {
     /// `user`'s statement of the day `[start_ms, end_ms)` called `day`, from every movement of
     /// their wallet.
-    pub fn new(user: &UserId, day: &str, start_ms: Millis, end_ms: Millis, mut movements: Vec<MovementRecord>) -> Self {
+    pub fn new(
+        user: &UserId,
+        day: &str,
+        (start_ms, end_ms): (Millis, Millis),
+        mut movements: Vec<MovementRecord>,
+        currency: Currency,
+    ) -> Self {
         movements.sort_by(|a, b| (a.written_at_ms, &a.key).cmp(&(b.written_at_ms, &b.key)));
         let opening_cents: i128 =
             movements.iter().filter(|m| m.written_at_ms < start_ms).map(|m| m.kind.delta(m.amount_cents)).sum();
@@ -158,38 +170,41 @@ impl Statement {
                 }
             })
             .collect();
-        Statement { user: user.clone(), day: day.to_owned(), opening_cents, lines, closing_cents: balance }
+        Statement { user: user.clone(), day: day.to_owned(), opening_cents, lines, closing_cents: balance, currency }
     }
 
     /// An `opening` line, one `movement` line each, a `closing` line.
     pub fn to_json_lines(&self) -> String {
         let mut out = String::new();
-        let head = serde_json::json!({"type": "opening", "user": self.user, "day": self.day, "balance_cents": self.opening_cents as i64});
+        let head = serde_json::json!({"type": "opening", "user": self.user, "day": self.day, "balance_cents": self.opening_cents as i64, "currency": self.currency});
         let _ = writeln!(out, "{head}");
         for line in &self.lines {
             let mut value = serde_json::to_value(line).unwrap_or_default();
             value["type"] = "movement".into();
             value["amount_cents"] = (line.amount_cents as i64).into();
             value["balance_cents"] = (line.balance_cents as i64).into();
+            value["currency"] = serde_json::to_value(self.currency).unwrap_or_default();
             let _ = writeln!(out, "{value}");
         }
-        let tail = serde_json::json!({"type": "closing", "user": self.user, "day": self.day, "balance_cents": self.closing_cents as i64});
+        let tail = serde_json::json!({"type": "closing", "user": self.user, "day": self.day, "balance_cents": self.closing_cents as i64, "currency": self.currency});
         let _ = writeln!(out, "{tail}");
         out
     }
 
-    /// `user,booked_at,kind,subject,amount_cents,balance_cents`, opening and closing rows included.
+    /// `user,booked_at,kind,subject,amount_cents,balance_cents,currency`, opening and closing rows
+    /// included.
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("user,booked_at,kind,subject,amount_cents,balance_cents\n");
-        let _ = writeln!(out, "{},{},opening,,0,{}", self.user, self.day, self.opening_cents);
+        let code = self.currency.code();
+        let mut out = String::from("user,booked_at,kind,subject,amount_cents,balance_cents,currency\n");
+        let _ = writeln!(out, "{},{},opening,,0,{},{code}", self.user, self.day, self.opening_cents);
         for line in &self.lines {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{code}",
                 self.user, line.booked_at, line.kind, line.subject, line.amount_cents, line.balance_cents
             );
         }
-        let _ = writeln!(out, "{},{},closing,,0,{}", self.user, self.day, self.closing_cents);
+        let _ = writeln!(out, "{},{},closing,,0,{},{code}", self.user, self.day, self.closing_cents);
         out
     }
 }
@@ -222,15 +237,23 @@ mod tests {
             movement(MovementKind::Topup, 1_000, start - 1),
             movement(MovementKind::Refund, 80, start + 20),
         ];
-        let statement = Statement::new(&UserId::from_claim("alice").unwrap(), "2026-11-23", start, end, movements);
+        let jpy = Currency::parse("JPY").unwrap();
+        let statement =
+            Statement::new(&UserId::from_claim("alice").unwrap(), "2026-11-23", (start, end), movements, jpy);
         assert_eq!((statement.opening_cents, statement.closing_cents), (1_000, 780));
         let amounts: Vec<(i128, i128)> = statement.lines.iter().map(|l| (l.amount_cents, l.balance_cents)).collect();
         assert_eq!(amounts, vec![(-300, 700), (80, 780)]);
         let csv = statement.to_csv();
-        assert!(csv
-            .starts_with("user,booked_at,kind,subject,amount_cents,balance_cents\nalice,2026-11-23,opening,,0,1000\n"));
-        assert!(csv.ends_with("alice,2026-11-23,closing,,0,780\n"), "{csv}");
-        assert_eq!(statement.to_json_lines().lines().count(), 4);
+        assert!(csv.starts_with(
+            "user,booked_at,kind,subject,amount_cents,balance_cents,currency\nalice,2026-11-23,opening,,0,1000,JPY\n"
+        ));
+        assert!(csv.ends_with("alice,2026-11-23,closing,,0,780,JPY\n"), "{csv}");
+        let lines = statement.to_json_lines();
+        assert_eq!(lines.lines().count(), 4);
+        for line in lines.lines() {
+            let line: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(line["currency"], serde_json::json!({"code": "JPY", "exponent": 0}), "{line}");
+        }
         assert!(crate::domain::BusinessDay::default().bounds("2026-13-01").is_none());
     }
 
@@ -252,11 +275,18 @@ mod tests {
             refunded_cents: 80,
             ..Default::default()
         };
-        let trial = TrialBalance::new("2026-11-23", &opening, &closing);
+        let trial = TrialBalance::new("2026-11-23", &opening, &closing, Currency::default());
         assert!(trial.balanced, "{trial:?}");
-        assert!(trial.to_csv().contains("2026-11-23,topups_in,500\n"));
-        assert_eq!(trial.to_json_lines().lines().count(), 8);
-        let off = Reconciliation { balances_cents: 1_499, ..closing };
-        assert!(!TrialBalance::new("2026-11-23", &opening, &off).balanced);
+        assert!(trial.to_csv().contains("2026-11-23,topups_in,500,CNY\n"));
+        assert_eq!(trial.to_json_lines().lines().count(), 13);
+        assert!(trial.to_json_lines().lines().all(|line| line.contains(r#""currency":{"code":"CNY","exponent":2}"#)));
+        let off = Reconciliation { balances_cents: 1_499, ..closing.clone() };
+        assert!(!TrialBalance::new("2026-11-23", &opening, &off, Currency::default()).balanced);
+        let paid_out =
+            Reconciliation { withdrawn_cents: 200, balances_cents: 1_200, pending_withdrawals_cents: 100, ..closing };
+        assert!(
+            TrialBalance::new("2026-11-23", &opening, &paid_out, Currency::default()).balanced,
+            "300 out: 200 paid, 100 pending"
+        );
     }
 }
