@@ -191,6 +191,154 @@ def http_routes(text):
     return routes
 
 
+# The HttpApi stage's throttling limits: (what preflight calls them, the setting's key).
+THROTTLE_KEYS = (("rate", "ThrottlingRateLimit"), ("burst", "ThrottlingBurstLimit"))
+DEFAULT_ROUTE_SETTINGS = "DefaultRouteSettings"
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _children(lines, start):
+    """The lines nested under lines[start] (deeper indented, up to the next line that is not),
+    without blank and comment lines."""
+    children = []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if _indent(line) <= _indent(lines[start]):
+            break
+        children.append(line)
+    return children
+
+
+def _key(line):
+    """(key, value text) of a `key: value` line, the key unquoted; None for another line."""
+    m = re.match(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9$_]+):(?:\s+(.*?))?\s*$", line)
+    if not m:
+        return None
+    return _scalar(m.group(1)), (m.group(2) or "").split(" #", 1)[0].strip()
+
+
+def _settings(lines, start):
+    """{ThrottlingRateLimit: value text, ...} of the mapping under lines[start]: its nested lines,
+    or a flow mapping (`{ K: v, K2: v2 }`) on the line itself."""
+    _, value = _key(lines[start])
+    if value.startswith("{") and value.endswith("}"):
+        items = [i for i in value[1:-1].split(",") if i.strip()]
+    else:
+        children = _children(lines, start)
+        depth = min((_indent(l) for l in children), default=0)
+        items = [l for l in children if _indent(l) == depth]
+    settings = {}
+    for item in items:
+        kv = _key(item)
+        if kv:
+            settings[kv[0]] = kv[1]
+    return settings
+
+
+def stage_throttling(text):
+    """The throttling the HttpApi's stage writes, as the template writes it: [(route key, {"rate":
+    value text, "burst": value text})], RouteSettings' entries in the template's order, then
+    DEFAULT_ROUTE_SETTINGS (the key under which DefaultRouteSettings is listed). A limit a
+    setting does not write is absent from its dict. Read from the template's one
+    AWS::Serverless::HttpApi (RouteSettings an HttpApi event would add are not read)."""
+    for _, lines in _resources(text):
+        if not any(re.match(r"^    Type:\s*AWS::Serverless::HttpApi\s*$", l) for l in lines):
+            continue
+        entries, default = [], {}
+        for i, line in enumerate(lines):
+            if re.match(r"^      DefaultRouteSettings:", line):
+                default = _settings(lines, i)
+            elif re.match(r"^      RouteSettings:\s*$", line):
+                depth = None
+                for j in range(i + 1, len(lines)):
+                    if not lines[j].strip() or lines[j].lstrip().startswith("#"):
+                        continue
+                    if _indent(lines[j]) <= _indent(line):
+                        break
+                    depth = _indent(lines[j]) if depth is None else depth
+                    if _indent(lines[j]) == depth and _key(lines[j]):
+                        entries.append((_key(lines[j])[0], _settings(lines, j)))
+        return [(key, {kind: s[name] for kind, name in THROTTLE_KEYS if name in s})
+                for key, s in entries + [(DEFAULT_ROUTE_SETTINGS, default)]]
+    return [(DEFAULT_ROUTE_SETTINGS, {})]
+
+
+def _limit(value, params, where):
+    """(the limit, the parameter that sets it or None) of a setting's value: `!Ref P` or a number."""
+    ref = re.fullmatch(r"!Ref\s+([A-Za-z0-9]+)", value)
+    if ref:
+        if ref.group(1) not in params:
+            raise ValueError(f"{where}: throttling {value!r} is not a parameter of template.yaml")
+        return float(params[ref.group(1)]), ref.group(1)
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value), None
+    raise ValueError(f"{where}: throttling {value!r} is not a form preflight reads")
+
+
+def throttle_limits(text, params):
+    """Every throttling limit the stage sets, once each: [(kind, value, its name)], the name its
+    parameter's (or, for a number written in the template, the setting's), in stage_throttling's
+    order, each setting's rate before its burst."""
+    limits, seen = [], set()
+    for key, written in stage_throttling(text):
+        for kind, name in THROTTLE_KEYS:
+            if kind not in written:
+                continue
+            where = DEFAULT_ROUTE_SETTINGS if key == DEFAULT_ROUTE_SETTINGS else f'RouteSettings "{key}"'
+            value, param = _limit(written[kind], params, where)
+            label = param or f"{where} {name}"
+            if label not in seen:
+                seen.add(label)
+                limits.append((kind, value, label))
+    return limits
+
+
+def route_throttles(text, params):
+    """{(method, path): {"rate": (value, name), "burst": (value, name)}} for every route of the
+    HTTP API: its RouteSettings entry ("METHOD /path"), else DefaultRouteSettings, limit by limit
+    (a limit its entry does not write is the default's). Names as throttle_limits'. A route with
+    no rate anywhere is refused: only the account would throttle it."""
+    written = stage_throttling(text)
+    default = dict(written)[DEFAULT_ROUTE_SETTINGS]
+    by_key = {key: s for key, s in written if key != DEFAULT_ROUTE_SETTINGS}
+    throttles = {}
+    for method, path in sorted(http_routes(text)):
+        key = f"{method} {path}"
+        own = by_key.get(key, {})
+        throttle = {}
+        for kind, name in THROTTLE_KEYS:
+            if kind in own:
+                where, value = f'RouteSettings "{key}"', own[kind]
+            elif kind in default:
+                where, value = DEFAULT_ROUTE_SETTINGS, default[kind]
+            else:
+                continue
+            limit, param = _limit(value, params, where)
+            throttle[kind] = (limit, param or f"{where} {name}")
+        if "rate" not in throttle:
+            raise ValueError(f"{key}: no ThrottlingRateLimit in the HttpApi's RouteSettings or DefaultRouteSettings")
+        throttles[(method, path)] = throttle
+    return throttles
+
+
+def rate_sum(throttles, order=()):
+    """(requests/s of these routes at their rate limits, the parts in words): one part per limit,
+    "GrabRateLimit 5,000" or "ApiRateLimit 900 x 5 routes", in `order` (limits' names)."""
+    groups = {}
+    for route in throttles.values():
+        value, name = route["rate"]
+        groups[name] = (value, groups.get(name, (value, 0))[1] + 1)
+    rank = {name: i for i, name in enumerate(order)}
+    names = sorted(groups, key=lambda name: (rank.get(name, len(rank)), name))
+    parts = [f"{name} {_n(groups[name][0])}" + (f" x {groups[name][1]} routes" if groups[name][1] > 1 else "")
+             for name in names]
+    return sum(value * count for value, count in groups.values()), " + ".join(parts) or "no routes"
+
+
 def cache_nodes(text):
     """Nodes the replication group of CacheMode nodes holds: shards x (1 primary + replicas)."""
     shards = re.search(r"^\s+NumNodeGroups:\s*(\d+)", text, re.M)
@@ -406,21 +554,19 @@ def compare(params, template_text, facts):
     checks.append(Check(DEPLOY, "Lambda concurrent executions", "lambda L-B99A9384", concurrency, need, why,
                         remedy="or set the *ReservedConcurrency parameters to 0" if reserved_total else ""))
 
-    # API Gateway: a route's throttling cannot exceed the account's.
-    routes = http_routes(template_text)
-    grab_routes = {r for r in routes if r[1].endswith("/grab")}
-    other_routes = routes - grab_routes
+    # API Gateway: a route's throttling cannot exceed the account's. Every limit the stage sets
+    # (RouteSettings' and DefaultRouteSettings'), its bursts first.
+    throttles = route_throttles(template_text, p)
+    limits = throttle_limits(template_text, p)
     rate, burst = facts["api_rate"].value, facts["api_burst"].value
-    for param, have, q, what in (("GrabBurstLimit", burst, facts["api_burst"].source, "API Gateway account burst"),
-                                 ("ApiBurstLimit", burst, facts["api_burst"].source, "API Gateway account burst"),
-                                 ("GrabRateLimit", rate, "apigateway L-8A5B8E43", "API Gateway account rate"),
-                                 ("ApiRateLimit", rate, "apigateway L-8A5B8E43", "API Gateway account rate")):
-        value = float(p[param])
-        burst_check = "Burst" in param
+    for kind, value, param in sorted(limits, key=lambda limit: limit[0] != "burst"):
+        burst_check = kind == "burst"
+        have = burst if burst_check else rate
+        what = "API Gateway account burst" if burst_check else "API Gateway account rate"
         remedy = (f"lower {param} to {_n(have)} (AWS sets the burst from the rate quota, apigateway L-8A5B8E43; "
                   f"it is not raised on its own)" if burst_check and have is not None
                   else f"or lower {param} to {_n(have)}" if have is not None else "")
-        checks.append(Check(DEPLOY, what, "" if burst_check else q, have, value,
+        checks.append(Check(DEPLOY, what, "" if burst_check else "apigateway L-8A5B8E43", have, value,
                             f"{param}={_n(value)}: a route's throttling cannot exceed the account's", remedy=remedy))
 
     # ElastiCache: one more serverless cache, or the replication group's nodes, in the Region.
@@ -441,16 +587,21 @@ def compare(params, template_text, facts):
                             (used or 0) + new,
                             f"{_n(used)} serverless caches in the Region, {new} more for red-packets-{stage}"))
 
-    # Campaign: Lambda concurrency for the routes' rates (Little's law on estimated durations).
-    grab_rate = float(p["GrabRateLimit"])
-    other_rate = float(p["ApiRateLimit"]) * len(other_routes)
+    # Campaign: Lambda concurrency for the routes' rates (Little's law on estimated durations),
+    # each route at its own rate limit.
+    order = [name for kind, _, name in limits if kind == "rate"]
+    grab_routes = {r: t for r, t in throttles.items() if r[1].endswith("/grab")}
+    other_routes = {r: t for r, t in throttles.items() if r not in grab_routes}
+    grab_rate, grab_parts = rate_sum(grab_routes, order)
+    other_rate, other_parts = rate_sum(other_routes, order)
     parts = []
     on_lambda = p.get("GrabCompute", "lambda") == "lambda"
     grab_need = math.ceil(grab_rate * GRAB_SECONDS) if on_lambda else 0
     if on_lambda:
         parts.append(f"grab {_n(grab_rate)}/s x {GRAB_SECONDS * 1000:.0f} ms = {grab_need}")
     other_need = math.ceil(other_rate * OTHER_ROUTE_SECONDS)
-    parts.append(f"{len(other_routes)} other routes {_n(other_rate)}/s x {OTHER_ROUTE_SECONDS * 1000:.0f} ms = {other_need}")
+    parts.append(f"{len(other_routes)} other routes {_n(other_rate)}/s ({other_parts}) "
+                 f"x {OTHER_ROUTE_SECONDS * 1000:.0f} ms = {other_need}")
     settle = reserved.get("SettleFunction", (SETTLE_EXECUTIONS, None))[0]
     parts.append(f"settle {settle}, funds {FUNDS_EXECUTIONS}")
     need = grab_need + other_need + settle + FUNDS_EXECUTIONS + held_elsewhere
@@ -461,19 +612,19 @@ def compare(params, template_text, facts):
     checks.append(Check(CAMPAIGN, "Lambda concurrent executions at the throttle rates", "lambda L-B99A9384",
                         concurrency, need, "estimate: " + ", ".join(parts)))
 
-    total_rate = grab_rate + other_rate
+    total_rate, total_parts = rate_sum(throttles, order)
     checks.append(Check(CAMPAIGN, "API Gateway account rate, all routes at their limits", "apigateway L-8A5B8E43",
-                        rate, total_rate,
-                        f"GrabRateLimit {_n(grab_rate)} + ApiRateLimit {_n(float(p['ApiRateLimit']))} x {len(other_routes)} routes"))
+                        rate, total_rate, total_parts))
 
     wru = WRU_PER_GRAB.get(p.get("Funds", "wallet"), WRU_PER_GRAB["wallet"])
     checks.append(Check(CAMPAIGN, "DynamoDB table-level write throughput", "dynamodb L-AB614373",
                         facts["ddb_table_write"].value, grab_rate * wru,
-                        f"settle persisting GrabRateLimit {_n(grab_rate)} grabs/s x {wru} WRU (Funds={p.get('Funds', 'wallet')})"))
-    read_routes = {r for r in other_routes if r[0] == "GET"}
+                        f"settle persisting {grab_parts} grabs/s x {wru} WRU (Funds={p.get('Funds', 'wallet')})"))
+    read_routes = {r: t for r, t in other_routes.items() if r[0] == "GET"}
+    read_rate, read_parts = rate_sum(read_routes, order)
     checks.append(Check(CAMPAIGN, "DynamoDB table-level read throughput", "dynamodb L-CF0CBE56",
-                        facts["ddb_table_read"].value, float(p["ApiRateLimit"]) * len(read_routes) * RRU_PER_READ,
-                        f"{len(read_routes)} read routes at ApiRateLimit x ~{RRU_PER_READ} RRU"))
+                        facts["ddb_table_read"].value, read_rate * RRU_PER_READ,
+                        f"{len(read_routes)} read routes ({read_parts}) x ~{RRU_PER_READ} RRU"))
 
     if not on_lambda:
         checks.append(Check(CAMPAIGN, "EC2 On-Demand Standard vCPUs (Lambda Managed Instances)", "ec2 L-1216C47A",
@@ -547,8 +698,13 @@ def main(argv=None):
 
     ask = RecordedAnswers(*args.answers) if args.answers else LiveAnswers(args.aws, args.region, args.profile)
     region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "the CLI's configured region"
-    shown = " ".join(f"{k}={params[k]}" for k in ("Stage", "CacheMode", "Funds", "GrabCompute", "GrabRateLimit",
-                                                    "GrabBurstLimit", "ApiRateLimit", "ApiBurstLimit"))
+    try:
+        route_throttles(template_text, params)  # a route or setting preflight cannot read: say so first
+        throttled = [name for _, _, name in throttle_limits(template_text, params) if name in params]
+    except ValueError as e:
+        print(f"preflight: {e}", file=sys.stderr)
+        return 2
+    shown = " ".join(f"{k}={params[k]}" for k in ("Stage", "CacheMode", "Funds", "GrabCompute", *throttled))
     print(f"preflight: {region}; parameters (template defaults, samconfig.toml [{args.config_env}], command line): {shown}")
     facts = gather(ask, params)
     if isinstance(ask, LiveAnswers) and ask.errors and len(ask.errors) == ask.calls:

@@ -51,7 +51,9 @@ class TemplateDefaults(unittest.TestCase):
         self.assertEqual(raised(checks, preflight.DEPLOY), [])
         campaign = raised(checks, preflight.CAMPAIGN)
         self.assertEqual([c.quota for c in campaign], ["lambda L-B99A9384"])
-        self.assertEqual('first:   raise lambda L-B99A9384 "Concurrent executions" from 10 to 553', lines[-1])
+        # grab 5,000/s x 10 ms = 50, six other routes (withdrawals 100/s, five at ApiRateLimit 900/s)
+        # 4,600/s x 100 ms = 460, settle 2, funds 1.
+        self.assertEqual('first:   raise lambda L-B99A9384 "Concurrent executions" from 10 to 513', lines[-1])
 
     def test_defaults_pass_on_a_default_account(self):
         checks, lines, status = run()
@@ -65,11 +67,15 @@ class TemplateDefaults(unittest.TestCase):
 
     def test_grab_burst_default_within_the_documented_account_burst(self):
         defaults = preflight.template_defaults(TEMPLATE)
-        self.assertLessEqual(int(defaults["GrabBurstLimit"]), 5000)
-        self.assertLessEqual(int(defaults["ApiBurstLimit"]), 5000)
-        routes = preflight.http_routes(TEMPLATE)
-        others = len([r for r in routes if not r[1].endswith("/grab")])
-        self.assertLessEqual(int(defaults["GrabRateLimit"]) + others * int(defaults["ApiRateLimit"]), 10000)
+        limits = preflight.throttle_limits(TEMPLATE, defaults)
+        self.assertEqual({name for _, _, name in limits}, {"GrabRateLimit", "GrabBurstLimit", "WithdrawRateLimit",
+                                                           "WithdrawBurstLimit", "ApiRateLimit", "ApiBurstLimit"})
+        for kind, value, name in limits:
+            self.assertLessEqual(value, 5000 if kind == "burst" else 10000, name)
+        # Every route at its own rate: 5,000 + 100 + 5 x 900, within the documented 10,000.
+        total, parts = preflight.rate_sum(preflight.route_throttles(TEMPLATE, defaults))
+        self.assertEqual(total, 9600, parts)
+        self.assertLessEqual(total, 10000)
 
     def test_every_parameter_preflight_reads_is_in_the_template(self):
         defaults = preflight.template_defaults(TEMPLATE)
@@ -140,24 +146,91 @@ class ApiGateway(unittest.TestCase):
         self.assertEqual(sorted(c.why.split(":")[0] for c in raised(checks, preflight.DEPLOY)),
                          ["ApiBurstLimit=2,000", "GrabBurstLimit=5,000", "GrabRateLimit=5,000"])
         self.assertEqual(lines[-1], 'first:   raise apigateway L-8A5B8E43 "Throttle rate" from 2,500 '
-                                    "to 10,000 (5,000 for the deploy to be accepted)")
+                                    "to 9,600 (5,000 for the deploy to be accepted)")
 
     def test_all_routes_at_their_limits_against_the_account_rate(self):
+        # 5,000 grab + 100 withdrawals + 5 routes x 1,500.
         checks, _, status = run(overrides=["ApiRateLimit=1500"])
         self.assertEqual(status, 0)
         campaign = raised(checks, preflight.CAMPAIGN)
-        self.assertEqual([(c.quota, c.need) for c in campaign], [("apigateway L-8A5B8E43", 12500)])
+        self.assertEqual([(c.quota, c.need) for c in campaign], [("apigateway L-8A5B8E43", 12600)])
+        self.assertEqual(campaign[0].why, "GrabRateLimit 5,000 + WithdrawRateLimit 100 + ApiRateLimit 1,500 x 5 routes")
+
+    def test_a_route_in_route_settings_counts_at_its_own_limit(self):
+        def api_rate(checks):
+            return [c for c in checks if c.kind == preflight.CAMPAIGN and c.quota == "apigateway L-8A5B8E43"][0]
+
+        def lambda_need(checks):
+            return [c for c in checks if c.kind == preflight.CAMPAIGN and c.quota == "lambda L-B99A9384"][0].need
+
+        base, _, _ = run()
+        raised_withdrawals, _, status = run(overrides=["WithdrawRateLimit=3000"])
+        self.assertEqual(status, 0)
+        self.assertEqual(api_rate(base).need, 9600)
+        self.assertEqual(api_rate(raised_withdrawals).need - api_rate(base).need, 2900)
+        self.assertEqual(api_rate(raised_withdrawals).status, "raise")
+        self.assertIn("WithdrawRateLimit 3,000", api_rate(raised_withdrawals).why)
+        # An other route for Lambda: 2,900/s more x 100 ms.
+        self.assertEqual(lambda_need(raised_withdrawals) - lambda_need(base), 290)
+        # Not a read route: the DynamoDB read estimate does not move.
+        reads = [[c.need for c in checks if c.quota == "dynamodb L-CF0CBE56"] for checks in (base, raised_withdrawals)]
+        self.assertEqual(reads, [[2700], [2700]])
+        # ApiRateLimit moves the other five routes, not the withdrawal route.
+        api, _, _ = run(overrides=["ApiRateLimit=1000"])
+        self.assertEqual(api_rate(api).need - api_rate(base).need, 500)
+
+    def test_route_settings_are_read_from_the_template(self):
+        # Without its RouteSettings entry the withdrawal route shares DefaultRouteSettings: six routes
+        # at ApiRateLimit, and WithdrawRateLimit is no route's limit.
+        without = re.sub(r'\n        "POST /me/withdrawals":\n(          .*\n)+', "\n", TEMPLATE, count=1)
+        self.assertNotEqual(without, TEMPLATE)
+        self.assertNotIn("ThrottlingRateLimit: !Ref WithdrawRateLimit", without)
+        checks, _, _ = run(template=without)
+        total = [c for c in checks if c.kind == preflight.CAMPAIGN and c.quota == "apigateway L-8A5B8E43"][0]
+        self.assertEqual((total.need, total.why), (10400, "GrabRateLimit 5,000 + ApiRateLimit 900 x 6 routes"))
+        self.assertFalse([c for c in checks if "WithdrawRateLimit" in c.why])
+        throttle = preflight.route_throttles(without, preflight.template_defaults(without))[("POST", "/me/withdrawals")]
+        self.assertEqual(throttle, {"rate": (900, "ApiRateLimit"), "burst": (2000, "ApiBurstLimit")})
+
+    def test_a_route_settings_limit_above_the_account_rate_is_refused(self):
+        checks, lines, status = run(overrides=["WithdrawRateLimit=12000", "WithdrawBurstLimit=6000"])
+        self.assertEqual(status, 1)
+        blocked = raised(checks, preflight.DEPLOY)
+        self.assertEqual(sorted((c.what, c.have, c.need, c.why.split(":")[0]) for c in blocked),
+                         [("API Gateway account burst", 5000, 6000, "WithdrawBurstLimit=6,000"),
+                          ("API Gateway account rate", 10000, 12000, "WithdrawRateLimit=12,000")])
+        rate = [c for c in blocked if c.quota == "apigateway L-8A5B8E43"][0]
+        self.assertEqual(rate.remedy, "or lower WithdrawRateLimit to 10,000")
+        self.assertIn("raise    deploy   API Gateway account rate [apigateway L-8A5B8E43] from 10,000 to 12,000; "
+                      "or lower WithdrawRateLimit to 10,000 (WithdrawRateLimit=12,000", "\n".join(lines))
+        self.assertIn("raise    deploy   API Gateway account burst 5,000 < 6,000: lower WithdrawBurstLimit to 5,000",
+                      "\n".join(lines))
+        # All routes at their limits, 5,000 + 12,000 + 4,500: the first quota to raise says both.
+        self.assertEqual(lines[-1], 'first:   raise apigateway L-8A5B8E43 "Throttle rate" from 10,000 '
+                                    "to 21,500 (12,000 for the deploy to be accepted)")
 
 
 class DynamoDb(unittest.TestCase):
+    # 9,000 grabs/s, the other routes lowered to fit the account's 10,000: 9,000 + 100 + 5 x 180.
+    BIGGER_CAMPAIGN = ["GrabRateLimit=9000", "ApiRateLimit=180"]
+
     def test_write_throughput_for_a_bigger_campaign(self):
-        checks, _, status = run(overrides=["GrabRateLimit=9000", "ApiRateLimit=200"])
+        checks, _, status = run(overrides=self.BIGGER_CAMPAIGN)
         self.assertEqual(status, 0)
         self.assertEqual([(c.quota, c.need) for c in raised(checks)], [("dynamodb L-AB614373", 45000)])
+        api = [c for c in checks if c.kind == preflight.CAMPAIGN and c.quota == "apigateway L-8A5B8E43"][0]
+        self.assertEqual((api.status, api.need), ("ok", 10000))
 
     def test_without_the_wallet_fewer_write_units(self):
-        checks, _, _ = run(overrides=["GrabRateLimit=9000", "ApiRateLimit=200", "Funds=none"])
+        checks, _, _ = run(overrides=self.BIGGER_CAMPAIGN + ["Funds=none"])
         self.assertEqual(raised(checks), [])
+        write = [c for c in checks if c.quota == "dynamodb L-AB614373"][0]
+        self.assertEqual(write.need, 27000)
+
+    def test_reads_count_the_get_routes_only(self):
+        checks, _, _ = run()
+        read = [c for c in checks if c.quota == "dynamodb L-CF0CBE56"][0]
+        self.assertEqual((read.need, read.why), (2700, "3 read routes (ApiRateLimit 900 x 3 routes) x ~1 RRU"))
 
     def test_aws_defaults_answer_when_no_value_is_applied(self):
         facts = preflight.gather(answers("no-applied-values"), preflight.template_defaults(TEMPLATE))
