@@ -59,9 +59,10 @@ SETTLE_ENV = $(FUNDS_ENV) REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$${LOCAL_RED
 quarantine:
 	@$(SETTLE_ENV) cargo run -q -p local -- quarantine
 
-## make release ID=<packet id>: take a packet out of quarantine (once explained); settle tries it again
+## make release ID=<packet id> OPERATOR=<name> REASON="<why>": take a packet out of quarantine (once
+## explained); settle tries it again, and the day's audit trail names who released it and why
 release:
-	@$(SETTLE_ENV) cargo run -q -p local -- release $(ID)
+	@$(SETTLE_ENV) cargo run -q -p local -- release --operator "$(OPERATOR)" --reason "$(REASON)" $(ID)
 
 ## make invoke FN=grab EVENT=events/grab.json: one event on one function against make run's services,
 ## through sam local invoke where a Docker daemon answers (the template's arm64 function, sam build in

@@ -11,7 +11,7 @@
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release <packet-id>...";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>...";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -66,7 +66,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::funds_from_env(serde_json::from_str(&text)?).await
         }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
-        Some("release") => local::settle_from_env(serde_json::json!({ "release": args.collect::<Vec<_>>() })).await,
+        Some("release") => {
+            let (mut operator, mut reason, mut ids) = (None, None, Vec::new());
+            while let Some(arg) = args.next() {
+                match arg.as_str() {
+                    "--operator" => operator = Some(args.next().ok_or(USAGE)?),
+                    "--reason" => reason = Some(args.next().ok_or(USAGE)?),
+                    _ => ids.push(arg),
+                }
+            }
+            let release = serde_json::json!({ "release": ids, "operator": operator, "reason": reason });
+            local::settle_from_env(release).await
+        }
         Some(_) => Err(USAGE.into()),
     }
 }

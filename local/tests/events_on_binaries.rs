@@ -282,13 +282,16 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert!(funded[0]["topup"]["applied"].is_boolean(), "{}", funded[0]);
     assert_eq!(funded[1]["topup"]["applied"], false, "a reference is credited once: {}", funded[1]);
     let balance = funded[1]["topup"]["balance_cents"].as_u64().unwrap();
-    assert!(balance >= 50_000, "{}", funded[1]);
+    // 500.00 credited once; an earlier pass (the SAM stage after the emulator's) paid the sample
+    // withdrawal of 20.00 out of it, once.
+    assert!(balance == 50_000 || balance == 48_000, "{}", funded[1]);
     assert_eq!(funded[2]["reconcile"]["differences"], serde_json::json!([]), "{}", funded[2]);
     assert_eq!(funded[3]["errorType"], "InvalidFundsRequest", "{}", funded[3]);
     let wallets = on_emulator_with("query", &wallet, vec![event("wallet.json")]).await;
     let (status, page) = status_and_body(&wallets[0]);
     assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{}", wallets[0]);
-    assert_eq!(page["items"][0]["kind"], "topup", "{}", wallets[0]);
+    let topped_up = page["items"].as_array().unwrap().iter().any(|item| item["kind"] == "topup");
+    assert!(topped_up, "the sample top-up is in the wallet: {}", wallets[0]);
 
     // withdraw.json on send: alice's 20.00 out, pending (a replay of an earlier pass answers 200
     // with the withdrawal as it is now); withdrawal-paid.json on funds: paid once, however often

@@ -49,7 +49,7 @@ async fn balance(stack: &Stack, who: &str) -> Cents {
 /// system's (`funds`), each on a client of its own (its calls are recorded as that function's,
 /// for its role's check).
 async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
-    let operators = payload.get("propose_adjustment").or(payload.get("approve_adjustment")).is_some();
+    let operators = ["propose_adjustment", "approve_adjustment", "audit"].iter().any(|key| payload.get(key).is_some());
     let (binary, entry) = if operators { ("operator", FundsEntry::Operator) } else { ("funds", FundsEntry::Payments) };
     let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), binary);
     let ledger = DynamoLedger::new(client, &stack.config);
@@ -487,4 +487,51 @@ async fn a_shanghai_days_trial_balance_and_statement_add_up_to_its_movements() {
         row("withdrawals_paid"),
         row("adjustments_in")
     );
+}
+
+/// The day's audit trail on the real stores: each adjustment step and withdrawal resolution,
+/// with who did it and why, read back by business day through the operators' entry point, and
+/// nothing for a step the ledger refused.
+#[tokio::test]
+async fn every_operator_and_payments_action_is_in_its_days_audit_trail() {
+    let stack = wallet_stack("money-out-audit").await;
+    top_up(&stack, "au-alice", 500, "au-pay-1").await;
+    let (_, out) = stack.withdraw("au-alice", &json!({ "amount_cents": 200, "destination": "card-1" }), "au-out").await;
+    let id = out["withdrawal_id"].as_str().unwrap().to_owned();
+    let step = || stack.clock.advance(1_000);
+    funds(&stack, json!({ "withdrawal_failed": { "withdrawal_id": id, "reference": "au-po-1" } })).await.unwrap();
+    step();
+    funds(&stack, json!({ "withdrawal_failed": { "withdrawal_id": id, "reference": "au-po-1" } })).await.unwrap();
+    step();
+    let proposal = json!({ "propose_adjustment": {
+        "reference": "au-case", "user": "au-alice", "direction": "debit", "amount_cents": 50,
+        "reason": "duplicate compensation", "proposer": "anna" } });
+    funds(&stack, proposal).await.unwrap();
+    step();
+    funds(&stack, json!({ "approve_adjustment": { "reference": "au-case", "approver": "anna" } })).await.unwrap_err();
+    step();
+    funds(&stack, json!({ "approve_adjustment": { "reference": "au-case", "approver": "ben" } })).await.unwrap();
+
+    let day = red_packets::ports::Books::business_day(&stack.ledger).day_of(stack.clock.now_ms());
+    let trail = funds(&stack, json!({ "audit": { "day": day } })).await.unwrap();
+    let entries = trail["audit"]["entries"].as_array().unwrap();
+    let steps: Vec<(&str, &str, &str)> = entries
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap(), e["subject"].as_str().unwrap(), e["actor"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("withdrawal_failed", id.as_str(), "payments-system"),
+            ("adjustment_proposed", "au-case", "anna"),
+            ("adjustment_approved", "au-case", "ben"),
+        ],
+        "once each, in time order; the refused approval and the second delivery left none: {trail}"
+    );
+    assert!(entries[0]["reason"].as_str().unwrap().contains("au-po-1"), "{trail}");
+    assert!(entries[2]["reason"].as_str().unwrap().contains("debit 50 to au-alice: duplicate compensation"), "{trail}");
+    let other_day = funds(&stack, json!({ "audit": { "day": "2020-01-01" } })).await.unwrap();
+    assert_eq!(other_day["audit"]["entries"], json!([]));
+    let bad = funds(&stack, json!({ "audit": { "day": "today" } })).await.unwrap_err();
+    assert!(bad.error_message.starts_with("day:"), "{}", bad.error_message);
 }

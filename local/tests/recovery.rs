@@ -367,8 +367,22 @@ async fn a_quarantined_packet_is_listed_and_leaves_once_the_ledger_explains_it()
     for record in records {
         client.put_item().table_name(&stack.config.table_name).set_item(Some(record)).send().await.unwrap();
     }
-    let summary = stack.settle_with(json!({ "release": [packets[0]] })).await;
+    let unattributed = settle::handle(
+        &stack.functions.settler,
+        lambda_runtime::LambdaEvent::new(json!({ "release": [packets[0]] }), Default::default()),
+    )
+    .await
+    .unwrap_err();
+    assert!(unattributed.to_string().starts_with("operator:"), "a release names its operator: {unattributed}");
+    let release = json!({ "release": [packets[0]], "operator": "ops.anna", "reason": "records restored" });
+    let summary = stack.settle_with(release).await;
     assert_eq!((summary.released, summary.finalised), (1, 1), "the operator's release: {summary:?}");
+    let day = red_packets::ports::Books::business_day(&stack.ledger).day_of(stack.clock.now_ms());
+    let trail = red_packets::ports::AuditTrail::audit_of_day(&stack.ledger, &day).await.unwrap();
+    let entry =
+        trail.iter().find(|entry| entry.subject == packets[0]).expect("the release is in the day's audit trail");
+    assert_eq!((entry.actor.as_str(), entry.reason.as_str()), ("ops.anna", "records restored"));
+    assert_eq!(entry.action, red_packets::domain::audit::AuditAction::PacketReleased);
     assert_eq!(summary.in_quarantine.len(), 1, "{summary:?}");
     // The sweep (a shard at a time, every shard hourly) takes the other one out by itself.
     let (mut released, mut finalised, mut sweeps) = (0, 0, 0);

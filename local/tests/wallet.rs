@@ -721,5 +721,5 @@ async fn statements_and_the_trial_balance_agree_with_the_wallets_to_the_cent() {
     }
     assert_eq!(statements_closing, row("wallets_closing"), "the statements add up to the trial balance's wallets");
     let csv = trial.to_csv();
-    assert!(csv.contains(&format!("{day},wallets_closing,{statements_closing}\n")), "{csv}");
+    assert!(csv.contains(&format!("{day},wallets_closing,{statements_closing},CNY\n")), "{csv}");
 }

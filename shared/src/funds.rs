@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
+use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::withdrawal::{ResolutionResult, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
-use crate::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN};
+use crate::ports::{Adjustments, AuditTrail, Books, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN};
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
 /// Why a funds request failed: the request itself (a bad day, a cut-off too late, a top-up the
@@ -54,6 +55,9 @@ pub enum FundsRequest {
     TrialBalance(DayReport),
     /// Write one user's statement of a day (`{"statement": {"user": "alice", "day": "2026-11-23"}}`).
     Statement(StatementRequest),
+    /// Read back a business day's audit trail (`{"audit": {"day": "2026-11-23"}}`): every
+    /// release, adjustment step and withdrawal resolution, who did it, when and why.
+    Audit(AuditDay),
 }
 
 impl FundsRequest {
@@ -68,6 +72,7 @@ impl FundsRequest {
             FundsRequest::Reconcile(_) => "reconcile",
             FundsRequest::TrialBalance(_) => "trial_balance",
             FundsRequest::Statement(_) => "statement",
+            FundsRequest::Audit(_) => "audit",
         }
     }
 }
@@ -79,6 +84,14 @@ pub struct DayReport {
     /// The business day, `YYYY-MM-DD`; default: the day before today (in the business time zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day: Option<String>,
+}
+
+/// Which day's audit trail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditDay {
+    /// The business day, `YYYY-MM-DD`.
+    pub day: String,
 }
 
 /// Whose statement, of which day.
@@ -108,7 +121,8 @@ pub struct ReconcileOptions {
 /// Which requests an entry point of the funds function takes: each is a binary of its own in
 /// the template, with its own invokers. `funds` (`FundsFunction`) takes the payments system's
 /// requests (money in, its word on withdrawals), the daily jobs and statements, never an
-/// adjustment; `operator` (`OperatorFunction`) takes operators' adjustments and nothing else.
+/// adjustment; `operator` (`OperatorFunction`) takes operators' adjustments and reads the audit
+/// trail, nothing else.
 /// Locally one process takes everything (`local funds`, the tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FundsEntry {
@@ -116,7 +130,7 @@ pub enum FundsEntry {
     All,
     /// The payments system's requests and the jobs: never an adjustment.
     Payments,
-    /// Operators' adjustments only.
+    /// Operators' adjustments, and the audit trail.
     Operator,
 }
 
@@ -133,10 +147,13 @@ impl FundsEntry {
     /// Whether this entry point takes `request`, or why not (naming the request's key).
     pub fn admits(self, request: &FundsRequest) -> Result<(), Invalid> {
         let adjustment = matches!(request, FundsRequest::ProposeAdjustment(_) | FundsRequest::ApproveAdjustment(_));
+        let read_only = matches!(request, FundsRequest::Audit(_));
         let refused = match self {
             FundsEntry::All => None,
             FundsEntry::Payments => adjustment.then_some("operators' adjustments go to OperatorFunction"),
-            FundsEntry::Operator => (!adjustment).then_some("it takes operators' adjustments only"),
+            FundsEntry::Operator => {
+                (!adjustment && !read_only).then_some("it takes operators' adjustments and the audit trail only")
+            }
         };
         match refused {
             None => Ok(()),
@@ -216,6 +233,13 @@ pub enum FundsResponse {
         /// Its files.
         written: Vec<String>,
     },
+    /// A day's audit trail, in time order.
+    Audit {
+        /// The business day.
+        day: String,
+        /// Its entries.
+        entries: Vec<AuditEntry>,
+    },
 }
 
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
@@ -288,7 +312,7 @@ async fn write_report<R: ReportSink>(
 pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`, writing reports to `reports`.
-pub async fn run<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
+pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -333,6 +357,10 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
             let key = report_key(days, &format!("trial-balance/{day}"), &day, now_ms)?;
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::TrialBalance { report, written })
+        }
+        FundsRequest::Audit(AuditDay { day }) => {
+            ledger.business_day().bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
+            Ok(FundsResponse::Audit { day: day.clone(), entries: ledger.audit_of_day(day).await? })
         }
         FundsRequest::Statement(request) => {
             // Closed or open is decided before the movements are read: a day closed then has all

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
 use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
+use crate::domain::audit::AuditEntry;
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
@@ -337,6 +338,17 @@ pub trait Adjustments: Send + Sync {
     ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
 }
 
+/// The operators' audit trail, by business day.
+pub trait AuditTrail: Send + Sync {
+    /// Every entry of business day `day` (`YYYY-MM-DD`), in time order.
+    fn audit_of_day(&self, day: &str) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+
+    /// Records `entry`, made at `at_ms`, on its own (an action whose write is elsewhere: a
+    /// release from quarantine, in the live store). The ledger's own actions write theirs in
+    /// their transaction.
+    fn record(&self, entry: AuditEntry, at_ms: Millis) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
 /// Where reports go: a bucket in AWS, a directory locally. Write-once: a report filed under a
 /// key is never rewritten.
 pub trait ReportSink: Send + Sync {
@@ -448,7 +460,7 @@ pub trait SettleCursor: Send + Sync {
 }
 
 /// The settle side of the ledger: recording grabs under conditions, and finalising.
-pub trait SettleLedger: Ledger {
+pub trait SettleLedger: Ledger + AuditTrail {
     /// The packets of `shard` the ledger holds open (the recovery sweep).
     fn open_packets(&self, shard: u32) -> impl Future<Output = Result<Vec<PacketId>, StoreError>> + Send;
 

@@ -6,7 +6,7 @@
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::domain::{Currency, Invalid};
 use red_packets::funds::{run, FundsEntry, FundsError, FundsRequest, FundsResponse};
-use red_packets::ports::{Adjustments, Books, ReportSink, StoreError, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
 use serde_json::Value;
 
@@ -56,18 +56,31 @@ impl From<FundsFailure> for Diagnostic {
 
 /// What an invocation answers: the request's own answer under its payload's key, and the
 /// currency its amounts are minor units of (`{"topup": {…}, "currency": {"code": "CNY", "exponent": 2}}`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FundsAnswer {
     /// The request's answer.
-    #[serde(flatten)]
     pub response: FundsResponse,
     /// The stack's currency.
     pub currency: Currency,
 }
 
+/// The answer's object with `currency` beside its key. Through a JSON value, not
+/// `#[serde(flatten)]`: serde buffers a flattened field in a form without 128-bit integers, and
+/// the books' sums are `i128`.
+impl serde::Serialize for FundsAnswer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let mut answer = serde_json::to_value(&self.response).map_err(S::Error::custom)?;
+        if let Some(fields) = answer.as_object_mut() {
+            fields.insert("currency".into(), serde_json::to_value(self.currency).map_err(S::Error::custom)?);
+        }
+        answer.serialize(serializer)
+    }
+}
+
 /// The Lambda handler of entry point `entry`: a request the entry point does not take is
 /// refused before anything is read (`InvalidFundsRequest`, naming the payload's key).
-pub async fn handle<L: Wallets + Withdrawals + Adjustments + Books, R: ReportSink>(
+pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,

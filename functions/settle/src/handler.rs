@@ -9,6 +9,7 @@
 //! alarms fire on a missing heartbeat, the other alarms on a run that ran and failed.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
+use red_packets::domain::audit::Attribution;
 use red_packets::ports::{SettleCursor, SettleIndex, SettleLedger};
 use red_packets::settle::{SettleError, SettleRequest, SettleSummary, Settler};
 use serde_json::Value;
@@ -19,6 +20,9 @@ pub enum SettleFailure {
     /// The payload is not `{"shards": [from, to]}`, `{}` or `null`.
     #[error("invalid settle payload: {0}")]
     InvalidRequest(serde_json::Error),
+    /// A release without its operator or reason.
+    #[error("{}: {}", .0.field.as_deref().unwrap_or("release"), .0.message)]
+    Unattributed(red_packets::domain::Invalid),
     /// The run stopped: a store unreachable (or, in tests, a fault point).
     #[error(transparent)]
     Stopped(#[from] SettleError),
@@ -27,7 +31,7 @@ pub enum SettleFailure {
 impl From<SettleFailure> for Diagnostic {
     fn from(failure: SettleFailure) -> Self {
         let error_type = match &failure {
-            SettleFailure::InvalidRequest(_) => "InvalidSettleRequest",
+            SettleFailure::InvalidRequest(_) | SettleFailure::Unattributed(_) => "InvalidSettleRequest",
             SettleFailure::Stopped(SettleError::Unavailable { .. }) => "StoreUnavailable",
             // A test's fault point: only with red-packets' `test-support`, never in the Lambda.
             SettleFailure::Stopped(_) => "SettleCrashed",
@@ -47,10 +51,11 @@ pub async fn handle<S: SettleIndex + SettleCursor, L: SettleLedger>(
         Value::Null => SettleRequest::default(),
         payload => serde_json::from_value(payload).map_err(SettleFailure::InvalidRequest)?,
     };
+    let releaser = request.release_by().map_err(SettleFailure::Unattributed)?;
     let deadline_ms = i64::try_from(event.context.deadline).ok().filter(|&deadline| deadline > 0);
     let shards = settler.shards_of(&request);
     let heartbeat = format!("{}-{}", shards.start(), shards.end());
-    let ran = settle_shards(settler, &request, shards, deadline_ms).await;
+    let ran = settle_shards(settler, &request, releaser.as_ref(), shards, deadline_ms).await;
     // The run ended, whatever its outcome: a run that failed is told by the errors and markers,
     // a run that never ran (a broken schedule, a throttled or crashing function) by this
     // heartbeat missing (`{"shards": [0, 7]}` beats as `0-7`, one series per schedule).
@@ -63,12 +68,16 @@ pub async fn handle<S: SettleIndex + SettleCursor, L: SettleLedger>(
 async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
     settler: &Settler<S, L>,
     request: &SettleRequest,
+    releaser: Option<&Attribution>,
     shards: std::ops::RangeInclusive<u32>,
     deadline_ms: Option<red_packets::Millis>,
 ) -> Result<SettleSummary, SettleFailure> {
     let started = std::time::Instant::now();
     let unavailable = |error| SettleError::Unavailable { error, summary: Box::default() };
-    let released = settler.release(&request.release).await.map_err(unavailable)?;
+    let released = match releaser {
+        Some(by) => settler.release(&request.release, by).await.map_err(unavailable)?,
+        None => 0,
+    };
     let drained = settler.drain(shards, deadline_ms, settler.drain_until(deadline_ms)).await;
     match &drained {
         Ok(summary) => record(summary, started.elapsed()),

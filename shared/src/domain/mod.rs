@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod adjustment;
+pub mod audit;
 pub mod books;
 pub mod day;
 pub mod grab;

@@ -41,8 +41,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::clock::{Clock, Millis, SystemClock};
-use crate::domain::PacketId;
+use crate::clock::{rfc3339, Clock, Millis, SystemClock};
+use crate::domain::audit::{Attribution, AuditAction, AuditEntry};
+use crate::domain::{Invalid, PacketId};
 use crate::ports::{SettleIndex, SettleLedger, StoreError};
 
 pub use crate::telemetry::RECONCILIATION_MISMATCH;
@@ -84,8 +85,9 @@ impl FaultPoint {
 }
 
 /// The invocation payload: `{"shards": [from, to]}` (inclusive); absent means every shard.
-/// `{"release": ["<packet id>", …]}` takes packets out of quarantine first (an operator who
-/// explained them), and the run settles them again.
+/// `{"release": ["<packet id>", …], "operator": "<name>", "reason": "<why>"}` takes packets out
+/// of quarantine first (an operator who explained them), and the run settles them again; each
+/// release is an entry of the audit trail, so a release names its operator and reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettleRequest {
@@ -95,6 +97,27 @@ pub struct SettleRequest {
     /// Packets to take out of quarantine before the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub release: Vec<PacketId>,
+    /// Who releases them (required with `release`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// Why (required with `release`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SettleRequest {
+    /// Who releases the packets of `release`, and why; `None` for a request that releases none.
+    pub fn release_by(&self) -> Result<Option<Attribution>, Invalid> {
+        if self.release.is_empty() {
+            return Ok(None);
+        }
+        let attribution = Attribution {
+            operator: self.operator.clone().unwrap_or_default(),
+            reason: self.reason.clone().unwrap_or_default(),
+        };
+        attribution.validate()?;
+        Ok(Some(attribution))
+    }
 }
 
 /// Why a run ended early. Non-exhaustive: with `test-support` a test's fault point ends it too.
@@ -211,12 +234,24 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
         }
     }
 
-    /// Takes `ids` out of quarantine (an operator explained them); the next pass settles them
-    /// again. Returns how many were in quarantine.
-    pub async fn release(&self, ids: &[PacketId]) -> Result<u32, StoreError> {
+    /// Takes `ids` out of quarantine (an operator explained them, `by`); the next pass settles
+    /// them again. Each packet that was in quarantine is an entry of the audit trail, written
+    /// once Redis has released it. Returns how many were in quarantine.
+    pub async fn release(&self, ids: &[PacketId], by: &Attribution) -> Result<u32, StoreError> {
         let mut released = 0;
         for id in ids {
-            released += u32::from(self.store.release(id).await?);
+            if self.store.release(id).await? {
+                released += 1;
+                let now_ms = self.clock.now_ms();
+                let entry = AuditEntry {
+                    at: rfc3339(now_ms),
+                    action: AuditAction::PacketReleased,
+                    subject: id.to_string(),
+                    actor: by.operator.clone(),
+                    reason: by.reason.clone(),
+                };
+                self.ledger.record(entry, now_ms).await?;
+            }
         }
         Ok(released)
     }

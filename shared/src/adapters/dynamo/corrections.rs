@@ -1,4 +1,5 @@
-//! Money out and corrections in the ledger ([`Withdrawals`], [`Adjustments`]). Each step is one
+//! Money out and corrections in the ledger ([`Withdrawals`], [`Adjustments`]), and the audit
+//! trail every such step writes in its own transaction ([`AuditTrail`]). Each step is one
 //! transaction whose conditions make it happen once: a withdrawal is new (its id comes from the
 //! user's idempotency key) and the balance covers it; it is resolved only while pending; an
 //! adjustment is proposed once per reference, approved only while proposed and only by another
@@ -10,8 +11,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::items::{
-    adjustment_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, MovementItem, NewMovement,
-    TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
+    adjustment_pk, audit_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, AuditItem, MovementItem,
+    NewMovement, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
@@ -19,12 +20,13 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::adjustment::{
     may_approve, AdjustmentApproval, AdjustmentProposal, AdjustmentResult, AdjustmentStatus, Direction,
 };
+use crate::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::withdrawal::{
     resolution_allowed, ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
 use crate::domain::{Funds, UserId};
-use crate::ports::{Adjustments, Conflict, StoreError, Withdrawals};
+use crate::ports::{Adjustments, AuditTrail, Conflict, StoreError, Withdrawals};
 
 fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
@@ -51,6 +53,14 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .expect("new item put");
+        TransactWriteItem::builder().put(put).build()
+    }
+
+    /// `entry`, at `at_ms`, as a transaction item of the audit trail (its key is unique: its
+    /// time, action and subject; the action's own conditions make the transaction happen once).
+    pub(super) fn audit_entry(&self, entry: AuditEntry, at_ms: Millis) -> TransactWriteItem {
+        let item = AuditItem::new(entry, &self.business_day.day_of(at_ms));
+        let put = Put::builder().table_name(&self.table).set_item(Some(to_item(&item))).build().expect("audit put");
         TransactWriteItem::builder().put(put).build()
     }
 
@@ -185,6 +195,19 @@ impl Withdrawals for DynamoLedger {
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, TransactWriteItem::builder().update(resolved).build());
         items.push(Write::Movement, TransactWriteItem::builder().update(debit_state).build());
+        let action = if outcome == WithdrawalStatus::Failed {
+            AuditAction::WithdrawalFailed
+        } else {
+            AuditAction::WithdrawalPaid
+        };
+        let entry = AuditEntry {
+            at: at.clone(),
+            action,
+            subject: id.clone(),
+            actor: PAYMENTS_SYSTEM.into(),
+            reason: format!("payout {} for {} of {}", resolution.reference, pending.amount_cents, pending.user),
+        };
+        items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
             let returned = NewMovement {
                 user: &pending.user,
@@ -229,6 +252,14 @@ impl Adjustments for DynamoLedger {
         let item = AdjustmentItem::proposed(proposal, rfc3339(now_ms));
         let mut items = Transaction::default();
         items.push(Write::Adjustment, self.put_new(to_item(&item)));
+        let entry = AuditEntry {
+            at: rfc3339(now_ms),
+            action: AuditAction::AdjustmentProposed,
+            subject: proposal.reference.clone(),
+            actor: proposal.proposer.clone(),
+            reason: adjustment_reason(&item),
+        };
+        items.push(Write::Audit, self.audit_entry(entry, now_ms));
         let (item, applied) = match self.transact(items).await? {
             Ok(()) => (item, true),
             Err(failed) => {
@@ -299,6 +330,14 @@ impl Adjustments for DynamoLedger {
             .expect("adjustment update");
         let mut items = Transaction::default();
         items.push(Write::Adjustment, TransactWriteItem::builder().update(applied).build());
+        let entry = AuditEntry {
+            at: at.clone(),
+            action: AuditAction::AdjustmentApproved,
+            subject: reference.clone(),
+            actor: approval.approver.clone(),
+            reason: adjustment_reason(&proposed),
+        };
+        items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match proposed.direction {
             Direction::Credit => items.extend(self.credit(&movement)),
             Direction::Debit => items.extend(self.debit(&movement)),
@@ -360,5 +399,54 @@ impl Adjustments for DynamoLedger {
         };
         let balance_cents = self.balance(&adjustment.user).await?;
         Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment(), balance_cents })
+    }
+}
+
+/// What an adjustment's audit entries say of it: its direction, amount, wallet and reason.
+fn adjustment_reason(adjustment: &AdjustmentItem) -> String {
+    let direction = match adjustment.direction {
+        Direction::Credit => "credit",
+        Direction::Debit => "debit",
+    };
+    let chargeback =
+        adjustment.chargeback_of.as_deref().map(|topup| format!(", chargeback of {topup}")).unwrap_or_default();
+    format!("{direction} {} to {}{chargeback}: {}", adjustment.amount_cents, adjustment.user, adjustment.reason)
+}
+
+impl AuditTrail for DynamoLedger {
+    /// Each of the day's [`AUDIT_SHARDS`] partitions (strongly consistent), merged in time order.
+    async fn audit_of_day(&self, day: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut entries: Vec<(String, AuditEntry)> = Vec::new();
+        for shard in 0..AUDIT_SHARDS {
+            let mut pages = self
+                .client()?
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(&audit_pk(day, shard)))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send();
+            while let Some(item) = pages.next().await {
+                let item: AuditItem = from_item(item.map_err(unavailable)?)?;
+                entries.push((item.sk, item.entry));
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries.into_iter().map(|(_, entry)| entry).collect())
+    }
+
+    /// One put, after the release it records (Redis holds the quarantine).
+    async fn record(&self, entry: AuditEntry, at_ms: Millis) -> Result<(), StoreError> {
+        let item = AuditItem::new(entry, &self.business_day.day_of(at_ms));
+        self.client()?
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&item)))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 }

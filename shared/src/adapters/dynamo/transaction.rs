@@ -47,6 +47,8 @@ pub(super) enum Write {
     Withdrawal,
     /// An adjustment (new for its reference; applied only while proposed, by another operator).
     Adjustment,
+    /// An entry of the audit trail (unconditional: the action's own item makes it once).
+    Audit,
     /// A packet's refund item.
     Refund,
 }

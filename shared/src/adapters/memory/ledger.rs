@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::{rfc3339, Millis};
 use crate::config::Config;
+use crate::domain::audit::AuditEntry;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
@@ -21,7 +22,8 @@ use crate::domain::withdrawal::{
 };
 use crate::domain::{BusinessDay, Cents, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{
-    Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets, Withdrawals,
+    AuditTrail, Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets,
+    Withdrawals,
 };
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
@@ -63,6 +65,7 @@ struct State {
     movements: HashMap<UserId, Vec<Movement>>,
     topups: HashMap<String, (UserId, Cents)>,
     withdrawals: HashMap<String, Withdrawal>,
+    audit: Vec<(String, AuditEntry)>,
     casualties: HashSet<(PacketId, UserId, u32)>,
     layouts: BTreeSet<u32>,
     unreachable: bool,
@@ -540,5 +543,18 @@ impl Withdrawals for MemoryLedger {
             state.credit(&withdrawal.user, returned);
         }
         Ok(ResolutionResult { applied: true, withdrawal })
+    }
+}
+
+impl AuditTrail for MemoryLedger {
+    async fn audit_of_day(&self, day: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let state = self.state()?;
+        Ok(state.audit.iter().filter(|(of, _)| of == day).map(|(_, entry)| entry.clone()).collect())
+    }
+
+    async fn record(&self, entry: AuditEntry, at_ms: Millis) -> Result<(), StoreError> {
+        let day = self.business_day.day_of(at_ms);
+        self.state()?.audit.push((day, entry));
+        Ok(())
     }
 }

@@ -1,11 +1,13 @@
 //! Money out and corrections, each in its own partition: a withdrawal (`WITHDRAWAL#<id>`), keyed
 //! by the id its user's idempotency key makes, so a retry is refused by the write itself; an
-//! adjustment (`ADJUSTMENT#<reference>`), one per case reference.
+//! adjustment (`ADJUSTMENT#<reference>`), one per case reference; and the audit trail of who
+//! resolved, proposed, approved or released what (`AUDIT#<day>#<shard>`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::domain::adjustment::{Adjustment, AdjustmentProposal, AdjustmentStatus, Direction};
+use crate::domain::audit::{audit_shard, AuditEntry};
 use crate::domain::wallet::LedgerEvent;
 use crate::domain::withdrawal::{Withdrawal, WithdrawalStatus};
 use crate::domain::{Cents, UserId};
@@ -140,6 +142,36 @@ impl AdjustmentItem {
             proposed_at: self.proposed_at.clone(),
             approver: self.approver.clone(),
             approved_at: self.approved_at.clone(),
+        }
+    }
+}
+
+/// The prefix of a day's audit trail partitions (`AUDIT#<business day>#<shard>`).
+pub const AUDIT_PREFIX: &str = "AUDIT#";
+
+/// `AUDIT#<day>#<shard>`: one of the [`AUDIT_SHARDS`](crate::domain::audit::AUDIT_SHARDS)
+/// partitions of business day `day`'s trail.
+pub fn audit_pk(day: &str, shard: u32) -> String {
+    format!("{AUDIT_PREFIX}{day}#{shard:02}")
+}
+
+/// One entry of the audit trail (`AUDIT#<day>#<shard>` / `<at>#<action>#<subject>`), written in
+/// the same transaction as the action it records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuditItem {
+    pub pk: String,
+    pub sk: String,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+}
+
+impl AuditItem {
+    /// The item of `entry`, on its business day `day`.
+    pub fn new(entry: AuditEntry, day: &str) -> Self {
+        AuditItem {
+            pk: audit_pk(day, audit_shard(&entry.subject)),
+            sk: format!("{}#{}#{}", entry.at, entry.action.as_str(), entry.subject),
+            entry,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
 //! | withdrawal | `WITHDRAWAL#<id>` | `WITHDRAWAL` | | |
 //! | adjustment | `ADJUSTMENT#<reference>` | `ADJUSTMENT` | | |
+//! | audit entry | `AUDIT#<business day>#<shard, 2 digits>` | `<at>#<action>#<subject>` | | |
 //!
 //! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
 //! `packet_id`, `user`, `amount_cents`, `occurred_at`, `reference`, `proposed_by`,
@@ -37,8 +38,8 @@ use crate::clock::{Clock, Millis};
 use crate::domain::UserId;
 
 pub use corrections::{
-    adjustment_pk, withdrawal_pk, AdjustmentItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX, WITHDRAWAL,
-    WITHDRAWAL_PREFIX,
+    adjustment_pk, audit_pk, withdrawal_pk, AdjustmentItem, AuditItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX,
+    WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
