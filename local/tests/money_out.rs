@@ -289,9 +289,9 @@ async fn the_books_are_exact_under_live_traffic_of_every_kind_and_name_each_plan
                     let word = json!({ outcome: { "withdrawal_id": id, "reference": format!("po-{id}") } });
                     funds(&stack, word).await.unwrap();
                 }
-                if round % 4 == 0 {
+                if round.is_multiple_of(4) {
                     let reference = format!("live-{user}-{round}");
-                    let direction = if round % 8 == 0 { "debit" } else { "credit" };
+                    let direction = if round.is_multiple_of(8) { "debit" } else { "credit" };
                     let proposal = json!({ "propose_adjustment": {
                         "reference": reference, "user": user, "direction": direction, "amount_cents": 25,
                         "reason": "live traffic", "proposer": "anna" } });

@@ -131,11 +131,12 @@ impl BooksFold {
     fn record(&mut self, item: LedgerItem) -> Result<(), BooksError> {
         match item {
             LedgerItem::Topup { reference, user, amount_cents, written_at_ms } => {
-                if self.counts(written_at_ms) && self.read_record(RecordKind::Topup, &reference) {
-                    self.expect(RecordKind::Topup, &reference, &user, amount_cents);
-                    let sum = self.topups_cents.plus(u128::from(amount_cents));
-                    self.topups_cents = sum.map_err(|Overflow| total_overflow("topup", &reference, amount_cents))?;
+                if !self.counts(written_at_ms) || !self.read_record(RecordKind::Topup, &reference) {
+                    return Ok(());
                 }
+                self.expect(RecordKind::Topup, &reference, &user, amount_cents);
+                let sum = self.topups_cents.plus(u128::from(amount_cents));
+                self.topups_cents = sum.map_err(|Overflow| total_overflow("topup", &reference, amount_cents))?;
             }
             LedgerItem::Withdrawal { id, user, amount_cents, status, written_at_ms, resolved_at_ms } => {
                 if !self.counts(written_at_ms) || !self.read_record(RecordKind::Withdrawal, &id) {
