@@ -43,7 +43,7 @@ export:
 trial-balance:
 	@$(FUNDS_ENV) cargo run -q -p local -- trial-balance $(DAY)
 
-## make funds PAYLOAD=events/adjustment-propose.json (or a JSON text): any payload to the funds
+## make funds PAYLOAD='{"audit": {"day": "2026-11-25"}}' (or a file): any payload to the funds
 ## function on make run's ledger (a withdrawal's resolution, an adjustment's proposal or approval)
 funds:
 	@$(FUNDS_ENV) cargo run -q -p local -- funds '$(PAYLOAD)'

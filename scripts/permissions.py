@@ -28,8 +28,11 @@ Who may invoke each function is checked the same way, on every parameter set: th
 (API Gateway, from this API only, never on an entry point that moves money outside a packet),
 and the resource-based policies of the two funds entry points, each naming its own caller's
 principal and nobody else: `funds` (FundsFunction: top-ups, the word on withdrawals) the
-`PaymentsPrincipal` parameter, `operator` (OperatorFunction: adjustments) `OperatorsPrincipal`.
-Each managed invoke policy grants lambda:InvokeFunction on exactly one of them. Which requests
+`PaymentsPrincipal` parameter, `operator` (OperatorFunction: adjustments) `OperatorsPrincipal`,
+and the operators' only through the function's URL signed with AWS_IAM (the signer is the
+operator: `lambda:InvokeFunction` with `InvokedViaFunctionUrl`, `lambda:InvokeFunctionUrl` with
+`FunctionUrlAuthType` AWS_IAM, and no function URL anywhere else). Each managed invoke policy
+grants the invocation of its own entry point alone, the operators' under the same conditions. Which requests
 each binary takes is the code's (`FundsEntry`), run on the binaries in
 local/tests/events_on_binaries.rs.
 https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html
@@ -161,6 +164,11 @@ def check(stack, calls, label):
 
 # Each entry point that moves money outside a packet, and the parameter naming who may invoke it.
 ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
+# The entry points reached through a function URL signed with the caller's own identity: the
+# signer is the operator, so nobody may invoke them but through the URL (AWS_IAM).
+SIGNED_URL = {"operator"}
+# Each managed invoke policy, and the one entry point it is for.
+INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds", "OperatorsInvokePolicy": "operator"}
 
 
 def function_named(stack, value):
@@ -174,17 +182,31 @@ def function_named(stack, value):
     return name
 
 
+def through_signed_url(action, properties_or_condition, statement=False):
+    """Whether a grant of `action` holds only through a function URL signed with AWS_IAM: the
+    URL action with `FunctionUrlAuthType: AWS_IAM`, the invoke action with
+    `InvokedViaFunctionUrl` (as a Permission's properties, or an identity policy's Condition)."""
+    if statement:
+        condition = properties_or_condition or {}
+        if action == "lambda:InvokeFunctionUrl":
+            return condition.get("StringEquals", {}).get("lambda:FunctionUrlAuthType") == "AWS_IAM"
+        return str(condition.get("Bool", {}).get("lambda:InvokedViaFunctionUrl")).lower() == "true"
+    if action == "lambda:InvokeFunctionUrl":
+        return properties_or_condition.get("FunctionUrlAuthType") == "AWS_IAM"
+    return str(properties_or_condition.get("InvokedViaFunctionUrl")).lower() == "true"
+
+
 def check_invokers(stack, label):
     """Every problem with who may invoke what, for one parameter set."""
     problems = []
-    api = [n for n in stack.created("AWS::ApiGatewayV2::Api")]
+    api = list(stack.created("AWS::ApiGatewayV2::Api"))
     granted = {}
     for permission in sorted(stack.created("AWS::Lambda::Permission")):
         properties = stack.properties(permission)
         function = function_named(stack, properties.get("FunctionName"))
         binary = binary_of(stack.resources[function]) if function else None
         principal, action = properties.get("Principal"), properties.get("Action")
-        if action != "lambda:InvokeFunction":
+        if action not in ("lambda:InvokeFunction", "lambda:InvokeFunctionUrl"):
             problems.append(f"[{label}] {permission}: grants {action}")
         if principal == "apigateway.amazonaws.com":
             source = properties.get("SourceArn", "")
@@ -196,17 +218,31 @@ def check_invokers(stack, label):
         expected = stack.parameters.get(ENTRY_POINTS.get(binary, ""), None)
         if binary not in ENTRY_POINTS or principal != expected or principal in ("*", ""):
             problems.append(f"[{label}] {permission}: {principal} may invoke {function} ({binary})")
-        granted[binary] = principal
+        if binary in SIGNED_URL and not through_signed_url(action, properties):
+            problems.append(f"[{label}] {permission}: {action} on {function} not only through its signed URL")
+        granted.setdefault(binary, set()).add((principal, action))
     for binary, parameter in ENTRY_POINTS.items():
-        if stack.parameters.get(parameter) and granted.get(binary) != stack.parameters[parameter]:
+        value = stack.parameters.get(parameter)
+        actions = {"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"} if binary in SIGNED_URL else {"lambda:InvokeFunction"}
+        if value and {(value, action) for action in actions} - granted.get(binary, set()):
             problems.append(f"[{label}] {parameter} is set and no resource policy lets it invoke the {binary} entry point")
     functions = {binary_of(stack.resources[f]): f for f in stack.created("AWS::Lambda::Function")}
+    for url in stack.created("AWS::Lambda::Url"):
+        properties = stack.properties(url)
+        target = function_named(stack, properties.get("TargetFunctionArn"))
+        if binary_of(stack.resources[target]) not in SIGNED_URL or properties.get("AuthType") != "AWS_IAM":
+            problems.append(f"[{label}] {url}: a function URL on {target} with AuthType {properties.get('AuthType')}")
     for policy in sorted(stack.created("AWS::IAM::ManagedPolicy")):
+        binary = INVOKE_POLICIES.get(policy)
         statements = stack.properties(policy)["PolicyDocument"]["Statement"]
-        grants = [grant for statement in statements for grant in iam.grants(statement)]
-        targets = {function_named(stack, resource) for action, resource in grants if action == "lambda:InvokeFunction"}
-        if len(grants) != 1 or len(targets) != 1 or not targets <= {functions.get(b) for b in ENTRY_POINTS}:
-            problems.append(f"[{label}] {policy}: grants {grants}, not the invocation of one entry point")
+        for statement in statements:
+            for action, resource in iam.grants(statement):
+                if binary is None or function_named(stack, resource) != functions.get(binary):
+                    problems.append(f"[{label}] {policy}: grants {action} on {resource}, not its own entry point")
+                elif binary in SIGNED_URL and not through_signed_url(action, statement.get("Condition"), statement=True):
+                    problems.append(f"[{label}] {policy}: grants {action} not only through the signed URL")
+                elif binary not in SIGNED_URL and action != "lambda:InvokeFunction":
+                    problems.append(f"[{label}] {policy}: grants {action}")
     return problems
 
 

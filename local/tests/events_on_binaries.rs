@@ -316,15 +316,38 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert_eq!(resolved[1]["withdrawal"]["applied"], false, "paid once: {}", resolved[1]);
     assert_eq!(resolved[2]["errorType"], "InvalidFundsRequest", "{}", resolved[2]);
 
-    // adjustment-propose.json and adjustment-approve.json on operator, the operators' entry point:
-    // proposed by one, applied once by another; the payments entry point refuses an adjustment,
-    // the operators' a top-up.
-    let steps = vec![event("adjustment-propose.json"), event("adjustment-approve.json"), event("topup.json")];
+    // adjustment-propose.json and adjustment-approve.json on operator, the operators' function URL
+    // (signed by anna, then by ben): proposed, then applied once (an earlier pass may have done
+    // both: the same answers, applied false); a top-up's body there is refused. The payments
+    // entry point refuses an adjustment.
+    let mut topup_there = event("adjustment-approve.json");
+    events::set_body(&mut topup_there, &event("topup.json").to_string());
+    topup_there.name = "a top-up's body on the operators' URL".into();
+    let steps = vec![event("adjustment-propose.json"), event("adjustment-approve.json"), topup_there];
     let adjusted = on_emulator_with("operator", &wallet, steps).await;
-    assert!(adjusted[0]["adjustment"]["adjustment"]["proposer"].is_string(), "{}", adjusted[0]);
-    assert_eq!(adjusted[1]["adjustment"]["adjustment"]["status"], "applied", "{}", adjusted[1]);
-    assert_eq!(adjusted[2]["errorType"], "InvalidFundsRequest", "{}", adjusted[2]);
-    let refused = on_emulator_with("funds", &wallet, vec![event("adjustment-approve.json")]).await;
+    let (status, proposed) = status_and_body(&adjusted[0]);
+    assert_eq!(status, 200, "{}", adjusted[0]);
+    assert!(
+        proposed["adjustment"]["adjustment"]["proposer"].as_str().unwrap().ends_with("/anna@example.com"),
+        "{}",
+        adjusted[0]
+    );
+    let (status, approved) = status_and_body(&adjusted[1]);
+    assert_eq!(
+        (status, approved["adjustment"]["adjustment"]["status"].as_str()),
+        (200, Some("applied")),
+        "{}",
+        adjusted[1]
+    );
+    let (status, refused_here) = status_and_body(&adjusted[2]);
+    assert_eq!((status, refused_here["error"]["field"].as_str()), (400, Some("topup")), "{}", adjusted[2]);
+    let proposal_body: Value =
+        serde_json::from_str(event("adjustment-propose.json")["body"].as_str().unwrap()).unwrap();
+    let mut proposal = proposal_body.clone();
+    proposal["propose_adjustment"]["proposer"] = "anna".into();
+    let refused =
+        on_emulator_with("funds", &wallet, vec![Event::named("a proposal on the payments entry point", proposal)])
+            .await;
     assert_eq!(refused[0]["errorType"], "InvalidFundsRequest", "{}", refused[0]);
     assert!(refused[0]["errorMessage"].as_str().unwrap().contains("OperatorFunction"), "{}", refused[0]);
 }

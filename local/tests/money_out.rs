@@ -44,21 +44,58 @@ async fn balance(stack: &Stack, who: &str) -> Cents {
     stack.ledger.balance(&user(who)).await.unwrap()
 }
 
-/// The funds entry points' handler, as the payments system and the operators invoke them: an
-/// adjustment through the operators' entry point (`operator`), anything else through the payments
-/// system's (`funds`), each on a client of its own (its calls are recorded as that function's,
-/// for its role's check).
+const OPERATOR_EVENT: &str = include_str!("../../events/adjustment-approve.json");
+
+/// The IAM identity an operator signs with (an assumed role's session).
+fn operator(name: &str) -> String {
+    format!("arn:aws:sts::123456789012:assumed-role/RedPacketsOperators/{name}")
+}
+
+/// The funds entry points, as their callers reach them, each on a DynamoDB client of its own
+/// (its calls recorded as that function's, for its role's check): the payments system's
+/// requests invoke `funds`; an operator's (an adjustment step, the audit trail) go to the
+/// operators' function URL, signed by the operator the payload names (its `proposer` or
+/// `approver`, taken out of the body and made the signer), and a refusal is read back as the
+/// payments entry point would say it (`<field>: <message>`).
 async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
     let operators = ["propose_adjustment", "approve_adjustment", "audit"].iter().any(|key| payload.get(key).is_some());
-    let (binary, entry) = if operators { ("operator", FundsEntry::Operator) } else { ("funds", FundsEntry::Payments) };
+    let binary = if operators { "operator" } else { "funds" };
     let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), binary);
     let ledger = DynamoLedger::new(client, &stack.config);
     let reports = ReportDirectory::new(std::env::temp_dir().join("money-out-reports"));
-    let event = LambdaEvent::new(payload, Context::default());
-    funds::handle(&ledger, stack.clock.as_ref(), &reports, entry, event)
-        .await
-        .map(|response| serde_json::to_value(response).unwrap())
-        .map_err(Diagnostic::from)
+    if !operators {
+        let event = LambdaEvent::new(payload, Context::default());
+        return funds::handle(&ledger, stack.clock.as_ref(), &reports, FundsEntry::Payments, event)
+            .await
+            .map(|response| serde_json::to_value(response).unwrap())
+            .map_err(Diagnostic::from);
+    }
+    let mut payload = payload;
+    let mut signer = operator("auditor");
+    for (key, field) in [("propose_adjustment", "proposer"), ("approve_adjustment", "approver")] {
+        if let Some(named) =
+            payload.get_mut(key).and_then(Value::as_object_mut).and_then(|request| request.remove(field))
+        {
+            signer = operator(named.as_str().unwrap());
+        }
+    }
+    let mut event: Value = serde_json::from_str(OPERATOR_EVENT).unwrap();
+    event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(signer);
+    red_packets::events::set_body(&mut event, &payload.to_string());
+    let request = red_packets::events::to_request(&event).unwrap();
+    let response = funds::operator::handle_url(&ledger, stack.clock.as_ref(), &reports, request).await.unwrap();
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    match response.status().as_u16() {
+        200 => Ok(body),
+        status => Err(Diagnostic {
+            error_type: if status == 400 { "InvalidFundsRequest".into() } else { format!("HTTP {status}") },
+            error_message: format!(
+                "{}: {}",
+                body["error"]["field"].as_str().unwrap_or(""),
+                body["error"]["message"].as_str().unwrap_or("")
+            ),
+        }),
+    }
 }
 
 async fn books(stack: &Stack, when: &str) -> Reconciliation {
@@ -134,6 +171,17 @@ async fn a_withdrawal_paid_and_one_failed_each_delivered_twice_conserve_the_mone
     let unknown = funds(&stack, word("withdrawal_paid", "wd-00000000000000000000000000000000", "p")).await.unwrap_err();
     assert!(unknown.error_message.contains("no such withdrawal"), "{}", unknown.error_message);
 
+    // What the payments system reads to pay one out: the destination the user chose.
+    let found = funds(&stack, json!({ "withdrawal": { "withdrawal_id": failed_id } })).await.unwrap();
+    let found = &found["withdrawal_found"];
+    assert_eq!(
+        (found["destination"].as_str(), found["amount_cents"].as_u64(), found["status"].as_str()),
+        (Some("card-2"), Some(200), Some("failed"))
+    );
+    let unknown =
+        funds(&stack, json!({ "withdrawal": { "withdrawal_id": "wd-00000000000000000000000000000001" } })).await;
+    assert!(unknown.unwrap_err().error_message.starts_with("withdrawal_id: no such withdrawal"));
+
     // Each step is an event on its item: asked for, then paid or failed.
     assert_eq!(event_type(&withdrawal_item(&stack, paid_id).await), "WithdrawalPaid");
     assert_eq!(event_type(&withdrawal_item(&stack, failed_id).await), "WithdrawalFailed");
@@ -178,7 +226,7 @@ async fn an_adjustment_is_refused_to_its_proposer_and_applied_once_by_another_op
 
     let applied = funds(&stack, approve("ben")).await.unwrap();
     assert_eq!(applied["adjustment"]["applied"].as_bool(), Some(true), "{applied}");
-    assert_eq!(applied["adjustment"]["adjustment"]["approver"], "ben");
+    assert_eq!(applied["adjustment"]["adjustment"]["approver"], operator("ben"), "the signer, not a name in the body");
     assert_eq!(applied["adjustment"]["balance_cents"], 120);
     for approver in ["ben", "carl"] {
         let replay = funds(&stack, approve(approver)).await.unwrap();
@@ -203,7 +251,7 @@ async fn an_adjustment_is_refused_to_its_proposer_and_applied_once_by_another_op
     let event = movement.item.unwrap()["event"].as_m().unwrap().clone();
     assert_eq!(
         (event["proposed_by"].as_s().unwrap(), event["approved_by"].as_s().unwrap()),
-        (&"anna".to_owned(), &"ben".to_owned())
+        (&operator("anna"), &operator("ben"))
     );
     assert_eq!(event["type"].as_s().unwrap(), "WalletCredited");
 
@@ -515,16 +563,18 @@ async fn every_operator_and_payments_action_is_in_its_days_audit_trail() {
     let day = red_packets::ports::Books::business_day(&stack.ledger).day_of(stack.clock.now_ms());
     let trail = funds(&stack, json!({ "audit": { "day": day } })).await.unwrap();
     let entries = trail["audit"]["entries"].as_array().unwrap();
-    let steps: Vec<(&str, &str, &str)> = entries
+    let steps: Vec<(&str, &str, String)> = entries
         .iter()
-        .map(|e| (e["action"].as_str().unwrap(), e["subject"].as_str().unwrap(), e["actor"].as_str().unwrap()))
+        .map(|e| {
+            (e["action"].as_str().unwrap(), e["subject"].as_str().unwrap(), e["actor"].as_str().unwrap().to_owned())
+        })
         .collect();
     assert_eq!(
         steps,
         vec![
-            ("withdrawal_failed", id.as_str(), "payments-system"),
-            ("adjustment_proposed", "au-case", "anna"),
-            ("adjustment_approved", "au-case", "ben"),
+            ("withdrawal_failed", id.as_str(), "payments-system".to_owned()),
+            ("adjustment_proposed", "au-case", operator("anna")),
+            ("adjustment_approved", "au-case", operator("ben")),
         ],
         "once each, in time order; the refused approval and the second delivery left none: {trail}"
     );

@@ -91,13 +91,11 @@ class DerivedPermissions(unittest.TestCase):
         self.assertFalse(any("GrabFunction" in p for p in problems), problems)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):
     """Two funds entry points with the given Permission resources and one invoke policy."""
-    function = lambda binary: {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
+    def function(binary):
+        return {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
     resources = {
         "HttpApi": {"Type": "AWS::ApiGatewayV2::Api"},
         "FundsFunction": function("funds"),
@@ -148,4 +146,25 @@ class Invokers(unittest.TestCase):
         stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})},
                                    policy_resources=("FundsFunction", "OperatorFunction")))
         problems = permissions.check_invokers(stack, "t")
-        self.assertTrue(any("PaymentsInvokePolicy: grants" in p for p in problems), problems)
+        self.assertTrue(any("PaymentsInvokePolicy: grants lambda:InvokeFunction on" in p and "not its own entry point" in p
+                            for p in problems), problems)
+
+    def test_the_operators_entry_point_only_through_its_signed_url(self):
+        def operators(properties):
+            template = entry_points({})
+            template["Parameters"]["OperatorsPrincipal"]["Default"] = "111122223333"
+            for name, extra in properties.items():
+                template["Resources"][name] = {"Type": "AWS::Lambda::Permission", "Properties": {
+                    "FunctionName": {"Fn::GetAtt": ["OperatorFunction", "Arn"]}, "Principal": {"Ref": "OperatorsPrincipal"}, **extra}}
+            return permissions.check_invokers(Stack(template), "t")
+        signed = {"Url": {"Action": "lambda:InvokeFunctionUrl", "FunctionUrlAuthType": "AWS_IAM"},
+                  "Invoke": {"Action": "lambda:InvokeFunction", "InvokedViaFunctionUrl": True}}
+        self.assertEqual([p for p in operators(signed) if "Operator" in p], [])
+        direct = dict(signed, Invoke={"Action": "lambda:InvokeFunction"})
+        self.assertTrue(any("not only through its signed URL" in p for p in operators(direct)), operators(direct))
+        missing = {"Url": signed["Url"]}
+        self.assertTrue(any("OperatorsPrincipal is set" in p for p in operators(missing)), operators(missing))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -11,7 +11,7 @@ use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
-use crate::domain::withdrawal::{ResolutionResult, WithdrawalResolution, WithdrawalStatus};
+use crate::domain::withdrawal::{ResolutionResult, Withdrawal, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
 use crate::ports::{Adjustments, AuditTrail, Books, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN};
 use crate::telemetry::RECONCILIATION_MISMATCH;
@@ -45,6 +45,9 @@ pub enum FundsRequest {
     WithdrawalPaid(WithdrawalResolution),
     /// The payments system could not: the money goes back to the wallet.
     WithdrawalFailed(WithdrawalResolution),
+    /// The payments system reads a withdrawal it was told of (`WithdrawalRequested`) to pay it
+    /// out: its user, amount, destination and state (`{"withdrawal": {"withdrawal_id": "wd-…"}}`).
+    Withdrawal(WithdrawalLookup),
     /// An operator proposes an adjustment (it moves no money yet).
     ProposeAdjustment(AdjustmentProposal),
     /// Another operator approves it: it moves the money.
@@ -67,6 +70,7 @@ impl FundsRequest {
             FundsRequest::Topup(_) => "topup",
             FundsRequest::WithdrawalPaid(_) => "withdrawal_paid",
             FundsRequest::WithdrawalFailed(_) => "withdrawal_failed",
+            FundsRequest::Withdrawal(_) => "withdrawal",
             FundsRequest::ProposeAdjustment(_) => "propose_adjustment",
             FundsRequest::ApproveAdjustment(_) => "approve_adjustment",
             FundsRequest::Reconcile(_) => "reconcile",
@@ -84,6 +88,14 @@ pub struct DayReport {
     /// The business day, `YYYY-MM-DD`; default: the day before today (in the business time zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub day: Option<String>,
+}
+
+/// Which withdrawal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawalLookup {
+    /// Its id (`wd-…`).
+    pub withdrawal_id: String,
 }
 
 /// Which day's audit trail.
@@ -215,6 +227,8 @@ pub enum FundsResponse {
     Topup(TopUpResult),
     /// A withdrawal's resolution.
     Withdrawal(ResolutionResult),
+    /// A withdrawal as it is now (`{"withdrawal_found": {…}}`).
+    WithdrawalFound(Withdrawal),
     /// An adjustment proposed or approved.
     Adjustment(AdjustmentResult),
     /// What reconciliation found.
@@ -332,6 +346,12 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R:
             let result = ledger.resolve_withdrawal(resolution, outcome, clock.now_ms()).await?;
             tracing::info!(withdrawal_id = %resolution.withdrawal_id, reference = %resolution.reference, outcome = outcome.as_str(), applied = result.applied, "withdrawal resolved");
             Ok(FundsResponse::Withdrawal(result))
+        }
+        FundsRequest::Withdrawal(WithdrawalLookup { withdrawal_id }) => {
+            let found = ledger.withdrawal(withdrawal_id).await?;
+            Ok(FundsResponse::WithdrawalFound(
+                found.ok_or_else(|| Invalid::field("withdrawal_id", "no such withdrawal"))?,
+            ))
         }
         FundsRequest::ProposeAdjustment(proposal) => {
             let result = ledger.propose_adjustment(proposal, clock.now_ms()).await?;

@@ -19,7 +19,7 @@ use crate::domain::recovery::Casualty;
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
 use crate::domain::withdrawal::{
-    ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+    ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
 use crate::domain::{
     BusinessDay, Cents, Currency, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId,
@@ -304,6 +304,10 @@ pub trait Withdrawals: Send + Sync {
         request: &WithdrawalRequest,
         now_ms: Millis,
     ) -> impl Future<Output = Result<WithdrawalReceipt, StoreError>> + Send;
+
+    /// Withdrawal `id` as it is now (its user, amount, destination and state); `None` when the
+    /// ledger holds none: what the payments system reads to pay one out.
+    fn withdrawal(&self, id: &str) -> impl Future<Output = Result<Option<Withdrawal>, StoreError>> + Send;
 
     /// Resolves pending withdrawal `resolution.withdrawal_id` to `outcome` (`Paid`: the money
     /// has left; `Failed`: it goes back to the balance), once: the same word again changes

@@ -99,50 +99,97 @@ async fn the_sample_withdrawal_resolutions_and_adjustment_apply_once() {
     assert_eq!(failed.error_type, "InvalidFundsRequest");
     assert!(failed.error_message.starts_with("withdrawal_id: already paid"), "{}", failed.error_message);
 
-    let proposed = call(&ledger, serde_json::from_str(PROPOSE_EVENT).unwrap()).await.unwrap();
-    assert_eq!(proposed["adjustment"]["adjustment"]["status"], json!("proposed"), "{proposed}");
-    let approved = call(&ledger, serde_json::from_str(APPROVE_EVENT).unwrap()).await.unwrap();
-    assert_eq!(approved["adjustment"]["applied"], json!(true), "{approved}");
-    assert_eq!(approved["adjustment"]["balance_cents"], json!(120), "bob made whole");
-    let mut own: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
-    own["approve_adjustment"]["approver"] = proposed["adjustment"]["adjustment"]["proposer"].clone();
-    let refused = call(&ledger, own).await.unwrap_err();
-    assert!(refused.error_message.starts_with("approver:"), "{}", refused.error_message);
+    // The sample adjustment through the operators' function URL: proposed by anna's signed
+    // identity, approved by ben's; anna's own approval refused, whatever the body says.
+    let proposed = operator(&ledger, PROPOSE_EVENT, None).await;
+    assert_eq!(proposed.0, 200, "{}", proposed.1);
+    assert_eq!(proposed.1["adjustment"]["adjustment"]["status"], json!("proposed"));
+    let anna = proposed.1["adjustment"]["adjustment"]["proposer"].as_str().unwrap().to_owned();
+    assert!(
+        anna.starts_with("arn:aws:sts::123456789012:assumed-role/") && anna.ends_with("/anna@example.com"),
+        "{anna}"
+    );
+    let own = operator(&ledger, APPROVE_EVENT, Some(&anna)).await;
+    assert_eq!((own.0, own.1["error"]["field"].as_str()), (400, Some("approver")), "{}", own.1);
+    let approved = operator(&ledger, APPROVE_EVENT, None).await;
+    assert_eq!(approved.0, 200, "{}", approved.1);
+    assert_eq!(approved.1["adjustment"]["applied"], json!(true));
+    assert_eq!(approved.1["adjustment"]["balance_cents"], json!(120), "bob made whole");
+    assert!(approved.1["adjustment"]["adjustment"]["approver"].as_str().unwrap().ends_with("/ben@example.com"));
 }
 
-/// The payments system's entry point never takes an adjustment; the operators' never moves
-/// money in or resolves a withdrawal: each is refused before the ledger is touched.
+/// The operators' function URL: `event` (a sample) signed by `signer` instead of its own.
+async fn operator(ledger: &DynamoLedger, event: &str, signer: Option<&str>) -> (u16, Value) {
+    let mut event: Value = serde_json::from_str(event).unwrap();
+    if let Some(signer) = signer {
+        event["requestContext"]["authorizer"]["iam"]["userArn"] = json!(signer);
+    }
+    let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
+    let request = red_packets::events::to_request(&event).unwrap();
+    let response = funds::operator::handle_url(ledger, &SystemClock, &reports, request).await.unwrap();
+    (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
+}
+
+/// The operators' function URL answers only a signed caller, and never takes a name in the body
+/// for the signer's.
+#[tokio::test]
+async fn the_operators_url_takes_its_operator_from_the_signature_alone() {
+    let ledger = ledger().await;
+    let mut unsigned: Value = serde_json::from_str(PROPOSE_EVENT).unwrap();
+    unsigned["requestContext"]["authorizer"] = json!(null);
+    let (status, body) = operator(&ledger, &unsigned.to_string(), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")), "{body}");
+    let mut forged: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
+    red_packets::events::set_body(
+        &mut forged,
+        r#"{"approve_adjustment": {"reference": "x", "approver": "ben@example.com"}}"#,
+    );
+    let (status, body) = operator(&ledger, &forged.to_string(), None).await;
+    assert_eq!((status, body["error"]["field"].as_str()), (400, Some("approver")), "{body}");
+    let mut topup: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
+    red_packets::events::set_body(&mut topup, TOPUP_EVENT);
+    let (status, body) = operator(&ledger, &topup.to_string(), None).await;
+    assert_eq!((status, body["error"]["field"].as_str()), (400, Some("topup")), "not this entry point's: {body}");
+}
+
+/// The payments system's entry point never takes an adjustment, nor the operators' entry point
+/// (the same handler behind its URL) a top-up or a withdrawal's word: each is refused before the
+/// ledger is touched.
 #[tokio::test]
 async fn each_entry_point_refuses_the_other_callers_requests() {
     let ledger = ledger().await;
     let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
-    let at = |entry: FundsEntry, payload: &str| {
-        let event = LambdaEvent::new(serde_json::from_str(payload).unwrap(), Context::default());
+    let at = |entry: FundsEntry, payload: Value| {
+        let event = LambdaEvent::new(payload, Context::default());
         let (ledger, reports) = (&ledger, &reports);
         async move { handle(ledger, &SystemClock, reports, entry, event).await.map_err(Diagnostic::from) }
     };
-    let refused = at(FundsEntry::Payments, PROPOSE_EVENT).await.unwrap_err();
+    let proposal = json!({ "propose_adjustment": {
+        "reference": "entry-1", "user": "bob", "direction": "credit", "amount_cents": 1, "reason": "r", "proposer": "anna" } });
+    let refused = at(FundsEntry::Payments, proposal.clone()).await.unwrap_err();
     assert_eq!(refused.error_type, "InvalidFundsRequest");
     assert!(
         refused.error_message.starts_with("propose_adjustment: not taken by this entry point (payments)"),
         "{}",
         refused.error_message
     );
-    assert!(at(FundsEntry::Payments, APPROVE_EVENT).await.is_err());
-    let refused = at(FundsEntry::Operator, TOPUP_EVENT).await.unwrap_err();
+    let refused = at(FundsEntry::Operator, serde_json::from_str(TOPUP_EVENT).unwrap()).await.unwrap_err();
     assert!(
         refused.error_message.starts_with("topup: not taken by this entry point (operator)"),
         "{}",
         refused.error_message
     );
-    assert!(at(FundsEntry::Operator, WITHDRAWAL_PAID_EVENT).await.is_err());
+    assert!(at(FundsEntry::Operator, serde_json::from_str(WITHDRAWAL_PAID_EVENT).unwrap()).await.is_err());
     assert_eq!(
         ledger.balance(&red_packets::domain::UserId::from_claim("alice").unwrap()).await.unwrap(),
         0,
         "nothing moved"
     );
-    assert!(at(FundsEntry::Operator, PROPOSE_EVENT).await.is_ok(), "the operators' own request");
-    assert!(at(FundsEntry::Payments, TOPUP_EVENT).await.is_ok(), "the payments system's own request");
+    assert!(at(FundsEntry::Operator, proposal).await.is_ok(), "the operators' own request");
+    assert!(
+        at(FundsEntry::Payments, serde_json::from_str(TOPUP_EVENT).unwrap()).await.is_ok(),
+        "the payments system's own"
+    );
 }
 
 #[tokio::test]

@@ -45,7 +45,8 @@ pub struct AdjustmentProposal {
     pub amount_cents: Cents,
     /// Why, for the audit trail (1..=500 characters).
     pub reason: String,
-    /// Who proposes it (an operator's name, 1..=64 of `[A-Za-z0-9_.:@-]`).
+    /// Who proposes it: the operator's identity (in AWS, the signed caller's IAM ARN; 1..=256 of
+    /// `[A-Za-z0-9_.:@/+=,-]`).
     pub proposer: String,
     /// A chargeback: the reference of the top-up it reverses (a debit, at most its amount).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,9 +56,10 @@ pub struct AdjustmentProposal {
 /// Most characters a reason may have.
 pub const MAX_REASON_CHARS: usize = 500;
 
-/// True for an operator's name: 1..=64 of `[A-Za-z0-9_.:@-]`.
+/// True for an operator's identity: 1..=256 of `[A-Za-z0-9_.:@/+=,-]`, an IAM ARN's characters
+/// (`arn:aws:sts::123456789012:assumed-role/operators/anna@example.com`) or a plain name.
 pub fn operator_ok(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:@-".contains(&b))
+    (1..=256).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.:@/+=,-".contains(&b))
 }
 
 impl AdjustmentProposal {
@@ -74,7 +76,7 @@ impl AdjustmentProposal {
             return Err(Invalid::field("reason", format!("reason must be 1..={MAX_REASON_CHARS} characters")));
         }
         if !operator_ok(&self.proposer) {
-            return Err(Invalid::field("proposer", "proposer must be 1..=64 of [A-Za-z0-9_.:@-]"));
+            return Err(Invalid::field("proposer", "proposer must be 1..=256 of [A-Za-z0-9_.:@/+=,-]"));
         }
         if let Some(topup) = &self.chargeback_of {
             if !reference_ok(topup) {
@@ -105,7 +107,7 @@ impl AdjustmentApproval {
             return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
         }
         if !operator_ok(&self.approver) {
-            return Err(Invalid::field("approver", "approver must be 1..=64 of [A-Za-z0-9_.:@-]"));
+            return Err(Invalid::field("approver", "approver must be 1..=256 of [A-Za-z0-9_.:@/+=,-]"));
         }
         Ok(())
     }

@@ -61,7 +61,7 @@ pub struct AuditEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Attribution {
-    /// The operator's name (1..=64 of `[A-Za-z0-9_.:@-]`).
+    /// The operator's identity (1..=256 of `[A-Za-z0-9_.:@/+=,-]`).
     pub operator: String,
     /// Why (1..=500 characters).
     pub reason: String,
@@ -71,7 +71,7 @@ impl Attribution {
     /// Checks the operator's name and the reason.
     pub fn validate(&self) -> Result<(), Invalid> {
         if !operator_ok(&self.operator) {
-            return Err(Invalid::field("operator", "operator must be 1..=64 of [A-Za-z0-9_.:@-]"));
+            return Err(Invalid::field("operator", "operator must be 1..=256 of [A-Za-z0-9_.:@/+=,-]"));
         }
         if self.reason.trim().is_empty() || self.reason.chars().count() > 500 {
             return Err(Invalid::field("reason", "reason must be 1..=500 characters"));

@@ -235,23 +235,23 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
     }
 
     /// Takes `ids` out of quarantine (an operator explained them, `by`); the next pass settles
-    /// them again. Each packet that was in quarantine is an entry of the audit trail, written
-    /// once Redis has released it. Returns how many were in quarantine.
+    /// them again. Each release is an entry of the audit trail, written before Redis releases
+    /// the packet, so no release goes unrecorded: a run that fails between the two leaves the
+    /// entry of a release the operator's retry then makes (the entry records the operator's
+    /// act; the summary says what was in quarantine). Returns how many were in quarantine.
     pub async fn release(&self, ids: &[PacketId], by: &Attribution) -> Result<u32, StoreError> {
         let mut released = 0;
         for id in ids {
-            if self.store.release(id).await? {
-                released += 1;
-                let now_ms = self.clock.now_ms();
-                let entry = AuditEntry {
-                    at: rfc3339(now_ms),
-                    action: AuditAction::PacketReleased,
-                    subject: id.to_string(),
-                    actor: by.operator.clone(),
-                    reason: by.reason.clone(),
-                };
-                self.ledger.record(entry, now_ms).await?;
-            }
+            let now_ms = self.clock.now_ms();
+            let entry = AuditEntry {
+                at: rfc3339(now_ms),
+                action: AuditAction::PacketReleased,
+                subject: id.to_string(),
+                actor: by.operator.clone(),
+                reason: by.reason.clone(),
+            };
+            self.ledger.record(entry, now_ms).await?;
+            released += u32::from(self.store.release(id).await?);
         }
         Ok(released)
     }

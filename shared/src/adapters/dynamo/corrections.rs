@@ -23,7 +23,8 @@ use crate::domain::adjustment::{
 use crate::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::withdrawal::{
-    resolution_allowed, ResolutionResult, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+    resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
+    WithdrawalStatus,
 };
 use crate::domain::{Funds, UserId};
 use crate::ports::{Adjustments, AuditTrail, Conflict, StoreError, Withdrawals};
@@ -138,6 +139,11 @@ impl Withdrawals for DynamoLedger {
         Ok(WithdrawalReceipt { withdrawal: withdrawal.withdrawal(), created, balance_cents: self.balance(user).await? })
     }
 
+    async fn withdrawal(&self, id: &str) -> Result<Option<Withdrawal>, StoreError> {
+        let item: Option<WithdrawalItem> = self.get(withdrawal_pk(id), WITHDRAWAL.into()).await?;
+        Ok(item.map(|item| item.withdrawal()))
+    }
+
     /// One transaction: the withdrawal to `outcome` (only while pending), its debit movement's
     /// state, and for a failure the return of its money (a new movement and the balance's
     /// credit). A second delivery of the same word changes nothing; a contradicting one is
@@ -228,6 +234,10 @@ impl Withdrawals for DynamoLedger {
                 Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal() })
             }
             Err(failed) => {
+                if failed.refused_by(Write::Movement).is_some() {
+                    let what = format!("withdrawal {id}: its debit movement {} is missing", withdrawal.movement_sk);
+                    return Err(StoreError::Corrupt(what));
+                }
                 // Resolved by a concurrent delivery between the read and the write.
                 let Some(reason) = failed.refused_by(Write::Withdrawal) else { return Err(unavailable(failed.error)) };
                 let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);

@@ -506,6 +506,10 @@ impl Withdrawals for MemoryLedger {
         Ok(WithdrawalReceipt { withdrawal, created, balance_cents })
     }
 
+    async fn withdrawal(&self, id: &str) -> Result<Option<Withdrawal>, StoreError> {
+        Ok(self.state()?.withdrawals.get(id).cloned())
+    }
+
     async fn resolve_withdrawal(
         &self,
         resolution: &WithdrawalResolution,
