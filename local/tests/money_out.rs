@@ -602,3 +602,41 @@ async fn every_operator_and_payments_action_is_in_its_days_audit_trail() {
     let bad = funds(&stack, json!({ "audit": { "day": "today" } })).await.unwrap_err();
     assert!(bad.error_message.starts_with("day:"), "{}", bad.error_message);
 }
+
+/// The payments system's word delivered four times at once, for twenty withdrawals: each applied
+/// exactly once, every other delivery a replay (never an error), and the money returned once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_deliveries_of_one_word_apply_it_once() {
+    use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
+    use red_packets::ports::Withdrawals;
+
+    let stack = Arc::new(wallet_stack("money-out-concurrent").await);
+    top_up(&stack, "cc-alice", 100_000, "cc-pay-1").await;
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        let (status, out) = stack
+            .withdraw("cc-alice", &json!({ "amount_cents": 100, "destination": "card-1" }), &format!("cc-{n}"))
+            .await;
+        assert_eq!(status, 201, "{out}");
+        ids.push(out["withdrawal_id"].as_str().unwrap().to_owned());
+    }
+    let mut deliveries = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        let outcome = if n % 2 == 0 { WithdrawalStatus::Paid } else { WithdrawalStatus::Failed };
+        for _ in 0..4 {
+            let (stack, resolution) =
+                (stack.clone(), WithdrawalResolution { withdrawal_id: id.clone(), reference: format!("po-{id}") });
+            deliveries.push(tokio::spawn(async move {
+                stack.ledger.resolve_withdrawal(&resolution, outcome, stack.clock.now_ms()).await
+            }));
+        }
+    }
+    let mut applied = 0;
+    for delivery in futures::future::join_all(deliveries).await {
+        let result = delivery.unwrap().expect("a second delivery is a replay, never an error");
+        applied += usize::from(result.applied);
+    }
+    assert_eq!(applied, ids.len(), "each word applied once");
+    assert_eq!(balance(&stack, "cc-alice").await, 100_000 - 10 * 100, "the ten failed ones returned once each");
+    books(&stack, "after the concurrent deliveries").await;
+}

@@ -234,15 +234,18 @@ impl Withdrawals for DynamoLedger {
                 Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal() })
             }
             Err(failed) => {
+                // Resolved by a concurrent delivery between the read and the write (the
+                // withdrawal's own condition: whatever else the cancellation names with it).
+                if let Some(reason) = failed.refused_by(Write::Withdrawal) {
+                    let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
+                    resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
+                    return Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal() });
+                }
                 if failed.refused_by(Write::Movement).is_some() {
                     let what = format!("withdrawal {id}: its debit movement {} is missing", withdrawal.movement_sk);
                     return Err(StoreError::Corrupt(what));
                 }
-                // Resolved by a concurrent delivery between the read and the write.
-                let Some(reason) = failed.refused_by(Write::Withdrawal) else { return Err(unavailable(failed.error)) };
-                let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
-                resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
-                Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal() })
+                Err(unavailable(failed.error))
             }
         }
     }
