@@ -234,8 +234,9 @@ impl Withdrawals for DynamoLedger {
                 Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal() })
             }
             Err(failed) => {
-                // Resolved by a concurrent delivery between the read and the write (the
-                // withdrawal's own condition: whatever else the cancellation names with it).
+                // Resolved by a concurrent delivery between the read and the write: read by the
+                // withdrawal's own condition first, whatever else the cancellation names as failed
+                // with it (DynamoDB Local names the debit movement's too).
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
                     resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
