@@ -200,7 +200,7 @@ impl Withdrawals for DynamoLedger {
             .expect("movement state update");
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, TransactWriteItem::builder().update(resolved).build());
-        items.push(Write::Movement, TransactWriteItem::builder().update(debit_state).build());
+        items.push(Write::DebitState, TransactWriteItem::builder().update(debit_state).build());
         let action = if outcome == WithdrawalStatus::Failed {
             AuditAction::WithdrawalFailed
         } else {
@@ -236,13 +236,14 @@ impl Withdrawals for DynamoLedger {
             Err(failed) => {
                 // Resolved by a concurrent delivery between the read and the write: read by the
                 // withdrawal's own condition first, whatever else the cancellation names as failed
-                // with it (DynamoDB Local names the debit movement's too).
+                // with it (a failure's return movement, which a delivery at the same instant wrote
+                // under the same key).
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
                     resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
                     return Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal() });
                 }
-                if failed.refused_by(Write::Movement).is_some() {
+                if failed.refused_by(Write::DebitState).is_some() {
                     let what = format!("withdrawal {id}: its debit movement {} is missing", withdrawal.movement_sk);
                     return Err(StoreError::Corrupt(what));
                 }

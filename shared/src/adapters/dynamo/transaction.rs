@@ -38,9 +38,10 @@ pub(super) enum Write {
     Packet,
     /// A wallet's balance (a debit's condition is that it covers the amount).
     Balance,
-    /// A wallet movement, new only (a grab's credit, a refund's, a top-up's, a send's debit, …),
-    /// or a withdrawal's debit taking its resolution's state.
+    /// A wallet movement, new only: a grab's credit, a refund's, a top-up's, a send's debit, …
     Movement,
+    /// A withdrawal's debit movement taking its resolution's state (it must exist).
+    DebitState,
     /// A top-up's record, one per payment reference (a chargeback marks it, once).
     Topup,
     /// A withdrawal (new for its id; resolved only while pending).
