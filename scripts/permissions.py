@@ -182,18 +182,21 @@ def function_named(stack, value):
     return name
 
 
-def through_signed_url(action, properties_or_condition, statement=False):
-    """Whether a grant of `action` holds only through a function URL signed with AWS_IAM: the
-    URL action with `FunctionUrlAuthType: AWS_IAM`, the invoke action with
-    `InvokedViaFunctionUrl` (as a Permission's properties, or an identity policy's Condition)."""
-    if statement:
-        condition = properties_or_condition or {}
-        if action == "lambda:InvokeFunctionUrl":
-            return condition.get("StringEquals", {}).get("lambda:FunctionUrlAuthType") == "AWS_IAM"
-        return str(condition.get("Bool", {}).get("lambda:InvokedViaFunctionUrl")).lower() == "true"
+def permission_through_signed_url(action, properties):
+    """Whether a resource policy's grant of `action` holds only through the function URL signed
+    with AWS_IAM: the URL action with `FunctionUrlAuthType: AWS_IAM`, the invoke action with
+    `InvokedViaFunctionUrl`."""
     if action == "lambda:InvokeFunctionUrl":
-        return properties_or_condition.get("FunctionUrlAuthType") == "AWS_IAM"
-    return str(properties_or_condition.get("InvokedViaFunctionUrl")).lower() == "true"
+        return properties.get("FunctionUrlAuthType") == "AWS_IAM"
+    return str(properties.get("InvokedViaFunctionUrl")).lower() == "true"
+
+
+def statement_through_signed_url(action, condition):
+    """The same for an identity policy's statement, by its `Condition`."""
+    condition = condition or {}
+    if action == "lambda:InvokeFunctionUrl":
+        return condition.get("StringEquals", {}).get("lambda:FunctionUrlAuthType") == "AWS_IAM"
+    return str(condition.get("Bool", {}).get("lambda:InvokedViaFunctionUrl")).lower() == "true"
 
 
 def check_invokers(stack, label):
@@ -218,7 +221,7 @@ def check_invokers(stack, label):
         expected = stack.parameters.get(ENTRY_POINTS.get(binary, ""), None)
         if binary not in ENTRY_POINTS or principal != expected or principal in ("*", ""):
             problems.append(f"[{label}] {permission}: {principal} may invoke {function} ({binary})")
-        if binary in SIGNED_URL and not through_signed_url(action, properties):
+        if binary in SIGNED_URL and not permission_through_signed_url(action, properties):
             problems.append(f"[{label}] {permission}: {action} on {function} not only through its signed URL")
         granted.setdefault(binary, set()).add((principal, action))
     for binary, parameter in ENTRY_POINTS.items():
@@ -239,7 +242,7 @@ def check_invokers(stack, label):
             for action, resource in iam.grants(statement):
                 if binary is None or function_named(stack, resource) != functions.get(binary):
                     problems.append(f"[{label}] {policy}: grants {action} on {resource}, not its own entry point")
-                elif binary in SIGNED_URL and not through_signed_url(action, statement.get("Condition"), statement=True):
+                elif binary in SIGNED_URL and not statement_through_signed_url(action, statement.get("Condition")):
                     problems.append(f"[{label}] {policy}: grants {action} not only through the signed URL")
                 elif binary not in SIGNED_URL and action != "lambda:InvokeFunction":
                     problems.append(f"[{label}] {policy}: grants {action}")
