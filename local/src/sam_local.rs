@@ -12,11 +12,13 @@
 //! (`scripts/docker.sh base-image`).
 
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 /// The built template `SAM_LOCAL_TEMPLATE` names, invoked through the project's SAM CLI.
@@ -111,17 +113,12 @@ impl SamLocal {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let output = tokio::time::timeout(Duration::from_secs(180), command.output())
-            .await
-            .map_err(|_| format!("sam local invoke {function}: no answer within 180 s"))?
-            .map_err(|error| format!("sam local invoke {function}: {error} ({})", self.sam.display()))?;
+        let output = run_with_one_retry(command, function).await;
         let _ = std::fs::remove_file(&files.0);
         let _ = std::fs::remove_file(&files.1);
+        let output = output?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail = |text: &str| {
-            text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
-        };
         if !output.status.success() {
             return Err(format!("sam local invoke {function} exited {}:\n{}", output.status, tail(&stderr)));
         }
@@ -133,10 +130,123 @@ impl SamLocal {
     }
 }
 
+/// How long one `sam local invoke` may take: a container's start, the binary's first answer and
+/// SAM's own exit take seconds on this machine; two attempts fit the test's budget.
+const ATTEMPT_LIMIT: Duration = Duration::from_secs(120);
+
+/// What SAM's standard error shows once the function's container has taken the event (the
+/// emulator inside prints it before the handler runs).
+const INVOKED_MARK: &str = "START RequestId";
+
+/// The last 30 lines of `text`.
+fn tail(text: &str) -> String {
+    text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// Runs `command` (one `sam local invoke`) to its exit, within [`ATTEMPT_LIMIT`]. SAM now and then
+/// never gets its container to take the event (aws/aws-sam-cli#3714, #3901: "no response from
+/// invoke container", or silence): such an attempt is killed and run once more. One that the
+/// function took (its `START RequestId` printed) is never run again, since the event may have
+/// been applied; it is an error naming what SAM printed.
+async fn run_with_one_retry(mut command: Command, function: &str) -> Result<Output, String> {
+    for attempt in 1..=2 {
+        match run_within(&mut command, ATTEMPT_LIMIT).await? {
+            Attempt::Exited(output) => return Ok(output),
+            Attempt::TimedOut { stderr } if attempt == 1 && !stderr.contains(INVOKED_MARK) => {
+                eprintln!("sam local invoke {function}: the container never took the event within {ATTEMPT_LIMIT:?}; once more:\n{}", tail(&stderr));
+            }
+            Attempt::TimedOut { stderr } => {
+                return Err(format!(
+                    "sam local invoke {function}: no answer within {ATTEMPT_LIMIT:?} (attempt {attempt}); SAM printed:\n{}",
+                    tail(&stderr)
+                ));
+            }
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// How one run of a command ended.
+enum Attempt {
+    Exited(Output),
+    /// Killed at the limit, with what it had printed on its standard error.
+    TimedOut {
+        stderr: String,
+    },
+}
+
+/// Runs `command`, collecting both its outputs as they come, and kills it at `limit`.
+async fn run_within(command: &mut Command, limit: Duration) -> Result<Attempt, String> {
+    let mut child = command.spawn().map_err(|error| format!("{command:?}: {error}"))?;
+    let collect = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buffer);
+        let reader = tokio::spawn(async move {
+            let Some(mut pipe) = pipe else { return };
+            let mut chunk = [0u8; 8192];
+            while let Ok(read) = pipe.read(&mut chunk).await {
+                if read == 0 {
+                    break;
+                }
+                sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend_from_slice(&chunk[..read]);
+            }
+        });
+        (buffer, reader)
+    };
+    let (stdout, stdout_reader) = collect(child.stdout.take().map(|pipe| Box::new(pipe) as _));
+    let (stderr, stderr_reader) = collect(child.stderr.take().map(|pipe| Box::new(pipe) as _));
+    let taken = |buffer: &Arc<Mutex<Vec<u8>>>| {
+        std::mem::take(&mut *buffer.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    };
+    match tokio::time::timeout(limit, child.wait()).await {
+        Ok(status) => {
+            let status = status.map_err(|error| format!("{command:?}: {error}"))?;
+            let _ = stdout_reader.await;
+            let _ = stderr_reader.await;
+            Ok(Attempt::Exited(Output { status, stdout: taken(&stdout), stderr: taken(&stderr) }))
+        }
+        Err(_) => {
+            let _ = child.kill().await;
+            stdout_reader.abort();
+            stderr_reader.abort();
+            Ok(Attempt::TimedOut { stderr: String::from_utf8_lossy(&taken(&stderr)).into_owned() })
+        }
+    }
+}
+
 /// The event file and the `--env-vars` file of one invocation.
 fn invocation_files(function: &str) -> (PathBuf, PathBuf) {
     static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
     let unique = format!("{function}-{}-{}", std::process::id(), INVOCATIONS.fetch_add(1, Ordering::Relaxed));
     let dir = std::env::temp_dir();
     (dir.join(format!("sam-event-{unique}.json")), dir.join(format!("sam-env-{unique}.json")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        command
+    }
+
+    #[tokio::test]
+    async fn a_run_past_its_limit_is_killed_with_what_it_printed() {
+        let mut command = shell("echo 'START RequestId: 1' >&2; sleep 30");
+        let attempt = run_within(&mut command, Duration::from_millis(500)).await.unwrap();
+        let Attempt::TimedOut { stderr } = attempt else { panic!("a 30 s sleep finished within 0.5 s") };
+        assert!(stderr.contains(INVOKED_MARK), "{stderr}");
+    }
+
+    #[tokio::test]
+    async fn a_run_within_its_limit_keeps_both_outputs() {
+        let mut command = shell("echo '{\"ok\":1}'; echo log >&2");
+        let Attempt::Exited(output) = run_within(&mut command, Duration::from_secs(10)).await.unwrap() else {
+            panic!("echo timed out")
+        };
+        assert!(output.status.success());
+        assert_eq!((output.stdout.as_slice(), output.stderr.as_slice()), (&b"{\"ok\":1}\n"[..], &b"log\n"[..]));
+    }
 }
