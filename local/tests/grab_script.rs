@@ -3,7 +3,8 @@
 //! recipients only, with a passphrase or both; random sequences of grabs (repeats, strangers,
 //! right, wrong and missing passphrases among them), batches of grabs in one `grab_many.lua`
 //! call (the coalescer's), clock moves, closes, cancels, persisted marks and re-syncs from the
-//! ledger's state, each answer compared with what the model says (a batch's with the same grabs
+//! ledger's state, on packets open at once and scheduled ones (grabs before their opening among
+//! the steps), each answer compared with what the model says (a batch's with the same grabs
 //! one by one), and the packet's log and shares compared at the end. At every grab the ledger's
 //! answer for the same state (`LedgerPacket::grab_outcome`, what a grab Redis lost is answered
 //! from) is compared too: with the model's, and with the script's. Unknown packets' lookup
@@ -114,9 +115,19 @@ fn access(recipients: Option<u8>, passphrase: bool) -> Access {
     Access { recipients, passphrase: passphrase.then(|| digest("芝麻开门")) }
 }
 
+/// A scheduled packet's opening: grabs in the first 20 s of a case are too early.
+const OPENS_AT_MS: i64 = START_MS + 20_000;
+
 fn packet(count: u32, kind: PacketKind) -> Packet {
-    let spec =
-        PacketSpec::open_to_all(PacketTerms::new(kind, u64::from(count) * 100, count), (LIFETIME_MS / 1000) as u32);
+    scheduled_packet(count, kind, None)
+}
+
+/// A packet sent at `START_MS`, opening at `opens_at_ms` when given.
+fn scheduled_packet(count: u32, kind: PacketKind, opens_at_ms: Option<i64>) -> Packet {
+    let spec = PacketSpec {
+        opens_at_ms,
+        ..PacketSpec::open_to_all(PacketTerms::new(kind, u64::from(count) * 100, count), (LIFETIME_MS / 1000) as u32)
+    };
     Packet::new(PacketId::random(), UserId::from_claim("sender").unwrap(), &spec, Seed::random(), START_MS)
 }
 
@@ -185,10 +196,11 @@ async fn run(
     store: &RedisStore,
     count: u32,
     kind: PacketKind,
+    scheduled: bool,
     access: Access,
     steps: &[Step],
 ) -> Result<(), TestCaseError> {
-    let mut packet = packet(count, kind);
+    let mut packet = scheduled_packet(count, kind, scheduled.then_some(OPENS_AT_MS));
     packet.access = access;
     store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
     let mut model = LiveState::new(&packet, &packet.shares());
@@ -302,12 +314,13 @@ proptest! {
         lucky in any::<bool>(),
         recipients in proptest::option::of(1u8..=255),
         passphrase in any::<bool>(),
+        scheduled in any::<bool>(),
         steps in proptest::collection::vec(step(), 1..40),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let store = store();
         let kind = if lucky { PacketKind::Lucky } else { PacketKind::Fixed };
-        runtime.block_on(run(&store, count, kind, access(recipients, passphrase), &steps))?;
+        runtime.block_on(run(&store, count, kind, scheduled, access(recipients, passphrase), &steps))?;
     }
 }
 
@@ -390,6 +403,26 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
         [6, 3, 4],
         "a grab's 4 and the caller's HMGET; HMGET HMGET refuses; HMGET HMGET HINCRBY counts a wrong try"
     );
+
+    // A campaign's packet before its opening answers from the first HMGET: cheaper than a
+    // sold-out answer (HMGET LLEN), the cheapest refusal after a repeat.
+    let campaign = scheduled_packet(2, PacketKind::Lucky, Some(OPENS_AT_MS));
+    store.load(&campaign, &campaign.shares()).await.unwrap();
+    let sold_out = crate::packet(1, PacketKind::Fixed);
+    store.load(&sold_out, &sold_out.shares()).await.unwrap();
+    scripts::grab(&mut conn, &store.keys(&sold_out.id), &GrabAttempt::by(user_named("carol")), START_MS).await.unwrap();
+    let mut refusals = Vec::new();
+    for (id, expected) in
+        [(&campaign.id, GrabOutcome::NotYetOpen { opens_at_ms: OPENS_AT_MS }), (&sold_out.id, GrabOutcome::SoldOut)]
+    {
+        let before = local::probe::redis_commands_executed(&store).await.unwrap();
+        let answer = scripts::grab(&mut conn, &store.keys(id), &user, START_MS).await.unwrap();
+        let after = local::probe::redis_commands_executed(&store).await.unwrap();
+        assert_eq!(answer, ScriptGrab::Decided { outcome: expected, dirtied: false });
+        refusals.push(after - before);
+    }
+    eprintln!("figure: grab.lua commands, not open yet and sold out: {refusals:?}");
+    assert_eq!(refusals, [2, 3], "EVALSHA + HMGET before the opening; EVALSHA + HMGET LLEN sold out");
 }
 
 fn user_named(name: &str) -> UserId {

@@ -449,7 +449,13 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let count = rng.random_range(2..=6u32);
     let total = u64::from(count) * rng.random_range(10..=60u64);
-    let id = stack.send("alice", json!({ "total_cents": total, "count": count, "expires_in_seconds": 60 })).await;
+    // Three schedules in ten are a campaign's: the packet opens up to 40 s after its send.
+    let opens_at_ms = rng.random_bool(0.3).then(|| stack.clock.now_ms() + rng.random_range(1..=40_000i64));
+    let mut body = json!({ "total_cents": total, "count": count, "expires_in_seconds": 60 });
+    if let Some(opens_at_ms) = opens_at_ms {
+        body["opens_at"] = json!(red_packets::clock::rfc3339(opens_at_ms));
+    }
+    let id = stack.send("alice", body).await;
     let users: Vec<String> = (0..count + 3).map(|n| format!("s{seed}-u{n}")).collect();
     let mut snapshots: Vec<KeysSnapshot> = Vec::new();
     // Each failover: the step it happened at, and the step whose state it restored.
@@ -543,6 +549,11 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
             failures.push(format!("share {} paid twice", grab.seq));
         }
     }
+    if let Some(early) =
+        recorded.grabs.iter().find(|grab| opens_at_ms.is_some_and(|opens_at_ms| grab.at_ms < opens_at_ms))
+    {
+        failures.push(format!("{} grabbed at {} ms, before the opening at {opens_at_ms:?}", early.user, early.at_ms));
+    }
     let paid: u64 = recorded.grabs.iter().map(|grab| grab.amount_cents).sum();
     let refund = recorded.refund_item_cents.unwrap_or(0);
     if paid + refund != total || recorded.refund_cents != Some(refund) {
@@ -582,7 +593,7 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
     }
     if !failures.is_empty() {
         failures.push(format!(
-            "schedule of seed {seed} (packet {id}, {count} shares of {total}):\n  {}",
+            "schedule of seed {seed} (packet {id}, {count} shares of {total}, opening at {opens_at_ms:?}):\n  {}",
             trace.join("\n  ")
         ));
     }

@@ -1,13 +1,14 @@
 #!lua
 -- grab.lua: one user grabs one share of one packet, atomically, in one round trip: the fast
 -- copy of the library's one grab rule (domain::grab_rule::decide; local/tests/grab_script.rs holds
--- them to each other): already grabbed, unknown, not eligible, passphrase, cancelled, expired,
--- sold out, in that order.
+-- them to each other): already grabbed, unknown, not open yet, not eligible, passphrase,
+-- cancelled, expired, sold out, in that order.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash: the packet's fields (see load.lua), among them open_until
 --                            (expires_at while open, 0 once closed, -1 once cancelled,
 --                            'F:<token>' while settle re-syncs it, see freeze.lua),
---                            persisted, gate (only on a packet with recipients or a passphrase:
+--                            persisted, opens_at (only on a scheduled packet: epoch ms),
+--                            gate (only on a packet with recipients or a passphrase:
 --                            '1' or '0' for recipients-only or not, then the passphrase's digest
 --                            if any), one field '+<user>' per recipient, '!<user>' = wrong
 --                            passphrases tried, and ':<user>' = '<seq>:<amount>:<left>:<at_ms>'
@@ -32,6 +33,10 @@
 --   bulk string '<seq>:<amount>:<left>:<at_ms>'          grabbed now
 --   bulk string '<seq>:<amount>:<left>:<at_ms>/<left now>' already grabbed: that grab, and
 --                                                        shares left now
+--   bulk string 'W<opens_at>'                             not open yet (a scheduled packet, open
+--                                                        and before its opens_at): no command
+--                                                        past the first HMGET, one fewer than a
+--                                                        sold-out answer
 --   array {'<seq>:<amount>:<left>:<at_ms>'}               grabbed now, and this grab is the
 --                                                        packet's only one settle has not
 --                                                        persisted (the log held exactly
@@ -57,7 +62,7 @@
 
 local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
 
-local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate')
+local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate', 'opens_at')
 local prior = packet[3]
 if prior then
   return prior .. '/' .. redis.call('LLEN', KEYS[2])
@@ -74,6 +79,11 @@ if not open_until then
   end
   redis.call('SET', KEYS[4], 'pending', 'PX', LOOKUP_LEASE_MS)
   return 0
+end
+
+local opens_at = packet[5]
+if opens_at and tonumber(ARGV[2]) < tonumber(opens_at) and (tonumber(open_until) or 0) > 0 then
+  return 'W' .. opens_at
 end
 
 local gate = packet[4]

@@ -3,8 +3,8 @@
 -- coalescer's batch (adapters/redis/coalesce.rs). Each user, in the batch's order, gets exactly
 -- the answer grab.lua would give the same grabs made one by one at the batch's instant
 -- (local/tests/grab_script.rs holds both to the library's rule, domain::grab_rule::decide), with grab.lua's checks in
--- grab.lua's order: already grabbed, unknown (the lookup lease), not a recipient, too many
--- wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
+-- grab.lua's order: already grabbed, unknown (the lookup lease), not open yet, not a recipient,
+-- too many wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
 -- saves is the commands: every user's fields are read in one HMGET, the shares taken in one
 -- LPOP, the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
 --
@@ -36,8 +36,8 @@
 
 local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
 local tonumber, byte = tonumber, string.byte
-local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate')
-local open_until, persisted, gate = packet[1], packet[2], packet[3]
+local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate', 'opens_at')
+local open_until, persisted, gate, opens_at = packet[1], packet[2], packet[3], packet[4]
 -- Every user's grab field; and, on a packet with a gate, its recipient and wrong-try fields
 -- and the digest it carried (a packet open to all reads no digest).
 local per_user = gate and 3 or 1
@@ -69,6 +69,9 @@ elseif open_until and byte(open_until) == 70 then
   closed = 12
 end
 local expired = open_until and not closed and tonumber(now) >= tonumber(open_until)
+-- A scheduled packet, open, before its opening: grab.lua's 'W<opens_at>' for every fresh grab.
+local not_yet = opens_at and tonumber(now) < tonumber(opens_at) and (tonumber(open_until) or 0) > 0
+  and 'W' .. opens_at
 local recipients_only = gate and byte(gate) == 49
 local secret = gate and #gate > 1 and string.sub(gate, 2)
 local verdict = false            -- the lookup's, once read
@@ -100,6 +103,8 @@ for i = 1, grabs do
       verdict = 'pending'
       answers[i] = 0
     end
+  elseif not_yet then
+    answers[i] = not_yet
   else
     local refused = nil
     if recipients_only and not read[3 * i - 1] then

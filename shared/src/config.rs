@@ -99,6 +99,7 @@ impl Config {
                 1,
             )?,
             max_recipients: env.number("MAX_RECIPIENTS", defaults.max_recipients, 1)?,
+            max_opens_ahead_seconds: env.number("MAX_OPENS_AHEAD_SECONDS", defaults.max_opens_ahead_seconds, 1)?,
         };
         let daily_defaults = DailyLimits::default();
         let daily = DailyLimits {

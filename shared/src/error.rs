@@ -43,6 +43,14 @@ pub enum ApiError {
     /// 409: every share is taken.
     #[error("every share of this packet has been taken")]
     SoldOut,
+    /// 409: a scheduled packet, not open yet: grabs begin at `opens_at_ms`.
+    #[error("this packet opens at {}", crate::clock::rfc3339(*opens_at_ms))]
+    NotYetOpen {
+        /// The opening, epoch ms (the body's `opens_at`).
+        opens_at_ms: crate::clock::Millis,
+        /// Whole seconds until then, rounded up (the `Retry-After` header).
+        retry_after_seconds: u64,
+    },
     /// 409: the packet is finished or expired: there is nothing to cancel.
     #[error("this packet is no longer open")]
     NotOpen,
@@ -89,6 +97,12 @@ impl ApiError {
         ApiError::InvalidRequest { field: Some(field.into()), message: message.into() }
     }
 
+    /// The 409 for a grab at `now_ms` of a packet opening at `opens_at_ms`.
+    pub fn not_yet_open(opens_at_ms: crate::clock::Millis, now_ms: crate::clock::Millis) -> Self {
+        let wait_ms = u64::try_from(opens_at_ms.saturating_sub(now_ms)).unwrap_or(0);
+        ApiError::NotYetOpen { opens_at_ms, retry_after_seconds: wait_ms.div_ceil(1000).max(1) }
+    }
+
     /// A 503 for Redis.
     pub fn redis_unavailable(detail: impl std::fmt::Display) -> Self {
         ApiError::Unavailable { dependency: "redis", detail: detail.to_string() }
@@ -102,7 +116,7 @@ impl ApiError {
             ApiError::InsufficientFunds => 402,
             ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase => 403,
             ApiError::NotFound | ApiError::NoWallets => 404,
-            ApiError::SoldOut | ApiError::NotOpen => 409,
+            ApiError::SoldOut | ApiError::NotOpen | ApiError::NotYetOpen { .. } => 409,
             ApiError::Expired | ApiError::Cancelled => 410,
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::IdempotencyKeyReused => 422,
@@ -124,6 +138,7 @@ impl ApiError {
             ApiError::NotFound | ApiError::NoWallets => "not_found",
             ApiError::SoldOut => "sold_out",
             ApiError::NotOpen => "not_open",
+            ApiError::NotYetOpen { .. } => "not_open_yet",
             ApiError::Expired => "expired",
             ApiError::Cancelled => "cancelled",
             ApiError::PayloadTooLarge { .. } => "payload_too_large",

@@ -117,9 +117,13 @@ struct ErrorBody<'a> {
     message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
+    /// A scheduled packet's opening, on `not_open_yet`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    opens_at: Option<String>,
 }
 
-/// The response for `error`: `{"error": {"code", "message", "field"?}}`, with `Retry-After` on a 503.
+/// The response for `error`: `{"error": {"code", "message", "field"?, "opens_at"?}}`, with
+/// `Retry-After` on a 503 (jittered) and on `not_open_yet` (the seconds until the opening).
 /// Server-side failures are logged here; their details never reach the client.
 pub fn error_response(error: &ApiError) -> Response<Body> {
     let field = match error {
@@ -136,13 +140,23 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
         }
         _ => {}
     }
+    let opens_at = match error {
+        ApiError::NotYetOpen { opens_at_ms, .. } => Some(crate::clock::rfc3339(*opens_at_ms)),
+        _ => None,
+    };
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json_response(
         status,
-        &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field } },
+        &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field, opens_at } },
     );
-    if matches!(error, ApiError::Unavailable { .. }) {
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds()));
+    match error {
+        ApiError::Unavailable { .. } => {
+            response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds()));
+        }
+        ApiError::NotYetOpen { retry_after_seconds, .. } => {
+            response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
+        }
+        _ => {}
     }
     response
 }

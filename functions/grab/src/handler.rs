@@ -104,6 +104,9 @@ async fn grab<S: LiveStore, L: Ledger>(
         GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
         GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
+        GrabOutcome::NotYetOpen { opens_at_ms } => {
+            return Err(ApiError::not_yet_open(opens_at_ms, service.clock.now_ms()))
+        }
     };
     let body = GrabResponse {
         packet_id,
@@ -212,6 +215,34 @@ mod tests {
             (200, Some(true)),
             "a repeat is answered after expiry too"
         );
+    }
+
+    #[tokio::test]
+    async fn before_its_opening_a_grab_is_409_with_the_opening_and_the_seconds_to_wait() {
+        let clock = Arc::new(ManualClock::starting_now());
+        let service = service(clock.clone());
+        let opens_at_ms = clock.now_ms() + 90_500;
+        let spec = PacketSpec {
+            opens_at_ms: Some(opens_at_ms),
+            ..PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 600, 3), 60)
+        };
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec,
+            Seed::random(),
+            clock.now_ms(),
+        );
+        service.ledger.record_packet(&packet, None).await.unwrap();
+        service.store.load(&packet, &packet.shares()).await.unwrap();
+        let response = handle(&service, grab_event(&packet.id.to_string(), Some("bob"))).await.unwrap();
+        assert_eq!(response.status(), 409);
+        assert_eq!(response.headers()["retry-after"], "91", "90.5 s, rounded up");
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["error"]["code"], "not_open_yet");
+        assert_eq!(body["error"]["opens_at"], red_packets::clock::rfc3339(opens_at_ms));
+        clock.advance(90_500);
+        assert_eq!(call(&service, grab_event(&packet.id.to_string(), Some("bob"))).await.0, 200);
     }
 
     #[tokio::test]

@@ -71,10 +71,10 @@ async fn send<L: Ledger, S: LiveStore>(
 ) -> Result<Response<Body>, ApiError> {
     let sender = caller(request)?;
     let key = idempotency_key(request)?;
-    let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key)?;
+    let now_ms = service.clock.now_ms();
+    let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key, now_ms)?;
     let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
 
-    let now_ms = service.clock.now_ms();
     let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms);
     let view = match service.ledger.record_packet(&fresh, Some(&claim)).await? {
         Recorded::New => {

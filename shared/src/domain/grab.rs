@@ -61,6 +61,11 @@ pub enum GrabOutcome {
     TooManyAttempts,
     /// No such packet.
     NotFound,
+    /// A scheduled packet, not open yet: grabs begin at `opens_at_ms`.
+    NotYetOpen {
+        /// The opening instant, epoch ms.
+        opens_at_ms: Millis,
+    },
 }
 
 impl GrabOutcome {

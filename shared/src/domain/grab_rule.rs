@@ -52,13 +52,20 @@ pub enum GrabDecision {
 
 /// Decides one grab by `attempt` at `now_ms` on `state`: the rule `grab.lua` and `grab_many.lua`
 /// copy for speed (`local/tests/grab_script.rs` holds them to it, and the ledger's answers too).
-/// A repeat gets its share; then who may grab; the passphrase (locked, then wrong); cancelled;
-/// frozen; then no share left is sold out, a packet closed or past its expiry is expired; else
-/// the next share.
+/// A repeat gets its share; an open packet before its opening is not open yet (before who may
+/// grab: a try at the passphrase before the opening counts nothing, and the answer costs no
+/// more than a sold-out one); then who may grab; the passphrase (locked, then wrong);
+/// cancelled; frozen; then no share left is sold out, a packet closed or past its expiry is
+/// expired; else the next share.
 pub fn decide(state: &GrabState<'_>, attempt: &GrabAttempt, now_ms: Millis) -> GrabDecision {
     let user = &attempt.user;
     if let Some(prior) = state.grabs.iter().find(|grab| &grab.user == user) {
         return GrabDecision::Answer(GrabOutcome::already(prior, state.remaining_count));
+    }
+    if let (Standing::Open, Some(opens_at_ms)) = (state.standing, state.packet.opens_at_ms) {
+        if now_ms < opens_at_ms {
+            return GrabDecision::Answer(GrabOutcome::NotYetOpen { opens_at_ms });
+        }
     }
     let access = &state.packet.access;
     if !access.admits(user) {
@@ -154,5 +161,38 @@ mod tests {
         }
         let open = at(&packet, &grabs, Standing::Open, 1, None);
         assert_eq!(decide(&open, &carol, 60_000), answer(GrabOutcome::Expired), "the deadline is too late");
+    }
+
+    #[test]
+    fn a_scheduled_packet_refuses_every_fresh_grab_until_its_opening() {
+        use crate::domain::ids::PacketId;
+        use crate::domain::packet::{PacketKind, PacketSpec, PacketTerms};
+        use crate::domain::split::Seed;
+        let user = |name: &str| UserId::from_claim(name).unwrap();
+        let spec = PacketSpec {
+            opens_at_ms: Some(10_000),
+            recipients: Some(vec![user("bob")]),
+            ..PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 200, 2), 60)
+        };
+        let packet = Packet::new(PacketId::random(), user("alice"), &spec, Seed::random(), 0);
+        let state =
+            |standing| GrabState { packet: &packet, grabs: &[], remaining_count: 2, standing, wrong_tries: None };
+        let early = GrabDecision::Answer(GrabOutcome::NotYetOpen { opens_at_ms: 10_000 });
+        for who in ["bob", "mallory"] {
+            assert_eq!(decide(&state(Standing::Open), &GrabAttempt::by(user(who)), 9_999), early, "{who}");
+        }
+        assert_eq!(decide(&state(Standing::Open), &GrabAttempt::by(user("bob")), 10_000), GrabDecision::Take);
+        assert_eq!(
+            decide(&state(Standing::Cancelled), &GrabAttempt::by(user("bob")), 9_999),
+            GrabDecision::Answer(GrabOutcome::Cancelled),
+            "a packet cancelled before its opening says so"
+        );
+        assert_eq!(decide(&state(Standing::Frozen), &GrabAttempt::by(user("bob")), 9_999), GrabDecision::Resyncing);
+        assert_eq!(
+            decide(&state(Standing::Open), &GrabAttempt::by(user("bob")), 70_000),
+            GrabDecision::Answer(GrabOutcome::Expired),
+            "its lifetime counts from the opening: 60 s after it"
+        );
+        assert_eq!(decide(&state(Standing::Open), &GrabAttempt::by(user("bob")), 69_999), GrabDecision::Take);
     }
 }

@@ -17,6 +17,8 @@ pub struct Limits {
     pub default_expires_in_seconds: u32,
     /// Most recipients one packet may name.
     pub max_recipients: u32,
+    /// How far ahead of its send a packet may open (`opens_at`).
+    pub max_opens_ahead_seconds: u32,
 }
 
 impl Default for Limits {
@@ -28,6 +30,7 @@ impl Default for Limits {
             max_expires_in_seconds: 86_400,
             default_expires_in_seconds: 86_400,
             max_recipients: 500,
+            max_opens_ahead_seconds: 7 * 86_400,
         }
     }
 }

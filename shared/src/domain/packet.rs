@@ -71,8 +71,12 @@ pub struct PacketSpec {
     /// The amount, the shares, the kind, the rule and the greeting.
     #[serde(flatten)]
     pub terms: PacketTerms,
-    /// Lifetime from creation.
+    /// Lifetime from the opening (from creation for a packet not scheduled).
     pub expires_in_seconds: u32,
+    /// The instant grabs may begin, epoch ms, as the sender asked; `None` for at once. Kept as
+    /// asked, so a retry of the send hours later still replays it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opens_at_ms: Option<Millis>,
     /// The only users who may grab, sorted and distinct; `None` for anybody.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipients: Option<Vec<UserId>>,
@@ -84,7 +88,7 @@ pub struct PacketSpec {
 impl PacketSpec {
     /// A spec on `terms` that anybody may grab, with no passphrase, for `expires_in_seconds`.
     pub fn open_to_all(terms: PacketTerms, expires_in_seconds: u32) -> Self {
-        PacketSpec { terms, expires_in_seconds, recipients: None, passphrase: None }
+        PacketSpec { terms, expires_in_seconds, opens_at_ms: None, recipients: None, passphrase: None }
     }
 
     /// SHA-256 of the spec's JSON, hex: two requests with the same fingerprint ask for the same
@@ -150,6 +154,9 @@ pub struct Packet {
     pub seed: Seed,
     /// When it was sent.
     pub created_at_ms: Millis,
+    /// Before this instant no grab succeeds (a scheduled packet: a campaign's); `None` for a
+    /// packet open from its send.
+    pub opens_at_ms: Option<Millis>,
     /// From this instant on, no grab succeeds.
     pub expires_at_ms: Millis,
     /// Who may grab it.
@@ -157,17 +164,25 @@ pub struct Packet {
 }
 
 impl Packet {
-    /// A new packet from a validated spec.
+    /// A new packet from a validated spec, sent at `now_ms`: scheduled when the spec opens it
+    /// later than that, its lifetime counted from its opening.
     pub fn new(id: PacketId, sender: UserId, spec: &PacketSpec, seed: Seed, now_ms: Millis) -> Self {
+        let opens_at_ms = spec.opens_at_ms.filter(|opens_at_ms| *opens_at_ms > now_ms);
         Packet {
             id,
             sender,
             terms: spec.terms.clone(),
             seed,
             created_at_ms: now_ms,
-            expires_at_ms: now_ms + Millis::from(spec.expires_in_seconds) * 1000,
+            opens_at_ms,
+            expires_at_ms: opens_at_ms.unwrap_or(now_ms) + Millis::from(spec.expires_in_seconds) * 1000,
             access: Access { recipients: spec.recipients.clone(), passphrase: spec.passphrase.clone() },
         }
+    }
+
+    /// True when `now_ms` is before the packet's opening: a grab now is too early.
+    pub fn opens_after(&self, now_ms: Millis) -> bool {
+        self.opens_at_ms.is_some_and(|opens_at_ms| now_ms < opens_at_ms)
     }
 
     /// The shares, in the order they are handed out; the same every time for the same record.
@@ -204,6 +219,7 @@ impl Packet {
             remaining_count: self.terms.count.saturating_sub(grabs.len() as u32),
             status,
             created_at: rfc3339(self.created_at_ms),
+            opens_at: self.opens_at_ms.map(rfc3339),
             expires_at: rfc3339(self.expires_at_ms),
             grabs: grabs
                 .iter()
@@ -252,6 +268,9 @@ pub struct PacketView {
     pub status: PacketStatus,
     /// When it was sent.
     pub created_at: String,
+    /// When grabs may begin, for a scheduled packet; absent for one open from its send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<String>,
     /// When it stops accepting grabs.
     pub expires_at: String,
     /// Grabs in grab order.
@@ -301,6 +320,22 @@ mod tests {
         assert_eq!(packet.shares(), packet.clone().shares());
         assert_eq!(packet.shares().iter().sum::<Cents>(), 10_000);
         assert_eq!(packet.expires_at_ms, 61_000);
+        assert_eq!((packet.opens_at_ms, packet.opens_after(0)), (None, false));
+    }
+
+    #[test]
+    fn a_scheduled_packet_opens_when_asked_and_lives_from_then() {
+        let mut scheduled = spec(PacketKind::Fixed, 600, 3);
+        scheduled.opens_at_ms = Some(10_000);
+        let packet = sent_by_alice(&scheduled, 1_000);
+        assert_eq!((packet.opens_at_ms, packet.expires_at_ms), (Some(10_000), 70_000));
+        assert!(packet.opens_after(9_999));
+        assert!(!packet.opens_after(10_000), "the opening instant itself is open");
+        let view = packet.fresh_view(&UserId::from_claim("bob").unwrap());
+        assert_eq!(view.opens_at.as_deref(), Some("1970-01-01T00:00:10.000Z"));
+        // An opening already past when the send arrives (a retry, a slow clock) opens at once.
+        let late = sent_by_alice(&scheduled, 20_000);
+        assert_eq!((late.opens_at_ms, late.expires_at_ms), (None, 80_000));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::invalid::Invalid;
 use super::limits::{Limits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec, PacketTerms};
 use super::split::SplitRule;
+use crate::clock::{parse_rfc3339, Millis};
 
 /// The body of `POST /packets` as sent, before validation. Unknown fields are refused.
 #[derive(Debug, Deserialize)]
@@ -20,15 +21,21 @@ struct SendRequest {
     split: Option<String>,
     greeting: Option<String>,
     expires_in_seconds: Option<u64>,
+    opens_at: Option<String>,
     recipients: Option<Vec<String>>,
     passphrase: Option<String>,
 }
 
-/// Parses and validates a send body against `limits`, applying DESIGN.md's defaults. A
-/// passphrase leaves here as its digest under `key`; the clear phrase goes no further.
-pub fn parse_send_request(body: &[u8], limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, Invalid> {
+/// Parses and validates a send body arriving at `now_ms` against `limits`, applying DESIGN.md's
+/// defaults. A passphrase leaves here as its digest under `key`; the clear phrase goes no further.
+pub fn parse_send_request(
+    body: &[u8],
+    limits: &Limits,
+    key: &PassphraseKey,
+    now_ms: Millis,
+) -> Result<PacketSpec, Invalid> {
     let request: SendRequest = parse_json(body)?;
-    validate(request, limits, key)
+    validate(request, limits, key, now_ms)
 }
 
 /// The body of a grab: empty, or `{"passphrase": "…"}`.
@@ -71,7 +78,7 @@ fn backticked(message: &str) -> Option<String> {
     Some(message[start..end].to_owned())
 }
 
-fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Result<PacketSpec, Invalid> {
+fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: Millis) -> Result<PacketSpec, Invalid> {
     let total_cents = request.total_cents.ok_or_else(|| Invalid::field("total_cents", "total_cents is required"))?;
     if !(1..=limits.max_total_cents).contains(&total_cents) {
         return Err(Invalid::field(
@@ -127,6 +134,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
         ));
     }
 
+    let opens_at_ms = request.opens_at.as_deref().map(|text| opens_at(text, limits, now_ms)).transpose()?;
     let recipients = request.recipients.map(|names| recipients(names, count, limits)).transpose()?;
     let passphrase = match request.passphrase.as_deref() {
         None => None,
@@ -138,9 +146,26 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey) -> Resul
     Ok(PacketSpec {
         terms: PacketTerms { total_cents, count, kind, split, greeting: request.greeting },
         expires_in_seconds: expires_in_seconds as u32,
+        opens_at_ms,
         recipients,
         passphrase,
     })
+}
+
+/// A scheduled opening: an RFC 3339 instant at most `max_opens_ahead_seconds` after `now_ms`.
+/// One already past is accepted (a send retried after its opening replays it) and opens at once.
+fn opens_at(text: &str, limits: &Limits, now_ms: Millis) -> Result<Millis, Invalid> {
+    let opens_at_ms = parse_rfc3339(text).ok_or_else(|| {
+        Invalid::field("opens_at", "opens_at must be an RFC 3339 instant, such as 2027-02-16T20:00:00+08:00")
+    })?;
+    let latest = now_ms.saturating_add(Millis::from(limits.max_opens_ahead_seconds) * 1000);
+    if opens_at_ms > latest {
+        return Err(Invalid::field(
+            "opens_at",
+            format!("opens_at must be at most {} seconds from now", limits.max_opens_ahead_seconds),
+        ));
+    }
+    Ok(opens_at_ms)
 }
 
 /// The recipients named, validated: 1..=`max_recipients` distinct user ids of 1..=128
@@ -179,12 +204,31 @@ fn recipients(names: Vec<String>, count: u32, limits: &Limits) -> Result<Vec<Use
 mod tests {
     use super::*;
 
+    /// 2026-11-25T00:00:00Z.
+    const NOW_MS: Millis = 1_795_564_800_000;
+
     fn key() -> PassphraseKey {
         PassphraseKey::new("test-key")
     }
 
+    #[test]
+    fn an_opening_is_an_instant_within_the_furthest_ahead() {
+        let at = |opens_at: &str| {
+            let body = format!(r#"{{"total_cents":100,"count":3,"opens_at":"{opens_at}"}}"#);
+            parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS)
+        };
+        assert_eq!(at("2026-11-25T20:00:00+08:00").unwrap().opens_at_ms, Some(NOW_MS + 12 * 3_600_000));
+        assert_eq!(at("2026-12-02T00:00:00Z").unwrap().opens_at_ms, Some(NOW_MS + 7 * 86_400_000), "7 days");
+        assert_eq!(at("2026-11-24T00:00:00Z").unwrap().opens_at_ms, Some(NOW_MS - 86_400_000), "past: at once");
+        for bad in ["2026-12-02T00:00:00.001Z", "tomorrow", "2026-11-25 20:00"] {
+            assert_eq!(at(bad).unwrap_err().field.as_deref(), Some("opens_at"), "{bad}");
+        }
+        let unscheduled = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key(), NOW_MS);
+        assert_eq!(unscheduled.unwrap().opens_at_ms, None);
+    }
+
     fn field_of(body: &str) -> Option<String> {
-        match parse_send_request(body.as_bytes(), &Limits::default(), &key()) {
+        match parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS) {
             Err(Invalid { field, .. }) => field,
             other => panic!("expected a 400 for {body}, got {other:?}"),
         }
@@ -196,6 +240,7 @@ mod tests {
             r#"{"total_cents":10000,"count":10,"kind":"lucky","split":"line_cut","greeting":"恭喜发财","expires_in_seconds":3600}"#.as_bytes(),
             &Limits::default(),
             &key(),
+            NOW_MS,
         )
         .unwrap();
         assert_eq!(spec.terms.split, Some(SplitRule::LineCut));
@@ -205,7 +250,7 @@ mod tests {
 
     #[test]
     fn defaults_are_lucky_double_average_for_a_day() {
-        let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key()).unwrap();
+        let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key(), NOW_MS).unwrap();
         assert_eq!(spec.terms.kind, PacketKind::Lucky);
         assert_eq!(spec.terms.split, Some(SplitRule::DoubleAverage));
         assert_eq!(spec.expires_in_seconds, 86_400);
@@ -263,7 +308,7 @@ mod tests {
             ["", "   ", "null", "[]", "[100, 3]", "\"x\"", "{", "not json", r#"{"total_cents":100,"count":3} trailing"#]
         {
             assert!(
-                matches!(parse_send_request(body.as_bytes(), &Limits::default(), &key()), Err(Invalid { .. })),
+                matches!(parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS), Err(Invalid { .. })),
                 "{body}"
             );
         }
@@ -272,7 +317,7 @@ mod tests {
     #[test]
     fn recipients_are_sorted_and_the_phrase_kept_only_as_its_digest() {
         let body = r#"{"total_cents":100,"count":2,"recipients":["carol","bob"],"passphrase":"恭喜发财"}"#;
-        let spec = parse_send_request(body.as_bytes(), &Limits::default(), &key()).unwrap();
+        let spec = parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS).unwrap();
         let names: Vec<&str> = spec.recipients.as_ref().unwrap().iter().map(|user| user.as_str()).collect();
         assert_eq!(names, ["bob", "carol"]);
         assert_eq!(spec.passphrase, Some(key().digest(&Passphrase::new("恭喜发财").unwrap())));
@@ -295,6 +340,6 @@ mod tests {
     #[test]
     fn sixty_four_character_greetings_pass() {
         let body = format!(r#"{{"total_cents":100,"count":3,"greeting":"{}"}}"#, "福".repeat(64));
-        assert!(parse_send_request(body.as_bytes(), &Limits::default(), &key()).is_ok());
+        assert!(parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS).is_ok());
     }
 }

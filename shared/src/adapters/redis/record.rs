@@ -20,7 +20,7 @@ use crate::ports::StoreError;
 
 /// The packet hash's fields `snapshot.lua` reads, in the order it answers them: the plain
 /// fields [`LoadFields::plain`] writes, then the state `load.lua` and the grab scripts keep.
-pub const SNAPSHOT_FIELDS: [&str; 13] = [
+pub const SNAPSHOT_FIELDS: [&str; 14] = [
     "sender",
     "kind",
     "split",
@@ -30,6 +30,7 @@ pub const SNAPSHOT_FIELDS: [&str; 13] = [
     "count",
     "created_at",
     "expires_at",
+    "opens_at",
     "open_until",
     "persisted",
     "gate",
@@ -40,7 +41,8 @@ pub const SNAPSHOT_FIELDS: [&str; 13] = [
 #[derive(Debug, Serialize)]
 pub struct LoadFields<'a> {
     /// The fields stored as they are, `[name, value]`: sender, kind, seed, total_cents, count,
-    /// created_at, expires_at, then split and greeting when set.
+    /// created_at, expires_at, then split, greeting and opens_at (the grab scripts read it) when
+    /// set.
     pub plain: Vec<(&'static str, String)>,
     /// Epoch ms: `open_until` while the packet is open.
     pub expires_at: Millis,
@@ -70,6 +72,7 @@ impl<'a> LoadFields<'a> {
         ];
         plain.extend(packet.terms.split.map(|rule| ("split", rule.as_str().to_owned())));
         plain.extend(packet.terms.greeting.clone().map(|greeting| ("greeting", greeting)));
+        plain.extend(packet.opens_at_ms.map(|opens_at_ms| ("opens_at", opens_at_ms.to_string())));
         let recipients = packet.access.recipients.as_ref();
         LoadFields {
             plain,
@@ -110,6 +113,7 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         },
         seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
         created_at_ms: number("created_at")?,
+        opens_at_ms: raw.field("opens_at").map(|_| number("opens_at")).transpose()?,
         expires_at_ms: number("expires_at")?,
         access: Access { recipients, passphrase },
     };

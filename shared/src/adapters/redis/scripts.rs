@@ -346,6 +346,10 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
     Ok(match answer {
         Value::BulkString(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
+            if let Some(opens_at) = text.strip_prefix('W') {
+                let opens_at_ms = opens_at.parse().map_err(|_| unreadable(format!("an unreadable answer {text:?}")))?;
+                return Ok(decided(GrabOutcome::NotYetOpen { opens_at_ms }));
+            }
             match text.split_once('/') {
                 None => grabbed(&text, false)?,
                 Some((prior, left)) => {
@@ -406,6 +410,7 @@ mod tests {
         let spec = PacketSpec {
             recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
             passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
+            opens_at_ms: Some(60_000),
             ..PacketSpec::open_to_all(terms, 60)
         };
         let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), 1);
@@ -420,7 +425,7 @@ mod tests {
         assert_eq!(sent, read, "LoadFields' JSON keys against what load.lua reads of ARGV[2]");
         assert!(script.contains("for _, pair in ipairs(packet.plain)"), "load.lua stores every plain field");
         let plain: Vec<&str> = fields.plain.iter().map(|(name, _)| *name).collect();
-        assert_eq!(plain.len(), 9, "a packet with every optional field set stores all nine plain fields");
+        assert_eq!(plain.len(), 10, "a packet with every optional field set stores all ten plain fields");
         for field in SNAPSHOT_FIELDS {
             assert!(
                 plain.contains(&field) || script.contains(&format!("'{field}'")),
@@ -463,6 +468,13 @@ mod tests {
             (Value::Int(9), ScriptGrab::Decided { outcome: GrabOutcome::WrongPassphrase, dirtied: false }),
             (Value::Int(10), ScriptGrab::Decided { outcome: GrabOutcome::TooManyAttempts, dirtied: false }),
             (Value::Int(11), ScriptGrab::Decided { outcome: GrabOutcome::Cancelled, dirtied: false }),
+            (
+                Value::BulkString(b"W1700000060000".to_vec()),
+                ScriptGrab::Decided {
+                    outcome: GrabOutcome::NotYetOpen { opens_at_ms: 1_700_000_060_000 },
+                    dirtied: false,
+                },
+            ),
         ];
         for (reply, answer) in table {
             assert_eq!(read_grab_answer(reply.clone()).unwrap(), answer, "{reply:?}");
@@ -470,6 +482,7 @@ mod tests {
         assert_eq!(read_grab_answer(Value::Int(12)).unwrap(), ScriptGrab::Resyncing);
         assert!(read_grab_answer(Value::Int(13)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
+        assert!(read_grab_answer(Value::BulkString(b"Wsoon".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
     }
 
@@ -489,6 +502,7 @@ mod tests {
         assert_eq!(batch_answer(&format!("{entry}/2")), Value::BulkString(format!("{entry}/2").into()));
         assert_eq!(batch_answer("9"), Value::Int(9));
         assert_eq!(batch_answer("0"), Value::Int(0));
+        assert_eq!(batch_answer("W1700000060000"), Value::BulkString(b"W1700000060000".to_vec()));
     }
 
     #[test]

@@ -59,6 +59,11 @@ pub struct PacketItem {
     pub status: PacketStatus,
     pub created_at: String,
     pub created_at_ms: Millis,
+    /// A scheduled packet's opening.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at_ms: Option<Millis>,
     pub expires_at: String,
     pub expires_at_ms: Millis,
     pub history_pk: String,
@@ -114,6 +119,8 @@ impl PacketItem {
             history_sk: format!("SENT#{created_at}#{}", packet.id),
             created_at,
             created_at_ms: packet.created_at_ms,
+            opens_at: packet.opens_at_ms.map(rfc3339),
+            opens_at_ms: packet.opens_at_ms,
             expires_at: rfc3339(packet.expires_at_ms),
             expires_at_ms: packet.expires_at_ms,
             open_shard: Some(open_partition(packet.id.settle_shard(settle_shards), &packet.id)),
@@ -153,6 +160,7 @@ impl PacketItem {
             },
             seed,
             created_at_ms: self.created_at_ms,
+            opens_at_ms: self.opens_at_ms,
             expires_at_ms: self.expires_at_ms,
             access: Access { recipients: self.recipients.clone(), passphrase: self.passphrase_digest.clone() },
         })

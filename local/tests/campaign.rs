@@ -1,0 +1,106 @@
+//! Campaigns, through the real handlers on Redis and DynamoDB Local: a packet scheduled to open
+//! at an instant (refused before it, served at it, expiring a lifetime after it; cancelled
+//! before it, refunded whole), its debit taken at the send.
+
+mod support;
+
+use red_packets::clock::{parse_rfc3339, rfc3339};
+use red_packets::domain::wallet::TopUp;
+use red_packets::domain::{Cents, Funds, PacketStatus, UserId};
+use red_packets::ports::Wallets;
+use red_packets::{Clock, Config};
+use serde_json::json;
+use support::stack::Stack;
+
+const MINUTE_MS: i64 = 60_000;
+
+async fn wallet_stack(name: &str) -> Stack {
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    Stack::with_config(name, config).await
+}
+
+async fn top_up(stack: &Stack, who: &str, amount_cents: Cents) {
+    let topup = TopUp { user: UserId::from_claim(who).unwrap(), amount_cents, reference: format!("pay-{who}") };
+    assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.expect("top-up").applied);
+}
+
+async fn balance(stack: &Stack, who: &str) -> u64 {
+    let (status, wallet) = stack.wallet(who, "").await;
+    assert_eq!(status, 200, "{wallet}");
+    wallet["balance_cents"].as_u64().unwrap()
+}
+
+/// A campaign's packet sent ten minutes ahead: paid at the send; every grab before 20:00 is
+/// `not_open_yet` (from Redis, and from the ledger when Redis has lost it); served at 20:00;
+/// expired one lifetime after the opening, not after the send; the rest refunded by settle.
+#[tokio::test]
+async fn a_scheduled_packet_opens_at_its_instant_and_expires_a_lifetime_later() {
+    let stack = wallet_stack("campaign-opens").await;
+    top_up(&stack, "brand", 10_000).await;
+    let opens_at_ms = stack.clock.now_ms() + 10 * MINUTE_MS;
+    let body = json!({ "total_cents": 3_000, "count": 3, "kind": "fixed", "expires_in_seconds": 600,
+                       "opens_at": rfc3339(opens_at_ms) });
+    let (status, sent) = stack.try_send("brand", &body).await;
+    assert_eq!(status, 201, "{sent}");
+    let id = sent["packet_id"].as_str().unwrap().to_owned();
+    assert_eq!(sent["opens_at"].as_str().and_then(parse_rfc3339), Some(opens_at_ms));
+    assert_eq!(sent["expires_at"].as_str().and_then(parse_rfc3339), Some(opens_at_ms + 10 * MINUTE_MS));
+    assert_eq!(balance(&stack, "brand").await, 7_000, "the debit is taken at the send, not at the opening");
+
+    let (status, early) = stack.grab(&id, "bob").await;
+    assert_eq!((status, early["error"]["code"].as_str()), (409, Some("not_open_yet")), "{early}");
+    assert_eq!(early["error"]["opens_at"].as_str().and_then(parse_rfc3339), Some(opens_at_ms));
+    // The same answer from the ledger, for a packet Redis no longer holds.
+    stack.empty_redis(&[&id]).await;
+    stack.clock.advance(10 * MINUTE_MS - 1);
+    let (status, early) = stack.grab(&id, "bob").await;
+    assert_eq!((status, early["error"]["code"].as_str()), (409, Some("not_open_yet")), "a millisecond early: {early}");
+    let (_, view) = stack.view(&id, "bob").await;
+    assert_eq!((view["status"].as_str(), view["remaining_count"].as_u64()), (Some("open"), Some(3)), "{view}");
+
+    stack.clock.advance(1);
+    let (status, grabbed) = stack.grab(&id, "bob").await;
+    assert_eq!((status, grabbed["amount_cents"].as_u64()), (200, Some(1_000)), "at the opening: {grabbed}");
+    stack.clock.advance(10 * MINUTE_MS - 1);
+    let (status, grabbed) = stack.grab(&id, "carol").await;
+    assert_eq!(status, 200, "a lifetime after the opening, less a millisecond: {grabbed}");
+    stack.clock.advance(1);
+    let (status, late) = stack.grab(&id, "dave").await;
+    assert_eq!((status, late["error"]["code"].as_str()), (410, Some("expired")), "{late}");
+
+    stack.settle().await;
+    stack.settle().await;
+    let recorded = stack.recorded(&id).await;
+    assert_eq!((recorded.status, recorded.refund_cents), (PacketStatus::Expired, Some(1_000)));
+    assert_eq!(balance(&stack, "brand").await, 8_000, "the unclaimed share came back once");
+    assert_eq!(balance(&stack, "bob").await + balance(&stack, "carol").await, 2_000);
+}
+
+/// Cancelled before its opening: every share comes back, and a grab at the opening is
+/// `cancelled`, not `not_open_yet`.
+#[tokio::test]
+async fn a_packet_cancelled_before_its_opening_refunds_everything() {
+    let stack = wallet_stack("campaign-cancel").await;
+    top_up(&stack, "brand", 5_000).await;
+    let opens_at_ms = stack.clock.now_ms() + 60 * MINUTE_MS;
+    let body = json!({ "total_cents": 5_000, "count": 50, "opens_at": rfc3339(opens_at_ms) });
+    let (status, sent) = stack.try_send("brand", &body).await;
+    assert_eq!(status, 201, "{sent}");
+    let id = sent["packet_id"].as_str().unwrap().to_owned();
+    assert_eq!(balance(&stack, "brand").await, 0);
+
+    let (status, cancelled) = stack.cancel(&id, "brand").await;
+    assert_eq!(status, 200, "{cancelled}");
+    let (status, refused) = stack.grab(&id, "bob").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (410, Some("cancelled")), "{refused}");
+    stack.clock.advance(60 * MINUTE_MS);
+    let (status, refused) = stack.grab(&id, "bob").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (410, Some("cancelled")), "at the opening: {refused}");
+
+    stack.settle().await;
+    stack.settle().await;
+    let recorded = stack.recorded(&id).await;
+    assert_eq!((recorded.status, recorded.refund_cents), (PacketStatus::Cancelled, Some(5_000)));
+    assert_eq!(balance(&stack, "brand").await, 5_000, "the whole packet came back");
+}
