@@ -11,6 +11,7 @@ pub mod rie;
 pub mod sam_local;
 pub mod throttle;
 pub mod tls_front;
+pub mod write_meter;
 
 use std::sync::Arc;
 use std::time::Duration;

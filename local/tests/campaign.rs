@@ -1,13 +1,20 @@
 //! Campaigns, through the real handlers on Redis and DynamoDB Local: a packet scheduled to open
 //! at an instant (refused before it, served at it, expiring a lifetime after it; cancelled
-//! before it, refunded whole), its debit taken at the send.
+//! before it, refunded whole), its debit taken at the send; and settle's writes to one
+//! partition key held under their ceiling, counted from the requests (`local::write_meter`),
+//! since DynamoDB Local enforces none.
 
 mod support;
 
+use std::sync::Arc;
+
+use local::write_meter::WriteUnitMeter;
+use red_packets::adapters::DynamoLedger;
 use red_packets::clock::{parse_rfc3339, rfc3339};
 use red_packets::domain::wallet::TopUp;
 use red_packets::domain::{Cents, Funds, PacketStatus, UserId};
 use red_packets::ports::Wallets;
+use red_packets::settle::{SettleRequest, Settler};
 use red_packets::{Clock, Config};
 use serde_json::json;
 use support::stack::Stack;
@@ -103,4 +110,43 @@ async fn a_packet_cancelled_before_its_opening_refunds_everything() {
     let recorded = stack.recorded(&id).await;
     assert_eq!((recorded.status, recorded.refund_cents), (PacketStatus::Cancelled, Some(5_000)));
     assert_eq!(balance(&stack, "brand").await, 5_000, "the whole packet came back");
+}
+
+/// A packet of 400 shares grabbed to the last, then settled with a ceiling of 100 write units
+/// per partition key per second: every grab reaches the ledger (2 units each in the packet's
+/// partition without the wallet: its share's claim and its grab item), no second sends the
+/// packet's partition more than the ceiling, as the requests themselves count it, and the
+/// 800 units spread over at least 8 seconds.
+#[tokio::test]
+async fn settle_never_writes_past_the_partition_ceiling() {
+    const SHARES: u32 = 400;
+    const CEILING: u64 = 100;
+    let mut config = Config::from_env().expect("configuration");
+    config.limits.max_count = SHARES;
+    config.limits.max_total_cents = 100 * u64::from(SHARES);
+    config.settle_partition_write_units = CEILING as u32;
+    let stack = Stack::with_config("campaign-ceiling", config).await;
+    let id = stack.send("brand", json!({ "total_cents": 100 * SHARES, "count": SHARES, "kind": "fixed" })).await;
+    for n in 0..SHARES {
+        let (status, grabbed) = stack.grab(&id, &format!("fan-{n}")).await;
+        assert_eq!(status, 200, "{grabbed}");
+    }
+
+    let meter = WriteUnitMeter::default();
+    let client = meter.install(&DynamoLedger::client_from_env().expect("a DynamoDB client"));
+    let settler =
+        Settler::new(Arc::new(stack.store()), DynamoLedger::new(client, &stack.config)).with_clock(stack.clock.clone());
+    let started = std::time::Instant::now();
+    let summary = settler.run(settler.shards_of(&SettleRequest::default()), None).await.expect("settle runs");
+    let took = started.elapsed();
+    assert_eq!(summary.grabs_persisted, u64::from(SHARES), "{summary:?}");
+    assert_eq!(stack.recorded(&id).await.grabs.len(), SHARES as usize);
+
+    let partition = format!("PKT#{id}");
+    let written = meter.total(&partition);
+    let (busiest, peak) = meter.peak("PKT#").expect("settle wrote to the packet's partition");
+    eprintln!("figure: {written} write units to {partition} in {took:?}, peak {peak}/s on {busiest}");
+    assert!(written >= 2 * u64::from(SHARES), "a claim and a grab item per share: {written}");
+    assert!(peak <= CEILING, "{peak} write units in one second to {busiest}, over the ceiling of {CEILING}");
+    assert!(took >= std::time::Duration::from_secs(7), "{written} units at {CEILING}/s cannot go out in {took:?}");
 }

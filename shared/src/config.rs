@@ -71,6 +71,9 @@ pub struct Config {
     /// `SETTLE_DRAIN_SECONDS`, 0 for a single pass. The template sets it just under the
     /// schedule's minute, so a grab reaches the ledger within seconds.
     pub settle_drain: Duration,
+    /// The write units settle sends to one DynamoDB partition key per second at most
+    /// (`SETTLE_PARTITION_WRITE_UNITS`, default 900: DynamoDB's per-partition 1,000 less a tenth).
+    pub settle_partition_write_units: u32,
     /// Whether sends, grabs and refunds move built-in balances (`FUNDS`: `wallet` or `none`).
     pub funds: Funds,
     /// The stack's one currency (`CURRENCY`, an ISO 4217 code, default `CNY`): every amount is
@@ -157,6 +160,11 @@ impl Config {
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
+            settle_partition_write_units: env.number(
+                "SETTLE_PARTITION_WRITE_UNITS",
+                crate::adapters::dynamo::capacity::DEFAULT_PARTITION_WRITE_UNITS,
+                10,
+            )?,
             funds,
             currency,
         })

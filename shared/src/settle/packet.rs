@@ -5,8 +5,8 @@
 
 #[cfg(any(test, feature = "test-support"))]
 use super::FaultPoint;
-use super::{SettleSummary, Settler, Stop, RECONCILIATION_MISMATCH};
-use crate::clock::Clock;
+use super::{SettleSummary, Settler, Stop, DEADLINE_MARGIN_MS, RECONCILIATION_MISMATCH};
+use crate::clock::{Clock, Millis};
 use crate::domain::grab::LoggedGrab;
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
@@ -41,6 +41,12 @@ enum Agreement {
 /// How many times finalisation re-reads the ledger while grabs race its refund claims.
 const FINALISE_ATTEMPTS: u32 = 3;
 
+/// Grabs one step of a persist records before it advances the persisted mark: a pass stopped
+/// part-way (its invocation's deadline, a crash) has at most this many to write again, and a
+/// campaign's packet of 100,000 grabs, written in the partition's pace over minutes, is
+/// persisted across invocations, each going on from the last one's mark.
+pub(super) const PERSIST_CHUNK: usize = 1_000;
+
 /// One packet's pass through settle: the packet, its shard, the two stores, and what the pass
 /// did (its own counts, which the run absorbs).
 pub(super) struct PacketPass<'a, S, L> {
@@ -51,12 +57,20 @@ pub(super) struct PacketPass<'a, S, L> {
     crash_at: Option<FaultPoint>,
     id: &'a PacketId,
     shard: u32,
+    /// The run's deadline on the wall clock: a persist stops between chunks near it.
+    deadline_ms: Option<Millis>,
+    wall: &'a dyn Clock,
     summary: SettleSummary,
 }
 
 impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
-    /// The pass of packet `id` of `shard`.
-    pub(super) fn pass<'a>(&'a self, id: &'a PacketId, shard: u32) -> PacketPass<'a, S, L> {
+    /// The pass of packet `id` of `shard`, in a run that ends at `deadline_ms` (wall clock).
+    pub(super) fn pass<'a>(
+        &'a self,
+        id: &'a PacketId,
+        shard: u32,
+        deadline_ms: Option<Millis>,
+    ) -> PacketPass<'a, S, L> {
         PacketPass {
             store: self.store.as_ref(),
             ledger: &self.ledger,
@@ -65,6 +79,8 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
             crash_at: self.crash_at,
             id,
             shard,
+            deadline_ms,
+            wall: self.wall.as_ref(),
             summary: SettleSummary::default(),
         }
     }
@@ -131,9 +147,11 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
         Ok(())
     }
 
-    /// Records the grabs the ledger has not confirmed, then advances the persisted mark. Grabs
-    /// the replicas do not hold yet wait for a later run. A grab the ledger refuses (or whose
-    /// amount is not its share's) is reported and the packet re-synced from the ledger.
+    /// Records the grabs the ledger has not confirmed, [`PERSIST_CHUNK`] at a time, advancing
+    /// the persisted mark after each chunk; near the run's deadline it stops between chunks, and
+    /// a later pass goes on from the mark. Grabs the replicas do not hold yet wait for a later
+    /// run. A grab the ledger refuses (or whose amount is not its share's) is reported and the
+    /// packet re-synced from the ledger.
     async fn persist(&mut self, live: &LivePacket, shares: &[Cents]) -> Result<Agreement, Stop> {
         let id = &live.packet.id;
         let pending = live.pending();
@@ -144,30 +162,42 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
             self.summary.deferred += 1;
             return Ok(Agreement::Later);
         }
-        let mut valid: Vec<LoggedGrab> = Vec::with_capacity(pending.len());
-        let mut invalid: Vec<Mismatch> = Vec::new();
-        for grab in pending {
-            match check_against_shares(grab, shares) {
-                Ok(()) => valid.push(grab.clone()),
-                Err(mismatch) => invalid.push(mismatch),
+        let mut confirmed = live.grabs.len() - pending.len();
+        for chunk in pending.chunks(PERSIST_CHUNK) {
+            if confirmed > live.grabs.len() - pending.len() && self.near_deadline() {
+                return Ok(Agreement::Later);
+            }
+            let mut valid: Vec<LoggedGrab> = Vec::with_capacity(chunk.len());
+            let mut invalid: Vec<Mismatch> = Vec::new();
+            for grab in chunk {
+                match check_against_shares(grab, shares) {
+                    Ok(()) => valid.push(grab.clone()),
+                    Err(mismatch) => invalid.push(mismatch),
+                }
+            }
+            let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
+            self.summary.grabs_persisted += (valid.len() - refused.len()) as u64;
+            fault_point!(self, AfterGrabItems);
+            if !refused.is_empty() || !invalid.is_empty() {
+                for mismatch in &invalid {
+                    self.report(&format!("Redis holds a grab the ledger cannot take: {mismatch}"));
+                }
+                for refusal in &refused {
+                    self.report(&format!("the ledger refused a grab Redis acknowledged: {refusal}"));
+                }
+                return self.resync().await;
+            }
+            confirmed += chunk.len();
+            if let Some(last) = chunk.last() {
+                self.store.mark_persisted(id, confirmed, last).await?;
             }
         }
-        let refused = self.ledger.record_grabs(&live.packet, &valid).await?;
-        self.summary.grabs_persisted += (valid.len() - refused.len()) as u64;
-        fault_point!(self, AfterGrabItems);
-        if refused.is_empty() && invalid.is_empty() {
-            if let Some(last) = live.grabs.last() {
-                self.store.mark_persisted(id, live.grabs.len(), last).await?;
-            }
-            return Ok(Agreement::Agreed);
-        }
-        for mismatch in &invalid {
-            self.report(&format!("Redis holds a grab the ledger cannot take: {mismatch}"));
-        }
-        for refusal in &refused {
-            self.report(&format!("the ledger refused a grab Redis acknowledged: {refusal}"));
-        }
-        self.resync().await
+        Ok(Agreement::Agreed)
+    }
+
+    /// True within [`DEADLINE_MARGIN_MS`] of the run's deadline.
+    fn near_deadline(&self) -> bool {
+        self.deadline_ms.is_some_and(|deadline| self.wall.now_ms() + DEADLINE_MARGIN_MS >= deadline)
     }
 
     /// Re-syncs a packet in Redis from the ledger after the two disagreed, destroying nothing:

@@ -208,7 +208,7 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         if near_deadline || halted.load(Ordering::Relaxed) {
             return (id, None);
         }
-        let (delta, mut result) = self.pass(&id, shard).run().await;
+        let (delta, mut result) = self.pass(&id, shard, deadline_ms).run().await;
         if result.is_ok() {
             result = self.store.settled_pass(&id, shard).await.map_err(Stop::from);
         }

@@ -72,7 +72,9 @@ impl DynamoLedger {
     /// Claims `grab`'s share (`SHARE#<seq>`): new, or held by this user for this amount
     /// already. Returns the refusal when another grab holds it.
     async fn claim_share(&self, packet: &Packet, grab: &LoggedGrab) -> Result<Option<Refusal>, StoreError> {
-        let PutIfNew::Taken(held) = self.put_if_new(&ShareItem::grabbed(packet, grab)).await? else { return Ok(None) };
+        let PutIfNew::Taken(held) = self.put_if_new_in_pace(&ShareItem::grabbed(packet, grab)).await? else {
+            return Ok(None);
+        };
         let same = held.map(|item| item.claim()).transpose()?.is_some_and(|claim| claim.holds(grab));
         Ok((!same).then(|| Refusal::ShareHeld(grab.clone())))
     }

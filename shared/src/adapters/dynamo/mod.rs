@@ -15,6 +15,7 @@
 //! [`StoreError::Unavailable`]: crate::ports::StoreError::Unavailable
 
 mod books;
+pub mod capacity;
 pub mod client;
 mod corrections;
 mod grabs;

@@ -9,6 +9,7 @@ use std::future::Future;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use futures::stream::{self, StreamExt};
 
+use super::capacity::write_units;
 use super::items::{
     open_partitions, packet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem, NewMovement, RefundItem, ShareItem,
     META, PACKET_PREFIX, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
@@ -131,7 +132,7 @@ impl SettleLedger for DynamoLedger {
             return Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents));
         }
         // Recorded before (kept as it was, its first time too); another share is refused.
-        let PutIfNew::Taken(recorded) = self.put_if_new(&GrabItem::new(packet, grab, stamp)).await? else {
+        let PutIfNew::Taken(recorded) = self.put_if_new_in_pace(&GrabItem::new(packet, grab, stamp)).await? else {
             return Ok(false);
         };
         Ok(!recorded.is_some_and(|item| item.seq == grab.seq && item.amount_cents == grab.amount_cents))
@@ -158,17 +159,20 @@ impl SettleLedger for DynamoLedger {
 
     /// Claims shares `(seq, amount)` for the sender's refund, each under the condition that
     /// nobody holds it: after this no grab of them can be recorded. Returns the shares a grab
-    /// claimed first.
+    /// claimed first. In settle's pace, as the grabs' claims are: an expired campaign's refund
+    /// claims every share nobody took, in the packet's partition.
     #[tracing::instrument(level = "debug", name = "dynamodb.claim_for_refund", skip_all, fields(packet_id = %packet.id, shares = shares.len()))]
     async fn claim_for_refund(&self, packet: &Packet, shares: &[(u32, Cents)]) -> Result<Vec<u32>, StoreError> {
         let writes: Vec<_> = shares
             .iter()
             .map(|&(seq, amount_cents)| async move {
+                let claim = to_item(&ShareItem::refunded(packet, seq, amount_cents));
+                self.partition_pace.take(&packet_pk(&packet.id), write_units(&claim)).await;
                 let written = self
                     .client()?
                     .put_item()
                     .table_name(&self.table)
-                    .set_item(Some(to_item(&ShareItem::refunded(packet, seq, amount_cents))))
+                    .set_item(Some(claim))
                     .condition_expression("attribute_not_exists(pk) OR refund = :refund")
                     .expression_attribute_values(":refund", AttributeValue::Bool(true))
                     .send()

@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::Client;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::capacity::{write_units, PartitionPace};
 use super::client;
 use super::items::{packet_pk, PacketItem, META};
 use crate::config::{Config, ConfigError};
@@ -43,6 +44,9 @@ pub struct DynamoLedger {
     pub(super) business_day: BusinessDay,
     pub(super) currency: Currency,
     pub(super) funds: Funds,
+    /// Settle's writes per partition key per second, shared by every clone (one invocation's
+    /// packets in flight).
+    pub(super) partition_pace: Arc<PartitionPace>,
 }
 
 impl DynamoLedger {
@@ -65,6 +69,7 @@ impl DynamoLedger {
             business_day: config.business_day,
             currency: config.currency,
             funds: config.funds,
+            partition_pace: Arc::new(PartitionPace::new(config.settle_partition_write_units)),
         }
     }
 
@@ -148,16 +153,25 @@ impl DynamoLedger {
     }
 
     /// Puts `item` only if its key is new; when it is not, the item in its place comes back
-    /// (as DynamoDB returns it on a failed condition). A failed write is [`write_failed`].
-    pub(super) async fn put_if_new<T: Serialize + DeserializeOwned>(
+    /// (as DynamoDB returns it on a failed condition). A failed write is [`write_failed`]. Only
+    /// settle writes this way, to a packet's partition, so the write goes in settle's pace: it
+    /// waits until its partition key has room for its units in this slice of a second
+    /// ([`PartitionPace`]); a refused condition costs the same units, so it is paced too.
+    pub(super) async fn put_if_new_in_pace<T: Serialize + DeserializeOwned>(
         &self,
         item: &T,
     ) -> Result<PutIfNew<T>, StoreError> {
+        let item = to_item(item);
+        let partition = match item.get("pk") {
+            Some(AttributeValue::S(pk)) => pk.clone(),
+            _ => String::new(),
+        };
+        self.partition_pace.take(&partition, write_units(&item)).await;
         let written = self
             .client()?
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(item)))
+            .set_item(Some(item))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()

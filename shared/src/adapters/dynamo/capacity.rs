@@ -1,0 +1,142 @@
+//! What a write costs DynamoDB, and a pace that keeps settle's writes to one partition key
+//! under a ceiling.
+//!
+//! DynamoDB serves at most 1,000 write units per second to one partition (and 3,000 read units),
+//! whatever the table's mode: "each partition on the table can serve up to 3,000 read request
+//! units or 1,000 write request units, or a linear combination of both"
+//! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html>).
+//! Every claim of a packet's shares (`SHARE#<seq>`), and without the wallet every grab item,
+//! shares the packet's partition key `PKT#<id>`: a 100,000-share packet settled at full speed
+//! would pass that ceiling and be throttled. [`PartitionPace`] holds settle's writes to any one
+//! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second (default 900: the ceiling less
+//! a tenth, for the writes of other paths to the same key: a cancel, a view's refund claim).
+//!
+//! A write unit is one standard write of up to 1 KB; a transactional write costs two
+//! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html>).
+//! [`write_units`] sizes an item as DynamoDB does: its attribute names' and values' lengths
+//! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html>).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+/// What settle may write to one partition key per second by default: DynamoDB's 1,000 less a
+/// tenth.
+pub const DEFAULT_PARTITION_WRITE_UNITS: u32 = 900;
+
+/// The pace's slices of a second: each slice spends a tenth of the second's units, so writes
+/// go out evenly, and no calendar second (ten whole slices) ever holds more than the ceiling.
+const SLICES_PER_SECOND: u64 = 10;
+
+/// Bytes in one write unit.
+const WRITE_UNIT_BYTES: usize = 1024;
+
+/// The write units one standard (not transactional) write of `item` costs: its size rounded up
+/// to whole kilobytes, at least one.
+pub fn write_units(item: &HashMap<String, AttributeValue>) -> u32 {
+    let bytes: usize = item.iter().map(|(name, value)| name.len() + value_size(value)).sum();
+    u32::try_from(bytes.div_ceil(WRITE_UNIT_BYTES).max(1)).unwrap_or(u32::MAX)
+}
+
+/// A value's size as DynamoDB counts it: strings and binaries their length, numbers about one
+/// byte per two significant digits plus one, a map or list 3 bytes plus one per element and its
+/// elements (a map's names too), booleans and nulls one byte.
+fn value_size(value: &AttributeValue) -> usize {
+    let number = |text: &str| text.trim_start_matches(['-', '0']).replace('.', "").len().div_ceil(2) + 1;
+    match value {
+        AttributeValue::S(text) => text.len(),
+        AttributeValue::N(text) => number(text),
+        AttributeValue::B(blob) => blob.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(texts) => texts.iter().map(String::len).sum(),
+        AttributeValue::Ns(numbers) => numbers.iter().map(|text| number(text)).sum(),
+        AttributeValue::Bs(blobs) => blobs.iter().map(|blob| blob.as_ref().len()).sum(),
+        AttributeValue::M(map) => 3 + map.iter().map(|(name, value)| 1 + name.len() + value_size(value)).sum::<usize>(),
+        AttributeValue::L(list) => 3 + list.iter().map(|value| 1 + value_size(value)).sum::<usize>(),
+        _ => 0,
+    }
+}
+
+/// A ceiling on the write units sent to each partition key per second, shared by every write
+/// of one process (one settle invocation's packets in flight): a write waits for the slice of a
+/// second with room for it.
+#[derive(Debug)]
+pub struct PartitionPace {
+    units_per_slice: u32,
+    /// Per partition key: the slice it last wrote in, and the units spent in it.
+    slices: Mutex<HashMap<String, (u64, u32)>>,
+}
+
+impl PartitionPace {
+    /// A pace of at most `units_per_second` write units per partition key per second (at least
+    /// one slice's worth: [`SLICES_PER_SECOND`] units).
+    pub fn new(units_per_second: u32) -> Self {
+        let units_per_slice = (units_per_second / SLICES_PER_SECOND as u32).max(1);
+        PartitionPace { units_per_slice, slices: Mutex::new(HashMap::new()) }
+    }
+
+    /// The most units any second gets: the slices' share, whole.
+    pub fn units_per_second(&self) -> u32 {
+        self.units_per_slice * SLICES_PER_SECOND as u32
+    }
+
+    /// Waits until `units` more fit under the ceiling of `partition` in the current slice of a
+    /// second, and spends them. A write larger than a slice's share goes alone in a slice.
+    pub async fn take(&self, partition: &str, units: u32) {
+        loop {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            let slice_ms = 1000 / SLICES_PER_SECOND;
+            let slice = u64::try_from(now.as_millis()).unwrap_or(u64::MAX) / slice_ms;
+            {
+                let mut slices = self.slices.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if slices.len() > 4096 {
+                    slices.retain(|_, (last, _)| *last >= slice);
+                }
+                let spent = slices.entry(partition.to_owned()).or_insert((slice, 0));
+                if spent.0 != slice {
+                    *spent = (slice, 0);
+                }
+                if spent.1 == 0 || spent.1 + units <= self.units_per_slice {
+                    spent.1 += units;
+                    return;
+                }
+            }
+            let next = Duration::from_millis((slice + 1) * slice_ms);
+            tokio::time::sleep(next.saturating_sub(now)).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_costs_a_unit_per_started_kilobyte() {
+        let small = HashMap::from([
+            ("pk".to_owned(), AttributeValue::S("PKT#0123456789abcdef0123456789abcdef".into())),
+            ("seq".to_owned(), AttributeValue::N("12345".into())),
+        ]);
+        assert_eq!(write_units(&small), 1);
+        let large = HashMap::from([("greeting".to_owned(), AttributeValue::S("x".repeat(1_100)))]);
+        assert_eq!(write_units(&large), 2);
+        assert_eq!(value_size(&AttributeValue::N("12345".into())), 4, "5 digits: 3 bytes and 1");
+        let map = AttributeValue::M(HashMap::from([("a".to_owned(), AttributeValue::Bool(true))]));
+        assert_eq!(value_size(&map), 3 + 1 + 1 + 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_gets_a_slice_of_the_ceiling_at_a_time() {
+        let pace = PartitionPace::new(100);
+        assert_eq!(pace.units_per_second(), 100);
+        let started = std::time::Instant::now();
+        for _ in 0..25 {
+            pace.take("PKT#a", 10).await;
+            pace.take("PKT#b", 10).await;
+        }
+        // 25 slices of 100 ms on each key, side by side: the first may begin late in its slice.
+        assert!(started.elapsed() >= Duration::from_millis(2_300), "{:?}", started.elapsed());
+    }
+}
