@@ -150,3 +150,62 @@ async fn settle_never_writes_past_the_partition_ceiling() {
     assert!(peak <= CEILING, "{peak} write units in one second to {busiest}, over the ceiling of {CEILING}");
     assert!(took >= std::time::Duration::from_secs(7), "{written} units at {CEILING}/s cannot go out in {took:?}");
 }
+
+/// A 100,000-share packet, the largest a campaign asks for, sent through the handler and
+/// grabbed to the last share through it, 256 grabs at a time (the coalescer's batches): every
+/// share once, to a different user each, summing exactly to the total; then sold out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_share_packet_is_grabbed_to_the_last_share() {
+    const SHARES: u32 = 100_000;
+    const CONCURRENCY: usize = 256;
+    let mut config = Config::from_env().expect("configuration");
+    config.limits.max_count = SHARES;
+    config.limits.max_total_cents = 5 * u64::from(SHARES);
+    let stack = Arc::new(Stack::with_config("campaign-100k", config).await);
+    let total = 5 * u64::from(SHARES);
+    let id = stack.send("brand", json!({ "total_cents": total, "count": SHARES })).await;
+
+    let started = std::time::Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let workers: Vec<_> = (0..CONCURRENCY)
+        .map(|_| {
+            let (stack, id, next) = (stack.clone(), id.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut taken = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if n >= SHARES {
+                        return taken;
+                    }
+                    let user = format!("fan-{n}");
+                    let (status, grabbed) = stack.grab(&id, &user).await;
+                    assert_eq!((status, grabbed["already_grabbed"].as_bool()), (200, Some(false)), "{user}: {grabbed}");
+                    taken.push((user, grabbed["amount_cents"].as_u64().unwrap()));
+                }
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for worker in workers {
+        taken.extend(worker.await.unwrap());
+    }
+    eprintln!(
+        "figure: {SHARES} shares grabbed through the handler at concurrency {CONCURRENCY} in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(taken.len(), SHARES as usize);
+    assert!(taken.iter().all(|(_, amount)| *amount >= 1), "every share at least a cent");
+    assert_eq!(taken.iter().map(|(_, amount)| amount).sum::<u64>(), total, "the shares add up to the total");
+    let (status, late) = stack.grab(&id, "latecomer").await;
+    assert_eq!((status, late["error"]["code"].as_str()), (409, Some("sold_out")), "{late}");
+
+    let live = stack.store().snapshot(&red_packets::domain::PacketId::parse(&id).unwrap()).await.unwrap().unwrap();
+    assert_eq!((live.grabs.len(), live.remaining_count), (SHARES as usize, 0));
+    let mut users: Vec<&str> = live.grabs.iter().map(|grab| grab.user.as_str()).collect();
+    users.sort_unstable();
+    users.dedup();
+    assert_eq!(users.len(), SHARES as usize, "a different user for every share");
+    let mut seqs: Vec<u32> = live.grabs.iter().map(|grab| grab.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=SHARES).collect::<Vec<_>>(), "every share once");
+}

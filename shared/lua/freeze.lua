@@ -11,14 +11,20 @@
 -- KEYS[3]  rp:{<id>}:grabs   list: the grab log
 -- ARGV[1]  the re-sync's token
 --
--- Returns {state, log}: state 0 when Redis holds nothing of the packet (nothing changed);
--- 1 when frozen; 2 when frozen although the packet hash was gone while its pool or log was
--- not (the hash is created holding only the freeze). log: every log entry, in grab order.
+-- LOG_PAGE  log entries per reply (scripts.rs's LOG_PAGE; a test holds them equal)
+--
+-- Returns {state, log length, the log's first LOG_PAGE entries in grab order}: state 0 when
+-- Redis holds nothing of the packet (nothing changed); 1 when frozen; 2 when frozen although
+-- the packet hash was gone while its pool or log was not (the hash is created holding only the
+-- freeze). The caller reads the rest of the log a page a call: frozen, it takes no fresh grab,
+-- so it stays as read here until the re-sync's replace.
+
+local LOG_PAGE = 5000
 
 local held = redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3])
 if held == 0 then
-  return {0, {}}
+  return {0, 0, {}}
 end
 local state = redis.call('EXISTS', KEYS[1]) == 1 and 1 or 2
 redis.call('HSET', KEYS[1], 'open_until', 'F:' .. ARGV[1])
-return {state, redis.call('LRANGE', KEYS[3], 0, -1)}
+return {state, redis.call('LLEN', KEYS[3]), redis.call('LRANGE', KEYS[3], 0, LOG_PAGE - 1)}

@@ -151,13 +151,42 @@ pub async fn load<C: ConnectionLike>(
     })
 }
 
-/// Runs `freeze.lua` with `token`. An unreadable log entry is an error.
+/// Log entries one call returns at most (`snapshot.lua`'s and `freeze.lua`'s `LOG_PAGE`): a
+/// page of a campaign's log is about 300 KB, where its whole log of 100,000 is 6 MB in one
+/// reply that blocks Redis while it is built.
+pub const LOG_PAGE: usize = 5_000;
+
+/// The log entries of `keys` from `first` up to `length`, read a page a call after a script
+/// returned the first page.
+async fn rest_of_log<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    mut log: Vec<String>,
+    length: usize,
+) -> RedisResult<Vec<String>> {
+    while log.len() < length {
+        let start = log.len();
+        let end = (start + LOG_PAGE).min(length) - 1;
+        let page: Vec<String> = redis::cmd("LRANGE").arg(&keys.grabs).arg(start).arg(end).query_async(conn).await?;
+        if page.is_empty() {
+            let detail = format!("the log ended at {start} of the {length} entries read");
+            return Err(redis::RedisError::from((redis::ErrorKind::Client, "LRANGE", detail)));
+        }
+        log.extend(page);
+    }
+    log.truncate(length);
+    Ok(log)
+}
+
+/// Runs `freeze.lua` with `token`, then reads the rest of the frozen log a page at a time. An
+/// unreadable log entry is an error.
 pub async fn freeze<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, token: &str) -> RedisResult<Frozen> {
-    let (state, log): (i64, Vec<String>) =
+    let (state, length, first): (i64, usize, Vec<String>) =
         FREEZE.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(token).invoke_async(conn).await?;
     if state == 0 {
         return Ok(Frozen::Missing);
     }
+    let log = rest_of_log(conn, keys, first, length).await?;
     let grabs = log
         .iter()
         .map(|entry| {
@@ -215,17 +244,22 @@ pub async fn mark_persisted<C: ConnectionLike>(
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
 }
 
-/// Runs `snapshot.lua`: `None` when Redis holds no such packet.
+/// Runs `snapshot.lua`, then reads the rest of the log it measured a page at a time: `None`
+/// when Redis holds no such packet.
 pub async fn snapshot<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys) -> RedisResult<Option<RawSnapshot>> {
-    let (fields, shares_left, log): (Vec<Option<String>>, u32, Vec<String>) = SNAPSHOT
+    let (fields, shares_left, length, first): (Vec<Option<String>>, u32, usize, Vec<String>) = SNAPSHOT
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
         .arg(&SNAPSHOT_FIELDS[..])
         .invoke_async(conn)
         .await?;
-    let snapshot = RawSnapshot { fields, shares_left, log };
-    Ok(snapshot.field("sender").is_some().then_some(snapshot))
+    let mut snapshot = RawSnapshot { fields, shares_left, log: Vec::new() };
+    if snapshot.field("sender").is_none() {
+        return Ok(None);
+    }
+    snapshot.log = rest_of_log(conn, keys, first, length).await?;
+    Ok(Some(snapshot))
 }
 
 /// Why a grab must ask the ledger about a packet Redis does not hold.
@@ -513,6 +547,10 @@ mod tests {
         );
         for source in [GRAB_LUA, GRAB_MANY_LUA] {
             assert!(source.contains(&constants), "{constants}");
+        }
+        let page = format!("local LOG_PAGE = {LOG_PAGE}\n");
+        for source in [include_str!("../../../lua/snapshot.lua"), include_str!("../../../lua/freeze.lua")] {
+            assert!(source.contains(&page), "{page}");
         }
     }
 
