@@ -428,3 +428,49 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
 fn user_named(name: &str) -> UserId {
     UserId::from_claim(name).unwrap()
 }
+
+/// A packet larger than one call carries (`scripts::LOAD_CHUNK` entries) is staged a chunk at a
+/// time and renamed into place: loaded, and replaced by a re-sync, Redis holds what the model
+/// of the same image holds, its snapshot and freeze read back every entry a page at a time, and
+/// no staged key is left behind.
+#[tokio::test]
+async fn a_packet_too_large_for_one_call_is_staged_and_loads_whole() {
+    let store = store();
+    const COUNT: u32 = 12_000;
+    let packet = packet(COUNT, PacketKind::Lucky);
+    let shares = packet.shares();
+    let grabs: Vec<LoggedGrab> = (1..=7_000u32)
+        .map(|seq| LoggedGrab {
+            seq,
+            user: user_named(&format!("fan {seq}")),
+            amount_cents: shares[seq as usize - 1],
+            at_ms: START_MS + i64::from(seq),
+        })
+        .collect();
+    let pool: Vec<(u32, Cents)> = (7_001..=COUNT).map(|seq| (seq, shares[seq as usize - 1])).collect();
+    let image = PacketImage { packet: &packet, cancelled: false, closed: false, grabs: &grabs, pool: &pool };
+    assert!(grabs.len() + pool.len() > scripts::LOAD_CHUNK);
+    let keys = store.keys(&packet.id);
+    let mut conn = store.connection().await.unwrap();
+    let loaded = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image).await.unwrap();
+    assert_eq!(loaded, scripts::Loaded::Now);
+    let model = LiveState::restored(image);
+    assert_eq!(store.snapshot(&packet.id).await.unwrap().unwrap(), model.snapshot(), "loaded whole");
+    let again = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image).await.unwrap();
+    assert_eq!(again, scripts::Loaded::Already, "a second add changes nothing");
+
+    let Frozen::Log { grabs: frozen, .. } = store.freeze(&packet.id, "big").await.unwrap() else { panic!("held") };
+    assert_eq!(frozen, grabs, "the freeze reads every grab back, a page at a time");
+    let fewer = &grabs[..6_500];
+    let more: Vec<(u32, Cents)> = (6_501..=COUNT).map(|seq| (seq, shares[seq as usize - 1])).collect();
+    let replaced = PacketImage { grabs: fewer, pool: &more, ..image };
+    assert!(store.resync(replaced, "big").await.unwrap(), "replaced under its freeze");
+    assert_eq!(store.snapshot(&packet.id).await.unwrap().unwrap(), LiveState::restored(replaced).snapshot());
+
+    let staged: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:*:stage:*", keys.packet.rsplit_once(':').unwrap().0))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(staged.is_empty(), "no staged key is left: {staged:?}");
+}

@@ -1,53 +1,71 @@
 -- load.lua: makes a packet grabbable: its fields, its shares not yet taken, and (when a packet
--- is reloaded from the ledger) the grabs the ledger already holds.
+-- is reloaded from the ledger) the grabs the ledger already holds. A small packet comes whole
+-- in the arguments; a large one (a campaign's, more entries than one call should carry) is
+-- staged first under keys of this load's own, a bounded command at a time (scripts.rs), and
+-- this script only writes its fields and renames the staged keys into place: no call, this one
+-- included, carries or walks the whole packet.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at; -1 for a packet
 --                            the sender cancelled; 0 for one closed, as close.lua sets it;
 --                            freeze.lua sets 'F:<token>') and persisted (log entries
 --                            the ledger holds) first, as grab.lua reads them; then sender,
---                            kind, split and greeting (each only when set), seed, total_cents,
---                            count, created_at, expires_at; for a packet with recipients or a
---                            passphrase, gate ('1' recipients-only or '0', then the passphrase's
---                            digest if any), recipients (their JSON array) and '+<user>' = 1 per
---                            recipient; and ':<user>' = '<seq>:<amount>:<left>:<at_ms>' per grab
+--                            kind, split, greeting and opens_at (each only when set), seed,
+--                            total_cents, count, created_at, expires_at; for a packet with
+--                            recipients or a passphrase, gate ('1' recipients-only or '0', then
+--                            the passphrase's digest if any), recipients (their JSON array) and
+--                            '+<user>' = 1 per recipient; and ':<user>' =
+--                            '<seq>:<amount>:<left>:<at_ms>' per grab
 -- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
 --                            (left: how many entries follow it)
 -- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<left>:<at_ms>:<user>', filled from ARGV[4]
+-- KEYS[4]  rp:{<id>}:packet:stage:<load>  staged: the ':<user>' fields of the grabs (or nothing)
+-- KEYS[5]  rp:{<id>}:pool:stage:<load>    staged: the pool, entries as KEYS[2]'s (or nothing)
+-- KEYS[6]  rp:{<id>}:grabs:stage:<load>   staged: the log, entries as KEYS[3]'s (or nothing)
 -- ARGV[1]  'add': load unless Redis holds something of the packet already (send, restore);
 --          or 'replace': what Redis holds of the packet gives way to the ledger's state
 --          (settle's re-sync), only while the re-sync's freeze (ARGV[3]) still stands
 -- ARGV[2]  a JSON object of the packet's fields (adapters/redis/record.rs, LoadFields): plain,
 --          the [name, value] pairs stored as they are (sender, kind, seed, total_cents, count,
---          created_at, expires_at, split and greeting when set); expires_at (epoch ms);
---          cancelled (true when the sender cancelled it); closed (true when it is closed to
+--          created_at, expires_at, split, greeting and opens_at when set); expires_at (epoch
+--          ms); cancelled (true when the sender cancelled it); closed (true when it is closed to
 --          grabs); recipients (a JSON array as a string) and passphrase (the digest), each
 --          only when set
 -- ARGV[3]  'replace' only: the token of the re-sync's freeze (freeze.lua); '' for 'add'
--- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order; [] at send
+-- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order ([] at
+--          send); or 'staged': the grabs and the pool are in KEYS[4..6], and ARGV[5..] is empty
 -- ARGV[5..] the shares not yet taken, '<seq>:<amount>', in the order they are handed out
 --
--- The keys get no TTL here: they live until settle has finalised the packet and retires them.
+-- The keys get no TTL here: they live until settle has finalised the packet and retires them
+-- (staged keys carry a TTL until they are renamed into place, which PERSIST takes off).
 -- Returns 1 when loaded now; 0 when the packet was already loaded (nothing is changed);
 -- 2 when a replace found its freeze gone or another's (nothing is changed); 3 when an add
 -- found the packet hash gone but its pool or log still there (nothing is changed: the log may
 -- hold grabs the ledger lacks, so only settle's re-sync, which records them, may replace it).
+-- Whenever nothing is changed, the staged keys are dropped.
+
+local staged = ARGV[4] == 'staged'
+local function unchanged(answer)
+  redis.call('UNLINK', KEYS[4], KEYS[5], KEYS[6])
+  return answer
+end
 
 if ARGV[1] == 'replace' then
   if redis.call('HGET', KEYS[1], 'open_until') ~= 'F:' .. ARGV[3] then
-    return 2
+    return unchanged(2)
   end
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
 elseif redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return unchanged(0)
 elseif redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
-  return 3
+  return unchanged(3)
 end
 local packet = cjson.decode(ARGV[2])
-local grabs = cjson.decode(ARGV[4])
+local grabs = staged and {} or cjson.decode(ARGV[4])
+local hash = staged and KEYS[4] or KEYS[1]
 
 local fields = {
   'open_until', (packet.cancelled and -1) or (packet.closed and 0) or packet.expires_at,
-  'persisted', #grabs,
+  'persisted', staged and redis.call('LLEN', KEYS[6]) or #grabs,
 }
 for _, pair in ipairs(packet.plain) do
   fields[#fields + 1] = pair[1]
@@ -63,15 +81,30 @@ if #recipients > 0 then
   fields[#fields + 1] = 'recipients'
   fields[#fields + 1] = packet.recipients
 end
-redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', hash, unpack(fields))
 local members = {}
 for _, user in ipairs(recipients) do
   members[#members + 1] = '+' .. user
   members[#members + 1] = 1
 end
 for first = 1, #members, 500 do
-  redis.call('HSET', KEYS[1], unpack(members, first, math.min(first + 499, #members)))
+  redis.call('HSET', hash, unpack(members, first, math.min(first + 499, #members)))
 end
+
+if staged then
+  redis.call('RENAME', KEYS[4], KEYS[1])
+  redis.call('PERSIST', KEYS[1])
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    redis.call('RENAME', KEYS[5], KEYS[2])
+    redis.call('PERSIST', KEYS[2])
+  end
+  if redis.call('EXISTS', KEYS[6]) == 1 then
+    redis.call('RENAME', KEYS[6], KEYS[3])
+    redis.call('PERSIST', KEYS[3])
+  end
+  return 1
+end
+
 local grabbers = {}
 for _, entry in ipairs(grabs) do
   local grab, user = string.match(entry, '^(%d+:%d+:%d+:%d+)(:.+)$')

@@ -65,6 +65,18 @@ impl PacketKeys {
         }
     }
 
+    /// The keys a load stages a large packet under before `load.lua` renames them into place:
+    /// each of the packet's keys with `:stage:<load>`, in the packet's slot.
+    pub fn staged(&self, load: &str) -> PacketKeys {
+        let stage = |key: &str| format!("{key}:stage:{load}");
+        PacketKeys {
+            packet: stage(&self.packet),
+            pool: stage(&self.pool),
+            grabs: stage(&self.grabs),
+            lookup: stage(&self.lookup),
+        }
+    }
+
     /// The packet hash's field holding `user`'s grab.
     pub fn grabber_field(user: &UserId) -> String {
         format!(":{user}")
@@ -115,8 +127,17 @@ pub enum Loaded {
     Partial,
 }
 
+/// Entries (shares and grabs) one call carries at most: a packet with more is staged, a
+/// bounded command at a time, before `load.lua` renames it into place.
+pub const LOAD_CHUNK: usize = 5_000;
+
+/// How long a staged load's keys outlive a loader that stopped before `load.lua` renamed them.
+const STAGE_TTL_MS: u64 = 600_000;
+
 /// Runs `load.lua` on `image`: its grabs are the grabs the ledger already holds (none at send,
-/// some on a reload), its pool the shares not yet taken, in the order they go out.
+/// some on a reload), its pool the shares not yet taken, in the order they go out. Up to
+/// [`LOAD_CHUNK`] entries go in the call itself; a larger packet (a campaign's) is staged under
+/// keys of this load's own first ([`stage`]), so no call carries more than a chunk.
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
@@ -124,25 +145,25 @@ pub async fn load<C: ConnectionLike>(
     image: PacketImage<'_>,
 ) -> RedisResult<Loaded> {
     let PacketImage { packet, cancelled, closed, grabs, pool } = image;
-    let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
     let fields = serde_json::to_string(&LoadFields::of(packet, cancelled, closed)).expect("load fields serialize");
-    let grabs = serde_json::to_string(&entries).expect("grabs serialize");
     let (mode, token) = match mode {
         LoadMode::Add => ("add", ""),
         LoadMode::Replace { token } => ("replace", token),
     };
-    let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
-    let loaded: i64 = LOAD
-        .key(&keys.packet)
-        .key(&keys.pool)
-        .key(&keys.grabs)
-        .arg(mode)
-        .arg(fields)
-        .arg(token)
-        .arg(grabs)
-        .arg(shares)
-        .invoke_async(conn)
-        .await?;
+    let staged = keys.staged(PacketId::random().as_str());
+    let mut invocation = LOAD.prepare_invoke();
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs);
+    invocation.key(&staged.packet).key(&staged.pool).key(&staged.grabs);
+    invocation.arg(mode).arg(fields).arg(token);
+    if grabs.len() + pool.len() > LOAD_CHUNK {
+        stage(conn, &staged, packet.terms.count, grabs, pool).await?;
+        invocation.arg("staged");
+    } else {
+        let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
+        let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
+        invocation.arg(serde_json::to_string(&entries).expect("grabs serialize")).arg(shares);
+    }
+    let loaded: i64 = invocation.invoke_async(conn).await?;
     Ok(match loaded {
         1 => Loaded::Now,
         0 => Loaded::Already,
@@ -176,6 +197,51 @@ async fn rest_of_log<C: ConnectionLike>(
     }
     log.truncate(length);
     Ok(log)
+}
+
+/// Writes a large packet's grabbers, pool and log under `staged`, [`LOAD_CHUNK`] entries a
+/// command, each key with a TTL until `load.lua` renames it into place.
+async fn stage<C: ConnectionLike>(
+    conn: &mut C,
+    staged: &PacketKeys,
+    count: u32,
+    grabs: &[LoggedGrab],
+    pool: &[(u32, crate::domain::Cents)],
+) -> RedisResult<()> {
+    for chunk in grabs.chunks(LOAD_CHUNK) {
+        let mut fields = redis::cmd("HSET");
+        fields.arg(&staged.packet);
+        let mut log = redis::cmd("RPUSH");
+        log.arg(&staged.grabs);
+        for grab in chunk {
+            let left = count.saturating_sub(grab.seq);
+            fields
+                .arg(PacketKeys::grabber_field(&grab.user))
+                .arg(format!("{}:{}:{left}:{}", grab.seq, grab.amount_cents, grab.at_ms));
+            log.arg(log_entry(grab, count));
+        }
+        redis::pipe()
+            .add_command(fields)
+            .add_command(log)
+            .cmd("PEXPIRE")
+            .arg(&staged.packet)
+            .arg(STAGE_TTL_MS)
+            .cmd("PEXPIRE")
+            .arg(&staged.grabs)
+            .arg(STAGE_TTL_MS)
+            .exec_async(conn)
+            .await?;
+    }
+    for (first, chunk) in pool.chunks(LOAD_CHUNK).enumerate().map(|(n, chunk)| (n * LOAD_CHUNK, chunk)) {
+        let mut shares = redis::cmd("RPUSH");
+        shares.arg(&staged.pool);
+        for (offset, (seq, amount)) in chunk.iter().enumerate() {
+            let left = pool.len() - 1 - (first + offset);
+            shares.arg(format!("{seq}:{amount}:{left}"));
+        }
+        redis::pipe().add_command(shares).cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS).exec_async(conn).await?;
+    }
+    Ok(())
 }
 
 /// Runs `freeze.lua` with `token`, then reads the rest of the frozen log a page at a time. An
