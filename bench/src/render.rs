@@ -22,8 +22,9 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("bench/ is in the workspace").to_owned()
 }
 
-/// What the template reads, from a results directory: `run` (`latest.json`'s details), `past`
-/// and `books_scale` (the recorded runs by passes, none at all leaving their section out).
+/// What the template reads, from a results directory: `run` (`latest.json`'s details), `past`,
+/// `books_scale` (the recorded runs by passes, none at all leaving their section out) and
+/// `campaign` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none).
 pub fn data(results: &Path) -> Result<Value, Error> {
     let read = |name: &str| -> Result<Value, Error> {
         let path = results.join(name);
@@ -37,7 +38,8 @@ pub fn data(results: &Path) -> Result<Value, Error> {
         .filter(|name| results.join(name).exists())
         .map(|name| read(&name))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(json!({ "run": run, "past": read("past.json")?, "books_scale": books_scale }))
+    let campaign = if results.join("campaign.json").exists() { read("campaign.json")? } else { Value::Null };
+    Ok(json!({ "run": run, "past": read("past.json")?, "books_scale": books_scale, "campaign": campaign }))
 }
 
 /// BENCHMARKS.md from the template and `data`. Block tags take their line with them; a figure

@@ -20,6 +20,7 @@ use aws_sdk_dynamodb::operation::put_item::{PutItemInput, PutItemOutput};
 use aws_sdk_dynamodb::operation::transact_write_items::{TransactWriteItemsInput, TransactWriteItemsOutput};
 use aws_sdk_dynamodb::operation::update_item::{UpdateItemInput, UpdateItemOutput};
 use aws_sdk_dynamodb::types::{AttributeValue, ConsumedCapacity, ReturnConsumedCapacity};
+use red_packets::adapters::dynamo::capacity::item_size;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::config::Config;
 use red_packets::domain::Funds;
@@ -131,30 +132,6 @@ impl Intercept for WriteMeter {
     }
 }
 
-/// An item's size by AWS's rules ("Item sizes and formats"): names and string values in UTF-8
-/// bytes, a number 1 byte per two significant digits plus 1, a map or list 3 bytes plus 1 per
-/// element, a boolean or null 1 byte.
-fn value_size(value: &AttributeValue) -> usize {
-    match value {
-        AttributeValue::S(text) => text.len(),
-        AttributeValue::N(number) => {
-            let digits = number.trim_start_matches('-').replace('.', "");
-            digits.trim_start_matches('0').trim_end_matches('0').len().div_ceil(2) + 1
-        }
-        AttributeValue::B(blob) => blob.as_ref().len(),
-        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
-        AttributeValue::M(map) => 3 + map.iter().map(|(name, value)| name.len() + value_size(value) + 1).sum::<usize>(),
-        AttributeValue::L(list) => 3 + list.iter().map(|value| value_size(value) + 1).sum::<usize>(),
-        AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
-        AttributeValue::Ns(set) => set.iter().map(|n| value_size(&AttributeValue::N(n.clone()))).sum(),
-        _ => 0,
-    }
-}
-
-fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
-    item.iter().map(|(name, value)| name.len() + value_size(value)).sum()
-}
-
 fn kilobytes(size: usize) -> u64 {
     size.div_ceil(1024).max(1) as u64
 }
@@ -218,4 +195,42 @@ pub async fn money_trail(config: &Config, client: &aws_sdk_dynamodb::Client) -> 
         none_reported_units_per_grab: per_grab[1].1,
         failed_writes: meter.failed.load(Ordering::Relaxed),
     }
+}
+
+/// Write units per send, with the wallet and without: 50 packets recorded through the ledger as
+/// the send handler records them (the packet, its idempotency key, the sender's daily counter;
+/// with the wallet the debit and its movement), on the metered client, by AWS's pricing rules.
+pub async fn per_send(config: &Config, client: &aws_sdk_dynamodb::Client) -> (f64, f64) {
+    use red_packets::domain::{Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
+    use red_packets::ports::{IdempotencyClaim, Ledger};
+    const SENDS: u32 = 50;
+    let meter = Arc::new(Meter::default());
+    let metered = aws_sdk_dynamodb::Client::from_conf(
+        client.config().to_builder().interceptor(WriteMeter(meter.clone())).build(),
+    );
+    let mut per_send = Vec::new();
+    for funds in [Funds::Wallet, Funds::None] {
+        let mut config = config.clone();
+        config.funds = funds;
+        let ledger = DynamoLedger::new(metered.clone(), &config);
+        let sender = UserId::from_claim(&format!("bench-sends-{}", PacketId::random())).expect("user");
+        if funds == Funds::Wallet {
+            let funding = red_packets::domain::TopUp {
+                user: sender.clone(),
+                amount_cents: red_packets::domain::wallet::MAX_TOPUP_CENTS,
+                reference: format!("bench-sends-{}", PacketId::random()),
+            };
+            ledger.top_up(&funding, SystemClock.now_ms()).await.expect("top-up");
+        }
+        meter.take();
+        for _ in 0..SENDS {
+            let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 1_000, 10), 86_400);
+            let packet = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), SystemClock.now_ms());
+            let key = red_packets::domain::IdempotencyKey::parse(PacketId::random().as_str()).expect("a key");
+            let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
+            ledger.record_packet(&packet, Some(&claim)).await.expect("record a send");
+        }
+        per_send.push(meter.take().0 / f64::from(SENDS));
+    }
+    (per_send[0], per_send[1])
 }

@@ -116,7 +116,7 @@ async fn a_packet_cancelled_before_its_opening_refunds_everything() {
 /// per partition key per second: every grab reaches the ledger (2 units each in the packet's
 /// partition without the wallet: its share's claim and its grab item), no second sends the
 /// packet's partition more than the ceiling, as the requests themselves count it, and the
-/// 800 units spread over at least 8 seconds.
+/// 800 units spread over at least 7 seconds (8 at the ceiling, less the first slice's start).
 #[tokio::test]
 async fn settle_never_writes_past_the_partition_ceiling() {
     const SHARES: u32 = 400;

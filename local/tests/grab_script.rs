@@ -429,6 +429,9 @@ fn user_named(name: &str) -> UserId {
     UserId::from_claim(name).unwrap()
 }
 
+/// Each call of a staged load or a paged read, at most.
+const PER_CALL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A packet larger than one call carries (`scripts::LOAD_CHUNK` entries) is staged a chunk at a
 /// time and renamed into place: loaded, and replaced by a re-sync, Redis holds what the model
 /// of the same image holds, its snapshot and freeze read back every entry a page at a time, and
@@ -452,11 +455,11 @@ async fn a_packet_too_large_for_one_call_is_staged_and_loads_whole() {
     assert!(grabs.len() + pool.len() > scripts::LOAD_CHUNK);
     let keys = store.keys(&packet.id);
     let mut conn = store.connection().await.unwrap();
-    let loaded = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image).await.unwrap();
+    let loaded = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image, PER_CALL).await.unwrap();
     assert_eq!(loaded, scripts::Loaded::Now);
     let model = LiveState::restored(image);
     assert_eq!(store.snapshot(&packet.id).await.unwrap().unwrap(), model.snapshot(), "loaded whole");
-    let again = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image).await.unwrap();
+    let again = scripts::load(&mut conn, &keys, scripts::LoadMode::Add, image, PER_CALL).await.unwrap();
     assert_eq!(again, scripts::Loaded::Already, "a second add changes nothing");
 
     let Frozen::Log { grabs: frozen, .. } = store.freeze(&packet.id, "big").await.unwrap() else { panic!("held") };
@@ -466,6 +469,53 @@ async fn a_packet_too_large_for_one_call_is_staged_and_loads_whole() {
     let replaced = PacketImage { grabs: fewer, pool: &more, ..image };
     assert!(store.resync(replaced, "big").await.unwrap(), "replaced under its freeze");
     assert_eq!(store.snapshot(&packet.id).await.unwrap().unwrap(), LiveState::restored(replaced).snapshot());
+
+    // A staged load whose staged keys came up short (a stage key expired, a failover lost a
+    // chunk) changes nothing, even a replace under its freeze: load.lua answers 4.
+    let frozen = store.freeze(&packet.id, "short").await.unwrap();
+    assert!(matches!(frozen, Frozen::Log { .. }));
+    let stage = keys.staged("short");
+    let _: () = redis::cmd("RPUSH").arg(&stage.pool).arg("1:5:0").query_async(&mut conn).await.unwrap();
+    let fields =
+        serde_json::to_string(&red_packets::adapters::redis::record::LoadFields::of(&packet, false, false)).unwrap();
+    let answer: i64 = redis::Script::new(include_str!("../../shared/lua/load.lua"))
+        .key(&keys.packet)
+        .key(&keys.pool)
+        .key(&keys.grabs)
+        .key(&stage.packet)
+        .key(&stage.pool)
+        .key(&stage.grabs)
+        .arg("replace")
+        .arg(fields)
+        .arg("short")
+        .arg("staged")
+        .arg(0)
+        .arg(2)
+        .arg(0)
+        .invoke_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(answer, 4, "one share staged where two were");
+    let after = store.snapshot(&packet.id).await.unwrap().unwrap();
+    assert_eq!((after.grabs.len(), after.remaining_count, after.frozen), (6_500, COUNT - 6_500, true), "unchanged");
+
+    // While another caller holds the staging lease of a large packet Redis lost, an add stages
+    // nothing and says so.
+    let lost = scheduled_packet(COUNT, PacketKind::Fixed, None);
+    let lost_keys = store.keys(&lost.id);
+    let lease = format!("{}:staging", lost_keys.packet);
+    let _: () = redis::cmd("SET").arg(&lease).arg(1).arg("PX").arg(60_000).query_async(&mut conn).await.unwrap();
+    let lost_pool: Vec<(u32, Cents)> = (1..).zip(lost.shares()).collect();
+    let lost_image = PacketImage { packet: &lost, cancelled: false, closed: false, grabs: &[], pool: &lost_pool };
+    let busy = scripts::load(&mut conn, &lost_keys, scripts::LoadMode::Add, lost_image, PER_CALL).await.unwrap();
+    assert_eq!(busy, scripts::Loaded::Staging);
+    let held: bool = redis::cmd("EXISTS").arg(&lost_keys.packet).query_async(&mut conn).await.unwrap();
+    assert!(!held, "nothing loaded under another's lease");
+    let _: () = redis::cmd("DEL").arg(&lease).query_async(&mut conn).await.unwrap();
+    let loaded = scripts::load(&mut conn, &lost_keys, scripts::LoadMode::Add, lost_image, PER_CALL).await.unwrap();
+    assert_eq!(loaded, scripts::Loaded::Now);
+    let released: bool = redis::cmd("EXISTS").arg(&lease).query_async(&mut conn).await.unwrap();
+    assert!(!released, "the lease goes with the load");
 
     let staged: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{}:*:stage:*", keys.packet.rsplit_once(':').unwrap().0))

@@ -1,5 +1,5 @@
 -- freeze.lua: closes a packet to fresh grabs while settle re-syncs it from the ledger, and
--- reads its whole grab log at that instant. The freeze carries the re-sync's token, and the
+-- measures its grab log at that instant, returning its first page (the caller reads the rest). The freeze carries the re-sync's token, and the
 -- replace that ends it (load.lua 'replace') happens only while that token is still there: a
 -- grab acknowledged after the log read here can never be replaced away. A failover that lost
 -- the freeze lost the token too, and so does a second re-sync's freeze; either way the replace

@@ -3,7 +3,7 @@
 -- in the arguments; a large one (a campaign's, more entries than one call should carry) is
 -- staged first under keys of this load's own, a bounded command at a time (scripts.rs), and
 -- this script only writes its fields and renames the staged keys into place: no call, this one
--- included, carries or walks the whole packet.
+-- included, carries or walks the whole of it.
 --
 -- KEYS[1]  rp:{<id>}:packet  hash, created here: open_until (expires_at; -1 for a packet
 --                            the sender cancelled; 0 for one closed, as close.lua sets it;
@@ -32,16 +32,20 @@
 --          only when set
 -- ARGV[3]  'replace' only: the token of the re-sync's freeze (freeze.lua); '' for 'add'
 -- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order ([] at
---          send); or 'staged': the grabs and the pool are in KEYS[4..6], and ARGV[5..] is empty
--- ARGV[5..] the shares not yet taken, '<seq>:<amount>', in the order they are handed out
+--          send); or 'staged': the grabs and the pool are in KEYS[4..6]
+-- ARGV[5..] the shares not yet taken, '<seq>:<amount>', in the order they are handed out; or,
+--          staged, what was staged: ARGV[5] grabbers (KEYS[4]'s fields), ARGV[6] shares (KEYS[5]'s
+--          length), ARGV[7] grabs (KEYS[6]'s length)
 --
 -- The keys get no TTL here: they live until settle has finalised the packet and retires them
 -- (staged keys carry a TTL until they are renamed into place, which PERSIST takes off).
 -- Returns 1 when loaded now; 0 when the packet was already loaded (nothing is changed);
 -- 2 when a replace found its freeze gone or another's (nothing is changed); 3 when an add
 -- found the packet hash gone but its pool or log still there (nothing is changed: the log may
--- hold grabs the ledger lacks, so only settle's re-sync, which records them, may replace it).
--- Whenever nothing is changed, the staged keys are dropped.
+-- hold grabs the ledger lacks, so only settle's re-sync, which records them, may replace it);
+-- 4 when the staged keys hold less than was staged (one expired, a failover lost a chunk):
+-- nothing is changed, and the caller stages again. Whenever nothing is changed, the staged
+-- keys are dropped.
 
 local staged = ARGV[4] == 'staged'
 local function unchanged(answer)
@@ -49,6 +53,10 @@ local function unchanged(answer)
   return answer
 end
 
+if staged and (redis.call('HLEN', KEYS[4]) ~= tonumber(ARGV[5])
+    or redis.call('LLEN', KEYS[5]) ~= tonumber(ARGV[6]) or redis.call('LLEN', KEYS[6]) ~= tonumber(ARGV[7])) then
+  return unchanged(4)
+end
 if ARGV[1] == 'replace' then
   if redis.call('HGET', KEYS[1], 'open_until') ~= 'F:' .. ARGV[3] then
     return unchanged(2)

@@ -7,6 +7,10 @@ use thiserror::Error;
 
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey};
 
+/// What settle may write to one DynamoDB partition key per second unless
+/// `SETTLE_PARTITION_WRITE_UNITS` says otherwise: DynamoDB's per-partition 1,000 less a tenth.
+pub const DEFAULT_SETTLE_PARTITION_WRITE_UNITS: u32 = 900;
+
 /// A variable that is set but unusable.
 #[derive(Debug, Error)]
 #[error("environment variable {name}={value:?} is invalid: {reason}")]
@@ -72,7 +76,8 @@ pub struct Config {
     /// schedule's minute, so a grab reaches the ledger within seconds.
     pub settle_drain: Duration,
     /// The write units settle sends to one DynamoDB partition key per second at most
-    /// (`SETTLE_PARTITION_WRITE_UNITS`, default 900: DynamoDB's per-partition 1,000 less a tenth).
+    /// (`SETTLE_PARTITION_WRITE_UNITS`, default 900: DynamoDB's per-partition 1,000 less a tenth;
+    /// at least 100, so a tenth of a second's share holds any of settle's items).
     pub settle_partition_write_units: u32,
     /// Whether sends, grabs and refunds move built-in balances (`FUNDS`: `wallet` or `none`).
     pub funds: Funds,
@@ -162,8 +167,8 @@ impl Config {
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
             settle_partition_write_units: env.number(
                 "SETTLE_PARTITION_WRITE_UNITS",
-                crate::adapters::dynamo::capacity::DEFAULT_PARTITION_WRITE_UNITS,
-                10,
+                DEFAULT_SETTLE_PARTITION_WRITE_UNITS,
+                100,
             )?,
             funds,
             currency,

@@ -234,8 +234,14 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
             .cloned()
             .collect();
         if !unrecorded.is_empty() {
-            let refused = self.ledger.record_grabs(&packet, &unrecorded).await?;
-            self.summary.grabs_persisted += (unrecorded.len() - refused.len()) as u64;
+            for (n, chunk) in unrecorded.chunks(PERSIST_CHUNK).enumerate() {
+                // Frozen still, the packet is re-synced on from here by the next pass.
+                if n > 0 && self.near_deadline() {
+                    return Ok(Agreement::Later);
+                }
+                let refused = self.ledger.record_grabs(&packet, chunk).await?;
+                self.summary.grabs_persisted += (chunk.len() - refused.len()) as u64;
+            }
             recorded = self.read_ledger().await?;
         }
         let now_ms = self.clock.now_ms();
@@ -324,7 +330,15 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
                     tracing::warn!(packet_id = %id, user = %grab.user, seq = grab.seq, "a share claimed by a user paid another share goes to the refund");
                 }
             }
-            let raced = self.ledger.claim_for_refund(packet, &unclaimed).await?;
+            let mut raced = Vec::new();
+            for (n, chunk) in unclaimed.chunks(PERSIST_CHUNK).enumerate() {
+                // An expired campaign's refund claims most of its shares, in the partition's
+                // pace: the next run finalises on from what the ledger holds by then.
+                if n > 0 && self.near_deadline() {
+                    return Ok(());
+                }
+                raced.extend(self.ledger.claim_for_refund(packet, chunk).await?);
+            }
             if !raced.is_empty() {
                 tracing::warn!(packet_id = %id, ?raced, "shares claimed by grabs while finalising; reading the ledger again");
             }

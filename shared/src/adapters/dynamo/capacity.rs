@@ -8,8 +8,11 @@
 //! Every claim of a packet's shares (`SHARE#<seq>`), and without the wallet every grab item,
 //! shares the packet's partition key `PKT#<id>`: a 100,000-share packet settled at full speed
 //! would pass that ceiling and be throttled. [`PartitionPace`] holds settle's writes to any one
-//! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second (default 900: the ceiling less
-//! a tenth, for the writes of other paths to the same key: a cancel, a view's refund claim).
+//! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second
+//! ([`crate::config::DEFAULT_SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth, for
+//! the key's writes that go unpaced, one or a few per packet: its record, a cancel, the
+//! finalisation's transaction, a casualty, and the SDK's own retries). The pace counts a write
+//! when it is let go, which is when the request leaves but for the client's scheduling.
 //!
 //! A write unit is one standard write of up to 1 KB; a transactional write costs two
 //! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html>).
@@ -22,10 +25,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-/// What settle may write to one partition key per second by default: DynamoDB's 1,000 less a
-/// tenth.
-pub const DEFAULT_PARTITION_WRITE_UNITS: u32 = 900;
-
 /// The pace's slices of a second: each slice spends a tenth of the second's units, so writes
 /// go out evenly, and no calendar second (ten whole slices) ever holds more than the ceiling.
 const SLICES_PER_SECOND: u64 = 10;
@@ -36,15 +35,22 @@ const WRITE_UNIT_BYTES: usize = 1024;
 /// The write units one standard (not transactional) write of `item` costs: its size rounded up
 /// to whole kilobytes, at least one.
 pub fn write_units(item: &HashMap<String, AttributeValue>) -> u32 {
-    let bytes: usize = item.iter().map(|(name, value)| name.len() + value_size(value)).sum();
-    u32::try_from(bytes.div_ceil(WRITE_UNIT_BYTES).max(1)).unwrap_or(u32::MAX)
+    u32::try_from(item_size(item).div_ceil(WRITE_UNIT_BYTES).max(1)).unwrap_or(u32::MAX)
 }
 
-/// A value's size as DynamoDB counts it: strings and binaries their length, numbers about one
-/// byte per two significant digits plus one, a map or list 3 bytes plus one per element and its
+/// An item's size in bytes as DynamoDB counts it: its attribute names and values.
+pub fn item_size(item: &HashMap<String, AttributeValue>) -> usize {
+    item.iter().map(|(name, value)| name.len() + value_size(value)).sum()
+}
+
+/// A value's size as DynamoDB counts it: strings and binaries their length, numbers one byte
+/// per two significant digits plus one, a map or list 3 bytes plus one per element and its
 /// elements (a map's names too), booleans and nulls one byte.
 fn value_size(value: &AttributeValue) -> usize {
-    let number = |text: &str| text.trim_start_matches(['-', '0']).replace('.', "").len().div_ceil(2) + 1;
+    let number = |text: &str| {
+        let digits = text.trim_start_matches('-').replace('.', "");
+        digits.trim_start_matches('0').trim_end_matches('0').len().div_ceil(2) + 1
+    };
     match value {
         AttributeValue::S(text) => text.len(),
         AttributeValue::N(text) => number(text),
@@ -83,7 +89,9 @@ impl PartitionPace {
     }
 
     /// Waits until `units` more fit under the ceiling of `partition` in the current slice of a
-    /// second, and spends them. A write larger than a slice's share goes alone in a slice.
+    /// second, and spends them. A write larger than a slice's share goes into an empty slice and
+    /// its excess is owed by the slices after it, so no ten slices in a row (no calendar second)
+    /// spend more than the ceiling, except by one such write's excess.
     pub async fn take(&self, partition: &str, units: u32) {
         loop {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -92,14 +100,14 @@ impl PartitionPace {
             {
                 let mut slices = self.slices.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if slices.len() > 4096 {
-                    slices.retain(|_, (last, _)| *last >= slice);
+                    slices.retain(|_, (last, spent)| *last >= slice || *spent > self.units_per_slice);
                 }
-                let spent = slices.entry(partition.to_owned()).or_insert((slice, 0));
-                if spent.0 != slice {
-                    *spent = (slice, 0);
-                }
-                if spent.1 == 0 || spent.1 + units <= self.units_per_slice {
-                    spent.1 += units;
+                let (last, spent) = slices.entry(partition.to_owned()).or_insert((slice, 0));
+                // What earlier slices spent beyond their share, less what the slices since repaid.
+                let repaid = u64::from(self.units_per_slice).saturating_mul(slice.saturating_sub(*last));
+                let owed = u32::try_from(u64::from(*spent).saturating_sub(repaid)).unwrap_or(u32::MAX);
+                if owed == 0 || owed + units <= self.units_per_slice {
+                    (*last, *spent) = (slice, owed + units);
                     return;
                 }
             }

@@ -10,8 +10,11 @@
 //! packet hash's fields.
 
 use std::borrow::Borrow;
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
@@ -125,6 +128,12 @@ pub enum Loaded {
     FreezeLost,
     /// The packet hash is gone but its pool or log is not: nothing changed; settle re-syncs it.
     Partial,
+    /// A staged load found its staged keys short of what was staged (one expired, a failover
+    /// lost a chunk): nothing changed; the load is tried again.
+    StageLost,
+    /// Another caller is staging this large packet's add right now: nothing changed; ask again
+    /// shortly.
+    Staging,
 }
 
 /// Entries (shares and grabs) one call carries at most: a packet with more is staged, a
@@ -134,40 +143,96 @@ pub const LOAD_CHUNK: usize = 5_000;
 /// How long a staged load's keys outlive a loader that stopped before `load.lua` renamed them.
 const STAGE_TTL_MS: u64 = 600_000;
 
+/// One round trip of a staged or paged operation, answered within `per_call` or failed as a
+/// timeout: each call of a campaign packet's load or read gets the time one call gets.
+async fn bounded<T>(per_call: Duration, call: impl Future<Output = RedisResult<T>>) -> RedisResult<T> {
+    match tokio::time::timeout(per_call, call).await {
+        Ok(answer) => answer,
+        Err(_) => Err(redis::RedisError::from((redis::ErrorKind::Io, "no answer", format!("within {per_call:?}")))),
+    }
+}
+
 /// Runs `load.lua` on `image`: its grabs are the grabs the ledger already holds (none at send,
 /// some on a reload), its pool the shares not yet taken, in the order they go out. Up to
 /// [`LOAD_CHUNK`] entries go in the call itself; a larger packet (a campaign's) is staged under
-/// keys of this load's own first ([`stage`]), so no call carries more than a chunk.
+/// keys of this load's own first ([`stage`]), so no call carries more than a chunk, and each
+/// call is answered within `per_call`. A large add stages only under a lease of its own
+/// (`<packet key>:staging`) and only when the packet is not there: the crowd that reloads a
+/// lost campaign packet at once gets [`Loaded::Staging`], not a copy each. A staged load
+/// `load.lua` finds short of what was staged (a stage key expired, a failover lost a chunk)
+/// changes nothing and is [`Loaded::StageLost`].
 pub async fn load<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     mode: LoadMode<'_>,
     image: PacketImage<'_>,
+    per_call: Duration,
 ) -> RedisResult<Loaded> {
     let PacketImage { packet, cancelled, closed, grabs, pool } = image;
     let fields = serde_json::to_string(&LoadFields::of(packet, cancelled, closed)).expect("load fields serialize");
+    let large = grabs.len() + pool.len() > LOAD_CHUNK;
     let (mode, token) = match mode {
         LoadMode::Add => ("add", ""),
         LoadMode::Replace { token } => ("replace", token),
     };
+    let lease = format!("{}:staging", keys.packet);
+    if large && mode == "add" {
+        // Every grab of a packet Redis lost reloads it at once: only one stages it, under a
+        // lease, and only while it is not there.
+        let mut held = redis::pipe();
+        held.exists(&keys.packet).exists(&[&keys.pool, &keys.grabs]);
+        held.cmd("SET").arg(&lease).arg(1).arg("NX").arg("PX").arg(STAGE_TTL_MS);
+        let (packet_held, rest_held, leased): (bool, u32, Option<String>) =
+            bounded(per_call, held.query_async(conn)).await?;
+        let answer = match (packet_held, rest_held, leased) {
+            (true, _, _) => Some(Loaded::Already),
+            (false, 1.., _) => Some(Loaded::Partial),
+            (false, 0, None) => return Ok(Loaded::Staging),
+            (false, 0, Some(_)) => None,
+        };
+        if let Some(answer) = answer {
+            let _: RedisResult<()> = bounded(per_call, redis::cmd("DEL").arg(&lease).query_async(conn)).await;
+            return Ok(answer);
+        }
+        let loaded = load_once(conn, keys, mode, token, &fields, image, per_call).await;
+        let _: RedisResult<()> = bounded(per_call, redis::cmd("DEL").arg(&lease).query_async(conn)).await;
+        return loaded;
+    }
+    load_once(conn, keys, mode, token, &fields, image, per_call).await
+}
+
+/// One `load.lua` call on `image`, staged first when it is large.
+async fn load_once<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    mode: &str,
+    token: &str,
+    fields: &str,
+    image: PacketImage<'_>,
+    per_call: Duration,
+) -> RedisResult<Loaded> {
+    let PacketImage { packet, grabs, pool, .. } = image;
+    let large = grabs.len() + pool.len() > LOAD_CHUNK;
     let staged = keys.staged(PacketId::random().as_str());
     let mut invocation = LOAD.prepare_invoke();
     invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs);
     invocation.key(&staged.packet).key(&staged.pool).key(&staged.grabs);
     invocation.arg(mode).arg(fields).arg(token);
-    if grabs.len() + pool.len() > LOAD_CHUNK {
-        stage(conn, &staged, packet.terms.count, grabs, pool).await?;
-        invocation.arg("staged");
+    if large {
+        stage(conn, &staged, packet.terms.count, grabs, pool, per_call).await?;
+        let grabbers: HashSet<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
+        invocation.arg("staged").arg(grabbers.len()).arg(pool.len()).arg(grabs.len());
     } else {
         let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
         let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
         invocation.arg(serde_json::to_string(&entries).expect("grabs serialize")).arg(shares);
     }
-    let loaded: i64 = invocation.invoke_async(conn).await?;
+    let loaded: i64 = bounded(per_call, invocation.invoke_async(conn)).await?;
     Ok(match loaded {
         1 => Loaded::Now,
         0 => Loaded::Already,
         2 => Loaded::FreezeLost,
+        4 => Loaded::StageLost,
         _ => Loaded::Partial,
     })
 }
@@ -177,26 +242,28 @@ pub async fn load<C: ConnectionLike>(
 /// reply that blocks Redis while it is built.
 pub const LOG_PAGE: usize = 5_000;
 
-/// The log entries of `keys` from `first` up to `length`, read a page a call after a script
-/// returned the first page.
+/// The log entries of `keys` after `log` (a script's first page) up to `length`, a page a
+/// call, each within `per_call`; `None` when the log ends before `length` (it was rewritten
+/// between two pages: a re-sync's replace, a retirement).
 async fn rest_of_log<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
     mut log: Vec<String>,
     length: usize,
-) -> RedisResult<Vec<String>> {
+    per_call: Duration,
+) -> RedisResult<Option<Vec<String>>> {
     while log.len() < length {
         let start = log.len();
         let end = (start + LOG_PAGE).min(length) - 1;
-        let page: Vec<String> = redis::cmd("LRANGE").arg(&keys.grabs).arg(start).arg(end).query_async(conn).await?;
-        if page.is_empty() {
-            let detail = format!("the log ended at {start} of the {length} entries read");
-            return Err(redis::RedisError::from((redis::ErrorKind::Client, "LRANGE", detail)));
+        let page: Vec<String> =
+            bounded(per_call, redis::cmd("LRANGE").arg(&keys.grabs).arg(start).arg(end).query_async(conn)).await?;
+        if page.len() < end + 1 - start {
+            return Ok(None);
         }
         log.extend(page);
     }
     log.truncate(length);
-    Ok(log)
+    Ok(Some(log))
 }
 
 /// Writes a large packet's grabbers, pool and log under `staged`, [`LOAD_CHUNK`] entries a
@@ -207,6 +274,7 @@ async fn stage<C: ConnectionLike>(
     count: u32,
     grabs: &[LoggedGrab],
     pool: &[(u32, crate::domain::Cents)],
+    per_call: Duration,
 ) -> RedisResult<()> {
     for chunk in grabs.chunks(LOAD_CHUNK) {
         let mut fields = redis::cmd("HSET");
@@ -220,17 +288,11 @@ async fn stage<C: ConnectionLike>(
                 .arg(format!("{}:{}:{left}:{}", grab.seq, grab.amount_cents, grab.at_ms));
             log.arg(log_entry(grab, count));
         }
-        redis::pipe()
-            .add_command(fields)
-            .add_command(log)
-            .cmd("PEXPIRE")
-            .arg(&staged.packet)
-            .arg(STAGE_TTL_MS)
-            .cmd("PEXPIRE")
-            .arg(&staged.grabs)
-            .arg(STAGE_TTL_MS)
-            .exec_async(conn)
-            .await?;
+        let mut pipe = redis::pipe();
+        pipe.add_command(fields).add_command(log);
+        pipe.cmd("PEXPIRE").arg(&staged.packet).arg(STAGE_TTL_MS);
+        pipe.cmd("PEXPIRE").arg(&staged.grabs).arg(STAGE_TTL_MS);
+        bounded(per_call, pipe.exec_async(conn)).await?;
     }
     for (first, chunk) in pool.chunks(LOAD_CHUNK).enumerate().map(|(n, chunk)| (n * LOAD_CHUNK, chunk)) {
         let mut shares = redis::cmd("RPUSH");
@@ -239,27 +301,35 @@ async fn stage<C: ConnectionLike>(
             let left = pool.len() - 1 - (first + offset);
             shares.arg(format!("{seq}:{amount}:{left}"));
         }
-        redis::pipe().add_command(shares).cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS).exec_async(conn).await?;
+        let mut pipe = redis::pipe();
+        pipe.add_command(shares).cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS);
+        bounded(per_call, pipe.exec_async(conn)).await?;
     }
     Ok(())
 }
 
-/// Runs `freeze.lua` with `token`, then reads the rest of the frozen log a page at a time. An
-/// unreadable log entry is an error.
-pub async fn freeze<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys, token: &str) -> RedisResult<Frozen> {
-    let (state, length, first): (i64, usize, Vec<String>) =
-        FREEZE.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(token).invoke_async(conn).await?;
+/// Runs `freeze.lua` with `token`, then reads the rest of the frozen log a page at a time, each
+/// call within `per_call` (frozen, the log takes no fresh grab). An unreadable log entry, or a
+/// log rewritten meanwhile (another run's re-sync), is an error.
+pub async fn freeze<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    token: &str,
+    per_call: Duration,
+) -> RedisResult<Frozen> {
+    let mut invocation = FREEZE.prepare_invoke();
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(token);
+    let (state, length, first): (i64, usize, Vec<String>) = bounded(per_call, invocation.invoke_async(conn)).await?;
     if state == 0 {
         return Ok(Frozen::Missing);
     }
-    let log = rest_of_log(conn, keys, first, length).await?;
+    let unreadable = |detail: String| redis::RedisError::from((redis::ErrorKind::Client, "freeze.lua", detail));
+    let log = rest_of_log(conn, keys, first, length, per_call)
+        .await?
+        .ok_or_else(|| unreadable(format!("the frozen log changed under its {length} entries")))?;
     let grabs = log
         .iter()
-        .map(|entry| {
-            parse_log_entry(entry).ok_or_else(|| {
-                redis::RedisError::from((redis::ErrorKind::Client, "freeze.lua", format!("unreadable {entry:?}")))
-            })
-        })
+        .map(|entry| parse_log_entry(entry).ok_or_else(|| unreadable(format!("unreadable {entry:?}"))))
         .collect::<RedisResult<Vec<_>>>()?;
     Ok(Frozen::Log { grabs, partial: state == 2 })
 }
@@ -310,22 +380,33 @@ pub async fn mark_persisted<C: ConnectionLike>(
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
 }
 
-/// Runs `snapshot.lua`, then reads the rest of the log it measured a page at a time: `None`
-/// when Redis holds no such packet.
-pub async fn snapshot<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys) -> RedisResult<Option<RawSnapshot>> {
-    let (fields, shares_left, length, first): (Vec<Option<String>>, u32, usize, Vec<String>) = SNAPSHOT
-        .key(&keys.packet)
-        .key(&keys.pool)
-        .key(&keys.grabs)
-        .arg(&SNAPSHOT_FIELDS[..])
-        .invoke_async(conn)
-        .await?;
-    let mut snapshot = RawSnapshot { fields, shares_left, log: Vec::new() };
-    if snapshot.field("sender").is_none() {
-        return Ok(None);
+/// How many times a snapshot is read again when its log was rewritten between two pages.
+const SNAPSHOT_ATTEMPTS: u32 = 3;
+
+/// Runs `snapshot.lua`, then reads the rest of the log it measured a page at a time, each call
+/// within `per_call`: `None` when Redis holds no such packet. A log rewritten between two pages
+/// (a re-sync's replace, a retirement) is read again from the start.
+pub async fn snapshot<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    per_call: Duration,
+) -> RedisResult<Option<RawSnapshot>> {
+    for _ in 0..SNAPSHOT_ATTEMPTS {
+        let mut invocation = SNAPSHOT.prepare_invoke();
+        invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(&SNAPSHOT_FIELDS[..]);
+        let (fields, shares_left, length, first): (Vec<Option<String>>, u32, usize, Vec<String>) =
+            bounded(per_call, invocation.invoke_async(conn)).await?;
+        let mut snapshot = RawSnapshot { fields, shares_left, log: Vec::new() };
+        if snapshot.field("sender").is_none() {
+            return Ok(None);
+        }
+        if let Some(log) = rest_of_log(conn, keys, first, length, per_call).await? {
+            snapshot.log = log;
+            return Ok(Some(snapshot));
+        }
     }
-    snapshot.log = rest_of_log(conn, keys, first, length).await?;
-    Ok(Some(snapshot))
+    let detail = format!("the log kept changing between its pages, {SNAPSHOT_ATTEMPTS} reads in a row");
+    Err(redis::RedisError::from((redis::ErrorKind::Client, "snapshot.lua", detail)))
 }
 
 /// Why a grab must ask the ledger about a packet Redis does not hold.

@@ -71,7 +71,7 @@ impl SettleIndex for RedisStore {
     /// Runs `freeze.lua`: the packet closed to fresh grabs under `token`, and its whole log.
     async fn freeze(&self, id: &PacketId, token: &str) -> Result<Frozen, StoreError> {
         let mut conn = self.connection().await?;
-        self.run(scripts::freeze(&mut conn, &self.keys(id), token)).await
+        self.run_paged(scripts::freeze(&mut conn, &self.keys(id), token, self.limit())).await
     }
 
     /// Replaces what Redis holds of `packet` with the ledger's state while the freeze under

@@ -137,10 +137,19 @@ impl RedisStore {
         within(self.limit(), operation).await
     }
 
+    /// Runs an operation of several calls (a large packet's staged load, a paged read), each
+    /// of which bounds its own calls by [`RedisStore::limit`], within [`PAGED_CALLS`] of them.
+    pub(super) async fn run_paged<T>(
+        &self,
+        operation: impl std::future::Future<Output = RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        within(self.limit() * PAGED_CALLS, operation).await
+    }
+
     /// The packet's fields and whole grab log, read at one instant; `None` when Redis holds no such packet.
     pub async fn snapshot(&self, id: &PacketId) -> Result<Option<LivePacket>, StoreError> {
         let mut conn = self.connection().await?;
-        let Some(raw) = self.run(scripts::snapshot(&mut conn, &self.keys(id))).await? else {
+        let Some(raw) = self.run_paged(scripts::snapshot(&mut conn, &self.keys(id), self.limit())).await? else {
             return Ok(None);
         };
         live_packet(id, &raw).map(Some)
@@ -160,7 +169,11 @@ impl RedisStore {
         let layout = redis::Cmd::sadd(self.settle_layouts_key(), self.settle_shards);
         self.run(layout.query_async::<()>(&mut conn)).await?;
 
-        self.run(scripts::load(&mut conn, &keys, mode, image)).await
+        match self.run_paged(scripts::load(&mut conn, &keys, mode, image, self.limit())).await? {
+            Loaded::StageLost => Err(stage_lost()),
+            Loaded::Staging => Err(being_staged()),
+            loaded => Ok(loaded),
+        }
     }
 
     /// Runs the grab script for `attempt`: alone, or in one call with the other grabs of the
@@ -335,6 +348,21 @@ fn already(prior: &str, remaining_count: u32) -> Result<GrabOutcome, StoreError>
     Ok(entry.already(remaining_count))
 }
 
+/// The calls a paged or staged operation may make in all, each within [`RedisStore::limit`]:
+/// a 100,000-share packet's load is 41 (40 staged chunks and the script), its snapshot 21.
+const PAGED_CALLS: u32 = 64;
+
+/// Another caller is staging the same large packet's add (the crowd reloading a lost campaign
+/// packet): ask again shortly.
+fn being_staged() -> StoreError {
+    StoreError::redis_unavailable("another caller is loading this packet; try again shortly")
+}
+
+/// A staged load `load.lua` found short: a stage key expired, or a failover lost a chunk.
+fn stage_lost() -> StoreError {
+    StoreError::redis_unavailable("a staged load found its staged keys short and changed nothing; try again")
+}
+
 impl LiveStore for RedisStore {
     #[tracing::instrument(level = "debug", name = "redis.load", skip_all, fields(packet_id = %packet.id))]
     async fn load(&self, packet: &Packet, shares: &[Cents]) -> Result<(), StoreError> {
@@ -352,6 +380,8 @@ impl LiveStore for RedisStore {
             Loaded::Now => Restored::Loaded,
             Loaded::Partial => Restored::Partial,
             Loaded::Already | Loaded::FreezeLost => Restored::AlreadyHeld,
+            Loaded::StageLost => return Err(stage_lost()),
+            Loaded::Staging => return Err(being_staged()),
         })
     }
 
