@@ -83,6 +83,13 @@ LIMITS = {
 }
 
 
+# What to do about a limit that cannot be raised, once a level passes it.
+ADVICE = {
+    "ecpu_slot": "one packet's hash slot, so deploy `CacheMode=nodes` (a shard's own CPU) for a packet this hot",
+    "ecpu_cache": "a serverless cache's ECPUs, so split the traffic over caches (stacks) or node-based shards",
+}
+
+
 def load_figures(root=ROOT):
     """The measured figures the tables use, by name."""
     results = root / "bench" / "results"
@@ -179,9 +186,9 @@ def tables(figures):
             f"{LIMITS[key][0].split(' per ')[0].split(',')[0]} to {number(load[key] * 1.25)}"
             for key in over if "no" != LIMITS[key][2][:2]
         ) or "nothing"
-        fixed = [LIMITS[key][0] for key in over if LIMITS[key][2].startswith("no")]
+        fixed = [ADVICE[key] for key in over if LIMITS[key][2].startswith("no")]
         if fixed:
-            raise_list += "; cannot be raised, so spread or change the design: " + ", ".join(fixed)
+            raise_list += "; not raisable: " + "; ".join(fixed)
         lines.append(
             f"| {name} | {sends:,} | {grabs:,} | {LIMITS[first][0]} ({ratios[first]:.0%}) | {raise_list} | "
             f"${cost_per_hour(figures, sends, grabs):,.2f} |"

@@ -24,7 +24,7 @@ pub fn workspace() -> PathBuf {
 
 /// What the template reads, from a results directory: `run` (`latest.json`'s details), `past`,
 /// `books_scale` (the recorded runs by passes, none at all leaving their section out) and
-/// `campaign` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none).
+/// `campaign_run` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none).
 pub fn data(results: &Path) -> Result<Value, Error> {
     let read = |name: &str| -> Result<Value, Error> {
         let path = results.join(name);
@@ -39,7 +39,7 @@ pub fn data(results: &Path) -> Result<Value, Error> {
         .map(|name| read(&name))
         .collect::<Result<Vec<_>, _>>()?;
     let campaign = if results.join("campaign.json").exists() { read("campaign.json")? } else { Value::Null };
-    Ok(json!({ "run": run, "past": read("past.json")?, "books_scale": books_scale, "campaign": campaign }))
+    Ok(json!({ "run": run, "past": read("past.json")?, "books_scale": books_scale, "campaign_run": campaign }))
 }
 
 /// BENCHMARKS.md from the template and `data`. Block tags take their line with them; a figure
