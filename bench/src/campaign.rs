@@ -4,7 +4,8 @@
 //!   later; 20,000 users at concurrency 256 wait for the opening and grab through the store as
 //!   deployed (the coalescer). Grabs/s over the run, each grab's completion measured from the
 //!   opening (p50, p99), Redis CPU per fresh grab. Against the seeds' two-list design on a packet
-//!   of the same size through the same harness. Three rounds each, the median by throughput.
+//!   of the same size, set up ahead and grabbed from an instant 2 s later through the same loop.
+//!   Three rounds each, the median by throughput.
 //! - *Too early*: `grab.lua` on a packet before its opening against `grab.lua` on a sold-out
 //!   packet, 20,000 calls each at concurrency 64: Redis CPU per call.
 //! - *The ledger*: one such packet grabbed to its last share by 100,000 users, then settled
@@ -18,6 +19,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+
 use local::write_meter::WriteUnitMeter;
 use red_packets::adapters::redis::scripts;
 use red_packets::adapters::{DynamoLedger, RedisStore};
@@ -30,8 +33,8 @@ use red_packets::{packets, Clock, Config, SystemClock};
 use serde::Serialize;
 
 use crate::harness;
-use crate::seeds::{redis_cpu_seconds, two_list_work};
-use crate::stats::{histogram, median, record, summarize, RunStats};
+use crate::seeds::{redis_cpu_seconds, two_list_work, Work};
+use crate::stats::{histogram, median, record};
 
 /// Shares in the campaign's packet.
 pub const SHARES: u32 = 100_000;
@@ -121,33 +124,37 @@ async fn scheduled(store: &RedisStore, ledger: &DynamoLedger, shares: u32, opens
     packet
 }
 
-/// `users` users grab `packet` through `store` at [`CONCURRENCY`], starting at its opening;
-/// each grab's completion measured from the opening.
-async fn flood(
-    store: Arc<RedisStore>,
-    ledger: &DynamoLedger,
-    packet: &Packet,
-    users: usize,
-    run: &str,
-) -> (Flood, u64) {
-    let opens_at_ms = packet.opens_at_ms.unwrap_or_else(|| SystemClock.now_ms());
-    let mut probe = store.connection().await.expect("Redis");
+/// Ours: a grab of `id` through `store` as deployed (the coalescer), the call the handler makes.
+fn ours(store: Arc<RedisStore>, ledger: DynamoLedger, id: PacketId) -> Work {
+    Arc::new(move |_packet: usize, user: String| -> BoxFuture<'static, bool> {
+        let (store, ledger, id) = (store.clone(), ledger.clone(), id.clone());
+        Box::pin(async move {
+            let attempt = GrabAttempt::by(UserId::from_claim(&user).expect("user"));
+            let outcome = packets::grab(store.as_ref(), &ledger, &id, &attempt, &SystemClock).await.expect("grab");
+            matches!(outcome, GrabOutcome::Grabbed { .. })
+        })
+    })
+}
+
+/// `users` users of `run` grab through `work` at [`CONCURRENCY`], all starting at the opening
+/// instant `opens_at_ms`; each grab's completion measured from the opening. Both designs go
+/// through this one loop.
+async fn flood(design: &'static str, config: &Config, opens_at_ms: Millis, users: usize, run: &str, work: Work) -> Flood {
+    let mut probe = RedisStore::new(config).connection().await.expect("Redis");
     let wait = Duration::from_millis(u64::try_from(opens_at_ms - SystemClock.now_ms()).unwrap_or(0));
     tokio::time::sleep(wait).await;
     let opening = Instant::now();
     let cpu_before = redis_cpu_seconds(&mut probe).await;
     let workers: Vec<_> = (0..CONCURRENCY)
         .map(|worker| {
-            let (store, ledger, id, run) = (store.clone(), ledger.clone(), packet.id.clone(), run.to_owned());
+            let (work, run) = (work.clone(), run.to_owned());
             tokio::spawn(async move {
                 let mut completions = histogram();
                 let mut grabbed = 0u64;
                 for n in (worker..users).step_by(CONCURRENCY) {
-                    let attempt = GrabAttempt::by(user(n, &run));
-                    let outcome =
-                        packets::grab(store.as_ref(), &ledger, &id, &attempt, &SystemClock).await.expect("grab");
+                    let paid = work(0, user(n, &run).to_string()).await;
                     record(&mut completions, opening.elapsed());
-                    grabbed += u64::from(matches!(outcome, GrabOutcome::Grabbed { .. }));
+                    grabbed += u64::from(paid);
                 }
                 (completions, grabbed)
             })
@@ -162,41 +169,39 @@ async fn flood(
     }
     let elapsed = opening.elapsed();
     let cpu = redis_cpu_seconds(&mut probe).await - cpu_before;
-    let flood = Flood {
-        design: "ours_coalesced",
+    Flood {
+        design,
         grabs_per_s: users as f64 / elapsed.as_secs_f64(),
         p50_from_opening_us: completions.value_at_quantile(0.50),
         p99_from_opening_us: completions.value_at_quantile(0.99),
         redis_cpu_us_per_fresh_grab: cpu * 1e6 / users as f64,
         grabbed,
-    };
-    (flood, grabbed)
+    }
 }
 
-/// The seeds' two-list design on a packet of [`SHARES`], [`USERS`] users at [`CONCURRENCY`]
-/// through the bench's harness (its run starts when the first caller does).
+/// Ours on a scheduled packet of `shares` opening 2 s after it is sent.
+async fn ours_flood(
+    config: &Config,
+    store: &Arc<RedisStore>,
+    ledger: &DynamoLedger,
+    shares: u32,
+    users: usize,
+    run: &str,
+) -> (Flood, Packet) {
+    let packet = scheduled(store, ledger, shares, Duration::from_secs(2)).await;
+    let work = ours(store.clone(), ledger.clone(), packet.id.clone());
+    let opens_at_ms = packet.opens_at_ms.expect("scheduled");
+    (flood("ours_coalesced", config, opens_at_ms, users, run, work).await, packet)
+}
+
+/// The seeds' two-list design on a packet of [`SHARES`], set up now and grabbed from 2 s later,
+/// through the same loop.
 async fn two_list(config: &Config) -> Flood {
     let run = format!("campaign-2l-{}", &PacketId::random().as_str()[..8]);
+    let opens_at_ms = SystemClock.now_ms() + 2_000;
     let conn = RedisStore::new(config).connection().await.expect("Redis");
-    let mut probe = RedisStore::new(config).connection().await.expect("Redis");
     let work = two_list_work(conn, run.clone(), 1, u64::from(SHARES)).await;
-    let attempts: Vec<String> = (0..USERS).map(|n| format!("{run}-u{n}")).collect();
-    let cpu_before = redis_cpu_seconds(&mut probe).await;
-    let (latencies, paid, elapsed) = harness::run(attempts, CONCURRENCY, move |user| {
-        let work = work.clone();
-        async move { work(0, user).await }
-    })
-    .await;
-    let cpu = redis_cpu_seconds(&mut probe).await - cpu_before;
-    let stats: RunStats = summarize(&latencies, elapsed);
-    Flood {
-        design: "two_list",
-        grabs_per_s: stats.ops_per_s,
-        p50_from_opening_us: stats.p50_us,
-        p99_from_opening_us: stats.p99_us,
-        redis_cpu_us_per_fresh_grab: cpu * 1e6 / USERS as f64,
-        grabbed: paid.iter().filter(|paid| **paid).count() as u64,
-    }
+    flood("two_list", config, opens_at_ms, USERS, &run, work).await
 }
 
 /// Redis CPU per `grab.lua` call of 20,000 callers on `packet`, at concurrency 64.
@@ -228,9 +233,8 @@ async fn ledger_phase(config: &Config, client: &aws_sdk_dynamodb::Client, shares
     // which would restore every other open packet of the table under it.
     store.set_sweep_state([0, store.settle_shards() - 1], 0, i64::MAX).await.expect("sweep record");
     let ledger = DynamoLedger::new(client.clone(), config);
-    let packet = scheduled(&store, &ledger, shares, Duration::from_secs(2)).await;
-    let (_, grabbed) = flood(store.clone(), &ledger, &packet, shares as usize, &run).await;
-    assert_eq!(grabbed, u64::from(shares), "the packet drained");
+    let (drained, packet) = ours_flood(config, &store, &ledger, shares, shares as usize, &run).await;
+    assert_eq!(drained.grabbed, u64::from(shares), "the packet drained");
 
     let mut paced = config.clone();
     paced.settle_partition_write_units = ceiling;
@@ -268,12 +272,11 @@ async fn ledger_phase(config: &Config, client: &aws_sdk_dynamodb::Client, shares
 pub async fn measure(config: &Config, client: &aws_sdk_dynamodb::Client) -> CampaignResult {
     let ledger = DynamoLedger::new(client.clone(), config);
     let store = Arc::new(RedisStore::new(config));
-    let mut ours = Vec::new();
+    let mut coalesced = Vec::new();
     let mut theirs = Vec::new();
     for round in 0..3 {
         let run = format!("campaign-{round}-{}", &PacketId::random().as_str()[..8]);
-        let packet = scheduled(&store, &ledger, SHARES, Duration::from_secs(2)).await;
-        ours.push(flood(store.clone(), &ledger, &packet, USERS, &run).await.0);
+        coalesced.push(ours_flood(config, &store, &ledger, SHARES, USERS, &run).await.0);
         theirs.push(two_list(config).await);
     }
     let pick = |mut floods: Vec<Flood>| {
@@ -282,12 +285,13 @@ pub async fn measure(config: &Config, client: &aws_sdk_dynamodb::Client) -> Camp
         let at = floods.iter().position(|flood| flood.grabs_per_s == middle).unwrap_or(0);
         floods.swap_remove(at)
     };
-    let floods = vec![pick(ours), pick(theirs)];
+    let floods = vec![pick(coalesced), pick(theirs)];
 
     let early = scheduled(&store, &ledger, 10, Duration::from_secs(86_400)).await;
     let not_open_yet_redis_cpu_us = script_cpu(&store, &early, "early").await;
     let sold = scheduled(&store, &ledger, 1, Duration::ZERO).await;
-    let (_, _) = flood(store.clone(), &ledger, &sold, 1, "first").await;
+    let first = ours(store.clone(), ledger.clone(), sold.id.clone());
+    assert!(first(0, "first".into()).await, "the one share taken");
     let sold_out_redis_cpu_us = script_cpu(&store, &sold, "late").await;
 
     let ledger_default = ledger_phase(config, client, SHARES, config.settle_partition_write_units).await;
