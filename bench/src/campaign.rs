@@ -139,7 +139,14 @@ fn ours(store: Arc<RedisStore>, ledger: DynamoLedger, id: PacketId) -> Work {
 /// `users` users of `run` grab through `work` at [`CONCURRENCY`], all starting at the opening
 /// instant `opens_at_ms`; each grab's completion measured from the opening. Both designs go
 /// through this one loop.
-async fn flood(design: &'static str, config: &Config, opens_at_ms: Millis, users: usize, run: &str, work: Work) -> Flood {
+async fn flood(
+    design: &'static str,
+    config: &Config,
+    opens_at_ms: Millis,
+    users: usize,
+    run: &str,
+    work: Work,
+) -> Flood {
     let mut probe = RedisStore::new(config).connection().await.expect("Redis");
     let wait = Duration::from_millis(u64::try_from(opens_at_ms - SystemClock.now_ms()).unwrap_or(0));
     tokio::time::sleep(wait).await;

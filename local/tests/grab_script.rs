@@ -405,7 +405,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     );
 
     // A campaign's packet before its opening answers from the first HMGET: cheaper than a
-    // sold-out answer (HMGET LLEN), the cheapest refusal after a repeat.
+    // sold-out answer on an open packet (HMGET, then an LPOP that finds the pool empty).
     let campaign = scheduled_packet(2, PacketKind::Lucky, Some(OPENS_AT_MS));
     store.load(&campaign, &campaign.shares()).await.unwrap();
     let sold_out = crate::packet(1, PacketKind::Fixed);
@@ -422,7 +422,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
         refusals.push(after - before);
     }
     eprintln!("figure: grab.lua commands, not open yet and sold out: {refusals:?}");
-    assert_eq!(refusals, [2, 3], "EVALSHA + HMGET before the opening; EVALSHA + HMGET LLEN sold out");
+    assert_eq!(refusals, [2, 3], "EVALSHA + HMGET before the opening; EVALSHA + HMGET LPOP sold out");
 }
 
 fn user_named(name: &str) -> UserId {

@@ -10,9 +10,10 @@
 //! would pass that ceiling and be throttled. [`PartitionPace`] holds settle's writes to any one
 //! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second
 //! ([`crate::config::DEFAULT_SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth, for
-//! the key's writes that go unpaced, one or a few per packet: its record, a cancel, the
-//! finalisation's transaction, a casualty, and the SDK's own retries). The pace counts a write
-//! when it is let go, which is when the request leaves but for the client's scheduling.
+//! a write let go at a second's end that leaves in the next). The writes it leaves out (the
+//! packet's record, a cancel, the finalisation's transaction, a casualty for each grab a
+//! failover lost, the SDK's own retries) have no reserved share. The pace counts a write when it
+//! is let go, which is when the request leaves but for the client's scheduling.
 //!
 //! A write unit is one standard write of up to 1 KB; a transactional write costs two
 //! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html>).
