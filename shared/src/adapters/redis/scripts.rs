@@ -184,15 +184,20 @@ pub async fn load<C: ConnectionLike>(
         held.cmd("SET").arg(&lease).arg(1).arg("NX").arg("PX").arg(STAGE_TTL_MS);
         let (packet_held, rest_held, leased): (bool, u32, Option<String>) =
             bounded(per_call, held.query_async(conn)).await?;
-        let answer = match (packet_held, rest_held, leased) {
-            (true, _, _) => Some(Loaded::Already),
-            (false, 1.., _) => Some(Loaded::Partial),
-            (false, 0, None) => return Ok(Loaded::Staging),
-            (false, 0, Some(_)) => None,
+        let answer = match (packet_held, rest_held) {
+            (true, _) => Some(Loaded::Already),
+            (false, 1..) => Some(Loaded::Partial),
+            (false, 0) => None,
         };
-        if let Some(answer) = answer {
-            let _: RedisResult<()> = bounded(per_call, redis::cmd("DEL").arg(&lease).query_async(conn)).await;
-            return Ok(answer);
+        match (answer, leased) {
+            // Taken now, not needed: given back (another caller's lease is left alone).
+            (Some(answer), Some(_)) => {
+                let _: RedisResult<()> = bounded(per_call, redis::cmd("DEL").arg(&lease).query_async(conn)).await;
+                return Ok(answer);
+            }
+            (Some(answer), None) => return Ok(answer),
+            (None, None) => return Ok(Loaded::Staging),
+            (None, Some(_)) => {}
         }
         let loaded = load_once(conn, keys, mode, token, &fields, image, per_call).await;
         let _: RedisResult<()> = bounded(per_call, redis::cmd("DEL").arg(&lease).query_async(conn)).await;
