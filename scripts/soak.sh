@@ -2,7 +2,9 @@
 # `make soak` (not part of `make test`): SOAK_SECONDS (default 600) of steady mixed traffic, with
 # a simulated failover every SOAK_FAILOVER_EVERY_SECONDS (default 60: the newest open packet's keys
 # put back 1 s) —
-# top-ups, sends, grabs, packet views, history pages — against the local API (release build) on a Redis
+# top-ups, sends, grabs, packet views, history pages, withdrawals (the payments system paying or
+# failing each, its word delivered twice) and adjustments (proposed by one operator, approved by
+# another) — against the local API (release build) on a Redis
 # and a DynamoDB Local of its own, with settle on its local schedule (every second, the default). Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the
 # API's memory stayed flat, reconciles the whole ledger (invariant 8), prints the report and writes bench/results/soak-<seconds>s.json.

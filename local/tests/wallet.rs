@@ -143,9 +143,12 @@ async fn a_packet_redis_lost_is_grabbed_from_the_credits_with_the_wallet_on() {
 
 /// Senders, grabbers and the payments system at once: top-ups (each delivered twice), sends
 /// (replays with their key, some short of funds), grabs, cancels, expiries and settle runs
-/// crashed at every fault point. At each settle boundary and at the end: the books balance to
-/// the cent, every acknowledged grab is credited once, every refund once, and each balance is
-/// exactly what its owner's top-ups, sends, grabs and refunds make.
+/// crashed at every fault point; withdrawals (asked twice at once, paid or failed, each word
+/// delivered twice), adjustments (a credit, a debit) and a chargeback of part of a top-up each
+/// wave, each approval delivered twice. At each settle boundary and at the end: the books
+/// balance to the cent, every acknowledged grab is credited once, every refund once, and each
+/// balance is exactly what its owner's top-ups, sends, grabs, refunds, withdrawals and
+/// adjustments make.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     let stack = Arc::new(wallet_stack("wallet-storm").await);
@@ -165,10 +168,15 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     for wave in 0..4 {
         // The payments system: each top-up delivered twice, at once.
         let mut topups = Vec::new();
+        let mut charged_back = None;
         for sender in &senders {
             reference += 1;
             let amount: Cents = rng.random_range(500..=6_000);
             *topped_up.entry(sender.clone()).or_default() += amount;
+            if *sender == senders[(wave + 1) % senders.len()] {
+                // The card payment behind this top-up is charged back in part later in the wave.
+                charged_back = Some((sender.clone(), format!("pay-{reference}"), amount / 2));
+            }
             for _ in 0..2 {
                 let (stack, sender, reference) = (stack.clone(), sender.clone(), format!("pay-{reference}"));
                 topups.push(tokio::spawn(async move { top_up(&stack, &sender, amount, &reference).await }));
@@ -301,15 +309,20 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
         assert_eq!(resolved.count(), asked.len() - asked.len() / 3, "each word applied once");
         let grabber = format!("user-{wave}");
         let sender = senders[wave % senders.len()].clone();
-        for (who, direction, amount) in [(grabber, Direction::Credit, 100), (sender, Direction::Debit, 50)] {
+        let (victim, topup, clawed) = charged_back.expect("a sender was topped up");
+        for (who, direction, amount, chargeback_of) in [
+            (grabber, Direction::Credit, 100, None),
+            (sender, Direction::Debit, 50, None),
+            (victim, Direction::Debit, clawed, Some(topup)),
+        ] {
             let proposal = AdjustmentProposal {
-                reference: format!("storm-{wave}-{who}"),
+                reference: format!("storm-{wave}-{who}-{}", chargeback_of.is_some()),
                 user: user(&who),
                 direction,
                 amount_cents: amount,
-                reason: "storm".into(),
+                reason: if chargeback_of.is_some() { "chargeback".into() } else { "storm".into() },
                 proposer: "anna".into(),
-                chargeback_of: None,
+                chargeback_of,
             };
             stack.ledger.propose_adjustment(&proposal, stack.clock.now_ms()).await.unwrap();
             let approvals = (0..2).map(|_| {

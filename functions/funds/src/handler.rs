@@ -173,19 +173,32 @@ mod tests {
     /// completed daily job beats its heartbeat, in the embedded metric format with the dimension
     /// `job`, the payload's key.
     #[test]
-    fn each_completed_daily_job_beats_its_heartbeat() {
+    fn each_completed_daily_job_beats_its_heartbeat_and_overdue_withdrawals_reach_their_alarm() {
         use red_packets::domain::books::Reconciliation;
         use red_packets::domain::statements::TrialBalance;
         use red_packets::funds::{DayReport, ReconcileOptions};
 
         let collector = red_packets::telemetry::metrics("funds").expect("the first recorder of this process");
         let books = Reconciliation::default();
-        record(&FundsRequest::Reconcile(ReconcileOptions::default()), &FundsResponse::Reconcile(books.clone()));
+        // Two withdrawals pending past a day: the gauge `WithdrawalsOverdueAlarm` watches.
+        let overdue =
+            Reconciliation { overdue_withdrawals: vec!["wd-1".into(), "wd-2".into()], ..Reconciliation::default() };
+        record(&FundsRequest::Reconcile(ReconcileOptions::default()), &FundsResponse::Reconcile(overdue));
         let report = TrialBalance::new("2026-11-23", &books, &books, red_packets::domain::Currency::default());
         let trial_balance = FundsResponse::TrialBalance { report, written: Vec::new() };
         record(&FundsRequest::TrialBalance(DayReport::default()), &trial_balance);
 
         let documents = red_packets::telemetry::flushed(collector);
+        let gauge = documents.iter().find(|document| document["WithdrawalsOverdue"].is_number());
+        let gauge = gauge.unwrap_or_else(|| panic!("no WithdrawalsOverdue in {documents:?}"));
+        assert_eq!(
+            (gauge["WithdrawalsOverdue"].as_f64(), &gauge["Function"]),
+            (Some(2.0), &serde_json::json!("funds"))
+        );
+        let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
+        let alarm = template.split("  WithdrawalsOverdueAlarm:").nth(1).expect("the alarm is in the template");
+        let alarm = alarm.split("\n  DailyTrialBalanceDidNotRunAlarm:").next().unwrap();
+        assert!(alarm.contains("MetricName: WithdrawalsOverdue") && alarm.contains("Value: funds"), "{alarm}");
         for job in ["reconcile", "trial_balance"] {
             let beat = red_packets::telemetry::heartbeat(&documents, ("job", job), "FundsJobsCompleted");
             assert_eq!(beat["FundsJobsCompleted"].as_u64(), Some(1), "{beat}");

@@ -1,5 +1,5 @@
-//! `make soak`: minutes of steady mixed traffic (send, grab, packet view, history) against the
-//! local API, whose settle runs on its own schedule meanwhile; memory sampled throughout; at the
+//! `make soak`: minutes of steady mixed traffic (send, grab, packet view, history, withdrawals
+//! the payments system resolves, adjustments two operators make) against the local API, whose settle runs on its own schedule meanwhile; memory sampled throughout; at the
 //! end, once every packet has expired and settled, every invariant of DESIGN.md checked against
 //! DynamoDB Local and the answers the clients were given. Writes `bench/results/soak-<seconds>s.json`.
 //!
@@ -9,6 +9,7 @@
 
 mod failover;
 mod memory;
+mod money;
 mod traffic;
 mod verify;
 
@@ -49,8 +50,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let settled = verify::wait_until_settled(&ledger, &outcome.packets, Duration::from_secs(180)).await;
     let samples = sampler.stop().await;
-    let report =
+    let mut report =
         verify::check(&outcome, &settled, &failovers, &store, (&ledger, &dynamodb, &config.table_name), &log).await;
+    report.check_money_out(&outcome, &money::Desk::from_env()).await;
     let memory = memory::Verdict::of(&samples, seconds);
 
     println!("{}", report.markdown(&outcome, seconds));
@@ -61,6 +63,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.casualties,
         report.lost_in_failovers
     );
+    let resolved = |how: &str| outcome.withdrawals.iter().filter(|asked| asked.resolved == Some(how)).count();
+    println!(
+        "Money out: {} withdrawals asked ({} paid, {} failed, the rest pending), each word delivered twice; {} adjustments applied by a second operator.\n",
+        outcome.withdrawals.len(),
+        resolved("paid"),
+        resolved("failed"),
+        outcome.adjustments.len()
+    );
     println!("{}", memory.markdown());
     let results = json!({
         "seconds": seconds,
@@ -69,6 +79,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "errors": outcome.errors,
         "packets": outcome.packets.len(),
         "acknowledged_grabs": outcome.acknowledged.len(),
+        "withdrawals": outcome.withdrawals.len(),
+        "withdrawals_paid": resolved("paid"),
+        "withdrawals_failed": resolved("failed"),
+        "adjustments": outcome.adjustments.len(),
         "violations": report.violations,
         "failovers": failovers,
         "failover_casualties": report.casualties,

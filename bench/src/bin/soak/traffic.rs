@@ -1,5 +1,6 @@
 //! The clients: steady, mixed traffic through the local API at fixed rates, remembering every
-//! answer that promised money, so the end of the soak can hold the ledger to it.
+//! answer that promised money, so the end of the soak can hold the ledger to it; beside them the
+//! payments system resolving withdrawals and two operators adjusting wallets (`money.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
+use crate::money::{self, Desk};
+
 /// Users sending and grabbing.
 pub const USERS: usize = 2_000;
 /// The scheduler's tick; each route runs every so many ticks.
@@ -25,6 +28,12 @@ const VIEW_EVERY: u64 = 10;
 const HISTORY_EVERY: u64 = 20;
 /// A send every so many ticks (2 a second).
 const SEND_EVERY: u64 = 50;
+/// A withdrawal asked for every so many ticks (1 a second), and one resolved as often.
+const WITHDRAW_EVERY: u64 = 100;
+/// An adjustment proposed and approved every so many ticks (every 5 seconds).
+const ADJUST_EVERY: u64 = 500;
+/// A withdrawal's largest amount, cents.
+const MAX_WITHDRAWAL_CENTS: u64 = 5_000;
 /// Nine grabs in ten go to the most recent packets.
 const HOT_PACKETS: usize = 30;
 /// Requests in flight at most.
@@ -52,9 +61,29 @@ pub struct SentPacket {
     pub expires_at_ms: i64,
 }
 
+/// A withdrawal a user asked for and the API took (201).
+#[derive(Debug, Clone)]
+pub struct AskedWithdrawal {
+    /// Its id.
+    pub id: String,
+    /// Whose.
+    pub user: String,
+    /// How much.
+    pub amount_cents: u64,
+    /// `paid` or `failed` once the payments system answered; `None` while pending.
+    pub resolved: Option<&'static str>,
+}
+
 /// What the soak's clients saw.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    /// Every withdrawal taken, in the order asked.
+    pub withdrawals: Vec<AskedWithdrawal>,
+    /// Every adjustment applied: (reference, user, cents in: negative for a debit).
+    pub adjustments: Vec<(String, String, i64)>,
+    /// Answers about money out and corrections that broke a promise (a second debit for one
+    /// key, a word applied twice, a proposer approving their own adjustment).
+    pub money_out_violations: Vec<String>,
     /// Every packet sent.
     pub packets: Vec<SentPacket>,
     /// Every fresh 200 to a grab: (packet, user) -> amount.
@@ -107,6 +136,7 @@ struct Clients {
     http: reqwest::Client,
     url: String,
     tokens: Vec<String>,
+    desk: Desk,
     outcome: Mutex<Outcome>,
 }
 
@@ -258,6 +288,103 @@ impl Clients {
         self.lock().never_fresh.push(format!("{user} on {packet}"));
     }
 
+    /// A user asks for a withdrawal (now and then retrying it under its key, which must name the
+    /// same withdrawal and debit nothing more).
+    async fn withdraw(&self) {
+        let (user, token) = self.user(rand::rng().random_range(0..USERS));
+        let amount_cents = rand::rng().random_range(1..=MAX_WITHDRAWAL_CENTS);
+        let body = json!({ "amount_cents": amount_cents, "destination": format!("card-{}", &user[6..]) });
+        let key = format!("{:032x}", rand::rng().random::<u128>());
+        let post = || {
+            self.http
+                .post(format!("{}/me/withdrawals", self.url))
+                .bearer_auth(token)
+                .header("Idempotency-Key", &key)
+                .json(&body)
+        };
+        let Some((status, receipt)) = self.call("withdraw", post()).await else { return };
+        if status != StatusCode::CREATED {
+            self.lock().error(format!("withdrawal by {user}: {status} {receipt}"));
+            return;
+        }
+        let id = receipt["withdrawal_id"].as_str().unwrap_or_default().to_owned();
+        self.lock().withdrawals.push(AskedWithdrawal {
+            id: id.clone(),
+            user: user.clone(),
+            amount_cents,
+            resolved: None,
+        });
+        if rand::rng().random_bool(0.1) {
+            if let Some((status, replay)) = self.call("withdraw replay", post()).await {
+                if status != StatusCode::OK
+                    || replay["withdrawal_id"] != receipt["withdrawal_id"]
+                    || replay["created"] != false
+                {
+                    self.lock().money_out_violations.push(format!("{user}'s retry of {id}: {status} {replay}"));
+                }
+            }
+        }
+    }
+
+    /// The payments system answers the oldest pending withdrawal: paid two times in three, else
+    /// failed; the word delivered twice, applied the first time only.
+    async fn resolve(&self) {
+        let picked = {
+            let mut outcome = self.lock();
+            let pending = outcome.withdrawals.iter_mut().find(|withdrawal| withdrawal.resolved.is_none());
+            pending.map(|withdrawal| {
+                let outcome = if rand::rng().random_ratio(2, 3) { "paid" } else { "failed" };
+                withdrawal.resolved = Some(outcome);
+                (withdrawal.id.clone(), outcome)
+            })
+        };
+        let Some((id, outcome)) = picked else { return };
+        let word = money::word(&format!("withdrawal_{outcome}"), &id, &format!("payout-{id}"));
+        for (delivery, applied) in [(1, true), (2, false)] {
+            match self.desk.payments(word.clone()).await {
+                Ok(answer) if answer["withdrawal"]["applied"] == applied => {}
+                answer => self
+                    .lock()
+                    .money_out_violations
+                    .push(format!("{id} {outcome}, delivery {delivery}: applied must be {applied}: {answer:?}")),
+            }
+        }
+    }
+
+    /// One operator proposes a credit or a debit to a user's wallet; the proposer's own approval
+    /// is refused; another operator's applies it, once.
+    async fn adjust(&self) {
+        let user = format!("soak-u{}", rand::rng().random_range(0..USERS));
+        let credit = rand::rng().random_bool(0.5);
+        let amount_cents = rand::rng().random_range(1..=2_000u64);
+        let reference = format!("soak-case-{:016x}", rand::rng().random::<u64>());
+        let proposal = json!({ "propose_adjustment": {
+            "reference": reference, "user": user, "direction": if credit { "credit" } else { "debit" },
+            "amount_cents": amount_cents, "reason": "soak: a support case" } });
+        let approve = json!({ "approve_adjustment": { "reference": reference } });
+        let mut broken = Vec::new();
+        let (status, proposed) = self.desk.operator("soak-anna", proposal).await;
+        if status != 200 {
+            broken.push(format!("{reference}: the proposal answered {status} {proposed}"));
+        }
+        let (status, own) = self.desk.operator("soak-anna", approve.clone()).await;
+        if status != 400 {
+            broken.push(format!("{reference}: the proposer's own approval answered {status} {own}"));
+        }
+        for (approver, applied) in [("soak-ben", true), ("soak-ben", false)] {
+            let (status, answer) = self.desk.operator(approver, approve.clone()).await;
+            if status != 200 || answer["adjustment"]["applied"] != applied {
+                broken.push(format!("{reference}: approval by {approver} must apply {applied}: {status} {answer}"));
+            }
+        }
+        let mut outcome = self.lock();
+        if broken.is_empty() {
+            let signed = if credit { amount_cents as i64 } else { -(amount_cents as i64) };
+            outcome.adjustments.push((reference, user, signed));
+        }
+        outcome.money_out_violations.extend(broken);
+    }
+
     async fn history(&self) {
         let (user, token) = self.user(rand::rng().random_range(0..USERS));
         let role = if rand::rng().random_bool(0.5) { "sent" } else { "received" };
@@ -292,6 +419,9 @@ enum Job {
     Grab,
     View,
     History,
+    Withdraw,
+    Resolve,
+    Adjust,
 }
 
 /// Runs the traffic for `duration` at the fixed rates, then waits for the requests in flight.
@@ -299,7 +429,13 @@ pub async fn run(url: &str, duration: Duration) -> Outcome {
     let authorizer = LocalAuthorizer::from_env();
     let tokens = (0..USERS).map(|n| authorizer.token(&format!("soak-u{n}"), duration.as_secs() + 3_600)).collect();
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("an HTTP client");
-    let clients = Arc::new(Clients { http, url: url.to_owned(), tokens, outcome: Mutex::new(Outcome::default()) });
+    let clients = Arc::new(Clients {
+        http,
+        url: url.to_owned(),
+        tokens,
+        desk: Desk::from_env(),
+        outcome: Mutex::new(Outcome::default()),
+    });
     let permits = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut ticks = tokio::time::interval(TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -320,6 +456,15 @@ pub async fn run(url: &str, duration: Duration) -> Outcome {
         if tick % HISTORY_EVERY == 0 {
             jobs.push(Job::History);
         }
+        if tick % WITHDRAW_EVERY == 0 {
+            jobs.push(Job::Withdraw);
+        }
+        if tick % WITHDRAW_EVERY == WITHDRAW_EVERY / 2 {
+            jobs.push(Job::Resolve);
+        }
+        if tick % ADJUST_EVERY == ADJUST_EVERY / 4 {
+            jobs.push(Job::Adjust);
+        }
         for job in jobs {
             let (clients, permits) = (clients.clone(), permits.clone());
             tasks.spawn(async move {
@@ -329,6 +474,9 @@ pub async fn run(url: &str, duration: Duration) -> Outcome {
                     Job::Grab => clients.grab().await,
                     Job::View => clients.view().await,
                     Job::History => clients.history().await,
+                    Job::Withdraw => clients.withdraw().await,
+                    Job::Resolve => clients.resolve().await,
+                    Job::Adjust => clients.adjust().await,
                 }
             });
         }

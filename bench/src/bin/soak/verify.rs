@@ -15,7 +15,8 @@ use red_packets::ports::{Ledger, SettleIndex};
 use red_packets::{Clock, SystemClock};
 
 use crate::failover::Failover;
-use crate::traffic::{Outcome, SentPacket};
+use crate::money::Desk;
+use crate::traffic::{AskedWithdrawal, Outcome, SentPacket};
 
 /// Waits until every packet has expired and the local API's settle has finalised it, or `limit`
 /// after the last expiry; the ledger's view of every packet it found settled.
@@ -66,6 +67,36 @@ pub struct Report {
 }
 
 impl Report {
+    /// Invariant 12 on the soak's money out and corrections: every answer kept its promise, and
+    /// every withdrawal stands in the ledger as the payments system left it (paid, failed, or
+    /// still pending). The whole ledger is reconciled after (`scripts/soak.sh`).
+    pub async fn check_money_out(&mut self, outcome: &Outcome, desk: &Desk) {
+        let mut broken = outcome.money_out_violations.clone();
+        let states: Vec<(&AskedWithdrawal, Result<serde_json::Value, String>)> = stream::iter(&outcome.withdrawals)
+            .map(|asked| async move {
+                (asked, desk.payments(serde_json::json!({ "withdrawal": { "withdrawal_id": asked.id } })).await)
+            })
+            .buffer_unordered(16)
+            .collect()
+            .await;
+        for (asked, read) in states {
+            let found = read.as_ref().ok().map(|answer| &answer["withdrawal_found"]);
+            let status = found.and_then(|found| found["status"].as_str());
+            let same =
+                found.is_some_and(|found| found["user"] == asked.user && found["amount_cents"] == asked.amount_cents);
+            if status != Some(asked.resolved.unwrap_or("pending")) || !same {
+                broken.push(format!(
+                    "{} ({} cents by {}): the payments system left it {:?}, the ledger says {read:?}",
+                    asked.id, asked.amount_cents, asked.user, asked.resolved
+                ));
+            }
+        }
+        if outcome.withdrawals.is_empty() || outcome.adjustments.is_empty() {
+            broken.push("the soak asked for no withdrawal or applied no adjustment".into());
+        }
+        self.check("12. money out and corrections happen once", broken);
+    }
+
     fn check(&mut self, name: &'static str, broken: Vec<String>) {
         self.checks.push((name, broken.len()));
         self.violations.extend(broken.into_iter().map(|line| format!("{name}: {line}")));
