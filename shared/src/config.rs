@@ -98,7 +98,7 @@ impl Config {
         let defaults = Limits::default();
         let limits = Limits {
             max_total_cents: env.number("MAX_TOTAL_CENTS", defaults.max_total_cents, 1)?,
-            max_count: env.number("MAX_COUNT", defaults.max_count, 1)?,
+            max_count: env.number_within("MAX_COUNT", defaults.max_count, 1..=Limits::LARGEST_COUNT)?,
             min_expires_in_seconds: env.number("MIN_EXPIRES_IN_SECONDS", defaults.min_expires_in_seconds, 1)?,
             max_expires_in_seconds: env.number("MAX_EXPIRES_IN_SECONDS", defaults.max_expires_in_seconds, 1)?,
             default_expires_in_seconds: env.number(
@@ -205,6 +205,21 @@ impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
         }
     }
 
+    fn number_within<T: FromStr + PartialOrd + Copy + std::fmt::Display>(
+        &self,
+        name: &'static str,
+        default: T,
+        range: std::ops::RangeInclusive<T>,
+    ) -> Result<T, ConfigError> {
+        let n = self.number(name, default, *range.start())?;
+        if n > *range.end() {
+            let reason =
+                format!("expected at most {}: the largest the stores' calls are sized and tested for", range.end());
+            return Err(ConfigError { name, value: n.to_string(), reason });
+        }
+        Ok(n)
+    }
+
     fn flag(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
         match self.raw(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
             None => Ok(default),
@@ -264,6 +279,9 @@ mod tests {
     fn bad_values_name_the_variable() {
         let error = config(&[("MAX_TOTAL_CENTS", "lots")]).unwrap_err().to_string();
         assert!(error.contains("MAX_TOTAL_CENTS"), "{error}");
+        assert_eq!(config(&[("MAX_COUNT", "100000")]).unwrap().limits.max_count, 100_000);
+        let error = config(&[("MAX_COUNT", "100001")]).unwrap_err().to_string();
+        assert!(error.contains("MAX_COUNT") && error.contains("at most 100000"), "{error}");
         assert!(config(&[("SETTLE_SHARDS", "0")]).is_err());
         assert!(config(&[("REDIS_CLUSTER", "maybe")]).is_err());
         assert!(config(&[("REDIS_KEY_PREFIX", "a{b}")]).is_err());

@@ -5,6 +5,9 @@
 //! `finalise_from_ledger`), and each Redis step is one script's effect, each ledger step one
 //! conditional write's.
 //!
+//! The packet may be scheduled (a campaign's): it opens at clock 2, a grab before that is refused
+//! by the domain's own `Packet::opens_after`, and it expires only after it opened.
+//!
 //! Two protocols: `Fixed` (as built: a re-sync freezes under a token and replaces only while the
 //! token stands; a claim is its share, user and amount) and `Earlier` (the code before: a re-sync
 //! replaced unconditionally; a claim's time was part of its identity, and a re-recorded claim took
@@ -110,6 +113,8 @@ struct State {
     expired: bool,
     failovers: u8,
     crashes: u8,
+    /// A grab came before the packet's opening and was refused.
+    refused_early: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -131,13 +136,17 @@ struct RecoveryModel {
     shares: Vec<Cents>,
 }
 
+/// The opening of a scheduled model packet, in the model's clock.
+const OPENS_AT: u8 = 2;
+
 fn user(index: u8) -> UserId {
     UserId::from_claim(&format!("u{index}")).unwrap()
 }
 
 impl RecoveryModel {
-    fn new(protocol: Protocol, settlers: usize, crashes: u8) -> Self {
-        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, TOTAL, COUNT), 60);
+    fn new(protocol: Protocol, (settlers, crashes, scheduled): Bounds) -> Self {
+        let mut spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, TOTAL, COUNT), 60);
+        spec.opens_at_ms = scheduled.then_some(i64::from(OPENS_AT));
         let seed = Seed::from_hex(&"07".repeat(32)).unwrap();
         let id = PacketId::parse("0123456789abcdef0123456789abcdef").unwrap();
         let packet = Packet::new(id, user(9), &spec, seed, 0);
@@ -374,6 +383,7 @@ impl Model for RecoveryModel {
             expired: false,
             failovers: 0,
             crashes: 0,
+            refused_early: false,
         }]
     }
 
@@ -385,7 +395,8 @@ impl Model for RecoveryModel {
                 }
             }
         }
-        if !state.expired {
+        // Expiry counts from the opening: a scheduled packet expires only once open.
+        if !state.expired && !self.packet.opens_after(i64::from(state.clock)) {
             actions.push(Action::Expire);
         }
         if state.failovers == 0 {
@@ -408,6 +419,11 @@ impl Model for RecoveryModel {
                 let seq = state.redis.pool[0];
                 state.clock += 1;
                 let at = state.clock;
+                if self.packet.opens_after(i64::from(at)) {
+                    // Too early: the grab scripts answer not_open_yet and write nothing.
+                    state.refused_early = true;
+                    return Some(state);
+                }
                 self.write(&mut state, |redis| {
                     redis.pool.remove(0);
                     redis.grabbers.insert(who, (seq, at));
@@ -469,7 +485,15 @@ impl Model for RecoveryModel {
             Property::sometimes("a failover's casualty is remedied", |_, state: &State| {
                 !state.ledger.casualties.is_empty() && state.ledger.refund.is_some()
             }),
+            Property::always("no grab acknowledged before the opening", |model: &RecoveryModel, state: &State| {
+                state.acks.iter().all(|&(_, _, at, _)| !model.packet.opens_after(i64::from(at)))
+            }),
         ];
+        if self.packet.opens_at_ms.is_some() && self.protocol == Protocol::Fixed {
+            properties.push(Property::sometimes("a grab before the opening is refused", |_, state: &State| {
+                state.refused_early && !state.acks.is_empty()
+            }));
+        }
         if self.protocol == Protocol::Earlier {
             // Only the two failures looked for: the checker stops once it has found both.
             properties.truncate(2);
@@ -487,11 +511,15 @@ fn settled(state: &State) -> bool {
         && state.redis.persisted >= state.redis.log.len()
 }
 
-/// The two bounds checked: two settle runs overlapping, and one run that may crash anywhere.
-const BOUNDS: [(usize, u8); 2] = [(2, 0), (1, 1)];
+/// Settle runs that may overlap, settle crashes allowed, and whether the packet is scheduled.
+type Bounds = (usize, u8, bool);
 
-fn check(protocol: Protocol, (settlers, crashes): (usize, u8)) -> impl Checker<RecoveryModel> {
-    RecoveryModel::new(protocol, settlers, crashes).checker().threads(2).spawn_bfs().join()
+/// The bounds checked: two settle runs overlapping, and one run that may crash anywhere, each on
+/// a packet open from its send and on a scheduled one.
+const BOUNDS: [Bounds; 4] = [(2, 0, false), (1, 1, false), (2, 0, true), (1, 1, true)];
+
+fn check(protocol: Protocol, bounds: Bounds) -> impl Checker<RecoveryModel> {
+    RecoveryModel::new(protocol, bounds).checker().threads(2).spawn_bfs().join()
 }
 
 /// The model is pure: `make test` checks it on its first pass only (the others change Redis).
@@ -508,9 +536,10 @@ fn the_protocol_as_built_holds_every_property_at_small_bounds() {
         let started = std::time::Instant::now();
         let checker = check(Protocol::Fixed, bounds);
         eprintln!(
-            "figure: recovery model as built, {} settle runs, {} crash: {} states ({} unique), depth {}, {:.1} s",
+            "figure: recovery model as built, {} settle runs, {} crash, {}: {} states ({} unique), depth {}, {:.1} s",
             bounds.0,
             bounds.1,
+            if bounds.2 { "scheduled" } else { "open from its send" },
             checker.state_count(),
             checker.unique_state_count(),
             checker.max_depth(),
@@ -520,6 +549,7 @@ fn the_protocol_as_built_holds_every_property_at_small_bounds() {
             "never quarantined: the books always explain the packet",
             "no grab acknowledged is destroyed",
             "grabs + refund == total, no share twice",
+            "no grab acknowledged before the opening",
         ] {
             if let Some(path) = checker.discovery(property) {
                 let steps: Vec<String> = path

@@ -21,6 +21,13 @@ pub struct Limits {
     pub max_opens_ahead_seconds: u32,
 }
 
+impl Limits {
+    /// The largest `MAX_COUNT` a deployment may set: the packet size the Redis load, snapshot
+    /// and re-sync are chunked for and tested at (`local/tests/campaign.rs`), and whose view is
+    /// paged (a page of 1,000 grabs).
+    pub const LARGEST_COUNT: u32 = 100_000;
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
