@@ -79,9 +79,9 @@ def main():
         view = {
             "packet_id": packet_id, "sender": "alice", "kind": "fixed", "split": None, "greeting": None,
             "total_cents": 100, "count": 1, "remaining_cents": 100, "remaining_count": 1, "status": "open",
-            "created_at": "2026-11-24T08:00:00.000Z", "expires_at": "2026-11-25T08:00:00.000Z", "grabs": [],
+            "created_at": "2026-11-24T08:00:00.000Z", "expires_at": "2026-11-25T08:00:00.000Z", "grabs": [], "grab_count": 0,
             "best_luck": None, "settled": False, "refund_cents": None, "has_passphrase": False, "eligible": True,
-            "currency": currency,
+            "split_version": 2, "commitment": "a" * 64, "seed": None, "currency": currency,
         }
         page = {
             "balance_cents": 3000, "next_cursor": None, "currency": {"code": "JPY", "exponent": 0},

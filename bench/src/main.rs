@@ -6,7 +6,8 @@
 //! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab; with `BENCH_HOT_KEY_ONLY`,
 //! one hot packet's four designs. It writes the run's figures to `bench/results/latest.json`, then
 //! renders BENCHMARKS.md from its template and the data under `bench/results/` (`bench::render`);
-//! `bench render` (`cargo run -p bench -- render`) does only the latter, running nothing.
+//! `bench render` (`cargo run -p bench -- render`) does only the latter, running nothing;
+//! `bench fairness` (`make bench-fairness`) reruns the fairness simulation alone (no services).
 #![recursion_limit = "256"]
 
 mod campaign;
@@ -29,8 +30,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::domain::split::SplitRule;
 use red_packets::Config;
+
+/// The campaign bench's figures `latest.json` carries beside `campaign.json`.
+const CAMPAIGN_HEADLINES: [&str; 3] =
+    ["campaign_100k_grabs_per_s", "campaign_100k_ledger_seconds", "peak_partition_write_units_per_s"];
 
 fn step(what: &str) {
     eprintln!("[bench] {what}");
@@ -42,6 +46,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().nth(1).as_deref() == Some("render") {
         bench::render::write(&workspace)?;
         step("rendered BENCHMARKS.md from bench/BENCHMARKS.md.j2 and bench/results/");
+        return Ok(());
+    }
+    if std::env::args().nth(1).as_deref() == Some("fairness") {
+        // `make bench-fairness`: the fairness simulation alone (no services), into latest.json.
+        let fairness = fairness::all();
+        let results_dir = workspace.join("bench/results");
+        fairness::chart(&fairness, &results_dir.join("fairness.png"))?;
+        let path = results_dir.join("latest.json");
+        let mut latest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        latest["details"]["fairness"] = serde_json::to_value(&fairness)?;
+        std::fs::write(&path, serde_json::to_string_pretty(&latest)?)?;
+        bench::render::write(&workspace)?;
+        step("wrote the fairness figures into bench/results/latest.json, bench/results/fairness.png and BENCHMARKS.md");
         return Ok(());
     }
     let mut config = Config::from_env()?;
@@ -94,6 +111,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let campaign = campaign::measure(&config, &client).await.json();
         std::fs::create_dir_all(&results_dir)?;
         std::fs::write(results_dir.join("campaign.json"), serde_json::to_string_pretty(&campaign)?)?;
+        // Its headline figures into latest.json too, as a whole `make bench` writes them.
+        let path = results_dir.join("latest.json");
+        let mut latest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        for key in CAMPAIGN_HEADLINES {
+            latest[key] = campaign[key].clone();
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&latest)?)?;
         bench::render::write(&workspace)?;
         println!("{}", serde_json::to_string_pretty(&campaign)?);
         return Ok(());
@@ -145,8 +169,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let money_trail = write_units::money_trail(&config, &client).await;
     step("settle against open packets and new grabs; freshness while draining");
     let settle_scale = settle_scale::measure(&config, &ledger).await;
-    step("fairness (100,000 packets per rule)");
-    let fairness = vec![fairness::simulate(SplitRule::DoubleAverage), fairness::simulate(SplitRule::LineCut)];
+    step("fairness (100,000 packets per rule and split version)");
+    let fairness = fairness::all();
     step("the campaign packet: 100,000 shares opening at an instant, then settled under the partition ceiling");
     let campaign = campaign::measure(&config, &client).await.json();
     std::fs::create_dir_all(&results_dir)?;
@@ -175,7 +199,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         fairness,
     };
     let mut latest = results.json();
-    for key in ["campaign_100k_grabs_per_s", "campaign_100k_ledger_seconds", "peak_partition_write_units_per_s"] {
+    for key in CAMPAIGN_HEADLINES {
         latest[key] = campaign[key].clone();
     }
     std::fs::write(results_dir.join("latest.json"), serde_json::to_string_pretty(&latest)?)?;

@@ -205,7 +205,7 @@ pub enum Recorded {
     /// The packet is recorded now.
     New,
     /// The same sender, key and body made this packet earlier: use it, make no other.
-    Replay(Packet),
+    Replay(Box<Packet>),
 }
 
 /// The durable side of packets (DynamoDB).

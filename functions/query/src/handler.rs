@@ -1,5 +1,5 @@
-//! `GET /packets/{packet_id}`: the packet view, live from Redis while the packet is open,
-//! from the ledger once settled. `GET /me/packets?role=sent|received&limit&cursor`: the
+//! `GET /packets/{packet_id}?grabs_from=`: the packet view, live from Redis while the packet is
+//! open, from the ledger once settled, with a page of its grabs. `GET /me/packets?role=sent|received&limit&cursor`: the
 //! caller's own history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and
 //! its movements, newest first.
 
@@ -61,8 +61,19 @@ async fn packet<S: LiveStore, L: Ledger>(
     let viewer = caller(request)?;
     let id = packet_id(request)?;
     let now_ms = service.clock.now_ms();
+    let from = grabs_from(request)?;
     let view = current_view(&service.store, &service.ledger, &id, &viewer, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(money_response(StatusCode::OK, &view, service.ledger.currency()))
+    Ok(money_response(StatusCode::OK, &view.page(from), service.ledger.currency()))
+}
+
+/// The `grabs_from` query parameter: the first grab of the page (1 for the first, the default).
+fn grabs_from(request: &Request) -> Result<u32, ApiError> {
+    match request.query_string_parameters_ref().and_then(|query| query.first("grabs_from")) {
+        None => Ok(1),
+        Some(text) => text.parse::<u32>().ok().filter(|from| *from >= 1).ok_or_else(|| {
+            ApiError::invalid("grabs_from", "grabs_from must be a whole number from 1 (a view's next_grabs_from)")
+        }),
+    }
 }
 
 async fn history<S: LiveStore, L: Ledger>(
@@ -141,6 +152,49 @@ mod tests {
         assert_eq!(call(&service, &event).await.0, 404);
         events::set_caller(&mut event, None);
         assert_eq!(call(&service, &event).await.0, 401);
+    }
+
+    /// A view answers a page of 1,000 grabs and where the next starts; a bad `grabs_from` names
+    /// itself.
+    #[tokio::test]
+    async fn a_packets_grabs_come_a_page_at_a_time() {
+        let service = service_with(Funds::None);
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 1_200, 1_200), 60);
+        let now_ms = service.clock.now_ms();
+        let packet =
+            Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), now_ms);
+        service.ledger.record_packet(&packet, None).await.unwrap();
+        service.store.load(&packet, &packet.shares()).await.unwrap();
+        for n in 0..1_200 {
+            let attempt = red_packets::domain::grab::GrabAttempt::by(UserId::from_claim(&format!("u{n}")).unwrap());
+            service.store.try_grab(&packet.id, &attempt, service.clock.as_ref()).await.unwrap();
+        }
+        let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut event, packet.id.as_str());
+        let (status, first) = call(&service, &event).await;
+        assert_eq!(status, 200, "{first}");
+        assert_eq!(
+            (first["grabs"].as_array().unwrap().len(), &first["grab_count"]),
+            (1_000, &serde_json::json!(1_200))
+        );
+        assert_eq!(first["next_grabs_from"], 1_001);
+        for (query, answer) in [("grabs_from=1001", Some(200)), ("grabs_from=0", None), ("grabs_from=next", None)] {
+            let mut event = event.clone();
+            event["rawQueryString"] = Value::String(query.into());
+            event.as_object_mut().unwrap().remove("queryStringParameters");
+            let (status, body) = call(&service, &event).await;
+            match answer {
+                Some(grabs) => {
+                    assert_eq!(status, 200, "{body}");
+                    assert_eq!(body["grabs"].as_array().unwrap().len(), grabs);
+                    assert_eq!(
+                        (body["grabs"][0]["share"].as_u64(), &body["next_grabs_from"]),
+                        (Some(1_001), &Value::Null)
+                    );
+                }
+                None => assert_eq!((status, body["error"]["field"].as_str()), (400, Some("grabs_from")), "{query}"),
+            }
+        }
     }
 
     #[tokio::test]

@@ -40,7 +40,7 @@ pub async fn cancel<L: Ledger, S: LiveStore>(
         }
     }
     let view = current_view(&service.store, &service.ledger, &id, &sender, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(money_response(StatusCode::OK, &view, service.ledger.currency()))
+    Ok(money_response(StatusCode::OK, &view.page(1), service.ledger.currency()))
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ async fn send<L: Ledger, S: LiveStore>(
             current_view(&service.store, &service.ledger, &original.id, &sender, now_ms)
                 .await?
                 .unwrap_or(recorded.view(&sender, now_ms))
+                .page(1)
         }
     };
 

@@ -33,5 +33,5 @@ pub use limits::{DailyLimits, Limits};
 pub use live::LivePacket;
 pub use money::{Cents, Currency};
 pub use packet::{Packet, PacketKind, PacketSpec, PacketStatus, PacketTerms, PacketView};
-pub use split::{Seed, SplitRule};
+pub use split::{Seed, SplitRule, SplitVersion};
 pub use wallet::{EventType, Funds, LedgerEvent, Movement, MovementKind, TopUp};

@@ -8,7 +8,7 @@ use super::access::{Access, PassphraseDigest};
 use super::grab::{best_luck, BestLuck, LoggedGrab};
 use super::ids::{PacketId, UserId};
 use super::money::Cents;
-use super::split::{self, Seed, SplitRule};
+use super::split::{self, Seed, SplitRule, SplitVersion};
 use crate::clock::{rfc3339, Millis};
 
 /// Lucky (random shares) or fixed (equal shares).
@@ -152,6 +152,8 @@ pub struct Packet {
     pub terms: PacketTerms,
     /// The seed lucky shares are drawn from.
     pub seed: Seed,
+    /// The version of the split's algorithm it was sent under (how its pool is ordered).
+    pub split_version: SplitVersion,
     /// When it was sent.
     pub created_at_ms: Millis,
     /// Before this instant no grab succeeds (a scheduled packet: a campaign's); `None` for a
@@ -173,6 +175,7 @@ impl Packet {
             sender,
             terms: spec.terms.clone(),
             seed,
+            split_version: SplitVersion::CURRENT,
             created_at_ms: now_ms,
             opens_at_ms,
             expires_at_ms: opens_at_ms.unwrap_or(now_ms) + Millis::from(spec.expires_in_seconds) * 1000,
@@ -185,14 +188,40 @@ impl Packet {
         self.opens_at_ms.is_some_and(|opens_at_ms| now_ms < opens_at_ms)
     }
 
-    /// The shares, in the order they are handed out; the same every time for the same record.
+    /// The shares, in the order they are handed out (share 1 to the first grab); the same every
+    /// time for the same record.
     pub fn shares(&self) -> Vec<Cents> {
+        let PacketTerms { total_cents, count, .. } = self.terms;
         match (self.terms.kind, self.terms.split) {
-            (PacketKind::Fixed, _) => split::fixed(self.terms.total_cents, self.terms.count),
+            (PacketKind::Fixed, _) => split::fixed(total_cents, count),
             (PacketKind::Lucky, rule) => {
-                split::lucky(rule.unwrap_or_default(), self.terms.total_cents, self.terms.count, &self.seed)
+                split::lucky_pool(self.split_version, rule.unwrap_or_default(), total_cents, count, &self.seed)
             }
         }
+    }
+
+    /// The commitment a send publishes before anyone grabs: SHA-256, lowercase hex, of
+    ///
+    /// ```text
+    /// red-packet-split\nversion=<n>\npacket_id=<id>\nkind=<kind>\nsplit=<rule or none>\n
+    /// total_cents=<total>\ncount=<count>\nseed=<64 lowercase hex digits>\n
+    /// ```
+    ///
+    /// (one line each, `docs/FAIRNESS.md`). The seed's 256 random bits hide it; once the settled
+    /// view reveals the seed, anyone checks the commitment and recomputes every share.
+    pub fn commitment(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let text = format!(
+            "red-packet-split\nversion={}\npacket_id={}\nkind={}\nsplit={}\ntotal_cents={}\ncount={}\nseed={}\n",
+            self.split_version.number(),
+            self.id,
+            self.terms.kind.as_str(),
+            self.terms.split.map_or("none", SplitRule::as_str),
+            self.terms.total_cents,
+            self.terms.count,
+            self.seed.to_hex(),
+        );
+        hex::encode(Sha256::digest(text.as_bytes()))
     }
 
     /// The view `viewer` gets of this packet before anyone has grabbed.
@@ -224,24 +253,49 @@ impl Packet {
             grabs: grabs
                 .iter()
                 .map(|grab| GrabRecord {
+                    share: grab.seq,
                     user: grab.user.clone(),
                     amount_cents: grab.amount_cents,
                     grabbed_at: rfc3339(grab.at_ms),
                 })
                 .collect(),
             best_luck: best_luck(self.terms.count, grabs),
+            grab_count: grabs.len() as u32,
+            next_grabs_from: None,
             settled: refund_cents.is_some(),
             refund_cents,
             has_passphrase: self.access.passphrase.is_some(),
             eligible: self.access.admits(viewer),
             recipients: if viewer == &self.sender { self.access.recipients.clone() } else { None },
+            split_version: self.split_version.number(),
+            commitment: self.commitment(),
+            seed: refund_cents.is_some().then(|| self.seed.to_hex()),
         }
+    }
+}
+
+impl PacketView {
+    /// Grabs one view answers at most: a 100,000-share packet's whole list would be about 11 MB,
+    /// over Lambda's 6 MB response limit; a page of 1,000 is about 110 KB.
+    pub const GRABS_PAGE: u32 = 1_000;
+
+    /// The view with only the page of grabs starting at grab `from` (1 for the first, in grab
+    /// order), and where the next page starts when more follow.
+    pub fn page(mut self, from: u32) -> Self {
+        let start = from.max(1) as usize - 1;
+        let end = start.saturating_add(Self::GRABS_PAGE as usize);
+        let total = self.grabs.len();
+        self.grabs = self.grabs.drain(..).skip(start).take(Self::GRABS_PAGE as usize).collect();
+        self.next_grabs_from = (end < total).then_some(end as u32 + 1);
+        self
     }
 }
 
 /// One grab as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrabRecord {
+    /// The share it took: its position in the packet's pool, 1 for the first.
+    pub share: u32,
     /// Who grabbed.
     pub user: UserId,
     /// How much.
@@ -273,8 +327,14 @@ pub struct PacketView {
     pub opens_at: Option<String>,
     /// When it stops accepting grabs.
     pub expires_at: String,
-    /// Grabs in grab order.
+    /// Grabs in grab order: at most [`PacketView::GRABS_PAGE`] of them, from the one
+    /// [`PacketView::page`] started at (the first, unless asked).
     pub grabs: Vec<GrabRecord>,
+    /// How many grabs the packet has in all.
+    pub grab_count: u32,
+    /// Where the next page of grabs starts (`GET /packets/{id}?grabs_from=`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_grabs_from: Option<u32>,
     /// The largest share, once every share is taken.
     pub best_luck: Option<BestLuck>,
     /// Whether settle has finalised it.
@@ -288,6 +348,13 @@ pub struct PacketView {
     /// The recipients, shown to the sender only; absent for a packet naming none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipients: Option<Vec<UserId>>,
+    /// The version of the split's algorithm (`docs/FAIRNESS.md`).
+    pub split_version: u8,
+    /// SHA-256 of the packet's split inputs, its seed included ([`Packet::commitment`]),
+    /// published from the send on.
+    pub commitment: String,
+    /// The seed, 64 hex digits, once settled (no share is left to take); `null` before.
+    pub seed: Option<String>,
 }
 
 #[cfg(test)]
@@ -336,6 +403,62 @@ mod tests {
         // An opening already past when the send arrives (a retry, a slow clock) opens at once.
         let late = sent_by_alice(&scheduled, 20_000);
         assert_eq!((late.opens_at_ms, late.expires_at_ms), (None, 80_000));
+    }
+
+    /// The commitment of a fixed packet record, as `scripts/verify_split.py` computes it from
+    /// `docs/FAIRNESS.md`'s text in Python.
+    #[test]
+    fn the_commitment_is_the_sha256_the_published_text_gives() {
+        let mut seed = [0u8; 32];
+        seed[0] = 1;
+        let mut packet = sent_by_alice(&spec(PacketKind::Lucky, 10_000, 10), 0);
+        packet.id = PacketId::parse("0123456789abcdef0123456789abcdef").unwrap();
+        packet.seed = Seed(seed);
+        assert_eq!(packet.split_version, SplitVersion::V2);
+        assert_eq!(packet.commitment(), "25c3c2f3fbf5b92edf7c50234d86e8f42922e19c80fd809b6234a49680241e8a");
+        packet.seed.0[31] = 1;
+        assert_ne!(packet.commitment(), "25c3c2f3fbf5b92edf7c50234d86e8f42922e19c80fd809b6234a49680241e8a");
+    }
+
+    /// A view publishes the commitment from the send on and reveals the seed only once settled;
+    /// each grab names the share it took.
+    #[test]
+    fn the_view_commits_to_the_seed_and_reveals_it_only_once_settled() {
+        let packet = sent_by_alice(&spec(PacketKind::Lucky, 10_000, 10), 0);
+        let bob = UserId::from_claim("bob").unwrap();
+        let fresh = packet.fresh_view(&bob);
+        assert_eq!(
+            (fresh.commitment.as_str(), fresh.seed.as_deref(), fresh.split_version),
+            (packet.commitment().as_str(), None, 2)
+        );
+        let json = serde_json::to_value(&fresh).unwrap();
+        assert!(!json.to_string().contains(&packet.seed.to_hex()), "no answer before settle carries the seed");
+        let shares = packet.shares();
+        let grabs = [LoggedGrab { seq: 1, user: bob.clone(), amount_cents: shares[0], at_ms: 5 }];
+        let finished_unsettled = packet.view(&bob, &grabs, PacketStatus::Open, None);
+        assert_eq!((finished_unsettled.seed, finished_unsettled.grabs[0].share), (None, 1));
+        let settled = packet.view(&bob, &grabs, PacketStatus::Expired, Some(10_000 - shares[0]));
+        assert_eq!(settled.seed, Some(packet.seed.to_hex()));
+    }
+
+    #[test]
+    fn a_view_answers_a_page_of_grabs_and_where_the_next_starts() {
+        let packet = sent_by_alice(&spec(PacketKind::Fixed, 2_500, 2_500), 0);
+        let grabs: Vec<LoggedGrab> = (1..=2_500)
+            .map(|seq| LoggedGrab {
+                seq,
+                user: UserId::from_claim(&format!("u{seq}")).unwrap(),
+                amount_cents: 1,
+                at_ms: 1,
+            })
+            .collect();
+        let view = packet.view(&packet.sender, &grabs, PacketStatus::Finished, None);
+        let first = view.clone().page(1);
+        assert_eq!((first.grabs.len(), first.grab_count, first.next_grabs_from), (1_000, 2_500, Some(1_001)));
+        let last = view.clone().page(2_001);
+        assert_eq!((last.grabs.len(), last.grabs[0].share, last.next_grabs_from), (500, 2_001, None));
+        assert_eq!(view.clone().page(3_000).grabs.len(), 0, "past the end: no grabs, no next page");
+        assert_eq!(first.remaining_count, 0, "the totals are the packet's, whatever the page");
     }
 
     #[test]

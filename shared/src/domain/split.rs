@@ -1,11 +1,14 @@
-//! Splitting a packet's total into its shares, in integer cents.
+//! Splitting a packet's total into its shares, in integer cents, and the order they are handed
+//! out in.
 //!
 //! Every rule gives exactly `count` shares, each at least one cent, summing exactly to the total.
 //! Lucky shares are drawn from a ChaCha RNG seeded with 256 bits stored with the packet, so the
 //! shares of any packet can be recomputed from its record (audit, restore). The draws use the
-//! sampling written here ([`uniform`], Floyd's distinct sample), not `rand`'s distributions,
-//! which `rand` does not promise to keep across versions: the ChaCha20 stream is a published
-//! cipher, and the test vectors below pin the shares of fixed seeds for every rule.
+//! sampling written here ([`uniform`], Floyd's distinct sample, Fisher-Yates), not `rand`'s
+//! distributions, which `rand` does not promise to keep across versions: the ChaCha20 stream is
+//! a published cipher, and the test vectors below pin the shares of fixed seeds for every rule.
+//! `docs/FAIRNESS.md` specifies all of it, and `scripts/verify_split.py` recomputes it outside
+//! Rust.
 
 use std::collections::BTreeSet;
 
@@ -81,20 +84,94 @@ impl std::fmt::Debug for Seed {
     }
 }
 
+/// The version of the split's algorithm a packet was sent under: how its shares are ordered in
+/// its pool. Stored with the packet (absent in records older than version 2), so a packet keeps
+/// the shares it was sent with across a deployment that changes the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
+pub enum SplitVersion {
+    /// The shares in the order the rule drew them: with double-average, a later position has
+    /// a better chance of the largest share (packets sent before version 2).
+    V1,
+    /// The shares the rule drew, then shuffled by Fisher-Yates from the same ChaCha20 stream: a
+    /// seeded permutation, so every grab position plays the same game.
+    V2,
+}
+
+impl SplitVersion {
+    /// The version every new packet is sent under.
+    pub const CURRENT: SplitVersion = SplitVersion::V2;
+
+    /// The version of a record that names none: one written before versions were stored.
+    pub fn legacy() -> Self {
+        SplitVersion::V1
+    }
+
+    /// The version's number, as stored and answered.
+    pub fn number(self) -> u8 {
+        match self {
+            SplitVersion::V1 => 1,
+            SplitVersion::V2 => 2,
+        }
+    }
+}
+
+impl From<SplitVersion> for u8 {
+    fn from(version: SplitVersion) -> u8 {
+        version.number()
+    }
+}
+
+impl TryFrom<u8> for SplitVersion {
+    type Error = String;
+
+    fn try_from(number: u8) -> Result<Self, String> {
+        match number {
+            1 => Ok(SplitVersion::V1),
+            2 => Ok(SplitVersion::V2),
+            other => Err(format!("unknown split version {other}")),
+        }
+    }
+}
+
+/// A lucky packet's pool: its shares in the order grabs take them (the first grab the first).
+/// Version 1 is the draw order; version 2 shuffles the drawn shares with the same stream.
+pub fn lucky_pool(version: SplitVersion, rule: SplitRule, total: Cents, count: u32, seed: &Seed) -> Vec<Cents> {
+    let mut rng = seed.rng();
+    let mut shares = draw(rule, total, count, &mut rng);
+    if version == SplitVersion::V2 {
+        shuffle(&mut shares, &mut rng);
+    }
+    shares
+}
+
+/// Fisher-Yates from the end: for `i` from `len - 1` down to 1, swap position `i` with a
+/// position drawn uniformly from `0..=i`.
+fn shuffle(shares: &mut [Cents], rng: &mut impl RngCore) {
+    for i in (1..shares.len()).rev() {
+        let j = uniform(rng, 0, i as u64) as usize;
+        shares.swap(i, j);
+    }
+}
+
 /// Splits `total` into `count` equal shares. The caller guarantees `total % count == 0`.
 pub fn fixed(total: Cents, count: u32) -> Vec<Cents> {
     vec![total / Cents::from(count); count as usize]
 }
 
-/// Splits `total` into `count` lucky shares by `rule`, drawn from `seed`.
+/// Splits `total` into `count` lucky shares by `rule`, drawn from `seed`, in the order drawn
+/// (version 1's pool; [`lucky_pool`] gives any version's).
 ///
 /// Requires `count >= 1` and `total >= count` (validation guarantees both).
 pub fn lucky(rule: SplitRule, total: Cents, count: u32, seed: &Seed) -> Vec<Cents> {
+    draw(rule, total, count, &mut seed.rng())
+}
+
+fn draw(rule: SplitRule, total: Cents, count: u32, rng: &mut ChaCha20Rng) -> Vec<Cents> {
     debug_assert!(count >= 1 && total >= Cents::from(count));
-    let mut rng = seed.rng();
     match rule {
-        SplitRule::DoubleAverage => double_average(total, count, &mut rng),
-        SplitRule::LineCut => line_cut(total, count, &mut rng),
+        SplitRule::DoubleAverage => double_average(total, count, rng),
+        SplitRule::LineCut => line_cut(total, count, rng),
     }
 }
 
@@ -208,6 +285,17 @@ mod tests {
         }
 
         #[test]
+        fn a_version_2_pool_is_a_permutation_of_the_drawn_shares(
+            rule in rule(), (total, count) in total_and_count(), seed in any::<[u8; 32]>()
+        ) {
+            let mut pool = lucky_pool(SplitVersion::V2, rule, total, count, &Seed(seed));
+            let mut drawn = lucky(rule, total, count, &Seed(seed));
+            pool.sort_unstable();
+            drawn.sort_unstable();
+            prop_assert_eq!(pool, drawn);
+        }
+
+        #[test]
         fn fixed_shares_are_equal_and_exact(count in 1u32..=100, each in 1u64..=10_000) {
             let shares = fixed(each * Cents::from(count), count);
             prop_assert_eq!(shares.len(), count as usize);
@@ -229,6 +317,54 @@ mod tests {
             assert_eq!(lucky(rule, total, count, &seed_from(seed)), expected, "{rule:?} {total}/{count} seed {seed}");
         }
         assert_eq!(fixed(600, 3), vec![200, 200, 200]);
+    }
+
+    /// Version 2's pools of the same seeds, as `scripts/verify_split.py --vectors` computes them
+    /// from `docs/FAIRNESS.md` in Python: the drawn shares above, permuted.
+    #[test]
+    fn test_vectors_pin_the_version_2_pools_the_python_verifier_computes() {
+        let vectors: [(SplitRule, Cents, u32, u64, &[Cents]); 4] = [
+            (SplitRule::DoubleAverage, 10_000, 10, 1, &[18, 807, 1662, 654, 1149, 1024, 1515, 1130, 831, 1210]),
+            (SplitRule::DoubleAverage, 20_000, 7, 2024, &[4726, 5347, 89, 3790, 1571, 2662, 1815]),
+            (SplitRule::LineCut, 10_000, 10, 1, &[730, 818, 1405, 1864, 209, 3132, 535, 248, 920, 139]),
+            (SplitRule::LineCut, 20_000, 7, 2024, &[7333, 579, 568, 6248, 3983, 639, 650]),
+        ];
+        for (rule, total, count, seed, expected) in vectors {
+            let pool = lucky_pool(SplitVersion::V2, rule, total, count, &seed_from(seed));
+            assert_eq!(pool, expected, "{rule:?} {total}/{count} seed {seed}");
+            assert_eq!(
+                lucky_pool(SplitVersion::V1, rule, total, count, &seed_from(seed)),
+                lucky(rule, total, count, &seed_from(seed))
+            );
+        }
+    }
+
+    #[test]
+    fn split_versions_are_stored_as_numbers_and_unknown_ones_refused() {
+        assert_eq!(serde_json::to_string(&SplitVersion::CURRENT).unwrap(), "2");
+        assert_eq!(serde_json::from_str::<SplitVersion>("1").unwrap(), SplitVersion::legacy());
+        assert!(serde_json::from_str::<SplitVersion>("3").is_err());
+    }
+
+    /// Version 2 makes every grab position the same game: over 100,000 packets of 100.00 in 10
+    /// from fixed seeds, the chance of best luck (the largest share, the earliest on a tie) at
+    /// each position is within 0.006 of 1/10 (more than six standard errors of 0.00095), where
+    /// version 1's double-average runs from about 0.086 to 0.121.
+    #[test]
+    fn version_2_gives_every_position_the_same_chance_of_best_luck() {
+        const PACKETS: u64 = 100_000;
+        for rule in [SplitRule::DoubleAverage, SplitRule::LineCut] {
+            let mut best = [0u64; 10];
+            for n in 0..PACKETS {
+                let pool = lucky_pool(SplitVersion::V2, rule, 10_000, 10, &seed_from(n));
+                let largest = *pool.iter().max().unwrap();
+                best[pool.iter().position(|&share| share == largest).unwrap()] += 1;
+            }
+            for (position, count) in best.iter().enumerate() {
+                let chance = *count as f64 / PACKETS as f64;
+                assert!((chance - 0.1).abs() <= 0.006, "{rule:?}: position {} best luck {chance:.4}", position + 1);
+            }
+        }
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl DynamoLedger {
         let original = self.packet(&existing.packet_id).await?.ok_or_else(|| {
             StoreError::Corrupt(format!("idempotency claim {pk} names missing packet {}", existing.packet_id))
         })?;
-        Ok(Recorded::Replay(original))
+        Ok(Recorded::Replay(Box::new(original)))
     }
 }
 

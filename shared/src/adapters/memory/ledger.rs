@@ -188,7 +188,7 @@ impl Ledger for MemoryLedger {
                 }
                 let original = state.packets.get(id).filter(|items| items.recorded).map(|items| items.packet.clone());
                 return original
-                    .map(Recorded::Replay)
+                    .map(|packet| Recorded::Replay(Box::new(packet)))
                     .ok_or_else(|| StoreError::Corrupt(format!("claim names missing packet {id}")));
             }
         }

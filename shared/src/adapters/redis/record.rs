@@ -14,18 +14,19 @@ use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::{
     Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed,
-    SplitRule, UserId,
+    SplitRule, SplitVersion, UserId,
 };
 use crate::ports::StoreError;
 
 /// The packet hash's fields `snapshot.lua` reads, in the order it answers them: the plain
 /// fields [`LoadFields::plain`] writes, then the state `load.lua` and the grab scripts keep.
-pub const SNAPSHOT_FIELDS: [&str; 14] = [
+pub const SNAPSHOT_FIELDS: [&str; 15] = [
     "sender",
     "kind",
     "split",
     "greeting",
     "seed",
+    "split_version",
     "total_cents",
     "count",
     "created_at",
@@ -40,9 +41,9 @@ pub const SNAPSHOT_FIELDS: [&str; 14] = [
 /// What `load.lua` stores of a packet, besides its shares and grabs (its `ARGV[2]`).
 #[derive(Debug, Serialize)]
 pub struct LoadFields<'a> {
-    /// The fields stored as they are, `[name, value]`: sender, kind, seed, total_cents, count,
-    /// created_at, expires_at, then split, greeting and opens_at (the grab scripts read it) when
-    /// set.
+    /// The fields stored as they are, `[name, value]`: sender, kind, seed, split_version,
+    /// total_cents, count, created_at, expires_at, then split, greeting and opens_at (the grab
+    /// scripts read it) when set.
     pub plain: Vec<(&'static str, String)>,
     /// Epoch ms: `open_until` while the packet is open.
     pub expires_at: Millis,
@@ -65,6 +66,7 @@ impl<'a> LoadFields<'a> {
             ("sender", packet.sender.as_str().to_owned()),
             ("kind", packet.terms.kind.as_str().to_owned()),
             ("seed", packet.seed.to_hex()),
+            ("split_version", packet.split_version.number().to_string()),
             ("total_cents", packet.terms.total_cents.to_string()),
             ("count", packet.terms.count.to_string()),
             ("created_at", packet.created_at_ms.to_string()),
@@ -112,6 +114,14 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
             count: parsed(raw, "count").ok_or_else(|| corrupt("count"))?,
         },
         seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
+        split_version: match raw.field("split_version") {
+            None => SplitVersion::legacy(),
+            Some(number) => number
+                .parse::<u8>()
+                .ok()
+                .and_then(|number| number.try_into().ok())
+                .ok_or_else(|| corrupt("split_version"))?,
+        },
         created_at_ms: number("created_at")?,
         opens_at_ms: raw.field("opens_at").map(|_| number("opens_at")).transpose()?,
         expires_at_ms: number("expires_at")?,

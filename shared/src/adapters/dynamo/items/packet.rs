@@ -8,7 +8,8 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::BestLuck;
 use crate::domain::wallet::{EventType, LedgerEvent};
 use crate::domain::{
-    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PacketTerms, PassphraseDigest, Seed, SplitRule, UserId,
+    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PacketTerms, PassphraseDigest, Seed, SplitRule,
+    SplitVersion, UserId,
 };
 use crate::ports::StoreError;
 
@@ -56,6 +57,9 @@ pub struct PacketItem {
     pub total_cents: Cents,
     pub count: u32,
     pub seed: String,
+    /// The split's algorithm version; absent in items written before version 2 (version 1).
+    #[serde(default = "SplitVersion::legacy")]
+    pub split_version: SplitVersion,
     pub status: PacketStatus,
     pub created_at: String,
     pub created_at_ms: Millis,
@@ -114,6 +118,7 @@ impl PacketItem {
             total_cents: packet.terms.total_cents,
             count: packet.terms.count,
             seed: packet.seed.to_hex(),
+            split_version: packet.split_version,
             status: PacketStatus::Open,
             history_pk: history_pk(&packet.sender),
             history_sk: format!("SENT#{created_at}#{}", packet.id),
@@ -159,6 +164,7 @@ impl PacketItem {
                 count: self.count,
             },
             seed,
+            split_version: self.split_version,
             created_at_ms: self.created_at_ms,
             opens_at_ms: self.opens_at_ms,
             expires_at_ms: self.expires_at_ms,
