@@ -4,7 +4,7 @@
 //! AWS_ENDPOINT_URL_DYNAMODB) and the release binaries it builds. With `BENCH_SEEDS_ONLY` set it
 //! runs the seeds' comparison alone and prints it (for `perf record` of the client side); with
 //! `BENCH_DRAIN_ONLY`, settle's drain and its write units per grab; with `BENCH_HOT_KEY_ONLY`,
-//! one hot packet's four designs. It writes the run's figures to `bench/results/latest.json`, then
+//! one hot packet's four designs; with `BENCH_CAMPAIGN_FLOODS_ONLY`, the campaign's floods. It writes the run's figures to `bench/results/latest.json`, then
 //! renders BENCHMARKS.md from its template and the data under `bench/results/` (`bench::render`);
 //! `bench render` (`cargo run -p bench -- render`) does only the latter, running nothing;
 //! `bench fairness` (`make bench-fairness`) reruns the fairness simulation alone (no services).
@@ -102,6 +102,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&drain)?);
         let money_trail = write_units::money_trail(&config, &client).await;
         println!("{}", serde_json::to_string_pretty(&money_trail)?);
+        return Ok(());
+    }
+    if std::env::var_os("BENCH_CAMPAIGN_FLOODS_ONLY").is_some() {
+        // For profiling the flood (`perf record`): the campaign's floods alone, printed.
+        let floods = campaign::floods(&config, &client).await;
+        println!("{}", serde_json::to_string_pretty(&floods)?);
         return Ok(());
     }
     let results_dir = workspace.join("bench/results");
