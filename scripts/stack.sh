@@ -69,8 +69,10 @@ install_sam() {
   # SAM gives a function's container 0.7 s to answer; an arm64 one under qemu needs about 1 s
   # (scripts/sam/sam_qemu_patience.py): six tries instead of three, loaded as Python starts.
   local site; site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  cmp -s "$root/scripts/sam/sam_qemu_patience.py" "$site/sam_qemu_patience.py" ||
-    cp "$root/scripts/sam/sam_qemu_patience.py" "$site/sam_qemu_patience.py"
+  if ! cmp -s "$root/scripts/sam/sam_qemu_patience.py" "$site/sam_qemu_patience.py"; then
+    cp "$root/scripts/sam/sam_qemu_patience.py" "$site/.sam_qemu_patience.py.$$"
+    mv "$site/.sam_qemu_patience.py.$$" "$site/sam_qemu_patience.py"
+  fi
   [ -f "$site/sam_qemu_patience.pth" ] || echo "import sam_qemu_patience" >"$site/sam_qemu_patience.pth"
 }
 
@@ -289,5 +291,5 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
   stop) shift; stop "$@" ;;
-  *) echo "usage: $0 install|install-services|install-sam|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|stop NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|install-services|install-sam|install-valkey|install-verifier|install-build|install-qemu|install-awscli|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|stop NAME" >&2; exit 2 ;;
 esac

@@ -79,11 +79,13 @@ def shuffle(stream: ChaChaStream, shares: list) -> None:
 
 def pool(version: int, kind: str, split: str, total: int, count: int, seed: bytes) -> list:
     """The packet's shares in the order grabs take them (share 1 first)."""
+    if version not in (1, 2):
+        raise ValueError(f"unknown split version {version}")
     if kind == "fixed":
         return [total // count] * count
     stream = ChaChaStream(seed)
     rules = {"double_average": double_average, "line_cut": line_cut}
-    shares = rules[split](stream, total, count)
+    shares = rules[split or "double_average"](stream, total, count)  # a lucky packet's default rule
     if version == 2:
         shuffle(stream, shares)
     return shares
@@ -138,6 +140,11 @@ def vectors() -> None:
                                        ("line_cut", 10_000, 10, 1), ("line_cut", 20_000, 7, 2024)]:
             seed = n.to_bytes(8, "little") + bytes(24)
             print(version, split, total, count, n, pool(version, "lucky", split, total, count, seed))
+    # Longer pools, past the first keystream blocks: their SHA-256 over the decimal shares, comma-joined.
+    for split in ("double_average", "line_cut"):
+        seed = (7).to_bytes(8, "little") + bytes(24)
+        shares = pool(2, "lucky", split, 2_000_000, 1_000, seed)
+        print(2, split, 2_000_000, 1_000, 7, hashlib.sha256(",".join(map(str, shares)).encode()).hexdigest())
 
 
 def main(argv: list) -> int:
@@ -153,10 +160,14 @@ def main(argv: list) -> int:
         for line in source:
             if not line.strip():
                 continue
-            view = json.loads(line)
-            problems = verify(view)
+            try:
+                view = json.loads(line)
+                problems = verify(view)
+            except (KeyError, TypeError, ValueError) as error:  # not a view, or a malformed one
+                view = view if isinstance(view, dict) else {}
+                problems = [f"unreadable: {error!r}"]
             checked += 1
-            shares += view["count"]
+            shares += view.get("count", 0) if isinstance(view.get("count"), int) else 0
             if problems:
                 failed += 1
                 print(f"FAILED {view.get('packet_id')}: {'; '.join(problems)}")

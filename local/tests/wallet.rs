@@ -164,6 +164,7 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     let mut withdrawn: HashMap<String, Cents> = HashMap::new();
     let mut adjusted: HashMap<String, i128> = HashMap::new();
     let (mut withdrawals, mut returned) = (0, 0);
+    let mut charged_back_applied = 0;
 
     for wave in 0..4 {
         // The payments system: each top-up delivered twice, at once.
@@ -339,6 +340,7 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
             if applied == 1 {
                 let signed = if direction == Direction::Credit { i128::from(amount) } else { -i128::from(amount) };
                 *adjusted.entry(who).or_default() += signed;
+                charged_back_applied += usize::from(proposal.chargeback_of.is_some());
             }
         }
         settles.await.unwrap();
@@ -354,6 +356,7 @@ async fn money_is_conserved_to_the_cent_under_a_storm_of_wallet_traffic() {
     assert_eq!((last.finalised, last.mismatches), (0, 0));
     let books = assert_books_balance(&stack, "at the end").await;
     assert_eq!(books.in_open_packets_cents, 0, "every packet is finalised");
+    assert!(charged_back_applied > 0, "a chargeback was applied in some wave");
     eprintln!(
         "figure: wallet storm: {} packets, {} sends and withdrawals refused for funds, {} grabs acknowledged, {} withdrawals ({} failed and returned), {} movements, top-ups {} - withdrawn {} + adjusted {} - {} = balances {} + pending {}",
         books.packets,

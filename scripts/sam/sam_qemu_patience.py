@@ -23,8 +23,10 @@ ATTEMPTS = 6
 if _samcli_retry is not None and not getattr(_samcli_retry.retry, "patient", False):
     _original = _samcli_retry.retry
 
-    def retry(exc, attempts=3, delay=0.05, exc_raise=Exception, exc_raise_msg=""):
-        return _original(exc, max(attempts, ATTEMPTS), delay, exc_raise, exc_raise_msg)
+    def retry(*args, **kwargs):
+        # SAM's signature today: retry(exc, attempts=3, delay=0.05, exc_raise=..., exc_raise_msg=...)
+        kwargs["attempts"] = max(kwargs.get("attempts", 3), ATTEMPTS)
+        return _original(*args, **kwargs)
 
     retry.patient = True
     _samcli_retry.retry = retry

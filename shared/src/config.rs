@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey};
+use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
 
 /// What settle may write to one DynamoDB partition key per second unless
 /// `SETTLE_PARTITION_WRITE_UNITS` says otherwise: DynamoDB's per-partition 1,000 less a tenth.
@@ -108,6 +108,11 @@ impl Config {
             )?,
             max_recipients: env.number("MAX_RECIPIENTS", defaults.max_recipients, 1)?,
             max_opens_ahead_seconds: env.number("MAX_OPENS_AHEAD_SECONDS", defaults.max_opens_ahead_seconds, 1)?,
+            split_version: {
+                let number = env.number_within("SPLIT_VERSION", defaults.split_version.number(), 1..=2)?;
+                SplitVersion::try_from(number)
+                    .map_err(|reason| ConfigError::new("SPLIT_VERSION", number.to_string(), reason))?
+            },
         };
         let daily_defaults = DailyLimits::default();
         let daily = DailyLimits {
@@ -280,6 +285,8 @@ mod tests {
         let error = config(&[("MAX_TOTAL_CENTS", "lots")]).unwrap_err().to_string();
         assert!(error.contains("MAX_TOTAL_CENTS"), "{error}");
         assert_eq!(config(&[("MAX_COUNT", "100000")]).unwrap().limits.max_count, 100_000);
+        assert_eq!(config(&[("SPLIT_VERSION", "1")]).unwrap().limits.split_version, SplitVersion::V1);
+        assert!(config(&[("SPLIT_VERSION", "3")]).unwrap_err().to_string().contains("SPLIT_VERSION"));
         let error = config(&[("MAX_COUNT", "100001")]).unwrap_err().to_string();
         assert!(error.contains("MAX_COUNT") && error.contains("at most 100000"), "{error}");
         assert!(config(&[("SETTLE_SHARDS", "0")]).is_err());

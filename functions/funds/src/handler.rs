@@ -196,8 +196,10 @@ mod tests {
             (Some(2.0), &serde_json::json!("funds"))
         );
         let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../template.yaml")).unwrap();
-        let alarm = template.split("  WithdrawalsOverdueAlarm:").nth(1).expect("the alarm is in the template");
-        let alarm = alarm.split("\n  DailyTrialBalanceDidNotRunAlarm:").next().unwrap();
+        // The alarm's block: its lines up to the next resource (the next line indented two spaces).
+        let after = template.split("\n  WithdrawalsOverdueAlarm:\n").nth(1).expect("the alarm is in the template");
+        let alarm: Vec<&str> = after.lines().take_while(|line| line.is_empty() || line.starts_with("   ")).collect();
+        let alarm = alarm.join("\n");
         assert!(alarm.contains("MetricName: WithdrawalsOverdue") && alarm.contains("Value: funds"), "{alarm}");
         for job in ["reconcile", "trial_balance"] {
             let beat = red_packets::telemetry::heartbeat(&documents, ("job", job), "FundsJobsCompleted");

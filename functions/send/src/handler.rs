@@ -75,7 +75,8 @@ async fn send<L: Ledger, S: LiveStore>(
     let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key, now_ms)?;
     let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
 
-    let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms);
+    let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms)
+        .under(service.limits.split_version);
     let view = match service.ledger.record_packet(&fresh, Some(&claim)).await? {
         Recorded::New => {
             // The ledger holds the packet and its sender's debit: the send is done, and a 503
@@ -97,7 +98,7 @@ async fn send<L: Ledger, S: LiveStore>(
             reload_from_ledger(&service.store, &recorded).await?;
             current_view(&service.store, &service.ledger, &original.id, &sender, now_ms)
                 .await?
-                .unwrap_or(recorded.view(&sender, now_ms))
+                .unwrap_or_else(|| recorded.view(&sender, now_ms))
                 .page(1)
         }
     };

@@ -1,6 +1,7 @@
 //! The limits a deployment sets, per packet and per sender per UTC day, with DESIGN.md's defaults.
 
 use super::money::Cents;
+use super::split::SplitVersion;
 
 /// What a packet may be: amounts, share counts and lifetimes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,10 @@ pub struct Limits {
     pub max_recipients: u32,
     /// How far ahead of its send a packet may open (`opens_at`).
     pub max_opens_ahead_seconds: u32,
+    /// The split version new packets are sent under (`SPLIT_VERSION`, default the newest): an
+    /// upgrade from a release that knew only version 1 deploys with 1 first, so no function
+    /// still running the old code meets a version-2 packet, then switches (docs/DEPLOY.md).
+    pub split_version: SplitVersion,
 }
 
 impl Limits {
@@ -38,6 +43,7 @@ impl Default for Limits {
             default_expires_in_seconds: 86_400,
             max_recipients: 500,
             max_opens_ahead_seconds: 7 * 86_400,
+            split_version: SplitVersion::CURRENT,
         }
     }
 }

@@ -183,6 +183,12 @@ impl Packet {
         }
     }
 
+    /// The packet sent under split version `version` instead of the newest.
+    pub fn under(mut self, version: SplitVersion) -> Self {
+        self.split_version = version;
+        self
+    }
+
     /// True when `now_ms` is before the packet's opening: a grab now is too early.
     pub fn opens_after(&self, now_ms: Millis) -> bool {
         self.opens_at_ms.is_some_and(|opens_at_ms| now_ms < opens_at_ms)

@@ -339,6 +339,22 @@ mod tests {
         }
     }
 
+    /// Pools of 1,000 shares, far past the stream's first blocks, as the Python verifier computes
+    /// them: the SHA-256 of their decimal shares, comma-joined.
+    #[test]
+    fn long_version_2_pools_match_the_python_verifier() {
+        use sha2::{Digest, Sha256};
+        let pinned = [
+            (SplitRule::DoubleAverage, "023abe49f7ef4006b61d56203539ab82611311739019dabb8141fb171f17288c"),
+            (SplitRule::LineCut, "3b3380b5a1a194494633ec3e2d7f6e36ed6d99110139fc3f93f67423f50baa2f"),
+        ];
+        for (rule, digest) in pinned {
+            let pool = lucky_pool(SplitVersion::V2, rule, 2_000_000, 1_000, &seed_from(7));
+            let text = pool.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+            assert_eq!(hex::encode(Sha256::digest(text.as_bytes())), digest, "{rule:?}");
+        }
+    }
+
     #[test]
     fn split_versions_are_stored_as_numbers_and_unknown_ones_refused() {
         assert_eq!(serde_json::to_string(&SplitVersion::CURRENT).unwrap(), "2");
