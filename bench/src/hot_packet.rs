@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use grab::GrabService;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::config::LOCAL_PASSPHRASE_KEY;
-use red_packets::domain::{PacketKind, PassphraseKey};
+use red_packets::domain::PacketKind;
 use red_packets::Config;
 use serde::Serialize;
 
@@ -39,8 +38,10 @@ pub struct HotPacket {
 pub async fn compare(config: &Config, ledger: &DynamoLedger, rounds: usize) -> Vec<HotPacket> {
     let mut runs: [Vec<HotPacket>; 2] = [Vec::new(), Vec::new()];
     for _ in 0..rounds {
-        runs[0].push(round("fast path", Arc::new(RedisStore::new(config)), ledger).await);
-        runs[1].push(round("script only", Arc::new(RedisStore::new(config).without_sold_out_memo()), ledger).await);
+        runs[0].push(round("fast path", Arc::new(RedisStore::new(config)), ledger, config).await);
+        runs[1].push(
+            round("script only", Arc::new(RedisStore::new(config).without_sold_out_memo()), ledger, config).await,
+        );
     }
     runs.into_iter()
         .map(|mut variant| {
@@ -50,9 +51,9 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger, rounds: usize) -> V
         .collect()
 }
 
-async fn round(variant: &'static str, store: Arc<RedisStore>, ledger: &DynamoLedger) -> HotPacket {
+async fn round(variant: &'static str, store: Arc<RedisStore>, ledger: &DynamoLedger, config: &Config) -> HotPacket {
     let packet = load_packet(&store, PacketKind::Lucky, 10_000, 100).await.id.to_string();
-    let service = Arc::new(GrabService::new(store.clone(), ledger.clone(), PassphraseKey::new(LOCAL_PASSPHRASE_KEY)));
+    let service = Arc::new(GrabService::new(store.clone(), ledger.clone(), config));
     let requests = (0..USERS).map(|user| request(&packet, &format!("hot-{variant}-u{user}"))).collect();
     let mut conn = store.connection().await.expect("Redis");
     let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.expect("RESETSTAT");

@@ -80,7 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ledger = DynamoLedger::new(client.clone(), &config);
     ledger.ensure_table().await?;
     let store = Arc::new(RedisStore::new(&config));
-    let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone(), config.passphrase_key.clone()));
+    let grab_service = Arc::new(grab::GrabService::new(store.clone(), ledger.clone(), &config));
 
     if std::env::var_os("BENCH_SEEDS_ONLY").is_some() {
         // For profiling the grab path (`perf record`): the seeds' comparison alone, printed.

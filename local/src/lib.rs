@@ -45,12 +45,7 @@ pub async fn functions_with_clock(
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
         send: send::SendService::with_clock(ledger_of("send"), store.clone(), config, clock.clone()),
-        grab: grab::GrabService::with_clock(
-            store.clone(),
-            ledger_of("grab"),
-            config.passphrase_key.clone(),
-            clock.clone(),
-        ),
+        grab: grab::GrabService::with_clock(store.clone(), ledger_of("grab"), config, clock.clone()),
         query: query::QueryService::with_clock(store.clone(), ledger_of("query"), clock.clone()),
         settler: Settler::new(store, ledger_of("settle")).with_clock(clock),
         authorizer,

@@ -19,9 +19,10 @@ use red_packets::clock::{Clock, ManualClock, Millis};
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::ledger::LedgerPacket;
+use red_packets::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
-use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
+use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
 use red_packets::Config;
 use serde_json::Value;
 use support::{grab_request, send_packet, OwnRedis};
@@ -71,6 +72,24 @@ impl Ledger for CountingLedger {
     }
 }
 
+impl Holds for CountingLedger {
+    async fn place_hold(&self, request: &HoldRequest, now_ms: i64) -> Result<HoldResult, StoreError> {
+        self.inner.place_hold(request, now_ms).await
+    }
+
+    async fn lift_hold(&self, request: &LiftRequest, now_ms: i64) -> Result<HoldResult, StoreError> {
+        self.inner.lift_hold(request, now_ms).await
+    }
+
+    async fn holds_version(&self) -> Result<u64, StoreError> {
+        self.inner.holds_version().await
+    }
+
+    async fn holds(&self) -> Result<Vec<Hold>, StoreError> {
+        self.inner.holds().await
+    }
+}
+
 fn config(redis: &OwnRedis) -> Config {
     let mut config = redis.config();
     // A table of its own: settle restores every packet the ledger holds open into its Redis.
@@ -80,7 +99,7 @@ fn config(redis: &OwnRedis) -> Config {
     config
 }
 
-async fn grab<L: Ledger>(service: &GrabService<Arc<RedisStore>, L>, id: &str, user: &str) -> (u16, Value) {
+async fn grab<L: Ledger + Holds>(service: &GrabService<Arc<RedisStore>, L>, id: &str, user: &str) -> (u16, Value) {
     let response = grab::handle(service, grab_request(id, user)).await.unwrap();
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
@@ -191,7 +210,7 @@ async fn a_campaign_packet_grabbed_at_once_goes_to_redis_in_batches() {
     let single = Arc::new(GrabService::new(
         Arc::new(RedisStore::new(&config).without_coalescing()),
         DynamoLedger::new(DynamoLedger::client_from_env().unwrap(), &config),
-        config.passphrase_key.clone(),
+        &config,
     ));
     let store = RedisStore::new(&config);
     let mut conn = store.connection().await.unwrap();
@@ -299,9 +318,7 @@ async fn instances(
     inner.ensure_table().await.expect("DynamoDB Local is reachable");
     let ledger = CountingLedger { inner, packet_reads: Arc::default(), fail_next_read: Arc::default() };
     let services = (0..instances)
-        .map(|_| {
-            Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone(), config.passphrase_key.clone()))
-        })
+        .map(|_| Arc::new(GrabService::new(Arc::new(RedisStore::new(config)), ledger.clone(), config)))
         .collect();
     (ledger, services)
 }

@@ -90,11 +90,7 @@ async fn a_grab_whose_mark_was_lost_is_persisted_by_its_packets_expiry() {
     let stack = Stack::new("lost-mark").await;
     let id = stack.send("alice", json!({ "total_cents": 900, "count": 3, "expires_in_seconds": 60 })).await;
     assert_eq!(stack.settle().await.swept_shards, 16);
-    let unmarked = grab::GrabService::new(
-        stack.store().without_settle_marks(),
-        stack.ledger.clone(),
-        stack.config.passphrase_key.clone(),
-    );
+    let unmarked = grab::GrabService::new(stack.store().without_settle_marks(), stack.ledger.clone(), &stack.config);
     let mut event: Value = serde_json::from_str(include_str!("../../events/grab.json")).unwrap();
     red_packets::events::set_packet_id(&mut event, &id);
     red_packets::events::set_caller(&mut event, Some("bob"));

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::domain::risk::GrabRate;
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
 
 /// What settle may write to one DynamoDB partition key per second unless
@@ -84,6 +85,13 @@ pub struct Config {
     /// The stack's one currency (`CURRENCY`, an ISO 4217 code, default `CNY`): every amount is
     /// in its minor units.
     pub currency: Currency,
+    /// One user's grab attempts across every packet per window (`USER_GRAB_LIMIT` per
+    /// `USER_GRAB_WINDOW_SECONDS`, default 60 s); `None` when `USER_GRAB_LIMIT` is 0, the
+    /// default of local runs (the template sets 60).
+    pub grab_rate: Option<GrabRate>,
+    /// How often a grab or send function reads the holds in force again (`HOLD_REFRESH_SECONDS`,
+    /// default 5): a hold placed or lifted takes effect within it.
+    pub hold_refresh: Duration,
 }
 
 impl Config {
@@ -154,6 +162,9 @@ impl Config {
             })?,
         };
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
+        let rate_grabs: u32 = env.number("USER_GRAB_LIMIT", 0, 0)?;
+        let rate_window: u32 = env.number_within("USER_GRAB_WINDOW_SECONDS", 60, 1..=3_600)?;
+        let grab_rate = (rate_grabs > 0).then_some(GrabRate { grabs: rate_grabs, window_seconds: rate_window });
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
         Ok(Config {
             redis: RedisConfig {
@@ -177,6 +188,8 @@ impl Config {
             )?,
             funds,
             currency,
+            grab_rate,
+            hold_refresh: Duration::from_secs(env.number_within("HOLD_REFRESH_SECONDS", 5, 1..=300)?),
         })
     }
 }
@@ -261,6 +274,18 @@ mod tests {
         assert_eq!(config.settle_shards, 16);
         assert_eq!(config.settle_drain, Duration::ZERO);
         assert_eq!(config.funds, Funds::Wallet);
+        assert_eq!(config.grab_rate, None);
+        assert_eq!(config.hold_refresh, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_grab_rate_is_off_unless_a_limit_is_set() {
+        let rate = config(&[("USER_GRAB_LIMIT", "60")]).unwrap().grab_rate;
+        assert_eq!(rate, Some(GrabRate { grabs: 60, window_seconds: 60 }));
+        let hourly = config(&[("USER_GRAB_LIMIT", "600"), ("USER_GRAB_WINDOW_SECONDS", "3600")]).unwrap();
+        assert_eq!(hourly.grab_rate, Some(GrabRate { grabs: 600, window_seconds: 3_600 }));
+        assert!(config(&[("USER_GRAB_WINDOW_SECONDS", "0")]).is_err());
+        assert!(config(&[("HOLD_REFRESH_SECONDS", "0")]).unwrap_err().to_string().contains("HOLD_REFRESH_SECONDS"));
     }
 
     #[test]

@@ -31,6 +31,12 @@ pub enum ApiError {
     /// 403: the packet names its recipients and the caller is not one.
     #[error("this packet is for its recipients only")]
     NotEligible,
+    /// 403: an operator holds the caller's account from this action (docs/RISK.md).
+    #[error("your account is on hold from {}: contact support", action)]
+    AccountHeld {
+        /// `sending` or `grabbing`.
+        action: &'static str,
+    },
     /// 403: the grab carried a wrong passphrase, or none.
     #[error("the passphrase is wrong or missing")]
     WrongPassphrase,
@@ -72,6 +78,12 @@ pub enum ApiError {
     /// 429: too many wrong passphrases from this caller on this packet.
     #[error("too many wrong passphrases for this packet")]
     TooManyAttempts,
+    /// 429: the caller made more grab attempts across packets than the rate allows in this window.
+    #[error("too many grabs: try again in {retry_after_seconds} s")]
+    GrabRateLimited {
+        /// Whole seconds until the next window (the `Retry-After` header).
+        retry_after_seconds: u64,
+    },
     /// 429: the send would pass one of the sender's daily limits; `field` names it.
     #[error("this send would pass your daily limit {field}")]
     LimitExceeded {
@@ -114,13 +126,15 @@ impl ApiError {
             ApiError::InvalidRequest { .. } => 400,
             ApiError::Unauthorized(_) => 401,
             ApiError::InsufficientFunds => 402,
-            ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase => 403,
+            ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase | ApiError::AccountHeld { .. } => {
+                403
+            }
             ApiError::NotFound | ApiError::NoWallets => 404,
             ApiError::SoldOut | ApiError::NotOpen | ApiError::NotYetOpen { .. } => 409,
             ApiError::Expired | ApiError::Cancelled => 410,
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::IdempotencyKeyReused => 422,
-            ApiError::TooManyAttempts | ApiError::LimitExceeded { .. } => 429,
+            ApiError::TooManyAttempts | ApiError::LimitExceeded { .. } | ApiError::GrabRateLimited { .. } => 429,
             ApiError::Unavailable { .. } => 503,
             ApiError::Internal(_) => 500,
         }
@@ -135,6 +149,7 @@ impl ApiError {
             ApiError::Forbidden => "forbidden",
             ApiError::NotEligible => "not_eligible",
             ApiError::WrongPassphrase => "wrong_passphrase",
+            ApiError::AccountHeld { .. } => "account_held",
             ApiError::NotFound | ApiError::NoWallets => "not_found",
             ApiError::SoldOut => "sold_out",
             ApiError::NotOpen => "not_open",
@@ -144,6 +159,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::IdempotencyKeyReused => "idempotency_key_reused",
             ApiError::TooManyAttempts => "too_many_attempts",
+            ApiError::GrabRateLimited { .. } => "grab_rate_limited",
             ApiError::LimitExceeded { .. } => "limit_exceeded",
             ApiError::Unavailable { .. } => "unavailable",
             ApiError::Internal(_) => "internal",

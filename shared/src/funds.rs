@@ -9,11 +9,14 @@ use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
+use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::withdrawal::{ResolutionResult, Withdrawal, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
-use crate::ports::{Adjustments, AuditTrail, Books, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN};
+use crate::ports::{
+    Adjustments, AuditTrail, Books, Holds, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN,
+};
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
 /// Why a funds request failed: the request itself (a bad day, a cut-off too late, a top-up the
@@ -59,9 +62,21 @@ pub enum FundsRequest {
     /// Write one user's statement of a day (`{"statement": {"user": "alice", "day": "2026-11-23"}}`).
     Statement(StatementRequest),
     /// Read back a business day's audit trail (`{"audit": {"day": "2026-11-23"}}`): every
-    /// release, adjustment step and withdrawal resolution, who did it, when and why.
+    /// release, adjustment step, withdrawal resolution and hold, who did it, when and why.
     Audit(AuditDay),
+    /// An operator holds an account from sending, grabbing or both
+    /// (`{"place_hold": {"user": "mallory", "scope": "grab", "reason": "…"}}`).
+    PlaceHold(HoldRequest),
+    /// An operator lifts a hold (`{"lift_hold": {"user": "mallory", "reason": "…"}}`).
+    LiftHold(LiftRequest),
+    /// The holds in force (`{"holds": {}}`).
+    Holds(ListHolds),
 }
+
+/// The holds in force: no options.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListHolds {}
 
 impl FundsRequest {
     /// The payload's key: `topup`, `withdrawal_paid`, `propose_adjustment`, `reconcile`, …
@@ -77,6 +92,9 @@ impl FundsRequest {
             FundsRequest::TrialBalance(_) => "trial_balance",
             FundsRequest::Statement(_) => "statement",
             FundsRequest::Audit(_) => "audit",
+            FundsRequest::PlaceHold(_) => "place_hold",
+            FundsRequest::LiftHold(_) => "lift_hold",
+            FundsRequest::Holds(_) => "holds",
         }
     }
 }
@@ -158,8 +176,14 @@ impl FundsEntry {
 
     /// Whether this entry point takes `request`, or why not (naming the request's key).
     pub fn admits(self, request: &FundsRequest) -> Result<(), Invalid> {
-        let adjustment = matches!(request, FundsRequest::ProposeAdjustment(_) | FundsRequest::ApproveAdjustment(_));
-        let read_only = matches!(request, FundsRequest::Audit(_));
+        let adjustment = matches!(
+            request,
+            FundsRequest::ProposeAdjustment(_)
+                | FundsRequest::ApproveAdjustment(_)
+                | FundsRequest::PlaceHold(_)
+                | FundsRequest::LiftHold(_)
+        );
+        let read_only = matches!(request, FundsRequest::Audit(_) | FundsRequest::Holds(_));
         let refused = match self {
             FundsEntry::All => None,
             FundsEntry::Payments => adjustment.then_some("operators' adjustments go to OperatorFunction"),
@@ -231,6 +255,10 @@ pub enum FundsResponse {
     WithdrawalFound(Withdrawal),
     /// An adjustment proposed or approved.
     Adjustment(AdjustmentResult),
+    /// A hold placed or lifted.
+    Hold(HoldResult),
+    /// The holds in force.
+    Holds(Vec<Hold>),
     /// What reconciliation found.
     Reconcile(Reconciliation),
     /// The trial balance, and where its JSON lines and CSV were written.
@@ -326,7 +354,7 @@ async fn write_report<R: ReportSink>(
 pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`, writing reports to `reports`.
-pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
+pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -378,6 +406,17 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R:
             let written = write_report(reports, &key, report.to_json_lines(), report.to_csv()).await?;
             Ok(FundsResponse::TrialBalance { report, written })
         }
+        FundsRequest::PlaceHold(hold) => {
+            let result = ledger.place_hold(hold, clock.now_ms()).await?;
+            tracing::info!(user = %hold.user, scope = hold.scope.as_str(), operator = %hold.operator, reason = %hold.reason, changed = result.changed, "hold placed");
+            Ok(FundsResponse::Hold(result))
+        }
+        FundsRequest::LiftHold(lift) => {
+            let result = ledger.lift_hold(lift, clock.now_ms()).await?;
+            tracing::info!(user = %lift.user, operator = %lift.operator, reason = %lift.reason, changed = result.changed, "hold lifted");
+            Ok(FundsResponse::Hold(result))
+        }
+        FundsRequest::Holds(ListHolds {}) => Ok(FundsResponse::Holds(ledger.holds().await?)),
         FundsRequest::Audit(AuditDay { day }) => {
             ledger.business_day().bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
             Ok(FundsResponse::Audit { day: day.clone(), entries: ledger.audit_of_day(day).await? })

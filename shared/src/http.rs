@@ -153,7 +153,7 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
         ApiError::Unavailable { .. } => {
             response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_seconds()));
         }
-        ApiError::NotYetOpen { retry_after_seconds, .. } => {
+        ApiError::NotYetOpen { retry_after_seconds, .. } | ApiError::GrabRateLimited { retry_after_seconds } => {
             response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
         }
         _ => {}

@@ -18,6 +18,7 @@ pub mod error;
 #[cfg(any(test, feature = "test-support"))]
 pub mod events;
 pub mod funds;
+pub mod holds;
 pub mod http;
 pub mod packets;
 pub mod ports;

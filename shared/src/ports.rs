@@ -16,6 +16,7 @@ use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal};
 pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
 use crate::domain::recovery::Casualty;
+use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
 use crate::domain::withdrawal::{
@@ -340,6 +341,33 @@ pub trait Adjustments: Send + Sync {
         approval: &AdjustmentApproval,
         now_ms: Millis,
     ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
+}
+
+/// Account holds: operators place and lift them (each step in the audit trail, in its own
+/// write), and every grab and send function reads those in force into its
+/// [`HoldBook`](crate::domain::risk::HoldBook).
+pub trait Holds: Send + Sync {
+    /// Holds `request.user` from `request.scope`: changes nothing when the same hold is in force
+    /// (`changed: false`), replaces a hold of another scope.
+    fn place_hold(
+        &self,
+        request: &HoldRequest,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<HoldResult, StoreError>> + Send;
+
+    /// Lifts `request.user`'s hold: changes nothing when none is in force.
+    fn lift_hold(
+        &self,
+        request: &LiftRequest,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<HoldResult, StoreError>> + Send;
+
+    /// A number that changes whenever a hold is placed or lifted (0 before the first): a
+    /// reader whose book has this version need not read the holds again.
+    fn holds_version(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Every hold in force, strongly consistent.
+    fn holds(&self) -> impl Future<Output = Result<Vec<Hold>, StoreError>> + Send;
 }
 
 /// The operators' audit trail, by business day.

@@ -6,7 +6,7 @@
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::domain::{Currency, Invalid};
 use red_packets::funds::{run, FundsEntry, FundsError, FundsRequest, FundsResponse};
-use red_packets::ports::{Adjustments, AuditTrail, Books, ReportSink, StoreError, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, Holds, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
 use serde_json::Value;
 
@@ -80,7 +80,7 @@ impl serde::Serialize for FundsAnswer {
 
 /// The Lambda handler of entry point `entry`: a request the entry point does not take is
 /// refused before anything is read (`InvalidFundsRequest`, naming the payload's key).
-pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
+pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -96,7 +96,7 @@ pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books,
 
 /// A completed request's figures as metrics: each top-up's outcome and credit, each
 /// withdrawal's resolution (`Withdrawals`, by `outcome`), each adjustment step (`Adjustments`,
-/// by `step`), the differences and overdue withdrawals reconciliation found, and the heartbeat of each completed daily job (`FundsJobsCompleted`,
+/// by `step`), each hold placed or lifted (`Holds`, by `step`), the differences and overdue withdrawals reconciliation found, and the heartbeat of each completed daily job (`FundsJobsCompleted`,
 /// dimension `job`: the payload's key, `reconcile` or `trial_balance`). A job that fails or never
 /// runs leaves no heartbeat, and the template's did-not-run alarms fire on its absence.
 fn record(request: &FundsRequest, response: &FundsResponse) {
@@ -118,6 +118,9 @@ fn record(request: &FundsRequest, response: &FundsResponse) {
         (FundsRequest::ApproveAdjustment(_), FundsResponse::Adjustment(result)) => {
             metrics::counter!("Adjustments", "step" => if result.applied { "applied" } else { "replayed" })
                 .increment(1);
+        }
+        (request, FundsResponse::Hold(result)) if result.changed => {
+            metrics::counter!("Holds", "step" => request.key()).increment(1);
         }
         (_, FundsResponse::Reconcile(reconciliation)) => {
             metrics::gauge!("BooksDifferences").set(reconciliation.differences.len() as f64);

@@ -3,9 +3,10 @@
 //! hands over in the request context (`requestContext.authorizer.iam.userArn`). That identity,
 //! never a name in the body, is the proposer of an adjustment and its approver, so the
 //! four-eyes rule holds between two authenticated people: one identity cannot approve what it
-//! proposed, whatever it writes. The body is a funds payload this entry point takes
-//! (`propose_adjustment`, `approve_adjustment`, `audit`); a body naming another operator than
-//! the signer is refused.
+//! proposed, whatever it writes. The signer is likewise the operator of a hold placed or lifted.
+//! The body is a funds payload this entry point takes (`propose_adjustment`,
+//! `approve_adjustment`, `place_hold`, `lift_hold`, `holds`, `audit`); a body naming another
+//! operator than the signer is refused.
 
 use lambda_http::http::StatusCode;
 use lambda_http::request::RequestContext;
@@ -15,7 +16,7 @@ use red_packets::domain::validate::parse_json;
 use red_packets::domain::Invalid;
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, json_response, respond};
-use red_packets::ports::{Adjustments, AuditTrail, Books, ReportSink, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, Holds, ReportSink, Wallets, Withdrawals};
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
@@ -40,7 +41,13 @@ pub fn signer(request: &Request) -> Result<String, ApiError> {
 /// `payload` with its operator field (`proposer` of a proposal, `approver` of an approval) set to
 /// the signer: refused when the body names somebody else.
 pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
-    for (key, field) in [("propose_adjustment", "proposer"), ("approve_adjustment", "approver")] {
+    let operator_fields = [
+        ("propose_adjustment", "proposer"),
+        ("approve_adjustment", "approver"),
+        ("place_hold", "operator"),
+        ("lift_hold", "operator"),
+    ];
+    for (key, field) in operator_fields {
         let Some(request) = payload.get_mut(key).and_then(Value::as_object_mut) else { continue };
         if let Some(named) = request.get(field).and_then(Value::as_str).filter(|named| *named != signer) {
             let what = format!("{named} is not the signed caller ({signer}): a request cannot name another operator");
@@ -54,7 +61,7 @@ pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
 /// The Lambda handler of the operators' function URL: 200 with the funds answer, 400 naming
 /// the field at fault (an approval by its proposer among them), 401 without a signed caller,
 /// 503 when the ledger cannot be reached.
-pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
+pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -63,7 +70,7 @@ pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Bo
     Ok(respond(answer(ledger, clock, reports, &request).await))
 }
 
-async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books, R: ReportSink>(
+async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -95,6 +102,10 @@ mod tests {
         assert_eq!(signed_by(approval, anna).unwrap()["approve_adjustment"]["approver"], anna);
         let forged = json!({ "approve_adjustment": { "reference": "c", "approver": "ben" } });
         assert_eq!(signed_by(forged, anna).unwrap_err().field.as_deref(), Some("approver"));
+        let hold = json!({ "place_hold": { "user": "m", "scope": "grab", "reason": "bot" } });
+        assert_eq!(signed_by(hold, anna).unwrap()["place_hold"]["operator"], anna);
+        let forged = json!({ "lift_hold": { "user": "m", "operator": "ben", "reason": "ok" } });
+        assert_eq!(signed_by(forged, anna).unwrap_err().field.as_deref(), Some("operator"));
         let audit = json!({ "audit": { "day": "2026-11-25" } });
         assert_eq!(signed_by(audit.clone(), anna).unwrap(), audit, "nothing to sign");
     }

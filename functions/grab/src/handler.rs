@@ -15,32 +15,37 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::clock::rfc3339;
 use red_packets::domain::grab::GrabAttempt;
+use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_grab_request;
 use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
+use red_packets::holds::HoldCheck;
 use red_packets::http::{caller, money_response, optional_json_body, packet_id, respond};
 use red_packets::packets;
-use red_packets::ports::{Ledger, LiveStore};
+use red_packets::ports::{Holds, Ledger, LiveStore};
+use red_packets::Config;
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
-/// What the grab handler needs: the live store, the ledger (read only), the passphrase key and
-/// a clock.
+/// What the grab handler needs: the live store, the ledger (read only), the passphrase key,
+/// the holds in force and a clock.
 pub struct GrabService<S, L> {
     store: S,
     ledger: L,
     passphrase_key: PassphraseKey,
+    holds: HoldCheck,
     clock: Arc<dyn Clock>,
 }
 
-impl<S: LiveStore, L: Ledger> GrabService<S, L> {
-    /// A service digesting passphrases under `passphrase_key`, with the system clock.
-    pub fn new(store: S, ledger: L, passphrase_key: PassphraseKey) -> Self {
-        Self::with_clock(store, ledger, passphrase_key, Arc::new(SystemClock))
+impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
+    /// A service with `config`'s passphrase key and holds refresh, and the system clock.
+    pub fn new(store: S, ledger: L, config: &Config) -> Self {
+        Self::with_clock(store, ledger, config, Arc::new(SystemClock))
     }
 
     /// A service reading time from `clock`.
-    pub fn with_clock(store: S, ledger: L, passphrase_key: PassphraseKey, clock: Arc<dyn Clock>) -> Self {
-        GrabService { store, ledger, passphrase_key, clock }
+    pub fn with_clock(store: S, ledger: L, config: &Config, clock: Arc<dyn Clock>) -> Self {
+        let (passphrase_key, holds) = (config.passphrase_key.clone(), HoldCheck::new(config.hold_refresh));
+        GrabService { store, ledger, passphrase_key, holds, clock }
     }
 }
 
@@ -63,7 +68,7 @@ pub struct GrabResponse {
 
 /// The Lambda handler: every outcome, errors included, is an HTTP response, and is counted
 /// (`Grabs` by outcome: `grabbed`, `already_grabbed` or the error's code; `GrabbedCents`).
-pub async fn handle<S: LiveStore, L: Ledger>(
+pub async fn handle<S: LiveStore, L: Ledger + Holds>(
     service: &GrabService<S, L>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
@@ -74,12 +79,16 @@ pub async fn handle<S: LiveStore, L: Ledger>(
     Ok(respond(result))
 }
 
-async fn grab<S: LiveStore, L: Ledger>(
+async fn grab<S: LiveStore, L: Ledger + Holds>(
     service: &GrabService<S, L>,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
+    let now_ms = service.clock.now_ms();
+    if service.holds.stops(&service.ledger, &user, HeldAction::Grab, now_ms).await.is_some() {
+        return Err(ApiError::AccountHeld { action: "grabbing" });
+    }
     let passphrase = match optional_json_body(request)? {
         Some(body) => parse_grab_request(body)?,
         None => None,
@@ -104,6 +113,9 @@ async fn grab<S: LiveStore, L: Ledger>(
         GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
         GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
+        GrabOutcome::RateLimited { retry_after_seconds } => {
+            return Err(ApiError::GrabRateLimited { retry_after_seconds })
+        }
         GrabOutcome::NotYetOpen { opens_at_ms } => {
             return Err(ApiError::not_yet_open(opens_at_ms, service.clock.now_ms()))
         }
@@ -149,10 +161,10 @@ mod tests {
     fn service(clock: Arc<ManualClock>) -> GrabService<MemoryStore, MemoryLedger> {
         let config = config();
         let store = MemoryStore::new(config.settle_shards);
-        GrabService::with_clock(store, MemoryLedger::new(&config), config.passphrase_key.clone(), clock)
+        GrabService::with_clock(store, MemoryLedger::new(&config), &config, clock)
     }
 
-    async fn call<S: LiveStore, L: Ledger>(service: &GrabService<S, L>, request: Request) -> (u16, Value) {
+    async fn call<S: LiveStore, L: Ledger + Holds>(service: &GrabService<S, L>, request: Request) -> (u16, Value) {
         let response = handle(service, request).await.unwrap();
         (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
     }
@@ -287,7 +299,7 @@ mod tests {
         config.redis.url = "redis://127.0.0.1:1".into();
         config.redis.timeout = std::time::Duration::from_millis(200);
         let ledger = MemoryLedger::new(&config);
-        let service = GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone());
+        let service = GrabService::new(RedisStore::new(&config), ledger, &config);
         let response = handle(&service, grab_event(&PacketId::random().to_string(), Some("bob"))).await.unwrap();
         assert_eq!(response.status(), 503);
         assert!(red_packets::http::RETRY_AFTER_SECONDS

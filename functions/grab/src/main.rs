@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::on_first_use(Connection::from_env(), &config);
-    let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, config.passphrase_key.clone()));
+    let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, &config));
     let handler = service_fn(move |request| {
         let service = service.clone();
         async move { grab::handle(&service, request).await }

@@ -13,20 +13,23 @@ use std::sync::Arc;
 use lambda_http::http::header::LOCATION;
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Error, Request, RequestExt, Response};
+use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_send_request;
 use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
+use red_packets::holds::HoldCheck;
 use red_packets::http::{caller, idempotency_key, json_body, money_response, respond};
 use red_packets::packets::{current_view, reload_from_ledger};
-use red_packets::ports::{IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
+use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
 use red_packets::{ApiError, Clock, Config, SystemClock};
 
 /// What the send and cancel handlers need: the ledger, the live store, the limits, the
-/// passphrase key and a clock.
+/// passphrase key, the holds in force and a clock.
 pub struct SendService<L, S> {
     pub(crate) ledger: L,
     pub(crate) store: S,
     limits: Limits,
     passphrase_key: PassphraseKey,
+    holds: HoldCheck,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
@@ -38,7 +41,9 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
 
     /// A service reading time from `clock`.
     pub fn with_clock(ledger: L, store: S, config: &Config, clock: Arc<dyn Clock>) -> Self {
-        SendService { ledger, store, limits: config.limits, passphrase_key: config.passphrase_key.clone(), clock }
+        let (limits, passphrase_key, holds) =
+            (config.limits, config.passphrase_key.clone(), HoldCheck::new(config.hold_refresh));
+        SendService { ledger, store, limits, passphrase_key, holds, clock }
     }
 }
 
@@ -46,7 +51,7 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
 /// `/me/withdrawals` a withdrawal, any other a send. Every outcome, errors included, is an HTTP
 /// response; every send is counted (`Sends` by outcome: `created`, `replayed` or the error's
 /// code; `SentCents`).
-pub async fn handle<L: Ledger + Withdrawals, S: LiveStore>(
+pub async fn handle<L: Ledger + Withdrawals + Holds, S: LiveStore>(
     service: &SendService<L, S>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
@@ -65,13 +70,16 @@ pub async fn handle<L: Ledger + Withdrawals, S: LiveStore>(
     Ok(respond(result))
 }
 
-async fn send<L: Ledger, S: LiveStore>(
+async fn send<L: Ledger + Holds, S: LiveStore>(
     service: &SendService<L, S>,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let sender = caller(request)?;
     let key = idempotency_key(request)?;
     let now_ms = service.clock.now_ms();
+    if service.holds.stops(&service.ledger, &sender, HeldAction::Send, now_ms).await.is_some() {
+        return Err(ApiError::AccountHeld { action: "sending" });
+    }
     let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key, now_ms)?;
     let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
 
@@ -144,7 +152,7 @@ mod tests {
         events::to_request(&event).unwrap()
     }
 
-    async fn call<L: Ledger + Withdrawals, S: LiveStore>(
+    async fn call<L: Ledger + Withdrawals + Holds, S: LiveStore>(
         service: &SendService<L, S>,
         request: Request,
     ) -> (u16, Value) {

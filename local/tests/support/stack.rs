@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
-use red_packets::adapters::{DeployedSettler, DynamoLedger, RedisStore};
+use red_packets::adapters::{DeployedSettler, DynamoLedger, RedisStore, ReportDirectory};
 use red_packets::clock::ManualClock;
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};
@@ -22,6 +22,12 @@ const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
 const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
 const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 const WITHDRAW_EVENT: &str = include_str!("../../../events/withdraw.json");
+const OPERATOR_EVENT: &str = include_str!("../../../events/adjustment-approve.json");
+
+/// The IAM identity operator `name` signs with (an assumed role's session).
+pub fn operator_arn(name: &str) -> String {
+    format!("arn:aws:sts::123456789012:assumed-role/RedPacketsOperators/{name}")
+}
 
 /// One test's own stack: its Redis database, its table, its clock.
 pub struct Stack {
@@ -92,6 +98,20 @@ impl Stack {
         events::set_header(&mut event, "Idempotency-Key", Some(key));
         events::set_body(&mut event, &body.to_string());
         reply(send::handle(&self.functions.send, request(&event)).await).await
+    }
+
+    /// A request to the operators' function URL (`OperatorFunction`), signed by operator `name`
+    /// (an assumed role's session): the status and body.
+    pub async fn operator(&self, name: &str, payload: &Value) -> (u16, Value) {
+        let mut event: Value = serde_json::from_str(OPERATOR_EVENT).unwrap();
+        event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(operator_arn(name));
+        events::set_body(&mut event, &payload.to_string());
+        let reports = ReportDirectory::new(std::env::temp_dir().join("operator-reports"));
+        let ledger = DynamoLedger::new(
+            local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), "operator"),
+            &self.config,
+        );
+        reply(funds::operator::handle_url(&ledger, self.clock.as_ref(), &reports, request(&event)).await).await
     }
 
     pub fn store(&self) -> RedisStore {

@@ -24,6 +24,10 @@ pub enum AuditAction {
     WithdrawalPaid,
     /// The payments system failed it (subject: its id).
     WithdrawalFailed,
+    /// An operator held an account (subject: the user; reason: `<scope>: <why>`).
+    HoldPlaced,
+    /// An operator lifted a hold (subject: the user).
+    HoldLifted,
 }
 
 impl AuditAction {
@@ -35,6 +39,8 @@ impl AuditAction {
             AuditAction::AdjustmentApproved => "adjustment_approved",
             AuditAction::WithdrawalPaid => "withdrawal_paid",
             AuditAction::WithdrawalFailed => "withdrawal_failed",
+            AuditAction::HoldPlaced => "hold_placed",
+            AuditAction::HoldLifted => "hold_lifted",
         }
     }
 }

@@ -66,6 +66,12 @@ pub enum GrabOutcome {
         /// The opening instant, epoch ms.
         opens_at_ms: Millis,
     },
+    /// The caller made more grab attempts across packets than the rate allows in this window
+    /// ([`crate::domain::risk::GrabRate`]); nothing was taken.
+    RateLimited {
+        /// Whole seconds until the next window.
+        retry_after_seconds: u64,
+    },
 }
 
 impl GrabOutcome {

@@ -17,6 +17,7 @@ pub mod money;
 pub mod packet;
 pub mod recovery;
 pub mod reference;
+pub mod risk;
 pub mod settlement;
 pub mod split;
 pub mod validate;

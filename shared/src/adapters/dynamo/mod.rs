@@ -2,7 +2,7 @@
 //! claims (layout in [`items`], one file per kind of item, the only place keys are spelled).
 //! One file per port: `ledger` ([`Ledger`]: sends, cancels, reads, with `history` beneath it),
 //! `settle` ([`SettleLedger`], its grab writes and reads in `grabs`), `wallet` ([`Wallets`]),
-//! `corrections` ([`Withdrawals`], [`Adjustments`]), `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
+//! `corrections` ([`Withdrawals`], [`Adjustments`]), `holds` ([`Holds`]), `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
 //! and its codec) and transactions read by name. Every failure to reach DynamoDB is
 //! [`StoreError::Unavailable`].
 //!
@@ -12,6 +12,7 @@
 //! [`Withdrawals`]: crate::ports::Withdrawals
 //! [`Adjustments`]: crate::ports::Adjustments
 //! [`Books`]: crate::ports::Books
+//! [`Holds`]: crate::ports::Holds
 //! [`StoreError::Unavailable`]: crate::ports::StoreError::Unavailable
 
 mod books;
@@ -20,6 +21,7 @@ pub mod client;
 mod corrections;
 mod grabs;
 mod history;
+mod holds;
 mod items;
 mod ledger;
 mod metered;

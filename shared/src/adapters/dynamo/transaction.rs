@@ -52,6 +52,10 @@ pub(super) enum Write {
     Audit,
     /// A packet's refund item.
     Refund,
+    /// An account hold (placed unless the same is in force; lifted only while in force).
+    Hold,
+    /// The holds' version (unconditional: the hold's own condition makes the step once).
+    HoldsVersion,
 }
 
 /// A transaction being built: its items, each named.

@@ -14,6 +14,7 @@ use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
 use crate::domain::recovery::{Casualty, Remedy};
+use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
 use crate::domain::withdrawal::{
@@ -22,7 +23,7 @@ use crate::domain::withdrawal::{
 };
 use crate::domain::{BusinessDay, Cents, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{
-    AuditTrail, Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets,
+    AuditTrail, Conflict, Holds, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets,
     Withdrawals,
 };
 
@@ -66,6 +67,8 @@ struct State {
     topups: HashMap<String, (UserId, Cents)>,
     withdrawals: HashMap<String, Withdrawal>,
     audit: Vec<(String, AuditEntry)>,
+    holds: HashMap<UserId, Hold>,
+    holds_version: u64,
     casualties: HashSet<(PacketId, UserId, u32)>,
     layouts: BTreeSet<u32>,
     unreachable: bool,
@@ -547,6 +550,42 @@ impl Withdrawals for MemoryLedger {
             state.credit(&withdrawal.user, returned);
         }
         Ok(ResolutionResult { applied: true, withdrawal })
+    }
+}
+
+impl Holds for MemoryLedger {
+    async fn place_hold(&self, request: &HoldRequest, now_ms: Millis) -> Result<HoldResult, StoreError> {
+        request.validate()?;
+        let day = self.business_day.day_of(now_ms);
+        let mut state = self.state()?;
+        if !request.changes(state.holds.get(&request.user)) {
+            return Ok(HoldResult { hold: state.holds.get(&request.user).cloned(), changed: false });
+        }
+        let hold = request.hold(rfc3339(now_ms));
+        state.holds.insert(request.user.clone(), hold.clone());
+        state.holds_version += 1;
+        state.audit.push((day, hold.placed_entry()));
+        Ok(HoldResult { hold: Some(hold), changed: true })
+    }
+
+    async fn lift_hold(&self, request: &LiftRequest, now_ms: Millis) -> Result<HoldResult, StoreError> {
+        request.validate()?;
+        let day = self.business_day.day_of(now_ms);
+        let mut state = self.state()?;
+        if state.holds.remove(&request.user).is_none() {
+            return Ok(HoldResult { hold: None, changed: false });
+        }
+        state.holds_version += 1;
+        state.audit.push((day, request.lifted_entry(rfc3339(now_ms))));
+        Ok(HoldResult { hold: None, changed: true })
+    }
+
+    async fn holds_version(&self) -> Result<u64, StoreError> {
+        Ok(self.state()?.holds_version)
+    }
+
+    async fn holds(&self) -> Result<Vec<Hold>, StoreError> {
+        Ok(self.state()?.holds.values().cloned().collect())
     }
 }
 

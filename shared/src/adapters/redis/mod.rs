@@ -6,9 +6,11 @@
 //! - `settle`: the same store's settle side (index, dirty sets, marks, retirement; where runs
 //!   stand).
 //! - [`sold_out`]: the per-instance memo of packets seen sold out.
+//! - [`rate`]: one user's grab rate across packets, a counter per user per window.
 
 pub mod coalesce;
 pub mod connection;
+pub mod rate;
 pub mod record;
 pub mod scripts;
 mod settle;

@@ -15,12 +15,14 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
+use super::rate;
 use super::record::{grab_entry, live_packet};
 use super::scripts::{self, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::grab::GrabAttempt;
+use crate::domain::risk::GrabRate;
 use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, UserId};
 use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
@@ -47,6 +49,7 @@ pub struct RedisStore {
     #[cfg(any(test, feature = "test-support"))]
     marks_for_settle: bool,
     coalescer: Option<GrabCoalescer>,
+    grab_rate: Option<GrabRate>,
 }
 
 /// Concurrent grabs of one packet (keyed by its hash's key), coalesced into one script call.
@@ -57,6 +60,22 @@ type GrabCoalescer = Coalescer<String, TimedGrab, ScriptGrab, BatchFailure>;
 struct TimedGrab {
     attempt: GrabAttempt,
     now_ms: Millis,
+    /// Counts against the user's grab rate: the request's first call does, a call again while
+    /// another caller asks the ledger does not.
+    counts: bool,
+}
+
+/// The batch's answers in its order: each grab the rate refused its refusal, the others the
+/// script's answers in turn (a short answer leaves the rest unanswered).
+fn with_refusals(limited: Vec<Option<GrabOutcome>>, answers: Vec<ScriptGrab>) -> Vec<ScriptGrab> {
+    let mut answers = answers.into_iter();
+    limited
+        .into_iter()
+        .map_while(|refused| match refused {
+            Some(outcome) => Some(ScriptGrab::Decided { outcome, dirtied: false }),
+            None => answers.next(),
+        })
+        .collect()
 }
 
 /// Why a grab script call (one grab's or a batch's) answered nothing.
@@ -86,6 +105,7 @@ impl RedisStore {
             #[cfg(any(test, feature = "test-support"))]
             marks_for_settle: true,
             coalescer: Some(GrabCoalescer::default()),
+            grab_rate: config.grab_rate,
         }
     }
 
@@ -186,8 +206,9 @@ impl RedisStore {
         keys: &PacketKeys,
         attempt: &GrabAttempt,
         now_ms: Millis,
+        counts: bool,
     ) -> Result<ScriptGrab, StoreError> {
-        let grab = TimedGrab { attempt: attempt.clone(), now_ms };
+        let grab = TimedGrab { attempt: attempt.clone(), now_ms, counts };
         let answered = match &self.coalescer {
             Some(coalescer) => coalescer.call(&keys.packet, grab, |batch| self.grab_batch(keys, batch)).await,
             None => self
@@ -213,14 +234,33 @@ impl RedisStore {
         let mut conn = self.connection().await.map_err(|error| BatchFailure::Unavailable(error.to_string()))?;
         let started = Instant::now();
         let answered = tokio::time::timeout(self.limit(), async {
-            match batch.as_slice() {
-                [one] => scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await.map(|answer| vec![answer]),
+            let limited = match self.grab_rate {
+                Some(grab_rate) => {
+                    let counted = batch.iter().filter(|grab| grab.counts);
+                    let mut verdicts = rate::count(
+                        &conn,
+                        &self.config.key_prefix,
+                        grab_rate,
+                        counted.map(|grab| (&grab.attempt.user, grab.now_ms)),
+                    )
+                    .await?
+                    .into_iter();
+                    batch.iter().map(|grab| if grab.counts { verdicts.next().flatten() } else { None }).collect()
+                }
+                None => vec![None; batch.len()],
+            };
+            let admitted: Vec<&TimedGrab> =
+                batch.iter().zip(&limited).filter(|(_, refused)| refused.is_none()).map(|(grab, _)| grab).collect();
+            let answers = match admitted.as_slice() {
+                [] => Vec::new(),
+                [one] => vec![scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await?],
                 many => {
                     let now_ms = many.iter().map(|grab| grab.now_ms).max().unwrap_or_default();
                     let attempts: Vec<&GrabAttempt> = many.iter().map(|grab| &grab.attempt).collect();
-                    scripts::grab_many(&mut conn, keys, now_ms, &attempts).await
+                    scripts::grab_many(&mut conn, keys, now_ms, &attempts).await?
                 }
-            }
+            };
+            Ok::<_, redis::RedisError>(with_refusals(limited, answers))
         })
         .await;
         super::connection::record_call(started, !matches!(answered, Ok(Ok(_))));
@@ -410,9 +450,9 @@ impl LiveStore for RedisStore {
         // claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
         // before its packet's expiry.
         let polls = LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis() + 10;
-        for _ in 0..polls {
+        for poll in 0..polls {
             let now_ms = clock.now_ms();
-            match self.grab_script(&mut conn, &keys, attempt, now_ms).await? {
+            match self.grab_script(&mut conn, &keys, attempt, now_ms, poll == 0).await? {
                 ScriptGrab::Decided { outcome, dirtied } => {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
                 }

@@ -1,7 +1,7 @@
 //! The ledger's items, as `serde_dynamo` reads and writes them, one file per kind: `packet`
 //! (a packet's own item and refund), `grab` (grab items, share claims, casualties), `wallet`
-//! (balances, movements, top-ups), `corrections` (withdrawals, adjustments) and `send`
-//! (idempotency claims, daily counters).
+//! (balances, movements, top-ups), `corrections` (withdrawals, adjustments), `hold` (account
+//! holds) and `send` (idempotency claims, daily counters).
 //!
 //! | item | PK | SK | history GSI (`history_pk`, `history_sk`) | open GSI (`open_shard`, `expires_at`) |
 //! |---|---|---|---|---|
@@ -18,6 +18,8 @@
 //! | withdrawal | `WITHDRAWAL#<id>` | `WITHDRAWAL` | | |
 //! | adjustment | `ADJUSTMENT#<reference>` | `ADJUSTMENT` | | |
 //! | audit entry | `AUDIT#<business day>#<shard, 2 digits>` | `<at>#<action>#<subject>` | | |
+//! | account hold in force | `HOLDS` | `USER#<user>` | | |
+//! | the holds' version | `HOLDS` | `VERSION` | | |
 //!
 //! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
 //! `packet_id`, `user`, `amount_cents`, `occurred_at`, `reference`, `proposed_by`,
@@ -30,6 +32,7 @@
 
 mod corrections;
 mod grab;
+mod hold;
 mod packet;
 mod send;
 mod wallet;
@@ -42,6 +45,7 @@ pub use corrections::{
     WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
+pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
 pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};
 pub use wallet::{

@@ -1,0 +1,189 @@
+//! Risk controls through the real handlers on the real Redis and DynamoDB Local: one user's
+//! grab rate across packets (one grab at a time, and grabs coalesced into batches), and account
+//! holds placed and lifted by operators through their function URL, each taking effect within
+//! the stated bound (`HOLD_REFRESH_SECONDS`), recorded with its operator and reason.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use red_packets::adapters::RedisStore;
+use red_packets::domain::risk::GrabRate;
+use red_packets::{Clock, Config};
+use serde_json::{json, Value};
+use support::stack::{operator_arn, Stack};
+use support::OwnRedis;
+
+fn rated(mut config: Config, grabs: u32) -> Config {
+    config.grab_rate = Some(GrabRate { grabs, window_seconds: 60 });
+    config
+}
+
+/// Moves the stack's clock to the start of the next rate window, so a test's grabs share one.
+fn to_next_window(stack: &Stack) {
+    let now = stack.clock.now_ms();
+    stack.clock.advance(60_000 - now % 60_000);
+}
+
+fn remaining(view: &Value) -> u64 {
+    view["remaining_count"].as_u64().unwrap()
+}
+
+/// Three grabs a window: mallory's fourth packet answers 429 `grab_rate_limited` and takes
+/// nothing, while another user grabs it; the next window lets her grab again. A repeat of her
+/// own grab counts too (the limit is on calls).
+#[tokio::test]
+async fn one_users_grabs_across_packets_are_limited_per_window() {
+    let stack = Stack::with_config("rate", rated(Config::from_env().unwrap(), 3)).await;
+    let packets: Vec<String> = {
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            ids.push(stack.send("alice", json!({ "total_cents": 500, "count": 5 })).await);
+        }
+        ids
+    };
+    to_next_window(&stack);
+    for id in &packets[..3] {
+        let (status, body) = stack.grab(id, "mallory").await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, refused) = stack.grab(&packets[3], "mallory").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("60 s"), "the window's end: {refused}");
+    let (status, body) = stack.grab(&packets[3], "bob").await;
+    assert_eq!(status, 200, "another user is not limited: {body}");
+    let (_, view) = stack.view(&packets[3], "alice").await;
+    assert_eq!(remaining(&view), 4, "the refused grab took nothing: {view}");
+    let (status, _) = stack.grab(&packets[0], "mallory").await;
+    assert_eq!(status, 429, "a repeat counts as a call");
+
+    stack.clock.advance(60_000);
+    let (status, body) = stack.grab(&packets[3], "mallory").await;
+    assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(false)), "a new window: {body}");
+}
+
+/// The coalesced path applies the same limit per user: 40 users each grab 3 packets at once
+/// (their grabs of one packet go to Redis in batches), under a limit of 2 a window. Each user
+/// gets exactly 2 shares and one 429; every request is counted once (one `INCR` each); and the
+/// grabs did go in batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coalesced_path_limits_each_user_alike() {
+    const USERS: usize = 40;
+    let redis = OwnRedis::start();
+    let stack = Stack::with_config("rate-batched", rated(redis.config(), 2)).await;
+    let mut packets = Vec::new();
+    for _ in 0..3 {
+        packets.push(stack.send("alice", json!({ "total_cents": 10_000, "count": 100 })).await);
+    }
+    to_next_window(&stack);
+    let store = RedisStore::new(&stack.config);
+    let mut conn = store.connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+
+    let stack = Arc::new(stack);
+    let grabs = (0..USERS).flat_map(|user| packets.iter().map(move |id| (format!("fan-{user}"), id.clone())));
+    let answers = join_all(grabs.map(|(user, id)| {
+        let stack = stack.clone();
+        async move { (user.clone(), stack.grab(&id, &user).await) }
+    }))
+    .await;
+    let mut by_user: HashMap<String, (usize, usize)> = HashMap::new();
+    for (user, (status, body)) in &answers {
+        let counts = by_user.entry(user.clone()).or_default();
+        match status {
+            200 => counts.0 += 1,
+            429 => {
+                assert_eq!(body["error"]["code"], "grab_rate_limited", "{body}");
+                counts.1 += 1;
+            }
+            _ => panic!("{user}: {status} {body}"),
+        }
+    }
+    assert!(by_user.values().all(|counts| *counts == (2, 1)), "two shares and one refusal each: {by_user:?}");
+
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    let calls = |command: &str| -> u64 {
+        info.lines()
+            .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse().unwrap())
+    };
+    assert_eq!(calls("incr"), (USERS * 3) as u64, "every grab request counted once: {info}");
+    assert!(calls("llen") > 0, "some grabs went to Redis in batches (grab_many.lua): {info}");
+    let taken: u64 = join_all(packets.iter().map(|id| stack.view(id, "alice")))
+        .await
+        .iter()
+        .map(|(_, view)| 100 - remaining(view))
+        .sum();
+    assert_eq!(taken, (USERS * 2) as u64, "the shares taken are the grabs admitted");
+}
+
+/// An operator holds mallory from everything; within `HOLD_REFRESH_SECONDS` her grabs and sends
+/// answer 403 `account_held` and take nothing; placing the same hold again changes nothing; the
+/// hold is listed with its operator and reason; another operator lifts it and within the bound
+/// she grabs again; the audit trail has both steps, each with its operator and reason. The
+/// payments system's entry point takes no hold.
+#[tokio::test]
+async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
+    let stack = Stack::new("holds").await;
+    let refresh = stack.config.hold_refresh.as_millis() as i64;
+    let id = stack.send("alice", json!({ "total_cents": 500, "count": 5 })).await;
+    let (status, _) = stack.grab(&id, "bob").await;
+    assert_eq!(status, 200, "the grab function has read the holds: none");
+
+    let hold = json!({ "place_hold": { "user": "mallory", "scope": "all", "reason": "auto-grab script, ticket 42" } });
+    let (status, placed) = stack.operator("anna", &hold).await;
+    assert_eq!(status, 200, "{placed}");
+    assert_eq!(placed["hold"]["changed"], true, "{placed}");
+    assert_eq!(placed["hold"]["hold"]["operator"], operator_arn("anna"), "the signer is the operator");
+
+    stack.clock.advance(refresh);
+    let (status, held) = stack.grab(&id, "mallory").await;
+    assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "{held}");
+    let (status, held) = stack.try_send("mallory", &json!({ "total_cents": 100, "count": 1 })).await;
+    assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "{held}");
+    let (_, view) = stack.view(&id, "alice").await;
+    assert_eq!(remaining(&view), 4, "the held grab took nothing: {view}");
+
+    let (status, again) = stack.operator("ben", &hold).await;
+    assert_eq!((status, &again["hold"]["changed"]), (200, &json!(false)), "{again}");
+    assert_eq!(again["hold"]["hold"]["operator"], operator_arn("anna"), "the hold in force is anna's");
+    let (status, listed) = stack.operator("ben", &json!({ "holds": {} })).await;
+    assert_eq!(status, 200, "{listed}");
+    let holds = listed["holds"].as_array().unwrap();
+    assert_eq!(holds.len(), 1, "{listed}");
+    assert_eq!((holds[0]["user"].as_str(), holds[0]["scope"].as_str()), (Some("mallory"), Some("all")));
+    assert_eq!(holds[0]["reason"], "auto-grab script, ticket 42");
+
+    let lift = json!({ "lift_hold": { "user": "mallory", "reason": "appeal upheld" } });
+    let (status, lifted) = stack.operator("ben", &lift).await;
+    assert_eq!((status, &lifted["hold"]["changed"]), (200, &json!(true)), "{lifted}");
+    let (_, twice) = stack.operator("ben", &lift).await;
+    assert_eq!(twice["hold"]["changed"], false, "lifting no hold changes nothing: {twice}");
+    stack.clock.advance(refresh);
+    let (status, body) = stack.grab(&id, "mallory").await;
+    assert_eq!(status, 200, "lifted within the bound: {body}");
+
+    let day = red_packets::clock::rfc3339(stack.clock.now_ms())[..10].to_owned();
+    let (status, audit) = stack.operator("ben", &json!({ "audit": { "day": day } })).await;
+    assert_eq!(status, 200, "{audit}");
+    let steps: Vec<(String, String, String)> = audit["audit"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let text = |field: &str| entry[field].as_str().unwrap().to_owned();
+            (text("action"), text("actor"), text("reason"))
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        vec![
+            ("hold_placed".into(), operator_arn("anna"), "all: auto-grab script, ticket 42".into()),
+            ("hold_lifted".into(), operator_arn("ben"), "appeal upheld".into()),
+        ],
+        "one entry a change, none for the repeats"
+    );
+}

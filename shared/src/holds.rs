@@ -1,0 +1,125 @@
+//! The hold check of the grab and send functions: each function instance keeps the holds in
+//! force in a [`HoldBook`] and reads it again once its refresh has passed (asking the ledger's
+//! holds version first, and the holds only when it moved), so a hold placed or lifted takes
+//! effect within the refresh plus one read. A read that fails or does not answer within
+//! [`HOLDS_READ_LIMIT`] leaves the book as it was until the next refresh (counted as
+//! `HoldsUnread`): holds are a control, not money, and a slow ledger must not stop grabs.
+
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+
+use crate::clock::Millis;
+use crate::domain::risk::{HeldAction, HoldBook, HoldScope};
+use crate::domain::UserId;
+use crate::ports::{Holds, StoreError};
+
+/// The longest one reading of the holds may take.
+pub const HOLDS_READ_LIMIT: Duration = Duration::from_secs(1);
+
+/// One function instance's book of the holds in force, shared by its concurrent requests.
+#[derive(Debug)]
+pub struct HoldCheck {
+    book: Mutex<HoldBook>,
+}
+
+impl HoldCheck {
+    /// A check reading the holds every `refresh`.
+    pub fn new(refresh: Duration) -> Self {
+        HoldCheck { book: Mutex::new(HoldBook::new(refresh)) }
+    }
+
+    /// The scope of the hold that stops `user` from `action` at `now_ms`, as the book holds it
+    /// (read again first when due).
+    pub async fn stops<H: Holds>(
+        &self,
+        ledger: &H,
+        user: &UserId,
+        action: HeldAction,
+        now_ms: Millis,
+    ) -> Option<HoldScope> {
+        let mut book = self.book.lock().await;
+        if book.is_due(now_ms) {
+            match tokio::time::timeout(HOLDS_READ_LIMIT, read(ledger, &mut book, now_ms)).await {
+                Ok(Ok(())) => {}
+                failed => {
+                    let why = match failed {
+                        Ok(Err(error)) => error.to_string(),
+                        _ => format!("no answer within {HOLDS_READ_LIMIT:?}"),
+                    };
+                    tracing::warn!(
+                        error = why,
+                        "the holds could not be read: the book stays as it was until the next refresh"
+                    );
+                    metrics::counter!("HoldsUnread").increment(1);
+                    book.checked(now_ms);
+                }
+            }
+        }
+        book.stops(user, action)
+    }
+}
+
+async fn read<H: Holds>(ledger: &H, book: &mut HoldBook, now_ms: Millis) -> Result<(), StoreError> {
+    let version = ledger.holds_version().await?;
+    if book.is_at(version) {
+        book.checked(now_ms);
+        return Ok(());
+    }
+    let holds = ledger.holds().await?;
+    book.replace(holds.into_iter().map(|hold| (hold.user, hold.scope)), version, now_ms);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::MemoryLedger;
+    use crate::domain::risk::{HoldRequest, LiftRequest};
+    use crate::Config;
+
+    #[tokio::test]
+    async fn a_hold_takes_effect_within_the_refresh_and_a_lift_too() {
+        let ledger = MemoryLedger::new(&Config::from_lookup(|_| None).unwrap());
+        let check = HoldCheck::new(Duration::from_secs(5));
+        let mallory = UserId::from_claim("mallory").unwrap();
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Grab, 0).await, None);
+        let hold = HoldRequest {
+            user: mallory.clone(),
+            scope: HoldScope::Grab,
+            operator: "anna".into(),
+            reason: "bot".into(),
+        };
+        ledger.place_hold(&hold, 1_000).await.unwrap();
+        assert_eq!(
+            check.stops(&ledger, &mallory, HeldAction::Grab, 4_999).await,
+            None,
+            "the book is read again at 5 s"
+        );
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Grab, 5_000).await, Some(HoldScope::Grab));
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Send, 5_000).await, None, "a grab hold lets her send");
+        let lift = LiftRequest { user: mallory.clone(), operator: "ben".into(), reason: "appeal upheld".into() };
+        ledger.lift_hold(&lift, 6_000).await.unwrap();
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Grab, 9_999).await, Some(HoldScope::Grab));
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Grab, 10_000).await, None);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_ledger_leaves_the_book_as_it_was() {
+        let ledger = MemoryLedger::new(&Config::from_lookup(|_| None).unwrap());
+        let check = HoldCheck::new(Duration::from_secs(5));
+        let mallory = UserId::from_claim("mallory").unwrap();
+        let hold =
+            HoldRequest { user: mallory.clone(), scope: HoldScope::All, operator: "anna".into(), reason: "bot".into() };
+        ledger.place_hold(&hold, 0).await.unwrap();
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Send, 0).await, Some(HoldScope::All));
+        ledger.set_unreachable(true);
+        assert_eq!(check.stops(&ledger, &mallory, HeldAction::Send, 5_000).await, Some(HoldScope::All));
+        ledger.set_unreachable(false);
+        assert_eq!(
+            check.stops(&ledger, &mallory, HeldAction::Send, 9_999).await,
+            Some(HoldScope::All),
+            "next read at 10 s"
+        );
+    }
+}
