@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -102,6 +102,10 @@ bench:
 ## make bench-campaign: the campaign packet alone (100,000 shares opening at an instant, then settled under the partition ceiling): bench/results/campaign.json, BENCHMARKS.md
 bench-campaign:
 	BENCH_CAMPAIGN_ONLY=1 scripts/bench.sh
+
+## make bench-controls: the risk controls off and on (the grab rate, 1,000 holds in force): the grab handler's Redis CPU and latency at concurrency 1 and 256: bench/results/controls.json, BENCHMARKS.md
+bench-controls:
+	BENCH_CONTROLS_ONLY=1 scripts/bench.sh
 
 ## make bench-fairness: the fairness simulation alone (no services): every grab position's share and best-luck chance per rule and split version, into bench/results/ and BENCHMARKS.md
 bench-fairness:

@@ -12,6 +12,7 @@
 
 mod campaign;
 mod cold;
+mod controls;
 mod drain;
 mod fairness;
 mod grab_path;
@@ -126,6 +127,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(&path, serde_json::to_string_pretty(&latest)?)?;
         bench::render::write(&workspace)?;
         println!("{}", serde_json::to_string_pretty(&campaign)?);
+        return Ok(());
+    }
+    if std::env::var_os("BENCH_CONTROLS_ONLY").is_some() {
+        // `make bench-controls`: what the risk controls cost a grab, into bench/results/controls.json.
+        step("the risk controls off and on: the grab handler at concurrency 1 and 256, 5 rounds each");
+        let runs = controls::compare(&config, &ledger).await;
+        let measured = serde_json::json!({ "machine": report::Machine::detect(), "runs": runs });
+        std::fs::create_dir_all(&results_dir)?;
+        std::fs::write(results_dir.join("controls.json"), serde_json::to_string_pretty(&measured)?)?;
+        bench::render::write(&workspace)?;
+        println!("{}", serde_json::to_string_pretty(&measured)?);
         return Ok(());
     }
     step("cold starts (20 per binary), DynamoDB Local over TLS");

@@ -24,7 +24,8 @@ pub fn workspace() -> PathBuf {
 
 /// What the template reads, from a results directory: `run` (`latest.json`'s details), `past`,
 /// `books_scale` (the recorded runs by passes, none at all leaving their section out) and
-/// `campaign_run` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none).
+/// `campaign_run` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none)
+/// and `controls_run` (`controls.json`, `make bench-controls`'s; null when none).
 pub fn data(results: &Path) -> Result<Value, Error> {
     let read = |name: &str| -> Result<Value, Error> {
         let path = results.join(name);
@@ -38,8 +39,15 @@ pub fn data(results: &Path) -> Result<Value, Error> {
         .filter(|name| results.join(name).exists())
         .map(|name| read(&name))
         .collect::<Result<Vec<_>, _>>()?;
-    let campaign = if results.join("campaign.json").exists() { read("campaign.json")? } else { Value::Null };
-    Ok(json!({ "run": run, "past": read("past.json")?, "books_scale": books_scale, "campaign_run": campaign }))
+    let optional = |name: &str| if results.join(name).exists() { read(name) } else { Ok(Value::Null) };
+    let (campaign, controls) = (optional("campaign.json")?, optional("controls.json")?);
+    Ok(json!({
+        "run": run,
+        "past": read("past.json")?,
+        "books_scale": books_scale,
+        "campaign_run": campaign,
+        "controls_run": controls,
+    }))
 }
 
 /// BENCHMARKS.md from the template and `data`. Block tags take their line with them; a figure

@@ -32,7 +32,7 @@ pub struct GrabService<S, L> {
     store: S,
     ledger: L,
     passphrase_key: PassphraseKey,
-    holds: HoldCheck,
+    holds: Option<HoldCheck>,
     clock: Arc<dyn Clock>,
 }
 
@@ -44,8 +44,16 @@ impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
 
     /// A service reading time from `clock`.
     pub fn with_clock(store: S, ledger: L, config: &Config, clock: Arc<dyn Clock>) -> Self {
-        let (passphrase_key, holds) = (config.passphrase_key.clone(), HoldCheck::new(config.hold_refresh));
+        let (passphrase_key, holds) = (config.passphrase_key.clone(), Some(HoldCheck::new(config.hold_refresh)));
         GrabService { store, ledger, passphrase_key, holds, clock }
+    }
+
+    /// The same service without the hold check: the grab path as it was before the risk
+    /// controls (the controls bench measures what the check adds against this).
+    #[cfg(feature = "test-support")]
+    pub fn without_hold_check(mut self) -> Self {
+        self.holds = None;
+        self
     }
 }
 
@@ -86,8 +94,10 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
     let user = caller(request)?;
     let packet_id = packet_id(request)?;
     let now_ms = service.clock.now_ms();
-    if service.holds.stops(&service.ledger, &user, HeldAction::Grab, now_ms).await.is_some() {
-        return Err(ApiError::AccountHeld { action: "grabbing" });
+    if let Some(check) = &service.holds {
+        if check.stops(&service.ledger, &user, HeldAction::Grab, now_ms).await.is_some() {
+            return Err(ApiError::AccountHeld { action: "grabbing" });
+        }
     }
     let passphrase = match optional_json_body(request)? {
         Some(body) => parse_grab_request(body)?,

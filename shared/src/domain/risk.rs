@@ -246,6 +246,11 @@ impl HoldBook {
         self.read_at_ms.is_none_or(|read_at| now_ms - read_at >= self.refresh.as_millis() as Millis || now_ms < read_at)
     }
 
+    /// Whether the book was never read.
+    pub fn is_unread(&self) -> bool {
+        self.read_at_ms.is_none()
+    }
+
     /// Whether a ledger whose holds are at `version` holds what the book does.
     pub fn is_at(&self, version: u64) -> bool {
         self.version == Some(version)
@@ -310,7 +315,7 @@ mod tests {
     #[test]
     fn the_book_is_read_again_once_its_refresh_has_passed() {
         let mut book = HoldBook::new(Duration::from_secs(5));
-        assert!(book.is_due(0), "never read");
+        assert!(book.is_due(0) && book.is_unread(), "never read");
         book.replace([(user("mallory"), HoldScope::Grab)], 7, 1_000);
         assert!(book.is_at(7) && !book.is_at(8));
         assert!(!book.is_due(5_999));

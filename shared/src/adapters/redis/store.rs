@@ -241,6 +241,7 @@ impl RedisStore {
                         &conn,
                         &self.config.key_prefix,
                         grab_rate,
+                        self.config.cluster,
                         counted.map(|grab| (&grab.attempt.user, grab.now_ms)),
                     )
                     .await?
