@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 # What is missing gets installed in the background (mostly downloads) while the code is linted
 # and built. Lint first, so a formatting slip or a clippy warning fails in minutes, not after
 # the suite.
+# Each stage's heading carries the time it began, so a slow run shows where it went.
+stage() { echo "== $(date +%T) $*"; }
+stage "install what is missing (in the background), lint, build"
 scripts/stack.sh install &
 installing=$!
 name="test-$$"
@@ -29,6 +32,7 @@ scripts/check.sh lint
 # every test binary, so the first pass below starts at once.
 cargo build --workspace --bins --locked
 cargo test --workspace --locked --no-run
+stage "built; waiting for the installs"
 wait "$installing"
 
 # The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
@@ -76,12 +80,16 @@ checks_log=".local/$name/template-checks.log"
 template_checks >"$checks_log" 2>&1 &
 checks=$!
 
-echo "== every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
+stage "every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
 AWS_CALL_LOG="$calls" TEST_PASS=redis cargo test --workspace --locked 2>&1 | tee "$log"
 
-echo "== schemathesis against openapi.yaml on the local API"
-scripts/fuzz.sh
+# Schemathesis against the local API beside the cluster pass below: the two share no Redis (the
+# local API uses the services' own, the pass a cluster of its own) and no table, and the fuzzer
+# waits on the API as much as it computes. Its output follows the pass's.
+fuzz_log=".local/$name/schemathesis.log"
+scripts/fuzz.sh >"$fuzz_log" 2>&1 &
+fuzz=$!
 
 # Two passes cover both axes, the engine and the topology: every test on single-node Redis
 # above, then the integration tests on a three-master cluster of Valkey, the engine ElastiCache
@@ -89,23 +97,28 @@ scripts/fuzz.sh
 # tests' own servers (faults, failover, full memory) Valkey too. The unit tests of pure logic
 # ran above. (Redis Cluster and single-node Valkey, the other two corners, were passes of their
 # own too, which took `make test` from a fresh clone to 27.5 minutes.)
-echo "== the integration tests on a three-master Valkey cluster"
+stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 (eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
-echo "== sam local invoke: every function with every event in events/, in SAM's arm64 containers"
+stage "schemathesis against openapi.yaml on the local API (run beside the cluster pass)"
+status=0
+wait "$fuzz" || status=$?
+cat "$fuzz_log"
+[ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
+stage "sam local invoke: every function with every event in events/, in SAM's arm64 containers"
 wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
 scripts/sam-local.sh test 2>&1 | tee -a "$log"
-echo "== the README's sam local invoke commands, as printed, against make run"
+stage "the README's sam local invoke commands, as printed, against make run"
 scripts/sam-local.sh readme "$name-readme"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")
 
-echo "== the template's checks (run beside the first pass)"
+stage "the template's checks (run beside the first pass)"
 status=0
 wait "$checks" || status=$?
 cat "$checks_log"
 [ "$status" = 0 ] || { echo "the template's checks failed"; exit 1; }
 
-echo "== what AWS enforces and the emulators don't: the recorded calls against every parameter set's transform"
+stage "what AWS enforces and the emulators don't: the recorded calls against every parameter set's transform"
 .local/venv/bin/python scripts/permissions.py "$calls"
 .local/venv/bin/python scripts/network_paths.py "$calls"
 echo "$summary"
