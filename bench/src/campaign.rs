@@ -28,7 +28,7 @@ use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::clock::Millis;
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::{GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
-use red_packets::ports::{Ledger, LiveStore, SettleCursor, SettleIndex};
+use red_packets::ports::{Ledger, LiveStore, SettleCursor, SettleIndex, StoreError};
 use red_packets::settle::{SettleRequest, Settler};
 use red_packets::{packets, Clock, Config, SystemClock};
 use serde::Serialize;
@@ -122,9 +122,28 @@ async fn scheduled(store: &RedisStore, ledger: &DynamoLedger, shares: u32, opens
     };
     let packet =
         Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
-    ledger.record_packet(&packet, None).await.expect("record the packet");
+    record(ledger, &packet).await;
     store.load(&packet, &packet.shares()).await.expect("load into Redis");
     packet
+}
+
+/// Records `packet` in the ledger, asking again while DynamoDB Local times out under the bench's
+/// load (a write that landed before its timeout is found, not written twice).
+async fn record(ledger: &DynamoLedger, packet: &Packet) {
+    const ATTEMPTS: u32 = 5;
+    for attempt in 1..=ATTEMPTS {
+        match ledger.record_packet(packet, None).await {
+            Ok(_) => return,
+            Err(error @ StoreError::Unavailable { .. }) if attempt < ATTEMPTS => {
+                eprintln!("[bench] recording the campaign packet, attempt {attempt}: {error}; asking again");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                if ledger.packet(&packet.id).await.ok().flatten().is_some() {
+                    return;
+                }
+            }
+            Err(error) => panic!("record the packet: {error}"),
+        }
+    }
 }
 
 /// Ours: a grab of `id` through `store` as deployed (the coalescer), the call the handler makes.

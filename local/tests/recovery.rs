@@ -431,6 +431,28 @@ struct Answer {
     fresh: bool,
 }
 
+/// The holds a schedule placed and lifted, each user's steps in order: when (the stack's clock)
+/// and whether it was a placing.
+#[derive(Default)]
+struct HoldSteps(HashMap<String, Vec<(i64, bool)>>);
+
+impl HoldSteps {
+    /// Whether `user` is surely held at `at_ms`: a hold placed at least `bound_ms` before, and
+    /// no lift since (within the bound either answer is right).
+    fn surely_held(&self, user: &str, at_ms: i64, bound_ms: i64) -> bool {
+        self.last_before(user, at_ms).is_some_and(|(since, placed)| placed && at_ms - since >= bound_ms)
+    }
+
+    /// Whether `user` is surely free at `at_ms`: never held, or lifted at least `bound_ms` before.
+    fn surely_free(&self, user: &str, at_ms: i64, bound_ms: i64) -> bool {
+        self.last_before(user, at_ms).is_none_or(|(since, placed)| !placed && at_ms - since >= bound_ms)
+    }
+
+    fn last_before(&self, user: &str, at_ms: i64) -> Option<(i64, bool)> {
+        self.0.get(user)?.iter().rev().find(|(at, _)| *at <= at_ms).copied()
+    }
+}
+
 impl Answer {
     /// The answer a grab by `user` at `step` acknowledged, if it did (a 200).
     fn to(step: usize, user: &str, status: u16, answer: &serde_json::Value) -> Option<Answer> {
@@ -462,6 +484,9 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
     let mut failovers: Vec<(usize, usize)> = Vec::new();
     let mut answers: Vec<Answer> = Vec::new();
     let mut trace: Vec<String> = Vec::new();
+    // Holds in the mix: who was held and freed when, and every grab's time and answer.
+    let mut holds = HoldSteps::default();
+    let mut grabbed_at: Vec<(i64, String, u16, String)> = Vec::new();
     let steps = rng.random_range(12..=30usize);
     for step in 0..steps {
         snapshots.push(dump_keys(stack, &id).await);
@@ -470,6 +495,8 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
                 let user = &users[rng.random_range(0..users.len())];
                 let (status, answer) = stack.grab(&id, user).await;
                 trace.push(format!("{step}: grab {user} -> {status} {}", answer["amount_cents"]));
+                let code = answer["error"]["code"].as_str().unwrap_or_default().to_owned();
+                grabbed_at.push((stack.clock.now_ms(), user.clone(), status, code));
                 answers.extend(Answer::to(step, user, status, &answer));
             }
             55..=69 => {
@@ -517,6 +544,23 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
             87..=91 => {
                 trace.push(format!("{step}: clock +30 s"));
                 stack.clock.advance(30_000);
+            }
+            92..=94 => {
+                // An operator holds a user from grabbing, or lifts a hold placed earlier.
+                let user = &users[rng.random_range(0..users.len())];
+                let place = !holds.0.get(user).and_then(|steps| steps.last()).is_some_and(|(_, placed)| *placed);
+                let payload = if place {
+                    json!({ "place_hold": { "user": user, "scope": "grab", "reason": format!("seed {seed}") } })
+                } else {
+                    json!({ "lift_hold": { "user": user, "reason": format!("seed {seed}") } })
+                };
+                let (status, answer) = stack.operator("risk-desk", &payload).await;
+                trace.push(format!("{step}: {} {user} -> {status}", if place { "hold" } else { "lift" }));
+                if status == 200 {
+                    holds.0.entry(user.clone()).or_default().push((stack.clock.now_ms(), place));
+                } else {
+                    trace.push(format!("{step}:   {answer}"));
+                }
             }
             _ => {
                 trace.push(format!("{step}: clock +1 s"));
@@ -591,6 +635,16 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
             )),
         }
     }
+    // A hold stops its user's grabs within the refresh, and a lift frees them as fast.
+    let bound_ms = stack.config.hold_refresh.as_millis() as i64;
+    for (at_ms, user, status, code) in &grabbed_at {
+        if *status == 200 && holds.surely_held(user, *at_ms, bound_ms) {
+            failures.push(format!("{user} grabbed at {at_ms} ms while held past the refresh"));
+        }
+        if code == "account_held" && holds.surely_free(user, *at_ms, bound_ms) {
+            failures.push(format!("{user} refused as held at {at_ms} ms, lifted (or never held) past the refresh"));
+        }
+    }
     if !failures.is_empty() {
         failures.push(format!(
             "schedule of seed {seed} (packet {id}, {count} shares of {total}, opening at {opens_at_ms:?}):\n  {}",
@@ -601,11 +655,12 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
 }
 
 /// Many seeds of a schedule of grabs, repeats, cancels, expiries, settle passes (crashed at a
-/// random fault point, or two at once) and failovers that restore the packet's keys to a state
-/// a random number of steps earlier. Checked over what the clients were told: no share paid
-/// twice; every grab acknowledged after a failover's lost point keeps its amount in the ledger;
-/// every casualty re-granted or revoked with its event; every packet finalised with exactly one
-/// refund; the books balance. `RECOVERY_SEEDS` (default 16) and `RECOVERY_SEED_FROM` choose
+/// random fault point, or two at once), account holds placed and lifted, and failovers that
+/// restore the packet's keys to a state a random number of steps earlier. Checked over what the
+/// clients were told: no share paid twice; every grab acknowledged after a failover's lost point
+/// keeps its amount in the ledger; every casualty re-granted or revoked with its event; every
+/// packet finalised with exactly one refund; no grab paid to a user held past the refresh, none
+/// refused to one freed past it; the books balance. `RECOVERY_SEEDS` (default 16) and `RECOVERY_SEED_FROM` choose
 /// the seeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_failovers_never_destroy_an_acknowledged_grab() {
