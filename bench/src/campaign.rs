@@ -122,14 +122,14 @@ async fn scheduled(store: &RedisStore, ledger: &DynamoLedger, shares: u32, opens
     };
     let packet =
         Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
-    record(ledger, &packet).await;
+    record_retrying(ledger, &packet).await;
     store.load(&packet, &packet.shares()).await.expect("load into Redis");
     packet
 }
 
 /// Records `packet` in the ledger, asking again while DynamoDB Local times out under the bench's
 /// load (a write that landed before its timeout is found, not written twice).
-async fn record(ledger: &DynamoLedger, packet: &Packet) {
+async fn record_retrying(ledger: &DynamoLedger, packet: &Packet) {
     const ATTEMPTS: u32 = 5;
     for attempt in 1..=ATTEMPTS {
         match ledger.record_packet(packet, None).await {
