@@ -45,6 +45,10 @@ ASSUMPTIONS = {
     # `redis-benchmark -n 1000000 -c 16 -P 16 -q GET k` between two `INFO cpu`: 0.79 to 0.85 us.
     # So a grab's ECPUs are an upper bound: unpipelined, a GET costs 11 us of the same CPU.
     "engine_us_per_ecpu": 0.82,
+    # The grab rate across packets (template UserGrabLimit, on by default; docs/RISK.md): INCR and
+    # EXPIRE NX on the user's counter per grab, two simple commands of a few bytes, one ECPU each.
+    # They land in the users' slots, spread over the cache, never in the hot packet's.
+    "rate_ecpu_per_grab": 2,
     # Lambda memory: grab 512 MB, send 1,024 MB (template.yaml).
     "grab_gb": 0.5,
     "send_gb": 1.0,
@@ -120,7 +124,7 @@ def loads(figures, sends, grabs):
         "lambda_scaling": max(grabs * a["grab_seconds"], sends * figures["send_seconds"]),
         # One packet grabbed at the whole grab rate: the hottest slot.
         "ecpu_slot": grabs * ecpu_per_grab,
-        "ecpu_cache": grabs * ecpu_per_grab,
+        "ecpu_cache": grabs * (ecpu_per_grab + a["rate_ecpu_per_grab"]),
         "dynamodb_table": sends * figures["send_wru"] + grabs * figures["grab_wru"],
         # The most a packet's partition takes: settle's ceiling, whatever the rate.
         "dynamodb_partition": figures["partition_ceiling"],
@@ -135,7 +139,7 @@ def cost_per_hour(figures, sends, grabs):
     requests = sends + grabs * (1 + a["views_per_grab"])
     gb_seconds = grabs * a["grab_seconds"] * a["grab_gb"] + sends * figures["send_seconds"] * a["send_gb"]
     wru = sends * figures["send_wru"] + grabs * figures["grab_wru"]
-    ecpu = grabs * figures["redis_us_per_grab"] / a["engine_us_per_ecpu"]
+    ecpu = grabs * (figures["redis_us_per_grab"] / a["engine_us_per_ecpu"] + a["rate_ecpu_per_grab"])
     events = sends * a["events_per_send"] + grabs * a["events_per_grab"]
     per_second = (
         requests * (p["api_per_million"] + p["lambda_per_million"]) / 1e6

@@ -76,9 +76,10 @@ pub struct Config {
     /// `SETTLE_DRAIN_SECONDS`, 0 for a single pass. The template sets it just under the
     /// schedule's minute, so a grab reaches the ledger within seconds.
     pub settle_drain: Duration,
-    /// The write units settle sends to one DynamoDB partition key per second at most
-    /// (`SETTLE_PARTITION_WRITE_UNITS`, default 900: DynamoDB's per-partition 1,000 less a tenth;
-    /// at least 100, so a tenth of a second's share holds any of settle's items).
+    /// The write units settle sends to one DynamoDB partition key in any second at most, as
+    /// DynamoDB sees them (`SETTLE_PARTITION_WRITE_UNITS`, default 900: DynamoDB's per-partition
+    /// 1,000 less a tenth; at least 100, so a slice's share, an eleventh, holds any of settle's
+    /// items; the pace lets go ten elevenths of it a second).
     pub settle_partition_write_units: u32,
     /// Whether sends, grabs and refunds move built-in balances (`FUNDS`: `wallet` or `none`).
     pub funds: Funds,

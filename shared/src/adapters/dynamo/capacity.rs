@@ -8,9 +8,9 @@
 //! Every claim of a packet's shares (`SHARE#<seq>`), and without the wallet every grab item,
 //! shares the packet's partition key `PKT#<id>`: a 100,000-share packet settled at full speed
 //! would pass that ceiling and be throttled. [`PartitionPace`] holds settle's writes to any one
-//! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second
-//! ([`crate::config::DEFAULT_SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth, for
-//! a write let go at a second's end that leaves in the next). The writes it leaves out (the
+//! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second as DynamoDB sees them
+//! ([`crate::config::DEFAULT_SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth), by
+//! letting go ten elevenths of it a second: a write let go at a second's end leaves in the next. The writes it leaves out (the
 //! packet's record, a cancel, the finalisation's transaction, a casualty for each grab a
 //! failover lost, the SDK's own retries) have no reserved share. The pace counts a write when it
 //! is let go, which is when the request leaves but for the client's scheduling.
@@ -26,9 +26,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-/// The pace's slices of a second: each slice spends a tenth of the second's units, so writes
-/// go out evenly, and no calendar second (ten whole slices) ever holds more than the ceiling.
+/// The pace's slices of a second: writes go out evenly, a slice's share at a time.
 const SLICES_PER_SECOND: u64 = 10;
+
+/// The slices whose shares add up to the ceiling: a second's ten and one more. A write is let go
+/// in its slice but reaches DynamoDB a little later (the client's scheduling, the connection), so
+/// the writes DynamoDB sees in one calendar second were let go in up to eleven slices: with each
+/// slice an eleventh of the ceiling, no calendar second reaches DynamoDB with more than the ceiling.
+const SLICES_PER_CEILING: u32 = SLICES_PER_SECOND as u32 + 1;
 
 /// Bytes in one write unit.
 const WRITE_UNIT_BYTES: usize = 1024;
@@ -77,22 +82,23 @@ pub struct PartitionPace {
 }
 
 impl PartitionPace {
-    /// A pace of at most `units_per_second` write units per partition key per second (at least
-    /// one slice's worth: [`SLICES_PER_SECOND`] units).
-    pub fn new(units_per_second: u32) -> Self {
-        let units_per_slice = (units_per_second / SLICES_PER_SECOND as u32).max(1);
+    /// A pace of at most `ceiling` write units per partition key in any calendar second at
+    /// DynamoDB (each slice an eleventh of it, whole; at least one unit a slice).
+    pub fn new(ceiling: u32) -> Self {
+        let units_per_slice = (ceiling / SLICES_PER_CEILING).max(1);
         PartitionPace { units_per_slice, slices: Mutex::new(HashMap::new()) }
     }
 
-    /// The most units any second gets: the slices' share, whole.
+    /// What the pace lets go in one second, steadily: ten slices' shares (ten elevenths of the
+    /// ceiling, rounded down to whole slices).
     pub fn units_per_second(&self) -> u32 {
         self.units_per_slice * SLICES_PER_SECOND as u32
     }
 
     /// Waits until `units` more fit under the ceiling of `partition` in the current slice of a
     /// second, and spends them. A write larger than a slice's share goes into an empty slice and
-    /// its excess is owed by the slices after it, so no ten slices in a row (no calendar second)
-    /// spend more than the ceiling, except by one such write's excess.
+    /// its excess is owed by the slices after it, so no eleven slices in a row spend more than
+    /// the ceiling, except by one such write's excess.
     pub async fn take(&self, partition: &str, units: u32) {
         loop {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -138,8 +144,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_key_gets_a_slice_of_the_ceiling_at_a_time() {
-        let pace = PartitionPace::new(100);
-        assert_eq!(pace.units_per_second(), 100);
+        let pace = PartitionPace::new(110);
+        assert_eq!(pace.units_per_second(), 100, "ten slices of an eleventh of 110");
         let started = std::time::Instant::now();
         for _ in 0..25 {
             pace.take("PKT#a", 10).await;
