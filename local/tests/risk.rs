@@ -64,6 +64,27 @@ async fn one_users_grabs_across_packets_are_limited_per_window() {
     assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(false)), "a new window: {body}");
 }
 
+/// A packet Redis lost is reloaded by the grab that asks the ledger while the others wait for
+/// its verdict: with the rate on, each of those grabs is counted once, however often it asks
+/// Redis again while waiting, and every one is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grabs_waiting_on_a_lookup_are_counted_once() {
+    let stack = Arc::new(Stack::with_config("rate-lookup", rated(Config::from_env().unwrap(), 1)).await);
+    let id = stack.send("alice", json!({ "total_cents": 1_000, "count": 10 })).await;
+    to_next_window(&stack);
+    stack.empty_redis(&[&id]).await;
+    let answers = join_all((0..8).map(|n| {
+        let (stack, id) = (stack.clone(), id.clone());
+        async move { stack.grab(&id, &format!("waiter-{n}")).await }
+    }))
+    .await;
+    for (status, body) in &answers {
+        assert_eq!(*status, 200, "each waiter's one grab is within its limit of one: {body}");
+    }
+    let (status, again) = stack.grab(&id, "waiter-0").await;
+    assert_eq!((status, again["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{again}");
+}
+
 /// The coalesced path applies the same limit per user: 40 users each grab 3 packets at once
 /// (their grabs of one packet go to Redis in batches), under a limit of 2 a window. Each user
 /// gets exactly 2 shares and one 429; every request is counted once (one `INCR` each); and the

@@ -26,7 +26,12 @@ pub async fn grab<S: LiveStore, L: Ledger>(
     clock: &dyn Clock,
 ) -> Result<GrabOutcome, StoreError> {
     for asked in 0..=LEDGER_ASKS {
-        let (now_ms, holds_lookup) = match store.try_grab(id, attempt, clock).await? {
+        let asked_live = if asked == 0 {
+            store.try_grab(id, attempt, clock).await?
+        } else {
+            store.try_grab_again(id, attempt, clock).await?
+        };
+        let (now_ms, holds_lookup) = match asked_live {
             LiveAnswer::Decided(outcome) => return Ok(outcome),
             LiveAnswer::NotHeld { holds_lookup, .. } if asked == LEDGER_ASKS => {
                 if holds_lookup {

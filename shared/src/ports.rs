@@ -151,6 +151,18 @@ pub trait LiveStore: Send + Sync {
         clock: &dyn Clock,
     ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send;
 
+    /// [`LiveStore::try_grab`] for the same request once more, after the ledger was asked (and
+    /// the packet perhaps reloaded): a store that counts grabs against a rate (the grab rate
+    /// across packets) does not count this one again.
+    fn try_grab_again(
+        &self,
+        packet: &PacketId,
+        attempt: &GrabAttempt,
+        clock: &dyn Clock,
+    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
+        self.try_grab(packet, attempt, clock)
+    }
+
     /// What the ledger said of `packet`, reported by the caller that held its lookup:
     /// `Some(true)` recorded, `Some(false)` absent, `None` it could not be asked (the lookup is
     /// released so the next grab asks again).
@@ -561,6 +573,15 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         clock: &dyn Clock,
     ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
         (**self).try_grab(packet, attempt, clock)
+    }
+
+    fn try_grab_again(
+        &self,
+        packet: &PacketId,
+        attempt: &GrabAttempt,
+        clock: &dyn Clock,
+    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
+        (**self).try_grab_again(packet, attempt, clock)
     }
 
     fn ledger_said(

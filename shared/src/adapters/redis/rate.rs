@@ -31,6 +31,9 @@ pub async fn count(
 ) -> RedisResult<Vec<Option<GrabOutcome>>> {
     let ttl = rate.counter_ttl_seconds();
     let grabs: Vec<(&UserId, Millis)> = grabs.into_iter().collect();
+    if grabs.is_empty() {
+        return Ok(Vec::new()); // a batch of calls again while another caller asks the ledger
+    }
     let pipeline = |grabs: &[(&UserId, Millis)]| {
         let mut pipe = redis::pipe();
         for (user, now_ms) in grabs {

@@ -60,8 +60,8 @@ type GrabCoalescer = Coalescer<String, TimedGrab, ScriptGrab, BatchFailure>;
 struct TimedGrab {
     attempt: GrabAttempt,
     now_ms: Millis,
-    /// Counts against the user's grab rate: the request's first call does, a call again while
-    /// another caller asks the ledger does not.
+    /// Counts against the user's grab rate: the request's first call does; a call again while
+    /// another caller asks the ledger, or after this one asked it, does not.
     counts: bool,
 }
 
@@ -277,6 +277,46 @@ impl RedisStore {
         }
     }
 
+    /// A grab attempt: the sold-out memo's read, else the script, waiting while another caller
+    /// asks the ledger. With `counts`, the request's first call counts against its user's grab
+    /// rate; none after it does.
+    async fn grab_counting(
+        &self,
+        packet: &PacketId,
+        attempt: &GrabAttempt,
+        clock: &dyn Clock,
+        counts: bool,
+    ) -> Result<LiveAnswer, StoreError> {
+        let mut conn = self.connection().await?;
+        let keys = self.keys(packet);
+        if let Some(memo) = &self.sold_out {
+            if memo.contains(packet, Instant::now()) {
+                if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, &attempt.user, true).await? {
+                    return Ok(LiveAnswer::Decided(outcome));
+                }
+            }
+        }
+        // Waits while another caller asks the ledger, within the lease: once it lapses, a waiter
+        // claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
+        // before its packet's expiry.
+        let polls = LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis() + 10;
+        for poll in 0..polls {
+            let now_ms = clock.now_ms();
+            match self.grab_script(&mut conn, &keys, attempt, now_ms, counts && poll == 0).await? {
+                ScriptGrab::Decided { outcome, dirtied } => {
+                    return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
+                }
+                ScriptGrab::AskLedger(lookup) => {
+                    return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: lookup == Lookup::Claimed })
+                }
+                ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
+            }
+        }
+        Err(StoreError::redis_unavailable(format!(
+            "packet {packet} is being looked up or re-synced; no answer within the lease"
+        )))
+    }
+
     /// A repeat grab or a sold-out packet answered by reads alone (no script, nothing written):
     /// the caller's earlier share, or sold out. `None` when reads cannot decide (a fresh grab
     /// on a packet with shares left, a packet with recipients or a passphrase, whose checks
@@ -438,34 +478,17 @@ impl LiveStore for RedisStore {
         attempt: &GrabAttempt,
         clock: &dyn Clock,
     ) -> Result<LiveAnswer, StoreError> {
-        let mut conn = self.connection().await?;
-        let keys = self.keys(packet);
-        if let Some(memo) = &self.sold_out {
-            if memo.contains(packet, Instant::now()) {
-                if let Some(outcome) = self.answer_from_reads(&mut conn, &keys, &attempt.user, true).await? {
-                    return Ok(LiveAnswer::Decided(outcome));
-                }
-            }
-        }
-        // Waits while another caller asks the ledger, within the lease: once it lapses, a waiter
-        // claims the lookup itself. Each attempt reads the clock afresh, so no wait moves a grab
-        // before its packet's expiry.
-        let polls = LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis() + 10;
-        for poll in 0..polls {
-            let now_ms = clock.now_ms();
-            match self.grab_script(&mut conn, &keys, attempt, now_ms, poll == 0).await? {
-                ScriptGrab::Decided { outcome, dirtied } => {
-                    return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
-                }
-                ScriptGrab::AskLedger(lookup) => {
-                    return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: lookup == Lookup::Claimed })
-                }
-                ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
-            }
-        }
-        Err(StoreError::redis_unavailable(format!(
-            "packet {packet} is being looked up or re-synced; no answer within the lease"
-        )))
+        self.grab_counting(packet, attempt, clock, true).await
+    }
+
+    #[tracing::instrument(level = "debug", name = "redis.grab_again", skip_all, fields(packet_id = %packet))]
+    async fn try_grab_again(
+        &self,
+        packet: &PacketId,
+        attempt: &GrabAttempt,
+        clock: &dyn Clock,
+    ) -> Result<LiveAnswer, StoreError> {
+        self.grab_counting(packet, attempt, clock, false).await
     }
 
     async fn ledger_said(&self, packet: &PacketId, recorded: Option<bool>) -> Result<(), StoreError> {
