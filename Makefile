@@ -67,7 +67,7 @@ release:
 ## make invoke FN=grab EVENT=events/grab.json: one event on one function against make run's services,
 ## through sam local invoke where a Docker daemon answers (the template's arm64 function, sam build in
 ## debug mode), else on its release binary under AWS's Lambda Runtime Interface Emulator; says which.
-## FN is send, grab, query, settle, funds or operator (EVENT defaults to events/<FN>.json, for funds
+## FN is send, grab, query, settle, funds, operator or risk (EVENT defaults to events/<FN>.json, for funds
 ## events/reconcile.json, for operator events/adjustment-propose.json)
 invoke:
 	FN=$(FN) EVENT=$(EVENT) scripts/invoke.sh

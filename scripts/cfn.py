@@ -37,6 +37,8 @@ ARN_FORMATS = {
     "AWS::SQS::Queue": "arn:{partition}:sqs:{region}:{account}:{name}",
     "AWS::SNS::Topic": "arn:{partition}:sns:{region}:{account}:{name}",
     "AWS::Events::EventBus": "arn:{partition}:events:{region}:{account}:event-bus/{name}",
+    # A rule of a custom bus carries the bus's name: rule/<bus>/<rule> (`Stack.arn`).
+    "AWS::Events::Rule": "arn:{partition}:events:{region}:{account}:rule/{name}",
     "AWS::Lambda::Function": "arn:{partition}:lambda:{region}:{account}:function:{name}",
     "AWS::IAM::Role": "arn:{partition}:iam::{account}:role/{name}",
     "AWS::Logs::LogGroup": "arn:{partition}:logs:{region}:{account}:log-group:{name}",
@@ -118,7 +120,15 @@ class Stack:
         kind = self.resources[logical_id]["Type"]
         if kind not in ARN_FORMATS:
             raise ValueError(f"no ARN format for {logical_id} ({kind})")
-        return ARN_FORMATS[kind].format(partition=PARTITION, region=REGION, account=ACCOUNT, name=self.physical_name(logical_id))
+        name = self.physical_name(logical_id)
+        if kind == "AWS::Events::Rule":
+            # "arn:aws:events:<region>:<account>:rule/[<event-bus-name>/]<rule-name>" (the service
+            # authorization reference, EventBridge's resource types): the default bus's rules omit it.
+            bus = self.resolve(self.resources[logical_id].get("Properties", {}).get("EventBusName", "default"))
+            bus = bus.split("event-bus/", 1)[1] if isinstance(bus, str) and "event-bus/" in bus else bus
+            if bus and bus != "default":
+                name = f"{bus}/{name}"
+        return ARN_FORMATS[kind].format(partition=PARTITION, region=REGION, account=ACCOUNT, name=name)
 
     def condition(self, name):
         """The value of the template's condition `name` for this parameter set."""

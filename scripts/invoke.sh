@@ -26,10 +26,10 @@ if [ "${1:-}" = --emulator ]; then
   exit 0
 fi
 
-fn=${FN:?FN=send|grab|query|settle|funds|operator}
+fn=${FN:?FN=send|grab|query|settle|funds|operator|risk}
 case "$fn" in
-  send | grab | query | settle | funds | operator) ;;
-  *) echo "no such function: $fn (send, grab, query, settle, funds or operator)" >&2; exit 2 ;;
+  send | grab | query | settle | funds | operator | risk) ;;
+  *) echo "no such function: $fn (send, grab, query, settle, funds, operator or risk)" >&2; exit 2 ;;
 esac
 # The funds function has no HTTP route: its default event is the daily reconciliation.
 default_event=events/$fn.json
@@ -47,8 +47,8 @@ if command -v docker >/dev/null && docker version >/dev/null 2>&1; then
     --event "$event" --env-vars local-env.json --add-host host.docker.internal:host-gateway --skip-pull-image
 fi
 echo "make invoke: $fn's release binary under AWS's emulator on the host (no Docker daemon answers)" >&2
-# All six binaries, so one build serves every invocation.
-cargo build --release --locked -p send -p grab -p query -p settle -p funds >&2
+# All seven binaries, so one build serves every invocation.
+cargo build --release --locked -p send -p grab -p query -p settle -p funds -p risk >&2
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:${LOCAL_REDIS_PORT:-6479}}
 export AWS_ENDPOINT_URL_DYNAMODB=${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:${LOCAL_DYNAMODB_PORT:-8479}}
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-local} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-local}

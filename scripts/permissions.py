@@ -34,8 +34,13 @@ operator: `lambda:InvokeFunction` with `InvokedViaFunctionUrl`, `lambda:InvokeFu
 `FunctionUrlAuthType` AWS_IAM, and no function URL anywhere else). Each managed invoke policy
 grants the invocation of its own entry point alone, the operators' under the same conditions. Which requests
 each binary takes is the code's (`FundsEntry`), run on the binaries in
-local/tests/events_on_binaries.rs.
+local/tests/events_on_binaries.rs. The consumers of the bus (`risk`: RiskFunction) are invoked by
+EventBridge alone (`events.amazonaws.com`), and only from a rule of this stack on the stack's own
+bus that targets them (`SourceArn` that rule's ARN, `rule/<bus>/<rule>`): a permission without a
+`SourceArn` would let any rule, of any account, invoke them with events of its own making. No
+other function may be invoked by EventBridge, and each consumer has such a permission.
 https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html
+https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html
 
 Usage: permissions.py <calls directory> [<transformed directory>]; exit 1 on any problem.
 """
@@ -66,6 +71,7 @@ MANAGED = {
 EXPLAINED = {
     ("SettleFunction", "sqs:SendMessage"): "Lambda sends a failed asynchronous run to the on-failure destination with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)",
     ("FundsFunction", "sqs:SendMessage"): "Lambda sends a failed asynchronous run to the on-failure destination with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)",
+    ("RiskFunction", "sqs:SendMessage"): "Lambda sends an event the function failed on every retry to the on-failure destination with the function's role (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)",
 }
 
 
@@ -169,6 +175,9 @@ ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
 SIGNED_URL = {"operator"}
 # Each managed invoke policy, and the one entry point it is for.
 INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds", "OperatorsInvokePolicy": "operator"}
+# Each consumer of the ledger's events, and the bus (its logical id) whose rules alone may invoke it.
+EVENT_CONSUMERS = {"risk": "EventBus"}
+EVENTS = "events.amazonaws.com"
 
 
 def function_named(stack, value):
@@ -199,11 +208,30 @@ def statement_through_signed_url(action, condition):
     return str(condition.get("Bool", {}).get("lambda:InvokedViaFunctionUrl")).lower() == "true"
 
 
+def rule_invoking(stack, source, function):
+    """Why EventBridge from `source` (a Permission's SourceArn) may not invoke `function`, a
+    consumer of its bus, or None: `source` must be the ARN of a rule the parameter set creates, on
+    the consumer's bus, with the function among its targets."""
+    binary = binary_of(stack.resources[function])
+    rules = [r for r in stack.created("AWS::Events::Rule") if stack.arn(r) == source]
+    if not rules:
+        return f"from {source or 'any rule of any account (no SourceArn)'}, not a rule of this stack"
+    rule = rules[0]
+    properties = stack.properties(rule)
+    bus = EVENT_CONSUMERS[binary]
+    if properties.get("EventBusName") not in (stack.ref(bus), stack.arn(bus)):
+        return f"from {rule}, a rule on {properties.get('EventBusName', 'the default bus')}, not on {bus}"
+    if not any(function_named(stack, target.get("Arn")) == function for target in properties.get("Targets", [])):
+        return f"from {rule}, which does not target it"
+    return None
+
+
 def check_invokers(stack, label):
     """Every problem with who may invoke what, for one parameter set."""
     problems = []
     api = list(stack.created("AWS::ApiGatewayV2::Api"))
     granted = {}
+    consumed = set()
     for permission in sorted(stack.created("AWS::Lambda::Permission")):
         properties = stack.properties(permission)
         function = function_named(stack, properties.get("FunctionName"))
@@ -217,6 +245,20 @@ def check_invokers(stack, label):
                 problems.append(f"[{label}] {permission}: API Gateway may invoke {function} from {source or 'anywhere'}")
             if binary in ENTRY_POINTS:
                 problems.append(f"[{label}] {permission}: {function} moves money outside a packet and has a route")
+            if binary in EVENT_CONSUMERS:
+                problems.append(f"[{label}] {permission}: {function} consumes the bus's events and has a route")
+            continue
+        if principal == EVENTS:
+            if binary not in EVENT_CONSUMERS:
+                problems.append(f"[{label}] {permission}: EventBridge may invoke {function} ({binary})")
+                continue
+            why = rule_invoking(stack, properties.get("SourceArn"), function)
+            if why:
+                problems.append(f"[{label}] {permission}: EventBridge may invoke {function} ({binary}) {why}")
+            elif action != "lambda:InvokeFunction":
+                problems.append(f"[{label}] {permission}: EventBridge may {action} on {function} ({binary})")
+            else:
+                consumed.add(binary)
             continue
         expected = stack.parameters.get(ENTRY_POINTS.get(binary, ""), None)
         if binary not in ENTRY_POINTS or principal != expected or principal in ("*", ""):
@@ -230,6 +272,9 @@ def check_invokers(stack, label):
         if value and {(value, action) for action in actions} - granted.get(binary, set()):
             problems.append(f"[{label}] {parameter} is set and no resource policy lets it invoke the {binary} entry point")
     functions = {binary_of(stack.resources[f]): f for f in stack.created("AWS::Lambda::Function")}
+    for binary, bus in EVENT_CONSUMERS.items():
+        if binary in functions and binary not in consumed:
+            problems.append(f"[{label}] {functions[binary]} ({binary}): no permission lets a rule of {bus} invoke it (its events never arrive)")
     for url in stack.created("AWS::Lambda::Url"):
         properties = stack.properties(url)
         target = function_named(stack, properties.get("TargetFunctionArn"))

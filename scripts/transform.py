@@ -4,7 +4,8 @@
 in CloudFormation): this does, with the translator SAM CLI bundles (samtranslator), after putting
 S3 locations where `sam package` puts them. Then it checks the translated template as
 CloudFormation would read it (cfn-lint on the output, which carries no SAM resources any more),
-and a few facts of our own: every function got its schedule, DLQ destination and policies.
+and a few facts of our own: every function got its schedule, DLQ destination and policies, and the
+risk function its rule on the stack's bus, its permission and its dead-letter queue.
 Exits non-zero on any error. Run by `make test` (scripts/test.sh).
 """
 
@@ -55,7 +56,7 @@ def check_translated(name, output):
     if any(r["Type"].startswith("AWS::Serverless::") for r in resources.values()):
         problems.append("SAM resources left after the transform")
     functions = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::Function"]
-    expected = ["FundsFunction", "GrabFunction", "GrabManagedFunction", "OperatorFunction", "QueryFunction", "SendFunction", "SettleFunction"]
+    expected = ["FundsFunction", "GrabFunction", "GrabManagedFunction", "OperatorFunction", "QueryFunction", "RiskFunction", "SendFunction", "SettleFunction"]
     if sorted(functions) != expected:
         problems.append(f"functions {sorted(functions)}")
     problems += check_grab_compute(resources)
@@ -67,8 +68,9 @@ def check_translated(name, output):
         problems.append("the reports bucket is missing or not encrypted")
     problems += check_events_pipe(name, resources)
     invoke_configs = [r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
-    if len(invoke_configs) != 2 or not all("OnFailure" in json.dumps(config) for config in invoke_configs):
-        problems.append("settle's and funds' on-failure destinations are missing")
+    if len(invoke_configs) != 3 or not all("OnFailure" in json.dumps(config) for config in invoke_configs):
+        problems.append("settle's, funds' and risk's on-failure destinations are missing")
+    problems += check_risk_trigger(resources)
     problems += check_rollouts(resources)
     problems += check_dashboard(resources)
     apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
@@ -119,7 +121,7 @@ def check_rollouts(resources):
         if "ServerErrorsAlarm" not in alarms:
             problems.append(f"a deployment group without its 5xx alarm: {alarms}")
     retained = {json.dumps(r["Properties"]["LogGroupName"]) for r in resources.values() if r["Type"] == "AWS::Logs::LogGroup" and "RetentionInDays" in r["Properties"]}
-    for function in ["SendFunction", "GrabFunction", "QueryFunction", "SettleFunction", "FundsFunction"]:
+    for function in ["SendFunction", "GrabFunction", "QueryFunction", "SettleFunction", "FundsFunction", "RiskFunction"]:
         if not any(function in name for name in retained):
             problems.append(f"{function} has no log group with a retention")
     return problems
@@ -142,7 +144,50 @@ def check_dashboard(resources):
     return [f"a widget without its properties: {w}" for w in widgets if "type" not in w or "properties" not in w]
 
 
-EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by", "currency"]
+EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by", "chat_id", "currency"]
+
+# What the risk function reads from the bus (its EventBridgeRule's pattern).
+RISK_PATTERN = {"source": ["red-packets"], "detail-type": ["PacketSent", "PacketFinished", "GrabRecorded"]}
+
+
+def check_risk_trigger(resources):
+    """The risk function's trigger as SAM translates its EventBridgeRule event: one rule on the
+    stack's bus with the pattern of the events it reads, the function its only target, with a
+    retry policy and the events dead-letter queue; a permission for that rule alone
+    (events.amazonaws.com, the rule's ARN as its SourceArn); the queue's policy letting that rule
+    send to it; the function's failed events to the same queue (its on-failure destination)."""
+    problems = []
+    target_of = {"Fn::GetAtt": ["RiskFunction", "Arn"]}
+    rules = {n: r for n, r in resources.items() if r["Type"] == "AWS::Events::Rule" and target_of in [t.get("Arn") for t in r["Properties"].get("Targets", [])]}
+    if len(rules) != 1:
+        return [f"the risk function is the target of {sorted(rules)}, expected one rule"]
+    (rule_id, rule), = rules.items()
+    properties = rule["Properties"]
+    if properties.get("EventBusName") != {"Ref": "EventBus"}:
+        problems.append(f"the risk rule is on {properties.get('EventBusName')}, not the stack's bus")
+    if properties.get("EventPattern") != RISK_PATTERN:
+        problems.append(f"the risk rule's pattern is {properties.get('EventPattern')}")
+    targets = properties["Targets"]
+    if len(targets) != 1:
+        problems.append(f"the risk rule has {len(targets)} targets")
+    target = targets[0]
+    if target.get("DeadLetterConfig") != {"Arn": {"Fn::GetAtt": ["EventsDeadLetters", "Arn"]}}:
+        problems.append(f"the risk rule's dead-letter queue is {target.get('DeadLetterConfig')}")
+    if "MaximumRetryAttempts" not in target.get("RetryPolicy", {}):
+        problems.append("the risk rule's target has no retry policy")
+    rule_arn = {"Fn::GetAtt": [rule_id, "Arn"]}
+    permissions = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Permission"
+                   and r["Properties"].get("FunctionName") in ({"Ref": "RiskFunction"}, target_of)]
+    if [(p.get("Principal"), p.get("Action"), p.get("SourceArn")) for p in permissions] != [("events.amazonaws.com", "lambda:InvokeFunction", rule_arn)]:
+        problems.append(f"the risk function's permissions are {permissions}, expected one for EventBridge from {rule_id}")
+    policy = json.dumps(resources["EventsDeadLettersPolicy"]["Properties"]["PolicyDocument"])
+    if json.dumps(rule_arn) not in policy:
+        problems.append(f"EventsDeadLettersPolicy does not let {rule_id} send to the queue")
+    configs = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig" and r["Properties"].get("FunctionName") == {"Ref": "RiskFunction"}]
+    destination = {"Fn::GetAtt": ["EventsDeadLetters", "Arn"]}
+    if len(configs) != 1 or configs[0].get("DestinationConfig", {}).get("OnFailure", {}).get("Destination") != destination:
+        problems.append(f"the risk function's failed events do not go to the events dead-letter queue: {configs}")
+    return problems
 
 
 def check_events_pipe(name, resources):

@@ -16,6 +16,7 @@ declare -A events=(
   [settle]="settle.json"
   [funds]="topup.json reconcile.json statement.json trial-balance.json withdrawal-paid.json withdrawal-failed.json"
   [operator]="adjustment-propose.json adjustment-approve.json"
+  [risk]="risk.json"
 )
 # Each function's artifact, from the built template (scripts/built_artifacts.py): the functions
 # the deployment creates, its parameters from samconfig.toml's deploy parameter_overrides and then

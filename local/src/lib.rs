@@ -6,6 +6,7 @@ pub mod auth;
 pub mod calls;
 pub mod cors;
 pub mod gateway;
+pub mod pipe;
 pub mod probe;
 pub mod rie;
 pub mod sam_local;

@@ -37,6 +37,7 @@ pub fn function_of(binary: &str) -> &'static str {
         "settle" => "SettleFunction",
         "funds" => "FundsFunction",
         "operator" => "OperatorFunction",
+        "risk" => "RiskFunction",
         other => panic!("no function of template.yaml runs {other}"),
     }
 }

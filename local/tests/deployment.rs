@@ -98,7 +98,7 @@ fn every_function_names_its_actions_whole_on_the_stacks_own_resources() {
         .filter(|(_, resource)| resource["Type"].as_str() == Some("AWS::Serverless::Function"))
         .map(|(name, _)| name.as_str().unwrap())
         .collect();
-    assert_eq!(functions.len(), 7, "{functions:?}");
+    assert_eq!(functions.len(), 8, "{functions:?}");
     for function in functions {
         let policies = template["Resources"][function]["Properties"]["Policies"].as_sequence().unwrap();
         for policy in policies {
@@ -231,7 +231,7 @@ fn every_marker_is_counted_alarmed_and_has_a_runbook() {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
     let mut sources = Vec::new();
     rust_sources(&workspace.join("shared/src"), &mut sources);
-    for function in ["send", "grab", "query", "settle", "funds"] {
+    for function in ["send", "grab", "query", "settle", "funds", "risk"] {
         rust_sources(&workspace.join("functions").join(function).join("src"), &mut sources);
     }
     let mut error_lines = 0;

@@ -41,6 +41,7 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("withdrawal-failed.json", "funds"),
     ("adjustment-propose.json", "operator"),
     ("adjustment-approve.json", "operator"),
+    ("risk.json", "risk"),
 ];
 
 fn workspace() -> PathBuf {
@@ -243,6 +244,24 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert_eq!(settled[0]["shards"], serde_json::json!([0, 15]), "{}", settled[0]);
     assert_eq!(settled[0]["mismatches"], 0, "{}", settled[0]);
     assert_eq!(settled[1]["errorType"], "InvalidSettleRequest", "{}", settled[1]);
+
+    // risk.json: a packet the ledger does not hold raises nothing; pointed at the packet just
+    // sent (no chat), neither; an event without a packet id names its error type.
+    let mut on_packet = event("risk.json");
+    on_packet["detail"]["packet_id"] = Value::String(id.to_owned());
+    on_packet.name = "risk.json, on the packet sent".into();
+    let mut broken = event("risk.json");
+    broken["detail"]["packet_id"] = Value::String("not-a-packet".into());
+    broken.name = "risk.json without a packet id".into();
+    let watched = on_emulator("risk", vec![event("risk.json"), on_packet, broken]).await;
+    for answer in &watched[..2] {
+        assert_eq!(
+            (answer["event"].as_str(), answer["flags"].as_array().map(Vec::len)),
+            (Some("PacketSent"), Some(0)),
+            "{answer}"
+        );
+    }
+    assert_eq!(watched[2]["errorType"], "InvalidRiskEvent", "{}", watched[2]);
 
     // topup.json on the funds function (the wallet on): credited once, by reference (an earlier
     // pass of make test on this DynamoDB Local may have applied it); wallet.json shows the

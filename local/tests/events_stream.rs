@@ -2,13 +2,13 @@
 //! a send, grabs, a cancel and settle runs (one of them repeated), passed through the events
 //! Pipe of `template.yaml` as EventBridge would apply it (its filters, its input template):
 //! exactly one event per movement and per lifecycle step, each with a distinct stable id, each
-//! valid against its JSON Schema in `events/schemas/`.
+//! valid against its JSON Schema in `events/schemas/`, a packet's naming its chat.
 
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
 
-use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
+use local::pipe::{Pipe, StreamReader};
 use red_packets::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, Direction};
 use red_packets::domain::books::LedgerItem;
 use red_packets::domain::wallet::TopUp;
@@ -16,156 +16,8 @@ use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
 use red_packets::domain::{Funds, UserId};
 use red_packets::ports::{Adjustments, Wallets, Withdrawals};
 use red_packets::{Clock, Config};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use support::stack::Stack;
-
-/// The events Pipe's filter patterns, input template and detail-type path, from template.yaml.
-struct Pipe {
-    patterns: Vec<Value>,
-    input_template: String,
-    detail_type_path: String,
-}
-
-fn pipe_of_template() -> Pipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
-    let template: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let pipe = &template["Resources"]["EventsPipe"]["Properties"];
-    let patterns = pipe["SourceParameters"]["FilterCriteria"]["Filters"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|filter| serde_json::from_str(filter["Pattern"].as_str().unwrap()).unwrap())
-        .collect();
-    // `!Sub [text, {Exponent: !FindInMap …}]`: the stack's currency, here the default's.
-    let serde_yaml::Value::Tagged(sub) = &pipe["TargetParameters"]["InputTemplate"] else {
-        panic!("the input template is a !Sub naming the stack's currency")
-    };
-    let text = sub.value[0].as_str().unwrap();
-    let currency = red_packets::domain::Currency::default();
-    let exponent = template["Mappings"]["Currencies"][currency.code()]["Exponent"].as_u64().unwrap();
-    assert_eq!(exponent, u64::from(currency.exponent()));
-    let input_template = text.replace("${Currency}", currency.code()).replace("${Exponent}", &exponent.to_string());
-    Pipe {
-        patterns,
-        input_template,
-        detail_type_path: pipe["TargetParameters"]["EventBridgeEventBusParameters"]["DetailType"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-    }
-}
-
-/// EventBridge's event-pattern matching, as far as the Pipe's filters use it: nested objects,
-/// lists of allowed values, and `{"exists": bool}`.
-fn matches(pattern: &Value, event: &Value) -> bool {
-    match pattern {
-        Value::Object(fields) => fields.iter().all(|(name, inner)| {
-            let value = event.get(name);
-            match inner {
-                Value::Array(allowed) => allowed.iter().any(|allowed| match allowed {
-                    Value::Object(rule) if rule.contains_key("exists") => {
-                        rule["exists"].as_bool() == Some(value.is_some())
-                    }
-                    literal => value == Some(literal),
-                }),
-                nested => value.is_some_and(|value| matches(nested, value)),
-            }
-        }),
-        _ => false,
-    }
-}
-
-/// The value at a `$.a.b.c` path.
-fn at_path<'a>(record: &'a Value, path: &str) -> Option<&'a Value> {
-    path.trim_start_matches("$.").split('.').try_fold(record, |value, key| value.get(key))
-}
-
-/// The Pipe's input transformer: each `<$.path>` replaced by the string at that path.
-fn transform(template: &str, record: &Value) -> Value {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("<$.") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..].find('>').unwrap() + start;
-        let value = at_path(record, &rest[start + 1..end]).and_then(Value::as_str).unwrap_or_default();
-        out.push_str(&value.replace('\\', "\\\\").replace('"', "\\\""));
-        rest = &rest[end + 1..];
-    }
-    out.push_str(rest);
-    serde_json::from_str(&out).unwrap_or_else(|error| panic!("the input template builds JSON: {error}: {out}"))
-}
-
-/// A stream image in DynamoDB JSON, as the Pipe sees it.
-fn dynamodb_json(value: &AttributeValue) -> Value {
-    match value {
-        AttributeValue::S(s) => json!({ "S": s }),
-        AttributeValue::N(n) => json!({ "N": n }),
-        AttributeValue::Bool(b) => json!({ "BOOL": b }),
-        AttributeValue::Null(_) => json!({ "NULL": true }),
-        AttributeValue::M(map) => json!({ "M": image(map) }),
-        AttributeValue::L(list) => json!({ "L": list.iter().map(dynamodb_json).collect::<Vec<_>>() }),
-        AttributeValue::Ss(strings) => json!({ "SS": strings }),
-        AttributeValue::Ns(numbers) => json!({ "NS": numbers }),
-        other => json!({ "unsupported": format!("{other:?}") }),
-    }
-}
-
-fn image(map: &std::collections::HashMap<String, AttributeValue>) -> Value {
-    Value::Object(map.iter().map(|(name, value)| (name.clone(), dynamodb_json(value))).collect::<Map<_, _>>())
-}
-
-/// Every record of the table's stream so far, as the Pipe receives them.
-async fn stream_records(stack: &Stack) -> Vec<Value> {
-    let dynamodb = red_packets::adapters::DynamoLedger::client_from_env().unwrap();
-    let table = dynamodb.describe_table().table_name(&stack.config.table_name).send().await.unwrap();
-    let stream_arn = table.table.unwrap().latest_stream_arn.expect("the table has a stream");
-    let endpoint = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("DynamoDB Local's endpoint");
-    let config = aws_sdk_dynamodbstreams::Config::builder()
-        .behavior_version_latest()
-        .endpoint_url(endpoint)
-        .region(aws_sdk_dynamodbstreams::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodbstreams::config::Credentials::new("local", "local", None, None, "test"))
-        .build();
-    let streams = aws_sdk_dynamodbstreams::Client::from_conf(config);
-    let description = streams.describe_stream().stream_arn(&stream_arn).send().await.unwrap();
-    let mut records = Vec::new();
-    for shard in description.stream_description.unwrap().shards.unwrap_or_default() {
-        let mut iterator = streams
-            .get_shard_iterator()
-            .stream_arn(&stream_arn)
-            .shard_id(shard.shard_id.unwrap())
-            .shard_iterator_type(ShardIteratorType::TrimHorizon)
-            .send()
-            .await
-            .unwrap()
-            .shard_iterator;
-        for _ in 0..100 {
-            let Some(current) = iterator.take() else { break };
-            let page = streams.get_records().shard_iterator(current).send().await.unwrap();
-            let batch = page.records.unwrap_or_default();
-            if batch.is_empty() {
-                break;
-            }
-            for record in batch {
-                let change = record.dynamodb.unwrap();
-                let mut dynamodb = Map::new();
-                if let Some(new) = &change.new_image {
-                    dynamodb.insert("NewImage".into(), image(new));
-                }
-                if let Some(old) = &change.old_image {
-                    dynamodb.insert("OldImage".into(), image(old));
-                }
-                records.push(json!({
-                    "eventID": record.event_id,
-                    "eventName": record.event_name.unwrap().as_str(),
-                    "dynamodb": dynamodb,
-                }));
-            }
-            iterator = page.next_shard_iterator;
-        }
-    }
-    records
-}
 
 fn schema(event_type: &str) -> jsonschema::Validator {
     let path = format!("{}/../events/schemas/{event_type}.json", env!("CARGO_MANIFEST_DIR"));
@@ -180,24 +32,13 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     config.funds = Funds::Wallet;
     let stack = Stack::with_config("events", config).await;
     // The stream of template.yaml's table (local tables have none: it slows DynamoDB Local).
-    let view = aws_sdk_dynamodb::types::StreamSpecification::builder()
-        .stream_enabled(true)
-        .stream_view_type(aws_sdk_dynamodb::types::StreamViewType::NewAndOldImages)
-        .build()
-        .unwrap();
-    red_packets::adapters::DynamoLedger::client_from_env()
-        .unwrap()
-        .update_table()
-        .table_name(&stack.config.table_name)
-        .stream_specification(view)
-        .send()
-        .await
-        .expect("DynamoDB Local enables the stream");
+    let dynamodb = red_packets::adapters::DynamoLedger::client_from_env().unwrap();
+    let mut stream = StreamReader::enable(&dynamodb, &stack.config.table_name).await.expect("the stream");
     let alice = UserId::from_claim("alice").unwrap();
     let topup = TopUp { user: alice.clone(), amount_cents: 1_000, reference: "pay-events-1".into() };
     assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap().applied);
     assert!(!stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap().applied, "a redelivered top-up");
-    let finished = stack.send("alice", json!({ "total_cents": 200, "count": 2 })).await;
+    let finished = stack.send("alice", json!({ "total_cents": 200, "count": 2, "chat_id": "family" })).await;
     let cancelled = stack.send("alice", json!({ "total_cents": 300, "count": 3 })).await;
     let mut last_share = 0;
     for (id, user) in [(&finished, "bob"), (&finished, "carol"), (&cancelled, "bob")] {
@@ -238,16 +79,9 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
         stack.ledger.approve_adjustment(&approval, stack.clock.now_ms()).await.unwrap();
     }
 
-    let pipe = pipe_of_template();
-    let records = stream_records(&stack).await;
-    let published: Vec<(String, Value)> = records
-        .iter()
-        .filter(|record| pipe.patterns.iter().any(|pattern| matches(pattern, record)))
-        .map(|record| {
-            let detail_type = at_path(record, &pipe.detail_type_path).and_then(Value::as_str).unwrap().to_owned();
-            (detail_type, transform(&pipe.input_template, record))
-        })
-        .collect();
+    let pipe = Pipe::of_template();
+    let records = stream.read_new().await.expect("the stream's records");
+    let published: Vec<(String, Value)> = records.iter().filter_map(|record| pipe.publish(record)).collect();
 
     let mut by_type: BTreeMap<&str, usize> = BTreeMap::new();
     let mut ids = HashSet::new();
@@ -294,6 +128,12 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
             "every event names the currency: {detail}"
         );
     }
+    for (detail_type, detail) in &published {
+        let in_chat = if detail["packet_id"] == finished.as_str() { "family" } else { "" };
+        assert_eq!(detail["chat_id"], in_chat, "a packet's events name its chat, others none: {detail_type} {detail}");
+    }
+    let in_chat = published.iter().filter(|(_, detail)| detail["chat_id"] == "family").count();
+    assert_eq!(in_chat, 1 + 1 + 2 + 1, "the chat's packet: sent, its debit, two grabs, finished");
     let topped_up = published.iter().find(|(_, detail)| detail["reference"] == "pay-events-1").unwrap();
     assert_eq!(topped_up.0, "WalletCredited", "a top-up's credit names its reference");
 }

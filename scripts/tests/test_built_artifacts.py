@@ -20,7 +20,7 @@ import built_artifacts  # noqa: E402
 
 FIXTURE = os.path.join(SCRIPTS, "tests", "fixtures", "built-template.yaml")
 MODULE = os.path.join(SCRIPTS, "built_artifacts.py")
-BINARIES = {"send", "grab", "query", "settle", "funds", "operator"}
+BINARIES = {"send", "grab", "query", "settle", "funds", "operator", "risk"}
 # What a rebuild with --cached and a valid cache writes instead (SAM links .aws-sam/build/<dir> to
 # .aws-sam/cache/<uuid> and update_template resolves the link): seen from SAM CLI 1.170.0.
 CACHED_GRAB = "../cache/2279c23c-07df-4a8f-9582-cb77dd91d474"
@@ -91,6 +91,7 @@ class FixtureMapping(unittest.TestCase):
                         ("SettleFunction", "settle", self.tree.path("SettleFunction", "bootstrap")),
                         ("FundsFunction", "funds", self.tree.path("FundsFunction", "bootstrap")),
                         ("OperatorFunction", "operator", self.tree.path("OperatorFunction", "bootstrap")),
+                        ("RiskFunction", "risk", self.tree.path("RiskFunction", "bootstrap")),
                     ],
                 )
                 self.assertTrue(all(os.path.isabs(path) for _, _, path in runs))
@@ -125,7 +126,7 @@ class FixtureMapping(unittest.TestCase):
         self.assertEqual(
             [f.logical_id for f in every],
             ["SendFunction", "GrabFunction", "GrabManagedFunction", "QueryFunction", "SettleFunction", "FundsFunction",
-             "OperatorFunction"],
+             "OperatorFunction", "RiskFunction"],
         )
         grabs = {f.bootstrap for f in every if f.binary == "grab"}
         self.assertEqual(grabs, {self.tree.path("GrabFunction-Shared", "bootstrap")})
@@ -172,7 +173,7 @@ class FixtureMapping(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         lines = [line.split(" ", 2) for line in done.stdout.splitlines()]
         self.assertIn(["GrabManagedFunction", "grab", self.tree.path("GrabFunction-Shared", "bootstrap")], lines)
-        self.assertEqual(len(lines), 6)
+        self.assertEqual(len(lines), 7)
 
         os.remove(self.tree.path("FundsFunction", "bootstrap"))
         done = run()

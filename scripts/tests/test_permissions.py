@@ -166,5 +166,87 @@ class Invokers(unittest.TestCase):
         self.assertTrue(any("OperatorsPrincipal is set" in p for p in operators(missing)), operators(missing))
 
 
+
+def consumer(permissions_by_name, rules=None):
+    """The risk function (a consumer of the bus), the stack's bus and rules, and the given
+    Permission resources: name -> (function, principal, extra properties)."""
+    def function(binary):
+        return {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
+    risk_target = [{"Id": "t", "Arn": {"Fn::GetAtt": ["RiskFunction", "Arn"]}}]
+    if rules is None:
+        # As SAM translates the function's EventBridgeRule event (<function><event>).
+        rules = {"RiskFunctionLedgerEvents": {"EventBusName": {"Ref": "EventBus"}, "Targets": risk_target}}
+    resources = {
+        "EventBus": {"Type": "AWS::Events::EventBus", "Properties": {"Name": "red-packets-prod"}},
+        "RiskFunction": function("risk"),
+        "SendFunction": function("send"),
+    }
+    for name, properties in rules.items():
+        resources[name] = {"Type": "AWS::Events::Rule", "Properties": properties}
+    for name, (function_name, principal, extra) in permissions_by_name.items():
+        resources[name] = {"Type": "AWS::Lambda::Permission", "Properties": {
+            "Action": "lambda:InvokeFunction", "FunctionName": {"Ref": function_name}, "Principal": principal, **extra}}
+    return {"Parameters": {}, "Resources": resources}
+
+
+OWN_RULE = {"SourceArn": {"Fn::GetAtt": ["RiskFunctionLedgerEvents", "Arn"]}}
+
+
+class EventConsumers(unittest.TestCase):
+    def problems(self, permissions_by_name, rules=None):
+        return permissions.check_invokers(Stack(consumer(permissions_by_name, rules)), "t")
+
+    def test_the_stacks_own_rule_on_its_bus_passes(self):
+        self.assertEqual(self.problems({"Rule": ("RiskFunction", "events.amazonaws.com", OWN_RULE)}), [])
+        # The rule's ARN as a custom bus's rules have it: rule/<bus>/<rule>.
+        stack = Stack(consumer({}))
+        self.assertEqual(stack.arn("RiskFunctionLedgerEvents"), "arn:aws:events:us-east-1:123456789012:rule/EventBus/RiskFunctionLedgerEvents")
+
+    def test_eventbridge_from_another_source_is_refused(self):
+        others = {
+            "no SourceArn": {},
+            "another account's rule": {"SourceArn": "arn:aws:events:us-east-1:210987654321:rule/EventBus/RiskFunctionLedgerEvents"},
+            "a rule this stack does not make": {"SourceArn": "arn:aws:events:us-east-1:123456789012:rule/EventBus/Other"},
+            "every rule of the bus": {"SourceArn": "arn:aws:events:us-east-1:123456789012:rule/EventBus/*"},
+        }
+        for case, extra in others.items():
+            with self.subTest(case):
+                problems = self.problems({"Rule": ("RiskFunction", "events.amazonaws.com", OWN_RULE),
+                                          "Other": ("RiskFunction", "events.amazonaws.com", extra)})
+                self.assertEqual(len(problems), 1, problems)
+                self.assertIn("Other: EventBridge may invoke RiskFunction (risk)", problems[0])
+                self.assertIn("not a rule of this stack", problems[0])
+
+    def test_a_rule_on_another_bus_or_not_targeting_it_is_refused(self):
+        target = [{"Id": "t", "Arn": {"Fn::GetAtt": ["RiskFunction", "Arn"]}}]
+        cases = {
+            "the default bus": ({"Targets": target}, "a rule on the default bus, not on EventBus"),
+            "a bus of its own": ({"EventBusName": "someone-elses", "Targets": target}, "not on EventBus"),
+            "another target": ({"EventBusName": {"Ref": "EventBus"}, "Targets": [{"Id": "t", "Arn": {"Fn::GetAtt": ["SendFunction", "Arn"]}}]},
+                               "which does not target it"),
+        }
+        for case, (rule, why) in cases.items():
+            with self.subTest(case):
+                problems = self.problems({"Rule": ("RiskFunction", "events.amazonaws.com", OWN_RULE)}, {"RiskFunctionLedgerEvents": rule})
+                self.assertTrue(any("Rule: EventBridge may invoke RiskFunction (risk)" in p and why in p for p in problems), problems)
+                self.assertTrue(any("no permission lets a rule of EventBus invoke it" in p for p in problems), problems)
+
+    def test_eventbridge_on_another_function_is_refused(self):
+        problems = self.problems({"Rule": ("RiskFunction", "events.amazonaws.com", OWN_RULE),
+                                  "Send": ("SendFunction", "events.amazonaws.com", OWN_RULE)})
+        self.assertEqual(problems, ["[t] Send: EventBridge may invoke SendFunction (send)"])
+
+    def test_anyone_else_on_the_consumer_is_refused(self):
+        for principal in ("*", "111122223333", "sns.amazonaws.com"):
+            with self.subTest(principal=principal):
+                problems = self.problems({"Rule": ("RiskFunction", "events.amazonaws.com", OWN_RULE),
+                                          "Other": ("RiskFunction", principal, OWN_RULE)})
+                self.assertTrue(any(f"Other: {principal} may invoke RiskFunction (risk)" in p for p in problems), problems)
+
+    def test_a_consumer_without_its_rules_permission_is_named(self):
+        problems = self.problems({})
+        self.assertEqual(problems, ["[t] RiskFunction (risk): no permission lets a rule of EventBus invoke it (its events never arrive)"])
+
+
 if __name__ == "__main__":
     unittest.main()

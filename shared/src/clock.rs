@@ -14,6 +14,13 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> Millis;
 }
 
+/// A shared clock reads as the clock it shares.
+impl<T: Clock + ?Sized> Clock for std::sync::Arc<T> {
+    fn now_ms(&self) -> Millis {
+        (**self).now_ms()
+    }
+}
+
 /// The machine's clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;

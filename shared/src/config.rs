@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::clock::Millis;
+use crate::domain::patterns::RiskRules;
 use crate::domain::risk::GrabRate;
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
 
@@ -93,6 +95,8 @@ pub struct Config {
     /// How often a grab or send function reads the holds in force again (`HOLD_REFRESH_SECONDS`,
     /// default 5): a hold placed or lifted takes effect within it.
     pub hold_refresh: Duration,
+    /// The pattern rules' thresholds (`RISK_*`, docs/RISK.md; the template's defaults).
+    pub risk_rules: RiskRules,
 }
 
 impl Config {
@@ -167,6 +171,7 @@ impl Config {
         let rate_window: u32 = env.number_within("USER_GRAB_WINDOW_SECONDS", 60, 1..=3_600)?;
         let grab_rate = (rate_grabs > 0).then_some(GrabRate { grabs: rate_grabs, window_seconds: rate_window });
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
+        let risk_rules = risk_rules(&env)?;
         Ok(Config {
             redis: RedisConfig {
                 url: env.text("REDIS_URL", "redis://127.0.0.1:6379"),
@@ -191,8 +196,42 @@ impl Config {
             currency,
             grab_rate,
             hold_refresh: Duration::from_secs(env.number_within("HOLD_REFRESH_SECONDS", 5, 1..=300)?),
+            risk_rules,
         })
     }
+}
+
+/// The `RISK_*` thresholds, each defaulting to [`RiskRules::default`]'s.
+fn risk_rules<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<RiskRules, ConfigError> {
+    let defaults = RiskRules::default();
+    let seconds = |name, default: Millis| -> Result<Millis, ConfigError> {
+        Ok(Millis::from(env.number_within::<u32>(name, (default / 1000) as u32, 1..=86_400)?) * 1000)
+    };
+    let hold_on_flag = match env.raw("RISK_HOLD_ON_FLAG").as_deref() {
+        None | Some("none") => None,
+        Some(scope) => Some(serde_json::from_value(serde_json::Value::String(scope.to_owned())).map_err(|_| {
+            ConfigError::new("RISK_HOLD_ON_FLAG", scope.to_owned(), "expected none, send, grab or all")
+        })?),
+    };
+    Ok(RiskRules {
+        chain_links: env.number_within("RISK_CHAIN_LINKS", defaults.chain_links, 0..=32)?,
+        chain_window_ms: seconds("RISK_CHAIN_WINDOW_SECONDS", defaults.chain_window_ms)?,
+        chain_tolerance_percent: env.number_within(
+            "RISK_CHAIN_TOLERANCE_PERCENT",
+            defaults.chain_tolerance_percent,
+            0..=100,
+        )?,
+        cycle_window_ms: seconds("RISK_CYCLE_WINDOW_SECONDS", defaults.cycle_window_ms)?,
+        cycle_min_each_way: env.number("RISK_CYCLE_MIN_EACH_WAY", defaults.cycle_min_each_way, 0)?,
+        cycle_max_net_percent: env.number_within(
+            "RISK_CYCLE_MAX_NET_PERCENT",
+            defaults.cycle_max_net_percent,
+            0..=100,
+        )?,
+        chats_per_day: env.number_within("RISK_CHATS_PER_DAY", defaults.chats_per_day, 0..=1_000)?,
+        max_shares: env.number("RISK_MAX_SHARES", defaults.max_shares, 1)?,
+        hold_on_flag,
+    })
 }
 
 /// The passphrase key of local runs and tests, when `PASSPHRASE_KEY` is not set.
@@ -254,6 +293,8 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    use crate::domain::risk::HoldScope;
+
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| map.get(name).cloned())
@@ -277,6 +318,18 @@ mod tests {
         assert_eq!(config.funds, Funds::Wallet);
         assert_eq!(config.grab_rate, None);
         assert_eq!(config.hold_refresh, Duration::from_secs(5));
+        assert_eq!(config.risk_rules, RiskRules::default());
+    }
+
+    #[test]
+    fn the_risk_rules_read_their_thresholds_and_name_a_bad_one() {
+        let rules =
+            config(&[("RISK_CHAIN_LINKS", "5"), ("RISK_CHAIN_WINDOW_SECONDS", "120"), ("RISK_HOLD_ON_FLAG", "grab")])
+                .unwrap()
+                .risk_rules;
+        assert_eq!((rules.chain_links, rules.chain_window_ms, rules.hold_on_flag), (5, 120_000, Some(HoldScope::Grab)));
+        assert!(config(&[("RISK_HOLD_ON_FLAG", "everyone")]).unwrap_err().to_string().contains("RISK_HOLD_ON_FLAG"));
+        assert!(config(&[("RISK_CHATS_PER_DAY", "5000")]).unwrap_err().to_string().contains("RISK_CHATS_PER_DAY"));
     }
 
     #[test]

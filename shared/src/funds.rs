@@ -9,13 +9,14 @@ use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
+use crate::domain::patterns::{FlagResolution, FlagResolved, ListFlags, RiskFlag};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::withdrawal::{ResolutionResult, Withdrawal, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
 use crate::ports::{
-    Adjustments, AuditTrail, Books, Holds, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN,
+    Adjustments, AuditTrail, Books, Flags, Holds, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN,
 };
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
@@ -71,6 +72,11 @@ pub enum FundsRequest {
     LiftHold(LiftRequest),
     /// The holds in force (`{"holds": {}}`).
     Holds(ListHolds),
+    /// The risk rules' flags (`{"flags": {"status": "open"}}`; every one without a status).
+    Flags(ListFlags),
+    /// An operator resolves a flag
+    /// (`{"resolve_flag": {"flag_id": "chain-…", "outcome": "dismissed", "note": "…"}}`).
+    ResolveFlag(FlagResolution),
 }
 
 /// The holds in force: no options.
@@ -95,6 +101,8 @@ impl FundsRequest {
             FundsRequest::PlaceHold(_) => "place_hold",
             FundsRequest::LiftHold(_) => "lift_hold",
             FundsRequest::Holds(_) => "holds",
+            FundsRequest::Flags(_) => "flags",
+            FundsRequest::ResolveFlag(_) => "resolve_flag",
         }
     }
 }
@@ -182,8 +190,9 @@ impl FundsEntry {
                 | FundsRequest::ApproveAdjustment(_)
                 | FundsRequest::PlaceHold(_)
                 | FundsRequest::LiftHold(_)
+                | FundsRequest::ResolveFlag(_)
         );
-        let read_only = matches!(request, FundsRequest::Audit(_) | FundsRequest::Holds(_));
+        let read_only = matches!(request, FundsRequest::Audit(_) | FundsRequest::Holds(_) | FundsRequest::Flags(_));
         let refused = match self {
             FundsEntry::All => None,
             FundsEntry::Payments => adjustment.then_some("operators' adjustments go to OperatorFunction"),
@@ -259,6 +268,10 @@ pub enum FundsResponse {
     Hold(HoldResult),
     /// The holds in force.
     Holds(Vec<Hold>),
+    /// The flags asked for.
+    Flags(Vec<RiskFlag>),
+    /// A flag resolved.
+    FlagResolved(FlagResolved),
     /// What reconciliation found.
     Reconcile(Reconciliation),
     /// The trial balance, and where its JSON lines and CSV were written.
@@ -354,7 +367,7 @@ async fn write_report<R: ReportSink>(
 pub const MAX_PASSES: u32 = 1_024;
 
 /// Carries out `request` on `ledger`, writing reports to `reports`.
-pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
+pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -417,6 +430,12 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + H
             Ok(FundsResponse::Hold(result))
         }
         FundsRequest::Holds(ListHolds {}) => Ok(FundsResponse::Holds(ledger.holds().await?)),
+        FundsRequest::Flags(ListFlags { status }) => Ok(FundsResponse::Flags(ledger.flags(*status).await?)),
+        FundsRequest::ResolveFlag(resolution) => {
+            let result = ledger.resolve_flag(resolution, clock.now_ms()).await?;
+            tracing::info!(flag_id = %resolution.flag_id, outcome = resolution.outcome.as_str(), operator = %resolution.operator, changed = result.changed, "flag resolved");
+            Ok(FundsResponse::FlagResolved(result))
+        }
         FundsRequest::Audit(AuditDay { day }) => {
             ledger.business_day().bounds(day).ok_or_else(|| Invalid::field("day", "not a day (YYYY-MM-DD)"))?;
             Ok(FundsResponse::Audit { day: day.clone(), entries: ledger.audit_of_day(day).await? })

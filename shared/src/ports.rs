@@ -15,6 +15,7 @@ use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal};
 pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, RiskFlag};
 use crate::domain::recovery::Casualty;
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -23,7 +24,7 @@ use crate::domain::withdrawal::{
     ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
 use crate::domain::{
-    BusinessDay, Cents, Currency, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId,
+    BusinessDay, Cents, ChatId, Currency, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId,
 };
 
 /// The longest a ledger write may take to land after its write stamp: the ledger's promise,
@@ -380,6 +381,71 @@ pub trait Holds: Send + Sync {
 
     /// Every hold in force, strongly consistent.
     fn holds(&self) -> impl Future<Output = Result<Vec<Hold>, StoreError>> + Send;
+}
+
+/// Risk flags, as operators see them: listed, and resolved once each (the resolution in the
+/// audit trail, in the same write).
+pub trait Flags: Send + Sync {
+    /// Every flag, or those of `status`, oldest first.
+    fn flags(&self, status: Option<FlagStatus>) -> impl Future<Output = Result<Vec<RiskFlag>, StoreError>> + Send;
+
+    /// Resolves a flag still open: changes nothing when it was resolved before (`changed:
+    /// false`, the flag as it stands) or is not there (`flag: None`).
+    fn resolve_flag(
+        &self,
+        resolution: &FlagResolution,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<FlagResolved, StoreError>> + Send;
+}
+
+/// The pattern rules' state and the flags they raise ([`crate::domain::patterns`]). Each
+/// counting write is conditioned on what it counts, so a redelivered event counts nothing twice.
+pub trait RiskLedger: Send + Sync {
+    /// The packet as sent (its own item only; no grabs), if it is in the ledger.
+    fn sent_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<Packet>, StoreError>> + Send;
+
+    /// The chat's log and its version (0 before the first save).
+    fn chat_log(&self, chat: &ChatId) -> impl Future<Output = Result<(ChatLog, u64), StoreError>> + Send;
+
+    /// Saves the chat's log over `version`, kept until `keep_until_ms`: false when another
+    /// writer saved it since (read it again and redo the step).
+    fn save_chat_log(
+        &self,
+        chat: &ChatId,
+        log: &ChatLog,
+        version: u64,
+        keep_until_ms: Millis,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Counts `chat` among the chats `user` grabbed in on business day `day`: the count with
+    /// it when it is new that day, `None` when it was counted before (or the count is past
+    /// `limit + 1`, where nothing more is to be found).
+    fn count_chat(
+        &self,
+        user: &UserId,
+        day: &str,
+        chat: &ChatId,
+        limit: u32,
+    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
+
+    /// Counts `grabber`'s grab of `amount_cents` from `sender`'s packet `packet` in cycle
+    /// window `window` (kept until `keep_until_ms`): the pair's flow with it, `None` when it was
+    /// counted before.
+    fn count_flow(
+        &self,
+        window: u64,
+        packet: &PacketId,
+        sender: &UserId,
+        grabber: &UserId,
+        amount_cents: Cents,
+        keep_until_ms: Millis,
+    ) -> impl Future<Output = Result<Option<PairFlow>, StoreError>> + Send;
+
+    /// The flag of `flag_id`, if raised.
+    fn flag(&self, flag_id: &str) -> impl Future<Output = Result<Option<RiskFlag>, StoreError>> + Send;
+
+    /// Raises `flag` with its `RiskFlagged` event: false when it was raised before.
+    fn raise_flag(&self, flag: &RiskFlag) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// The operators' audit trail, by business day.

@@ -6,7 +6,7 @@
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::domain::{Currency, Invalid};
 use red_packets::funds::{run, FundsEntry, FundsError, FundsRequest, FundsResponse};
-use red_packets::ports::{Adjustments, AuditTrail, Books, Holds, ReportSink, StoreError, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, ReportSink, StoreError, Wallets, Withdrawals};
 use red_packets::Clock;
 use serde_json::Value;
 
@@ -80,7 +80,7 @@ impl serde::Serialize for FundsAnswer {
 
 /// The Lambda handler of entry point `entry`: a request the entry point does not take is
 /// refused before anything is read (`InvalidFundsRequest`, naming the payload's key).
-pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
+pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,

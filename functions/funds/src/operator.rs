@@ -3,9 +3,10 @@
 //! hands over in the request context (`requestContext.authorizer.iam.userArn`). That identity,
 //! never a name in the body, is the proposer of an adjustment and its approver, so the
 //! four-eyes rule holds between two authenticated people: one identity cannot approve what it
-//! proposed, whatever it writes. The signer is likewise the operator of a hold placed or lifted.
+//! proposed, whatever it writes. The signer is likewise the operator of a hold placed or lifted
+//! and of a risk flag resolved.
 //! The body is a funds payload this entry point takes (`propose_adjustment`,
-//! `approve_adjustment`, `place_hold`, `lift_hold`, `holds`, `audit`); a body naming another
+//! `approve_adjustment`, `place_hold`, `lift_hold`, `holds`, `flags`, `resolve_flag`, `audit`); a body naming another
 //! operator than the signer is refused.
 
 use lambda_http::http::StatusCode;
@@ -16,7 +17,7 @@ use red_packets::domain::validate::parse_json;
 use red_packets::domain::Invalid;
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, json_response, respond};
-use red_packets::ports::{Adjustments, AuditTrail, Books, Holds, ReportSink, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, ReportSink, Wallets, Withdrawals};
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
@@ -46,6 +47,7 @@ pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
         ("approve_adjustment", "approver"),
         ("place_hold", "operator"),
         ("lift_hold", "operator"),
+        ("resolve_flag", "operator"),
     ];
     for (key, field) in operator_fields {
         let Some(request) = payload.get_mut(key).and_then(Value::as_object_mut) else { continue };
@@ -61,7 +63,7 @@ pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
 /// The Lambda handler of the operators' function URL: 200 with the funds answer, 400 naming
 /// the field at fault (an approval by its proposer among them), 401 without a signed caller,
 /// 503 when the ledger cannot be reached.
-pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
+pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,
@@ -70,7 +72,7 @@ pub async fn handle_url<L: Wallets + Withdrawals + Adjustments + AuditTrail + Bo
     Ok(respond(answer(ledger, clock, reports, &request).await))
 }
 
-async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds, R: ReportSink>(
+async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags, R: ReportSink>(
     ledger: &L,
     clock: &dyn Clock,
     reports: &R,

@@ -28,6 +28,8 @@ pub enum AuditAction {
     HoldPlaced,
     /// An operator lifted a hold (subject: the user).
     HoldLifted,
+    /// An operator resolved a risk flag (subject: its id; reason: `<outcome>: <why>`).
+    FlagResolved,
 }
 
 impl AuditAction {
@@ -41,6 +43,7 @@ impl AuditAction {
             AuditAction::WithdrawalFailed => "withdrawal_failed",
             AuditAction::HoldPlaced => "hold_placed",
             AuditAction::HoldLifted => "hold_lifted",
+            AuditAction::FlagResolved => "flag_resolved",
         }
     }
 }

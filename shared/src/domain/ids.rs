@@ -73,6 +73,49 @@ impl fmt::Display for UserId {
     }
 }
 
+/// The chat a packet was sent into, as the app names it: 1..=128 of `[A-Za-z0-9_.:@-]`. The
+/// service keeps it with the packet and its events; the risk rules read packets by chat.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ChatId(String);
+
+impl ChatId {
+    /// Longest chat id accepted.
+    pub const MAX_LEN: usize = 128;
+
+    /// A chat id: 1..=[`Self::MAX_LEN`] characters of `[A-Za-z0-9_.:@-]`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let allowed = |b: u8| b.is_ascii_alphanumeric() || b"_.:@-".contains(&b);
+        let valid = (1..=Self::MAX_LEN).contains(&text.len()) && text.bytes().all(allowed);
+        valid.then(|| ChatId(text.to_owned()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for ChatId {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        ChatId::parse(&text).ok_or_else(|| format!("not a chat id: {text:?}"))
+    }
+}
+
+impl From<ChatId> for String {
+    fn from(chat: ChatId) -> String {
+        chat.0
+    }
+}
+
+impl fmt::Display for ChatId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// The value of an `Idempotency-Key` header: 1..=64 of `[A-Za-z0-9_-]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);

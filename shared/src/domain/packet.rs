@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::{Access, PassphraseDigest};
 use super::grab::{best_luck, BestLuck, LoggedGrab};
-use super::ids::{PacketId, UserId};
+use super::ids::{ChatId, PacketId, UserId};
 use super::money::Cents;
 use super::split::{self, Seed, SplitRule, SplitVersion};
 use crate::clock::{rfc3339, Millis};
@@ -54,6 +54,9 @@ pub struct PacketTerms {
     pub split: Option<SplitRule>,
     /// The sender's message, at most 64 characters.
     pub greeting: Option<String>,
+    /// The chat it was sent into, when the app names one (the risk rules read packets by chat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<ChatId>,
 }
 
 impl PacketTerms {
@@ -61,7 +64,7 @@ impl PacketTerms {
     /// greeting.
     pub fn new(kind: PacketKind, total_cents: Cents, count: u32) -> Self {
         let split = (kind == PacketKind::Lucky).then(SplitRule::default);
-        PacketTerms { total_cents, count, kind, split, greeting: None }
+        PacketTerms { total_cents, count, kind, split, greeting: None, chat_id: None }
     }
 }
 

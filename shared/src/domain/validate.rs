@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIENT_CHARS};
-use super::ids::UserId;
+use super::ids::{ChatId, UserId};
 use super::invalid::Invalid;
 use super::limits::{Limits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec, PacketTerms};
@@ -24,6 +24,7 @@ struct SendRequest {
     opens_at: Option<String>,
     recipients: Option<Vec<String>>,
     passphrase: Option<String>,
+    chat_id: Option<String>,
 }
 
 /// Parses and validates a send body arriving at `now_ms` against `limits`, applying DESIGN.md's
@@ -134,6 +135,12 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
         ));
     }
 
+    let chat_id = match request.chat_id.as_deref() {
+        None => None,
+        Some(text) => Some(ChatId::parse(text).ok_or_else(|| {
+            Invalid::field("chat_id", format!("chat_id must be 1 to {} of A-Z a-z 0-9 _ . : @ -", ChatId::MAX_LEN))
+        })?),
+    };
     let opens_at_ms = request.opens_at.as_deref().map(|text| opens_at(text, limits, now_ms)).transpose()?;
     let recipients = request.recipients.map(|names| recipients(names, count, limits)).transpose()?;
     let passphrase = match request.passphrase.as_deref() {
@@ -144,7 +151,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
     };
 
     Ok(PacketSpec {
-        terms: PacketTerms { total_cents, count, kind, split, greeting: request.greeting },
+        terms: PacketTerms { total_cents, count, kind, split, greeting: request.greeting, chat_id },
         expires_in_seconds: expires_in_seconds as u32,
         opens_at_ms,
         recipients,

@@ -7,9 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{PacketId, UserId};
+use super::ids::{ChatId, PacketId, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
+use super::packet::Packet;
 use super::reference::reference_ok;
 use super::withdrawal::WithdrawalStatus;
 
@@ -209,11 +210,14 @@ pub enum EventType {
     WithdrawalPaid,
     /// The payments system could not (reference: its id); the money is back in the wallet.
     WithdrawalFailed,
+    /// A risk rule flagged users (user: the first it names; amount: the money it concerns;
+    /// reference: the flag's id; chat_id: the chat, for a chat's rule).
+    RiskFlagged,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 13] = [
+    pub const ALL: [EventType; 14] = [
         EventType::PacketSent,
         EventType::GrabRecorded,
         EventType::PacketFinished,
@@ -227,6 +231,7 @@ impl EventType {
         EventType::WithdrawalRequested,
         EventType::WithdrawalPaid,
         EventType::WithdrawalFailed,
+        EventType::RiskFlagged,
     ];
 
     /// The name, as `detail-type` carries it.
@@ -245,6 +250,7 @@ impl EventType {
             EventType::WithdrawalRequested => "WithdrawalRequested",
             EventType::WithdrawalPaid => "WithdrawalPaid",
             EventType::WithdrawalFailed => "WithdrawalFailed",
+            EventType::RiskFlagged => "RiskFlagged",
         }
     }
 }
@@ -275,6 +281,9 @@ pub struct LedgerEvent {
     /// An adjustment's approver (empty otherwise).
     #[serde(default)]
     pub approved_by: String,
+    /// The chat of the packet it concerns, when its sender named one (empty otherwise).
+    #[serde(default)]
+    pub chat_id: String,
 }
 
 impl LedgerEvent {
@@ -298,7 +307,27 @@ impl LedgerEvent {
             reference: String::new(),
             proposed_by: String::new(),
             approved_by: String::new(),
+            chat_id: String::new(),
         }
+    }
+
+    /// The event of `event_type` about `packet` (its subject), concerning `user`: it names the
+    /// packet's chat.
+    pub fn of_packet(
+        event_type: EventType,
+        packet: &Packet,
+        user: &UserId,
+        amount_cents: Cents,
+        occurred_at: String,
+    ) -> Self {
+        Self::new(event_type, packet.id.as_str(), Some(&packet.id), user, amount_cents, occurred_at)
+            .in_chat(packet.terms.chat_id.as_ref())
+    }
+
+    /// The event naming `chat` (a packet's), if there is one.
+    pub fn in_chat(mut self, chat: Option<&ChatId>) -> Self {
+        self.chat_id = chat.map(|chat| chat.as_str().to_owned()).unwrap_or_default();
+        self
     }
 
     /// The event naming `reference` (a top-up's, a withdrawal's id, an adjustment's).
@@ -358,6 +387,6 @@ mod tests {
         assert_eq!(a.event_id, b.event_id, "a redelivery, or a retry at another time, has the same id");
         let credit = LedgerEvent::new(EventType::WalletCredited, id.as_str(), Some(&id), &bob, 5, "t".into());
         assert_ne!(a.event_id, credit.event_id);
-        assert_eq!(EventType::ALL.len(), 13);
+        assert_eq!(EventType::ALL.len(), 14);
     }
 }

@@ -93,6 +93,7 @@ impl Withdrawals for DynamoLedger {
             amount_cents: request.amount_cents,
             packet_id: None,
             reference: Some(id),
+            chat_id: None,
             at_ms: now_ms,
         };
         let movement = MovementItem::new(movement, stamp);
@@ -221,6 +222,7 @@ impl Withdrawals for DynamoLedger {
                 amount_cents: pending.amount_cents,
                 packet_id: None,
                 reference: Some(id),
+                chat_id: None,
                 at_ms: now_ms,
             };
             items.extend(self.credit(&MovementItem::new(returned, stamp)));
@@ -322,6 +324,7 @@ impl Adjustments for DynamoLedger {
             amount_cents: proposed.amount_cents,
             packet_id: None,
             reference: Some(reference),
+            chat_id: None,
             at_ms: now_ms,
         };
         let mut movement = MovementItem::new(movement, stamp);

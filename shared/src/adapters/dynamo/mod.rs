@@ -25,6 +25,7 @@ mod holds;
 mod items;
 mod ledger;
 mod metered;
+mod risk;
 mod settle;
 mod table;
 mod transaction;

@@ -61,14 +61,7 @@ impl DynamoLedger {
             PacketStatus::Cancelled => EventType::PacketCancelled,
             _ => EventType::PacketExpired,
         };
-        let event = LedgerEvent::new(
-            event_type,
-            packet.id.as_str(),
-            Some(&packet.id),
-            &packet.sender,
-            result.refund_cents,
-            now,
-        );
+        let event = LedgerEvent::of_packet(event_type, packet, &packet.sender, result.refund_cents, now);
         values.insert(":event".into(), serde_dynamo::to_attribute_value(&event).expect("event serializes"));
         let mut set =
             "SET #status = :status, refund_cents = :refund, settled_at = :now, settled_at_ms = :stamp, event = :event"

@@ -56,6 +56,8 @@ pub(super) enum Write {
     Hold,
     /// The holds' version (unconditional: the hold's own condition makes the step once).
     HoldsVersion,
+    /// A risk flag (resolved only while open).
+    Flag,
 }
 
 /// A transaction being built: its items, each named.

@@ -144,6 +144,7 @@ impl Wallets for DynamoLedger {
             amount_cents: topup.amount_cents,
             packet_id: None,
             reference: Some(&topup.reference),
+            chat_id: None,
             at_ms: now_ms,
         };
         items.extend(self.credit(&MovementItem::new(movement, stamp)));

@@ -13,6 +13,7 @@ use crate::domain::audit::AuditEntry;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, RiskFlag};
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -21,10 +22,10 @@ use crate::domain::withdrawal::{
     resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
     WithdrawalStatus,
 };
-use crate::domain::{BusinessDay, Cents, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
+use crate::domain::{BusinessDay, Cents, ChatId, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{
-    AuditTrail, Conflict, Holds, IdempotencyClaim, Ledger, PageRequest, Recorded, SettleLedger, StoreError, Wallets,
-    Withdrawals,
+    AuditTrail, Conflict, Flags, Holds, IdempotencyClaim, Ledger, PageRequest, Recorded, RiskLedger, SettleLedger,
+    StoreError, Wallets, Withdrawals,
 };
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
@@ -69,6 +70,10 @@ struct State {
     audit: Vec<(String, AuditEntry)>,
     holds: HashMap<UserId, Hold>,
     holds_version: u64,
+    chat_logs: HashMap<ChatId, (ChatLog, u64)>,
+    chats_of_day: HashMap<(String, UserId), BTreeSet<ChatId>>,
+    flows: HashMap<(UserId, UserId, u64), (PairFlow, HashSet<String>)>,
+    flags: BTreeMap<String, RiskFlag>,
     casualties: HashSet<(PacketId, UserId, u32)>,
     layouts: BTreeSet<u32>,
     unreachable: bool,
@@ -586,6 +591,101 @@ impl Holds for MemoryLedger {
 
     async fn holds(&self) -> Result<Vec<Hold>, StoreError> {
         Ok(self.state()?.holds.values().cloned().collect())
+    }
+}
+
+impl RiskLedger for MemoryLedger {
+    async fn sent_packet(&self, id: &PacketId) -> Result<Option<Packet>, StoreError> {
+        let state = self.state()?;
+        Ok(state.packets.get(id).filter(|items| items.recorded).map(|items| items.packet.clone()))
+    }
+
+    async fn chat_log(&self, chat: &ChatId) -> Result<(ChatLog, u64), StoreError> {
+        Ok(self.state()?.chat_logs.get(chat).cloned().unwrap_or_default())
+    }
+
+    async fn save_chat_log(&self, chat: &ChatId, log: &ChatLog, version: u64, _: Millis) -> Result<bool, StoreError> {
+        let mut state = self.state()?;
+        let current = state.chat_logs.get(chat).map_or(0, |(_, version)| *version);
+        if current != version {
+            return Ok(false);
+        }
+        state.chat_logs.insert(chat.clone(), (log.clone(), version + 1));
+        Ok(true)
+    }
+
+    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<Option<u32>, StoreError> {
+        let mut state = self.state()?;
+        let chats = state.chats_of_day.entry((day.to_owned(), user.clone())).or_default();
+        if chats.contains(chat) || chats.len() > limit as usize {
+            return Ok(None);
+        }
+        chats.insert(chat.clone());
+        Ok(Some(chats.len() as u32))
+    }
+
+    async fn count_flow(
+        &self,
+        window: u64,
+        packet: &PacketId,
+        sender: &UserId,
+        grabber: &UserId,
+        amount_cents: Cents,
+        _: Millis,
+    ) -> Result<Option<PairFlow>, StoreError> {
+        let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
+        let mut state = self.state()?;
+        let (flow, seen) = state.flows.entry((first.clone(), second.clone(), window)).or_default();
+        if !seen.insert(format!("{packet}:{grabber}")) {
+            return Ok(None);
+        }
+        let took = if grabber == first { &mut flow.first_took } else { &mut flow.second_took };
+        took.grabs += 1;
+        took.cents += amount_cents;
+        Ok(Some(*flow))
+    }
+
+    async fn flag(&self, flag_id: &str) -> Result<Option<RiskFlag>, StoreError> {
+        Ok(self.state()?.flags.get(flag_id).cloned())
+    }
+
+    async fn raise_flag(&self, flag: &RiskFlag) -> Result<bool, StoreError> {
+        let mut state = self.state()?;
+        if state.flags.contains_key(&flag.flag_id) {
+            return Ok(false);
+        }
+        state.flags.insert(flag.flag_id.clone(), flag.clone());
+        Ok(true)
+    }
+}
+
+impl Flags for MemoryLedger {
+    async fn flags(&self, status: Option<FlagStatus>) -> Result<Vec<RiskFlag>, StoreError> {
+        let state = self.state()?;
+        let mut flags: Vec<RiskFlag> =
+            state.flags.values().filter(|flag| status.is_none_or(|status| flag.status == status)).cloned().collect();
+        flags.sort_by(|a, b| (&a.raised_at, &a.flag_id).cmp(&(&b.raised_at, &b.flag_id)));
+        Ok(flags)
+    }
+
+    async fn resolve_flag(&self, resolution: &FlagResolution, now_ms: Millis) -> Result<FlagResolved, StoreError> {
+        resolution.validate()?;
+        let day = self.business_day.day_of(now_ms);
+        let mut state = self.state()?;
+        let Some(flag) = state.flags.get_mut(&resolution.flag_id) else {
+            return Ok(FlagResolved { flag: None, changed: false });
+        };
+        if flag.status != FlagStatus::Open {
+            return Ok(FlagResolved { flag: Some(flag.clone()), changed: false });
+        }
+        let at = rfc3339(now_ms);
+        flag.status = resolution.outcome;
+        flag.resolved_by = Some(resolution.operator.clone());
+        flag.resolved_at = Some(at.clone());
+        flag.note = Some(resolution.note.clone());
+        let resolved = flag.clone();
+        state.audit.push((day, resolution.entry(at)));
+        Ok(FlagResolved { flag: Some(resolved), changed: true })
     }
 }
 

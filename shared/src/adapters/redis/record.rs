@@ -13,14 +13,14 @@ use serde::Serialize;
 use crate::clock::Millis;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::{
-    Access, Cents, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed,
+    Access, Cents, ChatId, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed,
     SplitRule, SplitVersion, UserId,
 };
 use crate::ports::StoreError;
 
 /// The packet hash's fields `snapshot.lua` reads, in the order it answers them: the plain
 /// fields [`LoadFields::plain`] writes, then the state `load.lua` and the grab scripts keep.
-pub const SNAPSHOT_FIELDS: [&str; 15] = [
+pub const SNAPSHOT_FIELDS: [&str; 16] = [
     "sender",
     "kind",
     "split",
@@ -36,14 +36,15 @@ pub const SNAPSHOT_FIELDS: [&str; 15] = [
     "persisted",
     "gate",
     "recipients",
+    "chat_id",
 ];
 
 /// What `load.lua` stores of a packet, besides its shares and grabs (its `ARGV[2]`).
 #[derive(Debug, Serialize)]
 pub struct LoadFields<'a> {
     /// The fields stored as they are, `[name, value]`: sender, kind, seed, split_version,
-    /// total_cents, count, created_at, expires_at, then split, greeting and opens_at (the grab
-    /// scripts read it) when set.
+    /// total_cents, count, created_at, expires_at, then split, greeting, opens_at (the grab
+    /// scripts read it) and chat_id when set.
     pub plain: Vec<(&'static str, String)>,
     /// Epoch ms: `open_until` while the packet is open.
     pub expires_at: Millis,
@@ -75,6 +76,7 @@ impl<'a> LoadFields<'a> {
         plain.extend(packet.terms.split.map(|rule| ("split", rule.as_str().to_owned())));
         plain.extend(packet.terms.greeting.clone().map(|greeting| ("greeting", greeting)));
         plain.extend(packet.opens_at_ms.map(|opens_at_ms| ("opens_at", opens_at_ms.to_string())));
+        plain.extend(packet.terms.chat_id.as_ref().map(|chat| ("chat_id", chat.as_str().to_owned())));
         let recipients = packet.access.recipients.as_ref();
         LoadFields {
             plain,
@@ -112,6 +114,10 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
             greeting: raw.field("greeting").map(str::to_owned),
             total_cents: parsed(raw, "total_cents").ok_or_else(|| corrupt("total_cents"))?,
             count: parsed(raw, "count").ok_or_else(|| corrupt("count"))?,
+            chat_id: raw
+                .field("chat_id")
+                .map(|chat| ChatId::parse(chat).ok_or_else(|| corrupt("chat_id")))
+                .transpose()?,
         },
         seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
         split_version: match raw.field("split_version") {

@@ -592,7 +592,11 @@ mod tests {
         use crate::domain::split::Seed;
         use crate::domain::{Packet, PassphraseDigest};
         let script = include_str!("../../../lua/load.lua");
-        let terms = PacketTerms { greeting: Some("hi".into()), ..PacketTerms::new(PacketKind::Lucky, 100, 2) };
+        let terms = PacketTerms {
+            greeting: Some("hi".into()),
+            chat_id: crate::domain::ChatId::parse("family"),
+            ..PacketTerms::new(PacketKind::Lucky, 100, 2)
+        };
         let spec = PacketSpec {
             recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
             passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
@@ -611,7 +615,7 @@ mod tests {
         assert_eq!(sent, read, "LoadFields' JSON keys against what load.lua reads of ARGV[2]");
         assert!(script.contains("for _, pair in ipairs(packet.plain)"), "load.lua stores every plain field");
         let plain: Vec<&str> = fields.plain.iter().map(|(name, _)| *name).collect();
-        assert_eq!(plain.len(), 11, "a packet with every optional field set stores all eleven plain fields");
+        assert_eq!(plain.len(), 12, "a packet with every optional field set stores all twelve plain fields");
         for field in SNAPSHOT_FIELDS {
             assert!(
                 plain.contains(&field) || script.contains(&format!("'{field}'")),

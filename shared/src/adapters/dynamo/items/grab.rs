@@ -80,10 +80,9 @@ impl GrabItem {
             total_cents: packet.terms.total_cents,
             count: packet.terms.count,
             packet_created_at: rfc3339(packet.created_at_ms),
-            event: Some(LedgerEvent::new(
+            event: Some(LedgerEvent::of_packet(
                 EventType::GrabRecorded,
-                packet.id.as_str(),
-                Some(&packet.id),
+                packet,
                 &grab.user,
                 grab.amount_cents,
                 rfc3339(grab.at_ms),
@@ -228,14 +227,17 @@ impl CasualtyItem {
             packet_created_at: rfc3339(packet.created_at_ms),
             history_pk: revoked.then(|| history_pk(&acknowledged.user)),
             history_sk: revoked.then(|| format!("RECV#{}#{}", rfc3339(acknowledged.at_ms), packet.id)),
-            event: Some(LedgerEvent::new(
-                event_type,
-                &subject,
-                Some(&packet.id),
-                &acknowledged.user,
-                amount_cents,
-                recorded_at.clone(),
-            )),
+            event: Some(
+                LedgerEvent::new(
+                    event_type,
+                    &subject,
+                    Some(&packet.id),
+                    &acknowledged.user,
+                    amount_cents,
+                    recorded_at.clone(),
+                )
+                .in_chat(packet.terms.chat_id.as_ref()),
+            ),
             recorded_at,
         }
     }

@@ -20,20 +20,25 @@
 //! | audit entry | `AUDIT#<business day>#<shard, 2 digits>` | `<at>#<action>#<subject>` | | |
 //! | account hold in force | `HOLDS` | `USER#<user>` | | |
 //! | the holds' version | `HOLDS` | `VERSION` | | |
+//! | a chat's log (risk rules) | `RISK#CHAT#<chat>` | `LOG` | | |
+//! | a user's chats of a day | `RISK#CHATS#<business day>#<user>` | `COUNT` | | |
+//! | two users' flow in a window | `RISK#PAIR#<first>#<second>` | `W#<window>` | | |
+//! | a risk flag | `RISK#FLAGS` | `FLAG#<id>` | | |
 //!
 //! Items that publish an event carry it in their `event` attribute (a map: `event_id`, `type`,
 //! `packet_id`, `user`, `amount_cents`, `occurred_at`, `reference`, `proposed_by`,
-//! `approved_by`): the packet item when recorded (`PacketSent`) and when finalised
+//! `approved_by`, `chat_id`): the packet item when recorded (`PacketSent`) and when finalised
 //! (`PacketFinished` / `PacketExpired` / `PacketCancelled`), the withdrawal when asked for
 //! (`WithdrawalRequested`) and when resolved (`WithdrawalPaid` / `WithdrawalFailed`),
 //! each grab item, the refund item and each movement (a grab's credit: `GrabRecorded`, since
-//! with the wallet the credit is the grab's record). The EventBridge Pipe of `template.yaml`
+//! with the wallet the credit is the grab's record), and each risk flag (`RiskFlagged`). The EventBridge Pipe of `template.yaml`
 //! reads them from the table's stream.
 
 mod corrections;
 mod grab;
 mod hold;
 mod packet;
+mod risk;
 mod send;
 mod wallet;
 
@@ -47,6 +52,7 @@ pub use corrections::{
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
+pub use risk::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK, FLAG_PREFIX};
 pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};
 pub use wallet::{
     grab_movement_sk, topup_pk, wallet_pk, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX,

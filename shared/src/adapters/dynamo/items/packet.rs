@@ -8,7 +8,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::BestLuck;
 use crate::domain::wallet::{EventType, LedgerEvent};
 use crate::domain::{
-    Access, Cents, Packet, PacketId, PacketKind, PacketStatus, PacketTerms, PassphraseDigest, Seed, SplitRule,
+    Access, Cents, ChatId, Packet, PacketId, PacketKind, PacketStatus, PacketTerms, PassphraseDigest, Seed, SplitRule,
     SplitVersion, UserId,
 };
 use crate::ports::StoreError;
@@ -54,6 +54,9 @@ pub struct PacketItem {
     pub split: Option<SplitRule>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub greeting: Option<String>,
+    /// The chat it was sent into, when the app named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<ChatId>,
     pub total_cents: Cents,
     pub count: u32,
     pub seed: String,
@@ -115,6 +118,7 @@ impl PacketItem {
             kind: packet.terms.kind,
             split: packet.terms.split,
             greeting: packet.terms.greeting.clone(),
+            chat_id: packet.terms.chat_id.clone(),
             total_cents: packet.terms.total_cents,
             count: packet.terms.count,
             seed: packet.seed.to_hex(),
@@ -136,10 +140,9 @@ impl PacketItem {
             passphrase_digest: packet.access.passphrase.clone(),
             cancelled_at: None,
             cancelled_at_ms: None,
-            event: Some(LedgerEvent::new(
+            event: Some(LedgerEvent::of_packet(
                 EventType::PacketSent,
-                packet.id.as_str(),
-                Some(&packet.id),
+                packet,
                 &packet.sender,
                 packet.terms.total_cents,
                 rfc3339(packet.created_at_ms),
@@ -162,6 +165,7 @@ impl PacketItem {
                 greeting: self.greeting.clone(),
                 total_cents: self.total_cents,
                 count: self.count,
+                chat_id: self.chat_id.clone(),
             },
             seed,
             split_version: self.split_version,
@@ -201,10 +205,9 @@ impl RefundItem {
             packet_id: packet.id.clone(),
             sender: packet.sender.clone(),
             amount_cents,
-            event: Some(LedgerEvent::new(
+            event: Some(LedgerEvent::of_packet(
                 EventType::PacketRefunded,
-                packet.id.as_str(),
-                Some(&packet.id),
+                packet,
                 &packet.sender,
                 amount_cents,
                 refunded_at.clone(),

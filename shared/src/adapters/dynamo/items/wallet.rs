@@ -7,7 +7,7 @@ use crate::clock::{rfc3339, Millis};
 use crate::domain::grab::LoggedGrab;
 use crate::domain::wallet::{EventType, LedgerEvent, Movement, MovementKind};
 use crate::domain::withdrawal::WithdrawalStatus;
-use crate::domain::{Cents, Packet, PacketId, UserId};
+use crate::domain::{Cents, ChatId, Packet, PacketId, UserId};
 
 /// The prefix of a wallet's partition (`WALLET#<user>`).
 pub const WALLET_PREFIX: &str = "WALLET#";
@@ -99,6 +99,8 @@ pub struct NewMovement<'a> {
     pub packet_id: Option<&'a PacketId>,
     /// The top-up's reference, the withdrawal's id or the adjustment's reference.
     pub reference: Option<&'a str>,
+    /// The chat of the packet it concerns, if it has one (its event names it).
+    pub chat_id: Option<&'a ChatId>,
     /// When it happened.
     pub at_ms: Millis,
 }
@@ -106,7 +108,15 @@ pub struct NewMovement<'a> {
 impl<'a> NewMovement<'a> {
     /// A movement of `packet`'s sender's wallet about `packet`: its send's debit, its refund.
     pub fn of_sender(packet: &'a Packet, kind: MovementKind, amount_cents: Cents, at_ms: Millis) -> Self {
-        NewMovement { user: &packet.sender, kind, amount_cents, packet_id: Some(&packet.id), reference: None, at_ms }
+        NewMovement {
+            user: &packet.sender,
+            kind,
+            amount_cents,
+            packet_id: Some(&packet.id),
+            reference: None,
+            chat_id: packet.terms.chat_id.as_ref(),
+            at_ms,
+        }
     }
 }
 
@@ -123,14 +133,7 @@ impl MovementItem {
             amount_cents: grab.amount_cents,
             packet_id: Some(packet.id.clone()),
             reference: None,
-            event: LedgerEvent::new(
-                EventType::GrabRecorded,
-                packet.id.as_str(),
-                Some(&packet.id),
-                &grab.user,
-                grab.amount_cents,
-                at.clone(),
-            ),
+            event: LedgerEvent::of_packet(EventType::GrabRecorded, packet, &grab.user, grab.amount_cents, at.clone()),
             at,
             at_ms: grab.at_ms,
             written_at_ms: Some(written_at_ms),
@@ -159,7 +162,7 @@ impl MovementItem {
 
     /// The item of `movement`, written at `written_at_ms`.
     pub fn new(movement: NewMovement<'_>, written_at_ms: Millis) -> Self {
-        let NewMovement { user, kind, amount_cents, packet_id, reference, at_ms } = movement;
+        let NewMovement { user, kind, amount_cents, packet_id, reference, chat_id, at_ms } = movement;
         let at = rfc3339(at_ms);
         let subject = packet_id.map(PacketId::as_str).or(reference).unwrap_or_default().to_owned();
         MovementItem {
@@ -178,7 +181,8 @@ impl MovementItem {
                 amount_cents,
                 at.clone(),
             )
-            .with_reference(reference),
+            .with_reference(reference)
+            .in_chat(chat_id),
             at,
             at_ms,
             written_at_ms: Some(written_at_ms),

@@ -1,0 +1,279 @@
+//! The pattern rules run against the ledger, one event at a time. What the events say is
+//! checked against the ledger (the truth): a packet's chat, sender and share count come from
+//! its record, a finished packet's handoff from its grabs. Every step is safe to repeat, since
+//! EventBridge delivers at least once and in no set order: the chat's log records a packet
+//! once, a count is conditioned on what it counts, a flag's id comes from what it found.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use red_packets::clock::{rfc3339, Clock, Millis};
+use red_packets::domain::patterns::{
+    over_chat_limit, Chain, ChatPacket, Finding, FlagRule, Handoff, PairFlow, RiskFlag, RiskRules,
+};
+use red_packets::domain::risk::HoldRequest;
+use red_packets::domain::{BusinessDay, Cents, ChatId, Packet, PacketId, UserId};
+use red_packets::ports::{Holds, Ledger, RiskLedger, StoreError};
+use red_packets::Config;
+
+/// Saves of a chat's log tried before the event fails (and Lambda delivers it again).
+const CHAT_LOG_ATTEMPTS: usize = 8;
+
+/// Packets an instance remembers the record of (a packet's grabs arrive together).
+const REMEMBERED_PACKETS: usize = 10_000;
+
+/// Longest detail kept in a hold's reason.
+const HOLD_REASON_CHARS: usize = 400;
+
+/// A ledger event the rules read, as the bus delivers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// A packet was recorded.
+    PacketSent { packet_id: PacketId },
+    /// Every share of a packet was taken and settled.
+    PacketFinished { packet_id: PacketId },
+    /// A grab was recorded.
+    GrabRecorded { packet_id: PacketId, grabber: UserId, amount_cents: Cents, grabbed_at_ms: Millis },
+}
+
+/// Why an event could not be watched.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The ledger could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Other writers kept saving the chat's log first.
+    #[error("chat {0}'s log kept changing under {CHAT_LOG_ATTEMPTS} attempts")]
+    Contended(ChatId),
+}
+
+/// The rules, their ledger and their clock.
+pub struct Watch<L, C> {
+    ledger: L,
+    rules: RiskRules,
+    business_day: BusinessDay,
+    clock: C,
+    packets: Mutex<HashMap<PacketId, Packet>>,
+}
+
+impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
+    /// The rules of `config` on `ledger`.
+    pub fn new(ledger: L, config: &Config, clock: C) -> Self {
+        Watch {
+            ledger,
+            rules: config.risk_rules,
+            business_day: config.business_day,
+            clock,
+            packets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs the rules `event` concerns: the flags it raised (none when it raised nothing new).
+    pub async fn observe(&self, event: &Observed) -> Result<Vec<RiskFlag>, WatchError> {
+        match event {
+            Observed::PacketSent { packet_id } => {
+                let Some((packet, chat)) = self.chat_packet(packet_id).await? else { return Ok(Vec::new()) };
+                self.chain_step(&chat, entry(&packet, None)).await
+            }
+            Observed::PacketFinished { packet_id } => {
+                let Some((packet, chat)) = self.chat_packet(packet_id).await? else { return Ok(Vec::new()) };
+                let Some(recorded) = self.ledger.ledger_packet(packet_id).await? else { return Ok(Vec::new()) };
+                let handoff = Handoff::of(recorded.grabs.iter().map(|grab| (&grab.user, grab.amount_cents)));
+                self.chain_step(&chat, entry(&packet, handoff)).await
+            }
+            Observed::GrabRecorded { packet_id, grabber, amount_cents, grabbed_at_ms } => {
+                let Some(packet) = self.read_packet(packet_id).await? else { return Ok(Vec::new()) };
+                let mut flags = Vec::new();
+                if let Some(chat) = &packet.terms.chat_id {
+                    flags.extend(self.chats_step(&packet, chat, grabber, *grabbed_at_ms).await?);
+                }
+                flags.extend(self.cycle_step(&packet, grabber, *amount_cents, *grabbed_at_ms).await?);
+                Ok(flags)
+            }
+        }
+    }
+
+    /// The packet and its chat, when it has one and the rules read it.
+    async fn chat_packet(&self, id: &PacketId) -> Result<Option<(Packet, ChatId)>, StoreError> {
+        let packet = self.read_packet(id).await?;
+        Ok(packet.and_then(|packet| packet.terms.chat_id.clone().map(|chat| (packet, chat))))
+    }
+
+    /// The packet's record, when the rules read packets of its size (a campaign's is not).
+    async fn read_packet(&self, id: &PacketId) -> Result<Option<Packet>, StoreError> {
+        let remembered = self.packets.lock().ok().and_then(|packets| packets.get(id).cloned());
+        let packet = match remembered {
+            Some(packet) => packet,
+            None => {
+                let Some(packet) = self.ledger.sent_packet(id).await? else {
+                    tracing::warn!(packet_id = %id, "an event names a packet the ledger does not hold");
+                    return Ok(None);
+                };
+                if let Ok(mut packets) = self.packets.lock() {
+                    if packets.len() >= REMEMBERED_PACKETS {
+                        packets.clear();
+                    }
+                    packets.insert(id.clone(), packet.clone());
+                }
+                packet
+            }
+        };
+        Ok(self.rules.reads(packet.terms.count).then_some(packet))
+    }
+
+    /// Records `packet` in its chat's log and flags the chains it completes, saving the log over
+    /// the version read (again from the read when another writer saved first).
+    async fn chain_step(&self, chat: &ChatId, packet: ChatPacket) -> Result<Vec<RiskFlag>, WatchError> {
+        if self.rules.chain_links == 0 {
+            return Ok(Vec::new());
+        }
+        let mut flags = Vec::new();
+        for _ in 0..CHAT_LOG_ATTEMPTS {
+            let (mut log, version) = self.ledger.chat_log(chat).await?;
+            log.record(packet.clone());
+            let newest = log.packets.iter().map(|packet| packet.sent_at_ms).max().unwrap_or(packet.sent_at_ms);
+            log.forget_old(&self.rules, newest);
+            for chain in log.chains(&self.rules) {
+                flags.extend(self.raise(chain_flag(chat, &chain, &self.rules, self.now())).await?);
+                log.mark_flagged(&chain);
+            }
+            let reach = self.rules.chain_window_ms.saturating_mul(Millis::from(self.rules.chain_links) + 1);
+            let keep_until = self.clock.now_ms().max(newest).saturating_add(reach).saturating_add(86_400_000);
+            if self.ledger.save_chat_log(chat, &log, version, keep_until).await? {
+                return Ok(flags);
+            }
+        }
+        Err(WatchError::Contended(chat.clone()))
+    }
+
+    /// Counts the chat among those `grabber` grabbed in that business day; flags the first past
+    /// the limit.
+    async fn chats_step(
+        &self,
+        packet: &Packet,
+        chat: &ChatId,
+        grabber: &UserId,
+        grabbed_at_ms: Millis,
+    ) -> Result<Option<RiskFlag>, StoreError> {
+        let limit = self.rules.chats_per_day;
+        if limit == 0 {
+            return Ok(None);
+        }
+        let day = self.business_day.day_of(grabbed_at_ms);
+        let Some(chats) = self.ledger.count_chat(grabber, &day, chat, limit).await? else { return Ok(None) };
+        if !over_chat_limit(chats, &self.rules) {
+            return Ok(None);
+        }
+        let finding = Finding {
+            users: vec![grabber.clone()],
+            chat_id: None,
+            packets: vec![packet.id.clone()],
+            amount_cents: 0,
+            detail: format!("{grabber} grabbed in {chats} chats on {day}, past the limit of {limit}"),
+        };
+        self.raise(RiskFlag::raised(FlagRule::Chats, &[grabber.as_str(), &day], finding, self.now())).await
+    }
+
+    /// Counts the grab in the flow between the grabber and the sender; flags a cycle once per
+    /// pair and window.
+    async fn cycle_step(
+        &self,
+        packet: &Packet,
+        grabber: &UserId,
+        amount_cents: Cents,
+        grabbed_at_ms: Millis,
+    ) -> Result<Option<RiskFlag>, StoreError> {
+        if self.rules.cycle_min_each_way == 0 || *grabber == packet.sender {
+            return Ok(None);
+        }
+        let window = self.rules.cycle_window(grabbed_at_ms);
+        let keep_until = self.clock.now_ms().max(grabbed_at_ms) + 2 * self.rules.cycle_window_ms + 86_400_000;
+        let flow =
+            self.ledger.count_flow(window, &packet.id, &packet.sender, grabber, amount_cents, keep_until).await?;
+        let Some(flow) = flow.filter(|flow| flow.is_cycle(&self.rules)) else { return Ok(None) };
+        let (first, second) =
+            if grabber <= &packet.sender { (grabber, &packet.sender) } else { (&packet.sender, grabber) };
+        let PairFlow { first_took, second_took } = flow;
+        let finding = Finding {
+            users: vec![first.clone(), second.clone()],
+            chat_id: None,
+            packets: vec![packet.id.clone()],
+            amount_cents: first_took.cents + second_took.cents,
+            detail: format!(
+                "{first} took {} shares ({} cents) of {second}'s packets and {second} took {} ({} cents) of {first}'s within one window",
+                first_took.grabs, first_took.cents, second_took.grabs, second_took.cents
+            ),
+        };
+        let id_parts = [first.as_str(), second.as_str(), &window.to_string()];
+        self.raise(RiskFlag::raised(FlagRule::Cycle, &id_parts, finding, self.now())).await
+    }
+
+    /// Raises `flag` unless it was raised before: first the holds the stack places on a flag's
+    /// users (each a repeat when already in force), then the flag, so a flag is never there
+    /// without its holds. Returns it when new.
+    async fn raise(&self, mut flag: RiskFlag) -> Result<Option<RiskFlag>, StoreError> {
+        if self.ledger.flag(&flag.flag_id).await?.is_some() {
+            return Ok(None);
+        }
+        if let Some(scope) = self.rules.hold_on_flag {
+            let reason: String =
+                format!("flag {}: {}", flag.flag_id, flag.detail).chars().take(HOLD_REASON_CHARS).collect();
+            for user in &flag.users {
+                let hold = HoldRequest {
+                    user: user.clone(),
+                    scope,
+                    operator: format!("risk:{}", flag.rule.as_str()),
+                    reason: reason.clone(),
+                };
+                self.ledger.place_hold(&hold, self.clock.now_ms()).await?;
+            }
+            flag.hold = Some(scope);
+        }
+        if !self.ledger.raise_flag(&flag).await? {
+            return Ok(None);
+        }
+        metrics::counter!("RiskFlags", "rule" => flag.rule.as_str()).increment(1);
+        tracing::warn!(flag_id = %flag.flag_id, rule = flag.rule.as_str(), users = ?flag.users, detail = %flag.detail, "risk flag raised");
+        Ok(Some(flag))
+    }
+
+    fn now(&self) -> String {
+        rfc3339(self.clock.now_ms())
+    }
+}
+
+/// `packet` as its chat's log keeps it.
+fn entry(packet: &Packet, handoff: Option<Handoff>) -> ChatPacket {
+    ChatPacket {
+        packet_id: packet.id.clone(),
+        sender: packet.sender.clone(),
+        total_cents: packet.terms.total_cents,
+        sent_at_ms: packet.created_at_ms,
+        handoff,
+        flagged: false,
+    }
+}
+
+/// The flag of `chain` in `chat`, raised at `raised_at`: its id from the chat and its first packet.
+fn chain_flag(chat: &ChatId, chain: &Chain, rules: &RiskRules, raised_at: String) -> RiskFlag {
+    let first = chain.packets.first().map(PacketId::as_str).unwrap_or_default();
+    let mut users: Vec<UserId> = Vec::new();
+    for sender in &chain.senders {
+        if !users.contains(sender) {
+            users.push(sender.clone());
+        }
+    }
+    let finding = Finding {
+        users,
+        chat_id: Some(chat.clone()),
+        packets: chain.packets.clone(),
+        amount_cents: chain.total_cents,
+        detail: format!(
+            "{} packets in chat {chat}, each sent within {} s by the least or most lucky grabber of the one before, of a total within {} %",
+            chain.packets.len(),
+            rules.chain_window_ms / 1000,
+            rules.chain_tolerance_percent
+        ),
+    };
+    RiskFlag::raised(FlagRule::Chain, &[chat.as_str(), first], finding, raised_at)
+}

@@ -1,0 +1,230 @@
+//! The pattern rules' state and flags in the ledger ([`RiskLedger`], [`Flags`]). A chat's log
+//! is saved over its version (optimistic: a writer that lost reads it again); a chat counted
+//! for a user's day and a grab counted in a pair's flow are each one update whose condition is
+//! that it was not counted yet; a flag is put only where none is; a resolution is one
+//! transaction of the flag (while open) and its audit entry.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+
+use super::items::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK, FLAG_PREFIX};
+use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::transaction::{Transaction, Write};
+use crate::clock::{rfc3339, Millis};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, Flow, PairFlow, RiskFlag};
+use crate::domain::{Cents, ChatId, Packet, PacketId, UserId};
+use crate::ports::{Flags, RiskLedger, StoreError};
+
+fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+fn n(number: impl ToString) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
+    item.get(name).and_then(|value| value.as_n().ok()).and_then(|text| text.parse().ok()).unwrap_or(0)
+}
+
+/// How long a user's chat count is kept past the start of its day.
+const COUNTS_KEPT_MS: Millis = 2 * 86_400_000;
+
+impl RiskLedger for DynamoLedger {
+    async fn sent_packet(&self, id: &PacketId) -> Result<Option<Packet>, StoreError> {
+        self.packet(id).await
+    }
+
+    async fn chat_log(&self, chat: &ChatId) -> Result<(ChatLog, u64), StoreError> {
+        let item: Option<ChatLogItem> = self.get(chat_log_pk(chat), "LOG".into()).await?;
+        Ok(item.map_or_else(Default::default, |item| (ChatLog { packets: item.packets }, item.version)))
+    }
+
+    async fn save_chat_log(
+        &self,
+        chat: &ChatId,
+        log: &ChatLog,
+        version: u64,
+        keep_until_ms: Millis,
+    ) -> Result<bool, StoreError> {
+        let item = ChatLogItem::new(chat, log.packets.clone(), version + 1, keep_until_ms);
+        let put = self.client()?.put_item().table_name(&self.table).set_item(Some(to_item(&item)));
+        let put = if version == 0 {
+            put.condition_expression("attribute_not_exists(pk)")
+        } else {
+            put.condition_expression("version = :version").expression_attribute_values(":version", n(version))
+        };
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(error)
+                if matches!(error.as_service_error(), Some(PutItemError::ConditionalCheckFailedException(_))) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<Option<u32>, StoreError> {
+        let keep_until = crate::clock::parse_rfc3339(&format!("{day}T00:00:00Z")).unwrap_or(0) + COUNTS_KEPT_MS;
+        let updated = self
+            .client()?
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&chat_count_pk(day, user)))
+            .key("sk", s("COUNT"))
+            .update_expression("ADD chats :one, seen :chat SET expires_at_epoch = :keep")
+            .condition_expression("attribute_not_exists(pk) OR (NOT contains(seen, :name) AND chats <= :limit)")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":chat", AttributeValue::Ss(vec![chat.as_str().to_owned()]))
+            .expression_attribute_values(":name", s(chat.as_str()))
+            .expression_attribute_values(":limit", n(limit))
+            .expression_attribute_values(":keep", n(keep_until / 1000))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        match updated {
+            Ok(output) => Ok(Some(number(output.attributes().unwrap_or(&HashMap::new()), "chats") as u32)),
+            Err(error)
+                if matches!(error.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    async fn count_flow(
+        &self,
+        window: u64,
+        packet: &PacketId,
+        sender: &UserId,
+        grabber: &UserId,
+        amount_cents: Cents,
+        keep_until_ms: Millis,
+    ) -> Result<Option<PairFlow>, StoreError> {
+        let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
+        let took = if grabber == first { "first" } else { "second" };
+        let grab = format!("{packet}:{grabber}");
+        let updated = self
+            .client()?
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(&pair_pk(first, second)))
+            .key("sk", s(&format!("W#{window}")))
+            .update_expression(format!(
+                "ADD {took}_grabs :one, {took}_cents :cents, seen :grab SET expires_at_epoch = :keep"
+            ))
+            .condition_expression("NOT contains(seen, :name)")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":cents", n(amount_cents))
+            .expression_attribute_values(":grab", AttributeValue::Ss(vec![grab.clone()]))
+            .expression_attribute_values(":name", s(&grab))
+            .expression_attribute_values(":keep", n(keep_until_ms / 1000))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        match updated {
+            Ok(output) => {
+                let item = output.attributes().cloned().unwrap_or_default();
+                let flow = |side: &str| Flow {
+                    grabs: number(&item, &format!("{side}_grabs")) as u32,
+                    cents: number(&item, &format!("{side}_cents")),
+                };
+                Ok(Some(PairFlow { first_took: flow("first"), second_took: flow("second") }))
+            }
+            Err(error)
+                if matches!(error.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    async fn flag(&self, flag_id: &str) -> Result<Option<RiskFlag>, StoreError> {
+        let item: Option<FlagItem> = self.get(FLAGS_PK.into(), flag_sk(flag_id)).await?;
+        Ok(item.map(FlagItem::flag))
+    }
+
+    async fn raise_flag(&self, flag: &RiskFlag) -> Result<bool, StoreError> {
+        let put = self
+            .client()?
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_item(&FlagItem::new(flag))))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(error)
+                if matches!(error.as_service_error(), Some(PutItemError::ConditionalCheckFailedException(_))) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+}
+
+impl Flags for DynamoLedger {
+    async fn flags(&self, status: Option<FlagStatus>) -> Result<Vec<RiskFlag>, StoreError> {
+        let mut pages = self
+            .client()?
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :flag)")
+            .expression_attribute_values(":pk", s(FLAGS_PK))
+            .expression_attribute_values(":flag", s(FLAG_PREFIX))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        let mut flags = Vec::new();
+        while let Some(item) = pages.next().await {
+            let flag = from_item::<FlagItem>(item.map_err(unavailable)?)?.flag();
+            if status.is_none_or(|status| flag.status == status) {
+                flags.push(flag);
+            }
+        }
+        flags.sort_by(|a, b| (&a.raised_at, &a.flag_id).cmp(&(&b.raised_at, &b.flag_id)));
+        Ok(flags)
+    }
+
+    async fn resolve_flag(&self, resolution: &FlagResolution, now_ms: Millis) -> Result<FlagResolved, StoreError> {
+        resolution.validate()?;
+        let at = rfc3339(now_ms);
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(FLAGS_PK))
+            .key("sk", s(&flag_sk(&resolution.flag_id)))
+            .update_expression("SET #status = :outcome, resolved_by = :by, resolved_at = :at, note = :note")
+            .condition_expression("#status = :open")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":outcome", s(resolution.outcome.as_str()))
+            .expression_attribute_values(":by", s(&resolution.operator))
+            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_values(":note", s(&resolution.note))
+            .expression_attribute_values(":open", s(FlagStatus::Open.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("flag update");
+        let mut items = Transaction::default();
+        items.push(Write::Flag, TransactWriteItem::builder().update(update).build());
+        items.push(Write::Audit, self.audit_entry(resolution.entry(at), now_ms));
+        match self.transact(items).await? {
+            Ok(()) => Ok(FlagResolved { flag: self.flag(&resolution.flag_id).await?, changed: true }),
+            Err(failed) => {
+                let Some(reason) = failed.refused_by(Write::Flag) else { return Err(unavailable(failed.error)) };
+                let current: Option<FlagItem> = reason.item().cloned().map(from_item).transpose()?;
+                Ok(FlagResolved { flag: current.map(FlagItem::flag), changed: false })
+            }
+        }
+    }
+}

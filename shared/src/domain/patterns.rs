@@ -1,0 +1,593 @@
+//! Pattern rules over the ledger's events, with no I/O (docs/RISK.md, "Pattern detection"):
+//! 接龙 chains in a chat, money cycles between two users, and one user grabbing in far more
+//! chats than peers. The risk function feeds them what the events and the ledger say, and
+//! writes the flags they raise; an operator lists flags and resolves each one.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::adjustment::operator_ok;
+use super::audit::{AuditAction, AuditEntry};
+use super::ids::{ChatId, PacketId, UserId};
+use super::invalid::Invalid;
+use super::money::Cents;
+use super::risk::HoldScope;
+use crate::clock::Millis;
+
+/// Most packets a chat's log keeps: a chain longer than this is flagged long before it fills.
+pub const CHAT_LOG_PACKETS: usize = 64;
+
+/// The rules' thresholds (the template's `Risk*` parameters). A zero turns its rule off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RiskRules {
+    /// Handoffs in a row that make a 接龙 chain (`RISK_CHAIN_LINKS`).
+    pub chain_links: u32,
+    /// Most time between a packet and the next one of its chain (`RISK_CHAIN_WINDOW_SECONDS`).
+    pub chain_window_ms: Millis,
+    /// How far, in percent of the last packet's total, the next one's may be
+    /// (`RISK_CHAIN_TOLERANCE_PERCENT`).
+    pub chain_tolerance_percent: u32,
+    /// The window money cycles are counted in (`RISK_CYCLE_WINDOW_SECONDS`).
+    pub cycle_window_ms: Millis,
+    /// Grabs each way between two users within a window that make a cycle
+    /// (`RISK_CYCLE_MIN_EACH_WAY`).
+    pub cycle_min_each_way: u32,
+    /// Most net flow between them, in percent of the gross, for a cycle
+    /// (`RISK_CYCLE_MAX_NET_PERCENT`).
+    pub cycle_max_net_percent: u32,
+    /// Distinct chats one user may grab in per business day before a flag (`RISK_CHATS_PER_DAY`).
+    pub chats_per_day: u32,
+    /// Packets of more shares (campaigns) are read by no rule (`RISK_MAX_SHARES`).
+    pub max_shares: u32,
+    /// The hold a new flag places on every user it names (`RISK_HOLD_ON_FLAG`), if any.
+    pub hold_on_flag: Option<HoldScope>,
+}
+
+impl Default for RiskRules {
+    /// The template's defaults.
+    fn default() -> Self {
+        RiskRules {
+            chain_links: 3,
+            chain_window_ms: 600_000,
+            chain_tolerance_percent: 20,
+            cycle_window_ms: 3_600_000,
+            cycle_min_each_way: 5,
+            cycle_max_net_percent: 20,
+            chats_per_day: 50,
+            max_shares: 100,
+            hold_on_flag: None,
+        }
+    }
+}
+
+impl RiskRules {
+    /// Whether a packet of `count` shares is read by the rules.
+    pub fn reads(&self, count: u32) -> bool {
+        count <= self.max_shares
+    }
+
+    /// Whether `next` total is within the tolerance of `last`.
+    fn close_totals(&self, last: Cents, next: Cents) -> bool {
+        last.abs_diff(next).saturating_mul(100) <= last.saturating_mul(u64::from(self.chain_tolerance_percent))
+    }
+
+    /// The index of the cycle window `at_ms` falls in.
+    pub fn cycle_window(&self, at_ms: Millis) -> u64 {
+        u64::try_from(at_ms).unwrap_or(0) / u64::try_from(self.cycle_window_ms.max(1)).unwrap_or(1)
+    }
+}
+
+/// Who grabbed least and most of a packet every share of which was taken (the earliest grab
+/// on a tie): in 接龙 one of them sends the next packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    /// The smallest share's grabber.
+    pub least: UserId,
+    /// The largest share's grabber.
+    pub most: UserId,
+}
+
+impl Handoff {
+    /// The handoff of a packet's grabs `(user, amount)` in grab order; `None` without grabs.
+    pub fn of<'a>(grabs: impl IntoIterator<Item = (&'a UserId, Cents)>) -> Option<Self> {
+        let mut least: Option<(&UserId, Cents)> = None;
+        let mut most: Option<(&UserId, Cents)> = None;
+        for (user, amount) in grabs {
+            if least.is_none_or(|(_, smallest)| amount < smallest) {
+                least = Some((user, amount));
+            }
+            if most.is_none_or(|(_, largest)| amount > largest) {
+                most = Some((user, amount));
+            }
+        }
+        Some(Handoff { least: least?.0.clone(), most: most?.0.clone() })
+    }
+
+    fn hands_to(&self, user: &UserId) -> bool {
+        self.least == *user || self.most == *user
+    }
+}
+
+/// A packet of a chat as the chain rule keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatPacket {
+    /// The packet.
+    pub packet_id: PacketId,
+    /// Its sender.
+    pub sender: UserId,
+    /// Its total.
+    pub total_cents: Cents,
+    /// When it was sent.
+    pub sent_at_ms: Millis,
+    /// Set once every share was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoff>,
+    /// Part of a chain already flagged: a chain is flagged once.
+    #[serde(default)]
+    pub flagged: bool,
+}
+
+/// A chat's recent packets, in the order they were sent: what the chain rule reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatLog {
+    /// At most [`CHAT_LOG_PACKETS`], none older than the chain could reach back.
+    pub packets: Vec<ChatPacket>,
+}
+
+/// A 接龙 chain found in a chat: each packet after the first sent by the least or most lucky
+/// grabber of the one before, of about its total, within the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// Its packets, first to last.
+    pub packets: Vec<PacketId>,
+    /// Their senders, in the same order.
+    pub senders: Vec<UserId>,
+    /// The money the chain moved (the packets' totals).
+    pub total_cents: Cents,
+}
+
+impl ChatLog {
+    /// Records what is known of a packet: added when new, its handoff filled in once known.
+    /// A repeat changes nothing, so a redelivered event is harmless.
+    pub fn record(&mut self, packet: ChatPacket) {
+        match self.packets.iter_mut().find(|known| known.packet_id == packet.packet_id) {
+            Some(known) => {
+                if known.handoff.is_none() {
+                    known.handoff = packet.handoff;
+                }
+            }
+            None => {
+                self.packets.push(packet);
+                self.packets.sort_by(|a, b| (a.sent_at_ms, &a.packet_id).cmp(&(b.sent_at_ms, &b.packet_id)));
+            }
+        }
+    }
+
+    /// Forgets packets no chain can reach at `now_ms` any more (sent longer ago than a whole
+    /// chain's windows), and the oldest past [`CHAT_LOG_PACKETS`].
+    pub fn forget_old(&mut self, rules: &RiskRules, now_ms: Millis) {
+        let reach = rules.chain_window_ms.saturating_mul(Millis::from(rules.chain_links) + 1);
+        self.packets.retain(|packet| packet.sent_at_ms >= now_ms.saturating_sub(reach));
+        let excess = self.packets.len().saturating_sub(CHAT_LOG_PACKETS);
+        self.packets.drain(..excess);
+    }
+
+    /// The chains of at least `chain_links` handoffs none of whose packets is flagged yet.
+    /// Each packet's successor is the first packet after it, within the window, sent by its least
+    /// or most lucky grabber (not its own sender), of a total within the tolerance; a packet
+    /// two could continue continues the later one.
+    pub fn chains(&self, rules: &RiskRules) -> Vec<Chain> {
+        if rules.chain_links == 0 {
+            return Vec::new();
+        }
+        let packets = &self.packets;
+        let mut previous: Vec<Option<usize>> = vec![None; packets.len()];
+        for (index, packet) in packets.iter().enumerate() {
+            let Some(handoff) = &packet.handoff else { continue };
+            let next = packets.iter().enumerate().skip(index + 1).find(|(_, next)| {
+                next.sent_at_ms > packet.sent_at_ms
+                    && next.sent_at_ms - packet.sent_at_ms <= rules.chain_window_ms
+                    && next.sender != packet.sender
+                    && handoff.hands_to(&next.sender)
+                    && rules.close_totals(packet.total_cents, next.total_cents)
+            });
+            if let Some((next, _)) = next {
+                previous[next] = Some(index);
+            }
+        }
+        let mut following: Vec<Option<usize>> = vec![None; packets.len()];
+        for (index, before) in previous.iter().enumerate() {
+            if let Some(before) = before {
+                following[*before] = Some(index);
+            }
+        }
+        let mut chains = Vec::new();
+        for start in (0..packets.len()).filter(|&index| previous[index].is_none()) {
+            let mut members = vec![start];
+            while let Some(next) = following[*members.last().expect("a start")] {
+                members.push(next);
+            }
+            let links = members.len() - 1;
+            if links >= rules.chain_links as usize && members.iter().all(|&index| !packets[index].flagged) {
+                chains.push(Chain {
+                    packets: members.iter().map(|&index| packets[index].packet_id.clone()).collect(),
+                    senders: members.iter().map(|&index| packets[index].sender.clone()).collect(),
+                    total_cents: members.iter().map(|&index| packets[index].total_cents).sum(),
+                });
+            }
+        }
+        chains
+    }
+
+    /// Marks `chain`'s packets flagged.
+    pub fn mark_flagged(&mut self, chain: &Chain) {
+        for packet in &mut self.packets {
+            if chain.packets.contains(&packet.packet_id) {
+                packet.flagged = true;
+            }
+        }
+    }
+}
+
+/// Grabs one way between two users within a cycle window: the grabber took `grabs` shares of
+/// the other's packets, `cents` in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flow {
+    /// How many shares.
+    pub grabs: u32,
+    /// How much.
+    pub cents: Cents,
+}
+
+/// The money between two users within a cycle window, each way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairFlow {
+    /// Shares the first (in id order) took of the second's packets.
+    pub first_took: Flow,
+    /// Shares the second took of the first's packets.
+    pub second_took: Flow,
+}
+
+impl PairFlow {
+    /// Whether the two pass money back and forth: at least `cycle_min_each_way` grabs each way
+    /// and a net flow of at most `cycle_max_net_percent` of the gross.
+    pub fn is_cycle(&self, rules: &RiskRules) -> bool {
+        let (first, second) = (self.first_took, self.second_took);
+        let gross = first.cents.saturating_add(second.cents);
+        rules.cycle_min_each_way > 0
+            && first.grabs >= rules.cycle_min_each_way
+            && second.grabs >= rules.cycle_min_each_way
+            && gross > 0
+            && first.cents.abs_diff(second.cents).saturating_mul(100)
+                <= gross.saturating_mul(u64::from(rules.cycle_max_net_percent))
+    }
+}
+
+/// Whether a user who grabbed in `chats` distinct chats this business day just went past the
+/// limit: true once, at the first chat over it.
+pub fn over_chat_limit(chats: u32, rules: &RiskRules) -> bool {
+    rules.chats_per_day > 0 && chats == rules.chats_per_day + 1
+}
+
+/// Which rule raised a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagRule {
+    /// A 接龙 chain in a chat.
+    Chain,
+    /// Money passed back and forth between two users.
+    Cycle,
+    /// A user grabbing in more chats in a day than the limit.
+    Chats,
+}
+
+impl FlagRule {
+    /// `chain`, `cycle` or `chats`, as ids, items and answers spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlagRule::Chain => "chain",
+            FlagRule::Cycle => "cycle",
+            FlagRule::Chats => "chats",
+        }
+    }
+}
+
+/// Where a flag stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagStatus {
+    /// Waiting for an operator.
+    Open,
+    /// An operator found the pattern real.
+    Confirmed,
+    /// An operator found it harmless.
+    Dismissed,
+}
+
+impl FlagStatus {
+    /// The status's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlagStatus::Open => "open",
+            FlagStatus::Confirmed => "confirmed",
+            FlagStatus::Dismissed => "dismissed",
+        }
+    }
+}
+
+/// A pattern a rule found: raised once (its id comes from what it found), listed and resolved
+/// by operators, published as `RiskFlagged`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RiskFlag {
+    /// `<rule>-<16 hex>`, from the rule and what it found: the same finding is the same flag.
+    pub flag_id: String,
+    /// The rule.
+    pub rule: FlagRule,
+    /// The users it names (a chain's senders, a cycle's two, the one grabbing everywhere).
+    pub users: Vec<UserId>,
+    /// The chat, for a chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<ChatId>,
+    /// The packets it rests on (a chain's; the packet that tipped a cycle or a chat count).
+    pub packets: Vec<PacketId>,
+    /// The money it concerns.
+    pub amount_cents: Cents,
+    /// What was found, for the operator.
+    pub detail: String,
+    /// When it was raised (RFC 3339).
+    pub raised_at: String,
+    /// Open until an operator resolves it.
+    pub status: FlagStatus,
+    /// The hold it placed on the users it names, if the stack places one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldScope>,
+    /// Who resolved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_by: Option<String>,
+    /// When.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a rule found: whom, where, on the strength of which packets, how much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The users it names.
+    pub users: Vec<UserId>,
+    /// The chat, for a chat's rule.
+    pub chat_id: Option<ChatId>,
+    /// The packets it rests on.
+    pub packets: Vec<PacketId>,
+    /// The money it concerns.
+    pub amount_cents: Cents,
+    /// What was found, for the operator.
+    pub detail: String,
+}
+
+impl RiskFlag {
+    /// The open flag of `rule` for `finding`, raised at `raised_at`; its id comes from `rule`
+    /// and `id_parts` (what identifies the finding: a chain's chat and first packet, say).
+    pub fn raised(rule: FlagRule, id_parts: &[&str], finding: Finding, raised_at: String) -> Self {
+        let Finding { users, chat_id, packets, amount_cents, detail } = finding;
+        RiskFlag {
+            flag_id: flag_id(rule, id_parts),
+            rule,
+            users,
+            chat_id,
+            packets,
+            amount_cents,
+            detail,
+            raised_at,
+            status: FlagStatus::Open,
+            hold: None,
+            resolved_by: None,
+            resolved_at: None,
+            note: None,
+        }
+    }
+}
+
+/// `<rule>-<first 16 hex of SHA-256 of the parts>`: a flag's id from what it found.
+pub fn flag_id(rule: FlagRule, parts: &[&str]) -> String {
+    let digest = Sha256::digest(parts.join("\n").as_bytes());
+    format!("{}-{}", rule.as_str(), &hex::encode(digest)[..16])
+}
+
+/// An operator's word on a flag (`{"resolve_flag": {…}}` to the operators' entry point, which
+/// sets `operator` to the signed caller).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagResolution {
+    /// The flag.
+    pub flag_id: String,
+    /// `confirmed` or `dismissed`.
+    pub outcome: FlagStatus,
+    /// Who resolves it (the signed caller).
+    #[serde(default)]
+    pub operator: String,
+    /// Why (1..=500 characters).
+    pub note: String,
+}
+
+impl FlagResolution {
+    /// Refuses an outcome that is not one, and a missing operator or note.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.outcome == FlagStatus::Open {
+            return Err(Invalid::field("outcome", "outcome must be \"confirmed\" or \"dismissed\""));
+        }
+        if self.flag_id.is_empty() || self.flag_id.len() > 64 {
+            return Err(Invalid::field("flag_id", "flag_id must be a flag's id"));
+        }
+        if !operator_ok(&self.operator) {
+            return Err(Invalid::field("operator", "operator must name the operator resolving it"));
+        }
+        if !(1..=500).contains(&self.note.chars().count()) {
+            return Err(Invalid::field("note", "note must be 1 to 500 characters"));
+        }
+        Ok(())
+    }
+
+    /// The audit trail's entry of this resolution at `at` (RFC 3339).
+    pub fn entry(&self, at: String) -> AuditEntry {
+        AuditEntry {
+            at,
+            action: AuditAction::FlagResolved,
+            subject: self.flag_id.clone(),
+            actor: self.operator.clone(),
+            reason: format!("{}: {}", self.outcome.as_str(), self.note),
+        }
+    }
+}
+
+/// Which flags to list (`{"flags": {"status": "open"}}`; every one when absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListFlags {
+    /// Only flags of this status.
+    #[serde(default)]
+    pub status: Option<FlagStatus>,
+}
+
+/// What resolving a flag did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlagResolved {
+    /// The flag as it stands now (`None`: no such flag).
+    pub flag: Option<RiskFlag>,
+    /// False when it was resolved before (nothing written).
+    pub changed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str) -> UserId {
+        UserId::from_claim(name).unwrap()
+    }
+
+    fn id(n: u8) -> PacketId {
+        PacketId::parse(&format!("{n:032x}")).unwrap()
+    }
+
+    fn sent(n: u8, sender: &str, total_cents: Cents, at_ms: Millis, least: Option<&str>) -> ChatPacket {
+        ChatPacket {
+            packet_id: id(n),
+            sender: user(sender),
+            total_cents,
+            sent_at_ms: at_ms,
+            handoff: least.map(|least| Handoff { least: user(least), most: user("zed") }),
+            flagged: false,
+        }
+    }
+
+    /// A chain of `links` handoffs: each packet's least lucky grabber sends the next.
+    fn chain_log(links: u8) -> ChatLog {
+        let mut log = ChatLog::default();
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        for n in 0..=links {
+            let sender = names[usize::from(n)];
+            let least = names.get(usize::from(n) + 1).copied();
+            let finished = n < links;
+            log.record(sent(n, sender, 1000 + u64::from(n) * 10, i64::from(n) * 120_000, least.filter(|_| finished)));
+        }
+        log
+    }
+
+    #[test]
+    fn a_chain_of_k_handoffs_is_found_and_one_short_is_not() {
+        let rules = RiskRules::default();
+        assert!(chain_log(2).chains(&rules).is_empty(), "two handoffs are not a chain of three");
+        let chains = chain_log(3).chains(&rules);
+        assert_eq!(chains.len(), 1);
+        assert_eq!(chains[0].packets, (0..4).map(id).collect::<Vec<_>>());
+        assert_eq!(chains[0].total_cents, 1000 + 1010 + 1020 + 1030);
+    }
+
+    #[test]
+    fn a_chain_breaks_on_a_late_packet_a_far_total_or_another_sender() {
+        let rules = RiskRules::default();
+        let mut late = chain_log(3);
+        late.packets[3].sent_at_ms = late.packets[2].sent_at_ms + rules.chain_window_ms + 1;
+        assert!(late.chains(&rules).is_empty());
+        let mut far = chain_log(3);
+        far.packets[2].total_cents = 2000;
+        assert!(far.chains(&rules).is_empty());
+        let mut other = chain_log(3);
+        other.packets[1].sender = user("x");
+        assert!(other.chains(&rules).is_empty());
+    }
+
+    #[test]
+    fn the_order_events_arrive_in_does_not_matter_and_a_repeat_changes_nothing() {
+        let rules = RiskRules::default();
+        let whole = chain_log(3);
+        let mut reversed = ChatLog::default();
+        for packet in whole.packets.iter().rev() {
+            let mut bare = packet.clone();
+            bare.handoff = None;
+            reversed.record(bare);
+        }
+        for packet in whole.packets.iter().rev() {
+            reversed.record(packet.clone());
+            reversed.record(packet.clone());
+        }
+        assert_eq!(reversed, whole);
+        assert_eq!(reversed.chains(&rules).len(), 1);
+    }
+
+    #[test]
+    fn a_flagged_chain_is_not_found_again_and_old_packets_are_forgotten() {
+        let rules = RiskRules::default();
+        let mut log = chain_log(3);
+        let chain = log.chains(&rules).remove(0);
+        log.mark_flagged(&chain);
+        assert!(log.chains(&rules).is_empty());
+        log.forget_old(&rules, 4 * rules.chain_window_ms + 1);
+        assert_eq!(log.packets.len(), 3, "the first packet is out of any chain's reach");
+    }
+
+    #[test]
+    fn handoffs_name_the_least_and_most_lucky_earliest_on_a_tie() {
+        let (a, b, c) = (user("a"), user("b"), user("c"));
+        let handoff = Handoff::of([(&a, 5), (&b, 1), (&c, 9), (&a, 1)]).unwrap();
+        assert_eq!(handoff, Handoff { least: b.clone(), most: c });
+        assert_eq!(Handoff::of(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn a_cycle_needs_enough_grabs_each_way_and_a_small_net() {
+        let rules = RiskRules::default();
+        let flow = |grabs, cents| Flow { grabs, cents };
+        assert!(PairFlow { first_took: flow(5, 1000), second_took: flow(5, 900) }.is_cycle(&rules));
+        assert!(!PairFlow { first_took: flow(4, 1000), second_took: flow(5, 900) }.is_cycle(&rules));
+        assert!(!PairFlow { first_took: flow(5, 1000), second_took: flow(5, 500) }.is_cycle(&rules));
+        assert!(!PairFlow::default().is_cycle(&RiskRules { cycle_min_each_way: 0, ..rules }));
+    }
+
+    #[test]
+    fn the_chat_limit_flags_once_and_zero_turns_it_off() {
+        let rules = RiskRules { chats_per_day: 3, ..RiskRules::default() };
+        let flagged: Vec<u32> = (1..10).filter(|&chats| over_chat_limit(chats, &rules)).collect();
+        assert_eq!(flagged, vec![4]);
+        assert!(!over_chat_limit(1, &RiskRules { chats_per_day: 0, ..rules }));
+    }
+
+    #[test]
+    fn flag_ids_come_from_what_was_found_and_resolutions_name_what_is_wrong() {
+        assert_eq!(flag_id(FlagRule::Chain, &["c", "p"]), flag_id(FlagRule::Chain, &["c", "p"]));
+        assert_ne!(flag_id(FlagRule::Chain, &["c", "p"]), flag_id(FlagRule::Chain, &["c", "q"]));
+        assert!(flag_id(FlagRule::Cycle, &["a"]).starts_with("cycle-"));
+        let resolution = |outcome, note: &str| FlagResolution {
+            flag_id: "chain-0011223344556677".into(),
+            outcome,
+            operator: "arn:aws:sts::1:assumed-role/o/anna".into(),
+            note: note.into(),
+        };
+        assert!(resolution(FlagStatus::Dismissed, "a family's habit").validate().is_ok());
+        assert_eq!(resolution(FlagStatus::Open, "x").validate().unwrap_err().field.as_deref(), Some("outcome"));
+        assert_eq!(resolution(FlagStatus::Confirmed, "").validate().unwrap_err().field.as_deref(), Some("note"));
+    }
+}
