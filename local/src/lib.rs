@@ -1,6 +1,8 @@
 //! The local API for `make run`: the SAM template's routes served in one process, calling the
 //! same handler functions the Lambda binaries run, with a local stand-in for the JWT authorizer
-//! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 1: a run costs only the work there is).
+//! and for the settle schedule (every `SETTLE_EVERY_SECONDS`, default 1: a run costs only the work there is),
+//! and the bus's risk function fed from the table's stream (every `WATCH_EVENTS_EVERY_SECONDS`,
+//! default 1; 0 turns it off).
 
 pub mod auth;
 pub mod calls;
@@ -142,6 +144,45 @@ pub async fn settle_every(functions: Arc<Functions>, every: Duration) {
     }
 }
 
+/// The risk function beside `make run`'s API: every `every`, the ledger's new events, read from
+/// the table's stream through template.yaml's Pipe, go to its handler as the bus's rule would
+/// deliver them; each flag raised is logged. A failure is logged and the events are read again
+/// at the next tick, as Lambda's retry would.
+pub async fn watch_events(config: Config, every: Duration) -> Result<(), String> {
+    let client = DynamoLedger::client_from_env().map_err(|error| error.to_string())?;
+    let mut stream = pipe::StreamReader::enable(&client, &config.table_name).await?;
+    let watch = risk::Watch::new(DynamoLedger::new(calls::dynamodb(client, "risk"), &config), &config, SystemClock);
+    let (events_pipe, detail_types) = (pipe::Pipe::of_template(), pipe::rule_detail_types("RiskFunction"));
+    let mut pending: Vec<serde_json::Value> = Vec::new();
+    let mut ticks = tokio::time::interval(every);
+    loop {
+        ticks.tick().await;
+        match stream.read_new().await {
+            Ok(records) => pending.extend(records.iter().filter_map(|record| {
+                let (detail_type, detail) = events_pipe.publish(record)?;
+                detail_types.contains(&detail_type).then(|| pipe::bus_event(&detail_type, &detail))
+            })),
+            Err(error) => tracing::warn!(%error, "local events: the table's stream could not be read"),
+        }
+        while let Some(event) = pending.first().cloned() {
+            match risk::handle(&watch, lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()))
+                .await
+            {
+                Ok(watched) => {
+                    for flag in watched.flags {
+                        tracing::warn!(flag_id = %flag.flag_id, rule = flag.rule.as_str(), detail = %flag.detail, "local risk flag");
+                    }
+                    pending.remove(0);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "local risk function failed; the event goes again at the next tick");
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Serves on 127.0.0.1:`PORT` (default 3000) until Ctrl-C or SIGTERM.
 pub async fn serve_from_env() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_env()?;
@@ -150,6 +191,18 @@ pub async fn serve_from_env() -> Result<(), Box<dyn std::error::Error>> {
         std::env::var("SETTLE_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(1).max(1);
     let functions = Arc::new(functions(&config, LocalAuthorizer::from_env()).await?);
     tokio::spawn(settle_every(functions.clone(), Duration::from_secs(settle_every_seconds)));
+    // The risk function on the bus, unless WATCH_EVENTS_EVERY_SECONDS is 0 (a stream slows
+    // DynamoDB Local a little).
+    let watch_every: u64 =
+        std::env::var("WATCH_EVENTS_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(1);
+    if watch_every > 0 {
+        let config = config.clone();
+        tokio::spawn(async move {
+            if let Err(error) = watch_events(config, Duration::from_secs(watch_every)).await {
+                tracing::error!(%error, "local events: the risk function does not run");
+            }
+        });
+    }
     let listener = TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}", listener.local_addr()?);
     axum::serve(listener, router(functions)).with_graceful_shutdown(shutdown_signal()).await?;

@@ -1,8 +1,9 @@
 //! The ledger's events as AWS would publish them, read from DynamoDB Local: the table's stream
 //! ([`StreamReader`]) passed through the events Pipe of `template.yaml` ([`Pipe`]: its filters,
 //! its input template, its detail type), then wrapped as EventBridge delivers an event to a
-//! rule's target ([`bus_event`]). The tests of the event shapes and of the risk rules read the
-//! events this way, and `make run` feeds them to the risk function.
+//! rule's target ([`bus_event`], for the types [`rule_detail_types`] names). The tests of the
+//! event shapes and of the risk rules read the events this way, and `make run` feeds them to the
+//! risk function ([`crate::watch_events`]).
 
 use std::collections::HashMap;
 
@@ -60,6 +61,23 @@ impl Pipe {
         let detail_type = at_path(record, &self.detail_type_path)?.as_str()?.to_owned();
         Some((detail_type, transform(&self.input_template, record)))
     }
+}
+
+/// The detail types the bus's rules deliver to `function` (its `EventBridgeRule` events in
+/// template.yaml, each on the stack's bus and source `red-packets`).
+pub fn rule_detail_types(function: &str) -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
+    let text = std::fs::read_to_string(path).expect("template.yaml beside the crate");
+    let template: serde_yaml::Value = serde_yaml::from_str(&text).expect("template.yaml is YAML");
+    let events = template["Resources"][function]["Properties"]["Events"].as_mapping().cloned().unwrap_or_default();
+    let mut detail_types = Vec::new();
+    for (_, event) in events.iter().filter(|(_, event)| event["Type"].as_str() == Some("EventBridgeRule")) {
+        let pattern = &event["Properties"]["Pattern"];
+        assert_eq!(pattern["source"][0].as_str(), Some("red-packets"), "{function}'s rule reads the ledger's events");
+        let named = pattern["detail-type"].as_sequence().cloned().unwrap_or_default();
+        detail_types.extend(named.iter().filter_map(|name| name.as_str().map(str::to_owned)));
+    }
+    detail_types
 }
 
 /// EventBridge's event-pattern matching, as far as the Pipe's filters use it: nested objects,

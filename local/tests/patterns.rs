@@ -10,7 +10,7 @@ mod support;
 
 use std::collections::HashMap;
 
-use local::pipe::{bus_event, Pipe, StreamReader};
+use local::pipe::{bus_event, rule_detail_types, Pipe, StreamReader};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::patterns::{FlagRule, RiskFlag, RiskRules};
 use red_packets::domain::risk::HoldScope;
@@ -19,16 +19,6 @@ use red_packets::{Clock, Config};
 use risk::Watch;
 use serde_json::{json, Value};
 use support::stack::Stack;
-
-/// The detail types the risk function's rule on the bus lets through, from template.yaml.
-fn rule_detail_types() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
-    let template: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let events = &template["Resources"]["RiskFunction"]["Properties"]["Events"];
-    let pattern = &events["LedgerEvents"]["Properties"]["Pattern"];
-    assert_eq!(pattern["source"][0].as_str(), Some("red-packets"));
-    pattern["detail-type"].as_sequence().unwrap().iter().map(|name| name.as_str().unwrap().to_owned()).collect()
-}
 
 /// A stack with the risk function beside it, fed from the table's stream.
 struct Watched {
@@ -58,7 +48,7 @@ impl Watched {
             watch,
             stream,
             pipe: Pipe::of_template(),
-            detail_types: rule_detail_types(),
+            detail_types: rule_detail_types("RiskFunction"),
             delivered: Vec::new(),
             published_flags: Vec::new(),
         }

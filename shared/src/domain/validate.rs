@@ -256,6 +256,20 @@ mod tests {
     }
 
     #[test]
+    fn a_chat_is_kept_and_is_part_of_what_idempotency_compares() {
+        let parse = |body: &str| parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS).unwrap();
+        let in_chat = parse(r#"{"total_cents":100,"count":3,"chat_id":"family-2026:a@b.c_d"}"#);
+        assert_eq!(in_chat.terms.chat_id.as_ref().map(ChatId::as_str), Some("family-2026:a@b.c_d"));
+        let none = parse(r#"{"total_cents":100,"count":3}"#);
+        assert_eq!(none.fingerprint(), parse(r#"{"total_cents":100,"count":3,"chat_id":null}"#).fingerprint());
+        assert_ne!(none.fingerprint(), in_chat.fingerprint(), "another chat is another packet");
+        let longest = format!(r#"{{"total_cents":100,"count":3,"chat_id":"{}"}}"#, "c".repeat(ChatId::MAX_LEN));
+        assert!(parse_send_request(longest.as_bytes(), &Limits::default(), &key(), NOW_MS).is_ok());
+        let longer = format!(r#"{{"total_cents":100,"count":3,"chat_id":"{}"}}"#, "c".repeat(ChatId::MAX_LEN + 1));
+        assert!(parse_send_request(longer.as_bytes(), &Limits::default(), &key(), NOW_MS).is_err());
+    }
+
+    #[test]
     fn defaults_are_lucky_double_average_for_a_day() {
         let spec = parse_send_request(br#"{"total_cents":100,"count":3}"#, &Limits::default(), &key(), NOW_MS).unwrap();
         assert_eq!(spec.terms.kind, PacketKind::Lucky);
@@ -293,6 +307,9 @@ mod tests {
             (r#"{"total_cents":100,"count":1,"recipients":"bob"}"#, "recipients"),
             (r#"{"total_cents":100,"count":1,"passphrase":""}"#, "passphrase"),
             (r#"{"total_cents":100,"count":1,"passphrase":7}"#, "passphrase"),
+            (r#"{"total_cents":100,"count":1,"chat_id":""}"#, "chat_id"),
+            (r#"{"total_cents":100,"count":1,"chat_id":"a chat"}"#, "chat_id"),
+            (r#"{"total_cents":100,"count":1,"chat_id":7}"#, "chat_id"),
         ];
         for (body, field) in cases {
             assert_eq!(field_of(body).as_deref(), Some(field), "{body}");
