@@ -19,13 +19,6 @@ use red_packets::{Clock, Config};
 use serde_json::{json, Value};
 use support::stack::Stack;
 
-fn schema(event_type: &str) -> jsonschema::Validator {
-    let path = format!("{}/../events/schemas/{event_type}.json", env!("CARGO_MANIFEST_DIR"));
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("a schema per event type")).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
-
 #[tokio::test]
 async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_step() {
     let mut config = Config::from_env().expect("configuration");
@@ -89,7 +82,7 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
         *by_type.entry(detail_type.as_str()).or_default() += 1;
         assert_eq!(detail["type"], detail_type.as_str());
         assert!(ids.insert(detail["event_id"].as_str().unwrap().to_owned()), "event ids are distinct: {detail}");
-        let validator = schema(detail_type);
+        let validator = support::event_schema(detail_type);
         let errors: Vec<String> = validator.iter_errors(detail).map(|error| error.to_string()).collect();
         assert!(errors.is_empty(), "{detail_type} {detail}: {errors:?}");
     }

@@ -2,7 +2,8 @@
 //! handlers on Redis and DynamoDB Local; the ledger's events read from the table's stream and
 //! passed through template.yaml's events Pipe and the risk rule's pattern, as AWS would deliver
 //! them; the risk function's handler running the rules on the ledger. A synthetic 接龙 chain is
-//! flagged and an ordinary busy chat of the same size is not; every event delivered twice
+//! flagged and an ordinary busy chat of the same size is not (with the wallet on); every event
+//! delivered twice
 //! raises nothing twice; operators list and resolve the flag through their URL; a money cycle
 //! and a user grabbing in too many chats are flagged, and, when the stack says so, held.
 
@@ -14,7 +15,9 @@ use local::pipe::{bus_event, rule_detail_types, Pipe, StreamReader};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::patterns::{FlagRule, RiskFlag, RiskRules};
 use red_packets::domain::risk::HoldScope;
-use red_packets::domain::Funds;
+use red_packets::domain::wallet::TopUp;
+use red_packets::domain::{Funds, UserId};
+use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
 use risk::Watch;
 use serde_json::{json, Value};
@@ -34,11 +37,23 @@ struct Watched {
 }
 
 impl Watched {
-    async fn new(name: &str, rules: RiskRules) -> Watched {
+    /// With the wallet on (`funds`), every one of [`MEMBERS`] and the test's other users holds a
+    /// balance to send from.
+    async fn new(name: &str, rules: RiskRules, funds: Funds) -> Watched {
         let mut config = Config::from_env().expect("configuration");
-        config.funds = Funds::None;
+        config.funds = funds;
         config.risk_rules = rules;
         let stack = Stack::with_config(name, config).await;
+        if funds == Funds::Wallet {
+            for member in MEMBERS {
+                let topup = TopUp {
+                    user: UserId::from_claim(member).unwrap(),
+                    amount_cents: 100_000,
+                    reference: format!("pay-{member}"),
+                };
+                assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap().applied);
+            }
+        }
         let dynamodb = DynamoLedger::client_from_env().unwrap();
         let stream = StreamReader::enable(&dynamodb, &stack.config.table_name).await.expect("the table's stream");
         let ledger = DynamoLedger::new(local::calls::dynamodb(dynamodb, "risk"), &stack.config);
@@ -62,6 +77,9 @@ impl Watched {
         for record in self.stream.read_new().await.expect("the stream") {
             let Some((detail_type, detail)) = self.pipe.publish(&record) else { continue };
             if detail_type == "RiskFlagged" {
+                let errors: Vec<String> =
+                    support::event_schema("RiskFlagged").iter_errors(&detail).map(|error| error.to_string()).collect();
+                assert!(errors.is_empty(), "{detail}: {errors:?}");
                 self.published_flags.push(detail.clone());
             }
             if !self.detail_types.contains(&detail_type) {
@@ -133,7 +151,8 @@ async fn play(watched: &mut Watched, chat: &str, next: fn(&(String, String, Stri
 
 #[tokio::test]
 async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
-    let mut watched = Watched::new("jielong", RiskRules::default()).await;
+    // With the wallet on: a finished packet's grabs are its grabbers' credits, read in a batch.
+    let mut watched = Watched::new("jielong", RiskRules::default(), Funds::Wallet).await;
     // The same members, amounts and pace: in the busy chat whoever sends next grabbed neither
     // least nor most of the packet before.
     let busy = play(&mut watched, "busy-chat", |(_, _, neither)| neither.clone()).await;
@@ -190,7 +209,7 @@ async fn a_money_cycle_and_a_user_in_too_many_chats_are_flagged_and_held() {
         hold_on_flag: Some(HoldScope::Grab),
         ..RiskRules::default()
     };
-    let mut watched = Watched::new("cycles", rules).await;
+    let mut watched = Watched::new("cycles", rules, Funds::None).await;
     // alice and bob pass 1.00 back and forth three times each; carol grabs from alice as often
     // but never gives back.
     for _ in 0..3 {

@@ -399,7 +399,9 @@ pub trait Flags: Send + Sync {
 }
 
 /// The pattern rules' state and the flags they raise ([`crate::domain::patterns`]). Each
-/// counting write is conditioned on what it counts, so a redelivered event counts nothing twice.
+/// counting write is conditioned on what it counts, so a redelivered event counts nothing twice,
+/// and answers the count as it stands either way, so a delivery that failed after counting
+/// finds what it had found when it is delivered again.
 pub trait RiskLedger: Send + Sync {
     /// The packet as sent (its own item only; no grabs), if it is in the ledger.
     fn sent_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<Packet>, StoreError>> + Send;
@@ -417,20 +419,20 @@ pub trait RiskLedger: Send + Sync {
         keep_until_ms: Millis,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Counts `chat` among the chats `user` grabbed in on business day `day`: the count with
-    /// it when it is new that day, `None` when it was counted before (or the count is past
-    /// `limit + 1`, where nothing more is to be found).
+    /// Counts `chat` among the chats `user` grabbed in on business day `day`, once: the user's
+    /// count of that day with it, whether this call or an earlier one counted it. Counting stops
+    /// past `limit + 1`, where nothing more is to be found.
     fn count_chat(
         &self,
         user: &UserId,
         day: &str,
         chat: &ChatId,
         limit: u32,
-    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<u32, StoreError>> + Send;
 
     /// Counts `grabber`'s grab of `amount_cents` from `sender`'s packet `packet` in cycle
-    /// window `window` (kept until `keep_until_ms`): the pair's flow with it, `None` when it was
-    /// counted before.
+    /// window `window` (kept until `keep_until_ms`), once: the pair's flow with it, whether this
+    /// call or an earlier one counted it.
     fn count_flow(
         &self,
         window: u64,
@@ -439,7 +441,7 @@ pub trait RiskLedger: Send + Sync {
         grabber: &UserId,
         amount_cents: Cents,
         keep_until_ms: Millis,
-    ) -> impl Future<Output = Result<Option<PairFlow>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<PairFlow, StoreError>> + Send;
 
     /// The flag of `flag_id`, if raised.
     fn flag(&self, flag_id: &str) -> impl Future<Output = Result<Option<RiskFlag>, StoreError>> + Send;

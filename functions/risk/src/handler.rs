@@ -56,6 +56,8 @@ struct BusEvent {
 /// The ledger event (events/schemas/), as far as the rules read it.
 #[derive(Debug, Deserialize)]
 struct Detail {
+    #[serde(default)]
+    event_id: String,
     packet_id: String,
     user: String,
     /// A decimal string: DynamoDB Streams carry numbers as strings.
@@ -73,7 +75,9 @@ pub async fn handle<L: Ledger + RiskLedger + Holds, C: Clock>(
     let Some(observed) = observed(&bus_event)? else {
         return Ok(Watched { event: "ignored".into(), flags: Vec::new() });
     };
-    let flags = watch.observe(&observed).await?;
+    let flags = watch.observe(&observed).await.inspect_err(|error| {
+        tracing::warn!(event_id = %bus_event.detail.event_id, %error, "the risk rules failed on an event; Lambda delivers it again");
+    })?;
     Ok(Watched { event: bus_event.detail_type, flags })
 }
 

@@ -11,7 +11,7 @@ use red_packets::clock::{rfc3339, Clock, Millis};
 use red_packets::domain::patterns::{
     over_chat_limit, Chain, ChatPacket, Finding, FlagRule, Handoff, PairFlow, RiskFlag, RiskRules,
 };
-use red_packets::domain::risk::HoldRequest;
+use red_packets::domain::risk::{HoldRequest, HoldScope};
 use red_packets::domain::{BusinessDay, Cents, ChatId, Packet, PacketId, UserId};
 use red_packets::ports::{Holds, Ledger, RiskLedger, StoreError};
 use red_packets::Config;
@@ -146,8 +146,8 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
         Err(WatchError::Contended(chat.clone()))
     }
 
-    /// Counts the chat among those `grabber` grabbed in that business day; flags the first past
-    /// the limit.
+    /// Counts the chat among those `grabber` grabbed in that business day; flags a user past
+    /// the limit, once a day (a delivery again after a failure finds the count as it was).
     async fn chats_step(
         &self,
         packet: &Packet,
@@ -160,7 +160,7 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             return Ok(None);
         }
         let day = self.business_day.day_of(grabbed_at_ms);
-        let Some(chats) = self.ledger.count_chat(grabber, &day, chat, limit).await? else { return Ok(None) };
+        let chats = self.ledger.count_chat(grabber, &day, chat, limit).await?;
         if !over_chat_limit(chats, &self.rules) {
             return Ok(None);
         }
@@ -175,7 +175,7 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
     }
 
     /// Counts the grab in the flow between the grabber and the sender; flags a cycle once per
-    /// pair and window.
+    /// pair and window (a delivery again after a failure finds the flow as it was).
     async fn cycle_step(
         &self,
         packet: &Packet,
@@ -190,7 +190,9 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
         let keep_until = self.clock.now_ms().max(grabbed_at_ms) + 2 * self.rules.cycle_window_ms + 86_400_000;
         let flow =
             self.ledger.count_flow(window, &packet.id, &packet.sender, grabber, amount_cents, keep_until).await?;
-        let Some(flow) = flow.filter(|flow| flow.is_cycle(&self.rules)) else { return Ok(None) };
+        if !flow.is_cycle(&self.rules) {
+            return Ok(None);
+        }
         let (first, second) =
             if grabber <= &packet.sender { (grabber, &packet.sender) } else { (&packet.sender, grabber) };
         let PairFlow { first_took, second_took } = flow;
@@ -209,8 +211,9 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
     }
 
     /// Raises `flag` unless it was raised before: first the holds the stack places on a flag's
-    /// users (each a repeat when already in force), then the flag, so a flag is never there
-    /// without its holds. Returns it when new.
+    /// users, then the flag, so a flag is never there without its holds, and a delivery again
+    /// after a failure between the two places the rest. A user held already from as much or
+    /// more keeps the hold an operator placed. Returns the flag when new.
     async fn raise(&self, mut flag: RiskFlag) -> Result<Option<RiskFlag>, StoreError> {
         if self.ledger.flag(&flag.flag_id).await?.is_some() {
             return Ok(None);
@@ -218,7 +221,10 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
         if let Some(scope) = self.rules.hold_on_flag {
             let reason: String =
                 format!("flag {}: {}", flag.flag_id, flag.detail).chars().take(HOLD_REASON_CHARS).collect();
-            for user in &flag.users {
+            let held: HashMap<UserId, HoldScope> =
+                self.ledger.holds().await?.into_iter().map(|hold| (hold.user, hold.scope)).collect();
+            let covered = |user: &UserId| held.get(user).is_some_and(|held| *held == scope || *held == HoldScope::All);
+            for user in flag.users.iter().filter(|user| !covered(user)) {
                 let hold = HoldRequest {
                     user: user.clone(),
                     scope,
@@ -276,4 +282,74 @@ fn chain_flag(chat: &ChatId, chain: &Chain, rules: &RiskRules, raised_at: String
         ),
     };
     RiskFlag::raised(FlagRule::Chain, &[chat.as_str(), first], finding, raised_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use red_packets::adapters::memory::MemoryLedger;
+    use red_packets::clock::ManualClock;
+    use red_packets::domain::patterns::FlagRule;
+    use red_packets::domain::{PacketKind, PacketSpec, PacketTerms, Seed};
+    use red_packets::ports::RiskLedger;
+
+    fn user(name: &str) -> UserId {
+        UserId::from_claim(name).unwrap()
+    }
+
+    fn watch(rules: RiskRules) -> (Watch<MemoryLedger, ManualClock>, MemoryLedger) {
+        let mut config = Config::from_lookup(|name| (name == "FUNDS").then(|| "none".to_owned())).unwrap();
+        config.risk_rules = rules;
+        let ledger = MemoryLedger::new(&config);
+        (Watch::new(ledger.clone(), &config, ManualClock::starting_now()), ledger)
+    }
+
+    /// A packet of one share from `sender` recorded in `ledger`, and its grab by `grabber`.
+    async fn exchange(ledger: &MemoryLedger, sender: &str, grabber: &str) -> Observed {
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 100, 1), 3_600);
+        let packet = Packet::new(PacketId::random(), user(sender), &spec, Seed::random(), 1_000);
+        ledger.record_packet(&packet, None).await.unwrap();
+        Observed::GrabRecorded { packet_id: packet.id, grabber: user(grabber), amount_cents: 100, grabbed_at_ms: 2_000 }
+    }
+
+    fn cycles(hold_on_flag: Option<HoldScope>) -> RiskRules {
+        RiskRules { cycle_min_each_way: 1, hold_on_flag, ..RiskRules::default() }
+    }
+
+    /// A delivery that counted the grab closing a cycle and then failed before the flag (the
+    /// count's write landed, the flag's did not) raises the flag when Lambda delivers it again.
+    #[tokio::test]
+    async fn a_delivery_again_after_a_failure_between_count_and_flag_raises_the_flag() {
+        let (watch, ledger) = watch(cycles(None));
+        let to_bob = exchange(&ledger, "alice", "bob").await;
+        assert!(watch.observe(&to_bob).await.unwrap().is_empty(), "one way is no cycle");
+        let to_alice = exchange(&ledger, "bob", "alice").await;
+        let Observed::GrabRecorded { packet_id, .. } = &to_alice else { unreachable!() };
+        ledger.count_flow(0, packet_id, &user("bob"), &user("alice"), 100, 0).await.unwrap();
+        let flags = watch.observe(&to_alice).await.unwrap();
+        assert_eq!(flags.iter().map(|flag| flag.rule).collect::<Vec<_>>(), [FlagRule::Cycle]);
+        assert!(watch.observe(&to_alice).await.unwrap().is_empty(), "and once only");
+    }
+
+    /// A flag's hold goes on the users it names, but one an operator held from everything keeps
+    /// that hold.
+    #[tokio::test]
+    async fn a_flags_hold_never_narrows_an_operators_hold() {
+        let (watch, ledger) = watch(cycles(Some(HoldScope::Grab)));
+        let everything =
+            HoldRequest { user: user("alice"), scope: HoldScope::All, operator: "anna".into(), reason: "fraud".into() };
+        ledger.place_hold(&everything, 0).await.unwrap();
+        watch.observe(&exchange(&ledger, "alice", "bob").await).await.unwrap();
+        let flags = watch.observe(&exchange(&ledger, "bob", "alice").await).await.unwrap();
+        assert_eq!(flags[0].hold, Some(HoldScope::Grab));
+        let holds: HashMap<String, (HoldScope, String)> = ledger
+            .holds()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|hold| (hold.user.to_string(), (hold.scope, hold.operator)))
+            .collect();
+        assert_eq!(holds["alice"], (HoldScope::All, "anna".to_owned()));
+        assert_eq!(holds["bob"], (HoldScope::Grab, "risk:cycle".to_owned()));
+    }
 }

@@ -14,6 +14,14 @@ use local::Functions;
 use red_packets::{events, Config};
 use serde_json::{json, Value};
 
+/// The JSON Schema of ledger events of `event_type` (`events/schemas/<type>.json`).
+pub fn event_schema(event_type: &str) -> jsonschema::Validator {
+    let path = format!("{}/../events/schemas/{event_type}.json", env!("CARGO_MANIFEST_DIR"));
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("a schema per event type")).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
 const SEND_EVENT: &str = include_str!("../../../events/send.json");
 const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 

@@ -263,10 +263,10 @@ impl PairFlow {
     }
 }
 
-/// Whether a user who grabbed in `chats` distinct chats this business day just went past the
-/// limit: true once, at the first chat over it.
+/// Whether a user who grabbed in `chats` distinct chats this business day is past the limit
+/// (the flag's id, from the user and the day, makes it one flag a day).
 pub fn over_chat_limit(chats: u32, rules: &RiskRules) -> bool {
-    rules.chats_per_day > 0 && chats == rules.chats_per_day + 1
+    rules.chats_per_day > 0 && chats > rules.chats_per_day
 }
 
 /// Which rule raised a flag.
@@ -568,10 +568,10 @@ mod tests {
     }
 
     #[test]
-    fn the_chat_limit_flags_once_and_zero_turns_it_off() {
+    fn the_chat_limit_is_passed_by_the_first_chat_over_it_and_zero_turns_it_off() {
         let rules = RiskRules { chats_per_day: 3, ..RiskRules::default() };
-        let flagged: Vec<u32> = (1..10).filter(|&chats| over_chat_limit(chats, &rules)).collect();
-        assert_eq!(flagged, vec![4]);
+        let flagged: Vec<u32> = (1..6).filter(|&chats| over_chat_limit(chats, &rules)).collect();
+        assert_eq!(flagged, vec![4, 5]);
         assert!(!over_chat_limit(1, &RiskRules { chats_per_day: 0, ..rules }));
     }
 

@@ -6,8 +6,10 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -30,6 +32,22 @@ fn n(number: impl ToString) -> AttributeValue {
 
 fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
     item.get(name).and_then(|value| value.as_n().ok()).and_then(|text| text.parse().ok()).unwrap_or(0)
+}
+
+/// The item a counting update leaves: the one it wrote, or, when its condition found the count
+/// taken already, the one that stood.
+fn counted(
+    updated: Result<UpdateItemOutput, SdkError<UpdateItemError, HttpResponse>>,
+) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    match updated {
+        Ok(output) => Ok(output.attributes.unwrap_or_default()),
+        Err(error) => match error.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                Ok(failed.item.clone().unwrap_or_default())
+            }
+            _ => Err(unavailable(error)),
+        },
+    }
 }
 
 /// How long a user's chat count is kept past the start of its day.
@@ -70,7 +88,7 @@ impl RiskLedger for DynamoLedger {
         }
     }
 
-    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<Option<u32>, StoreError> {
+    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<u32, StoreError> {
         let keep_until = crate::clock::parse_rfc3339(&format!("{day}T00:00:00Z")).unwrap_or(0) + COUNTS_KEPT_MS;
         let updated = self
             .client()?
@@ -86,17 +104,11 @@ impl RiskLedger for DynamoLedger {
             .expression_attribute_values(":limit", n(limit))
             .expression_attribute_values(":keep", n(keep_until / 1000))
             .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match updated {
-            Ok(output) => Ok(Some(number(output.attributes().unwrap_or(&HashMap::new()), "chats") as u32)),
-            Err(error)
-                if matches!(error.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(unavailable(error)),
-        }
+        let item = counted(updated)?;
+        Ok(number(&item, "chats") as u32)
     }
 
     async fn count_flow(
@@ -107,7 +119,7 @@ impl RiskLedger for DynamoLedger {
         grabber: &UserId,
         amount_cents: Cents,
         keep_until_ms: Millis,
-    ) -> Result<Option<PairFlow>, StoreError> {
+    ) -> Result<PairFlow, StoreError> {
         let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
         let took = if grabber == first { "first" } else { "second" };
         let grab = format!("{packet}:{grabber}");
@@ -127,24 +139,15 @@ impl RiskLedger for DynamoLedger {
             .expression_attribute_values(":name", s(&grab))
             .expression_attribute_values(":keep", n(keep_until_ms / 1000))
             .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match updated {
-            Ok(output) => {
-                let item = output.attributes().cloned().unwrap_or_default();
-                let flow = |side: &str| Flow {
-                    grabs: number(&item, &format!("{side}_grabs")) as u32,
-                    cents: number(&item, &format!("{side}_cents")),
-                };
-                Ok(Some(PairFlow { first_took: flow("first"), second_took: flow("second") }))
-            }
-            Err(error)
-                if matches!(error.as_service_error(), Some(UpdateItemError::ConditionalCheckFailedException(_))) =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(unavailable(error)),
-        }
+        let item = counted(updated)?;
+        let flow = |side: &str| Flow {
+            grabs: number(&item, &format!("{side}_grabs")) as u32,
+            cents: number(&item, &format!("{side}_cents")),
+        };
+        Ok(PairFlow { first_took: flow("first"), second_took: flow("second") })
     }
 
     async fn flag(&self, flag_id: &str) -> Result<Option<RiskFlag>, StoreError> {

@@ -614,14 +614,13 @@ impl RiskLedger for MemoryLedger {
         Ok(true)
     }
 
-    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<Option<u32>, StoreError> {
+    async fn count_chat(&self, user: &UserId, day: &str, chat: &ChatId, limit: u32) -> Result<u32, StoreError> {
         let mut state = self.state()?;
         let chats = state.chats_of_day.entry((day.to_owned(), user.clone())).or_default();
-        if chats.contains(chat) || chats.len() > limit as usize {
-            return Ok(None);
+        if chats.len() <= limit as usize {
+            chats.insert(chat.clone());
         }
-        chats.insert(chat.clone());
-        Ok(Some(chats.len() as u32))
+        Ok(chats.len() as u32)
     }
 
     async fn count_flow(
@@ -632,17 +631,16 @@ impl RiskLedger for MemoryLedger {
         grabber: &UserId,
         amount_cents: Cents,
         _: Millis,
-    ) -> Result<Option<PairFlow>, StoreError> {
+    ) -> Result<PairFlow, StoreError> {
         let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
         let mut state = self.state()?;
         let (flow, seen) = state.flows.entry((first.clone(), second.clone(), window)).or_default();
-        if !seen.insert(format!("{packet}:{grabber}")) {
-            return Ok(None);
+        if seen.insert(format!("{packet}:{grabber}")) {
+            let took = if grabber == first { &mut flow.first_took } else { &mut flow.second_took };
+            took.grabs += 1;
+            took.cents += amount_cents;
         }
-        let took = if grabber == first { &mut flow.first_took } else { &mut flow.second_took };
-        took.grabs += 1;
-        took.cents += amount_cents;
-        Ok(Some(*flow))
+        Ok(*flow)
     }
 
     async fn flag(&self, flag_id: &str) -> Result<Option<RiskFlag>, StoreError> {
