@@ -103,7 +103,7 @@ bench:
 bench-campaign:
 	BENCH_CAMPAIGN_ONLY=1 scripts/bench.sh
 
-## make bench-controls: the risk controls off and on (the grab rate, 1,000 holds in force): the grab handler's Redis CPU and latency at concurrency 1 and 256: bench/results/controls.json, BENCHMARKS.md
+## make bench-controls: the risk controls off and on (the grab rate, 1,000 holds in force): the grab handler's Redis CPU and latency at concurrency 1 and 256; pattern detection's cost per event and false flags on ordinary chats (BENCH_PATTERNS_ONLY=1 alone): bench/results/controls.json, BENCHMARKS.md
 bench-controls:
 	BENCH_CONTROLS_ONLY=1 scripts/bench.sh
 

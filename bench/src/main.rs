@@ -19,6 +19,7 @@ mod grab_path;
 mod harness;
 mod hot_key;
 mod hot_packet;
+mod patterns;
 mod redis_benchmark;
 mod report;
 mod seeds;
@@ -129,11 +130,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&campaign)?);
         return Ok(());
     }
+    if std::env::var_os("BENCH_PATTERNS_ONLY").is_some() {
+        // The pattern rules' figures alone, into bench/results/controls.json beside the grab path's.
+        step("pattern detection: ordinary chats' events through the risk function");
+        let path = results_dir.join("controls.json");
+        let mut measured: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        measured["patterns"] = serde_json::to_value(patterns::measure(&config).await)?;
+        std::fs::write(&path, serde_json::to_string_pretty(&measured)?)?;
+        bench::render::write(&workspace)?;
+        println!("{}", serde_json::to_string_pretty(&measured["patterns"])?);
+        return Ok(());
+    }
     if std::env::var_os("BENCH_CONTROLS_ONLY").is_some() {
-        // `make bench-controls`: what the risk controls cost a grab, into bench/results/controls.json.
+        // `make bench-controls`: what the risk controls cost a grab, and what pattern detection
+        // costs the events it reads, into bench/results/controls.json.
         step("the risk controls off and on: the grab handler at concurrency 1 and 256, 5 rounds each");
         let runs = controls::compare(&config, &ledger).await;
-        let measured = serde_json::json!({ "machine": report::Machine::detect(), "runs": runs });
+        step("pattern detection: ordinary chats' events through the risk function");
+        let patterns = patterns::measure(&config).await;
+        let measured = serde_json::json!({ "machine": report::Machine::detect(), "runs": runs, "patterns": patterns });
         std::fs::create_dir_all(&results_dir)?;
         std::fs::write(results_dir.join("controls.json"), serde_json::to_string_pretty(&measured)?)?;
         bench::render::write(&workspace)?;

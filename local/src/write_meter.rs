@@ -47,6 +47,12 @@ impl WriteUnitMeter {
         units.iter().filter(|((partition, _), _)| partition == key).map(|(_, units)| units).sum()
     }
 
+    /// Every unit sent, to any key.
+    pub fn grand_total(&self) -> u64 {
+        let units = self.units.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        units.values().sum()
+    }
+
     fn add(&self, key: &str, units: u64) {
         let second = SystemTime::now().duration_since(UNIX_EPOCH).map(|now| now.as_secs()).unwrap_or_default();
         let mut counted = self.units.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

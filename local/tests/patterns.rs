@@ -152,7 +152,8 @@ async fn play(watched: &mut Watched, chat: &str, next: fn(&(String, String, Stri
 #[tokio::test]
 async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
     // With the wallet on: a finished packet's grabs are its grabbers' credits, read in a batch.
-    let mut watched = Watched::new("jielong", RiskRules::default(), Funds::Wallet).await;
+    let rules = RiskRules { chain_links: 3, ..RiskRules::default() };
+    let mut watched = Watched::new("jielong", rules, Funds::Wallet).await;
     // The same members, amounts and pace: in the busy chat whoever sends next grabbed neither
     // least nor most of the packet before.
     let busy = play(&mut watched, "busy-chat", |(_, _, neither)| neither.clone()).await;

@@ -78,7 +78,7 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             Observed::PacketFinished { packet_id } => {
                 let Some((packet, chat)) = self.chat_packet(packet_id).await? else { return Ok(Vec::new()) };
                 let Some(recorded) = self.ledger.ledger_packet(packet_id).await? else { return Ok(Vec::new()) };
-                let handoff = Handoff::of(recorded.grabs.iter().map(|grab| (&grab.user, grab.amount_cents)));
+                let handoff = Handoff::of(&recorded.grabs);
                 self.chain_step(&chat, entry(&packet, handoff)).await
             }
             Observed::GrabRecorded { packet_id, grabber, amount_cents, grabbed_at_ms } => {
@@ -213,7 +213,8 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
     /// Raises `flag` unless it was raised before: first the holds the stack places on a flag's
     /// users, then the flag, so a flag is never there without its holds, and a delivery again
     /// after a failure between the two places the rest. A user held already from as much or
-    /// more keeps the hold an operator placed. Returns the flag when new.
+    /// more keeps the hold an operator placed; one held from the other action is held from
+    /// both. Returns the flag when new.
     async fn raise(&self, mut flag: RiskFlag) -> Result<Option<RiskFlag>, StoreError> {
         if self.ledger.flag(&flag.flag_id).await?.is_some() {
             return Ok(None);
@@ -223,11 +224,16 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
                 format!("flag {}: {}", flag.flag_id, flag.detail).chars().take(HOLD_REASON_CHARS).collect();
             let held: HashMap<UserId, HoldScope> =
                 self.ledger.holds().await?.into_iter().map(|hold| (hold.user, hold.scope)).collect();
-            let covered = |user: &UserId| held.get(user).is_some_and(|held| *held == scope || *held == HoldScope::All);
-            for user in flag.users.iter().filter(|user| !covered(user)) {
+            for user in &flag.users {
+                // A hold in force stays at least as wide: send and grab together are all.
+                let widened = match held.get(user) {
+                    Some(held) if *held == scope || *held == HoldScope::All => continue,
+                    Some(_) => HoldScope::All,
+                    None => scope,
+                };
                 let hold = HoldRequest {
                     user: user.clone(),
-                    scope,
+                    scope: widened,
                     operator: format!("risk:{}", flag.rule.as_str()),
                     reason: reason.clone(),
                 };
@@ -332,13 +338,18 @@ mod tests {
     }
 
     /// A flag's hold goes on the users it names, but one an operator held from everything keeps
-    /// that hold.
+    /// that hold, and one held from sending is held from both.
     #[tokio::test]
     async fn a_flags_hold_never_narrows_an_operators_hold() {
         let (watch, ledger) = watch(cycles(Some(HoldScope::Grab)));
         let everything =
             HoldRequest { user: user("alice"), scope: HoldScope::All, operator: "anna".into(), reason: "fraud".into() };
         ledger.place_hold(&everything, 0).await.unwrap();
+        let sending =
+            HoldRequest { user: user("carol"), scope: HoldScope::Send, operator: "anna".into(), reason: "spam".into() };
+        ledger.place_hold(&sending, 0).await.unwrap();
+        watch.observe(&exchange(&ledger, "carol", "alice").await).await.unwrap();
+        watch.observe(&exchange(&ledger, "alice", "carol").await).await.unwrap();
         watch.observe(&exchange(&ledger, "alice", "bob").await).await.unwrap();
         let flags = watch.observe(&exchange(&ledger, "bob", "alice").await).await.unwrap();
         assert_eq!(flags[0].hold, Some(HoldScope::Grab));
@@ -351,5 +362,6 @@ mod tests {
             .collect();
         assert_eq!(holds["alice"], (HoldScope::All, "anna".to_owned()));
         assert_eq!(holds["bob"], (HoldScope::Grab, "risk:cycle".to_owned()));
+        assert_eq!(holds["carol"], (HoldScope::All, "risk:cycle".to_owned()), "sending and grabbing");
     }
 }

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::adjustment::operator_ok;
 use super::audit::{AuditAction, AuditEntry};
+use super::grab::LoggedGrab;
 use super::ids::{ChatId, PacketId, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
@@ -47,7 +48,7 @@ impl Default for RiskRules {
     /// The template's defaults.
     fn default() -> Self {
         RiskRules {
-            chain_links: 3,
+            chain_links: 5,
             chain_window_ms: 600_000,
             chain_tolerance_percent: 20,
             cycle_window_ms: 3_600_000,
@@ -78,34 +79,40 @@ impl RiskRules {
 }
 
 /// Who grabbed least and most of a packet every share of which was taken (the earliest grab
-/// on a tie): in 接龙 one of them sends the next packet.
+/// on a tie), and when its last share went: in 接龙 one of the two sends the next packet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     /// The smallest share's grabber.
     pub least: UserId,
     /// The largest share's grabber.
     pub most: UserId,
+    /// The last grab's time: the game's next packet is the chat's first one after it.
+    pub finished_at_ms: Millis,
 }
 
 impl Handoff {
-    /// The handoff of a packet's grabs `(user, amount)` in grab order; `None` without grabs.
-    pub fn of<'a>(grabs: impl IntoIterator<Item = (&'a UserId, Cents)>) -> Option<Self> {
-        let mut least: Option<(&UserId, Cents)> = None;
-        let mut most: Option<(&UserId, Cents)> = None;
-        for (user, amount) in grabs {
-            if least.is_none_or(|(_, smallest)| amount < smallest) {
-                least = Some((user, amount));
-            }
-            if most.is_none_or(|(_, largest)| amount > largest) {
-                most = Some((user, amount));
-            }
-        }
-        Some(Handoff { least: least?.0.clone(), most: most?.0.clone() })
+    /// The handoff of a packet's grabs; `None` without grabs.
+    pub fn of(grabs: &[LoggedGrab]) -> Option<Self> {
+        let mut ordered: Vec<&LoggedGrab> = grabs.iter().collect();
+        ordered.sort_by_key(|grab| grab.seq);
+        let least = ordered.iter().min_by_key(|grab| grab.amount_cents)?;
+        let largest = ordered.iter().map(|grab| grab.amount_cents).max()?;
+        let most = ordered.iter().find(|grab| grab.amount_cents == largest)?;
+        Some(Handoff {
+            least: least.user.clone(),
+            most: most.user.clone(),
+            finished_at_ms: ordered.iter().map(|grab| grab.at_ms).max()?,
+        })
     }
+}
 
-    fn hands_to(&self, user: &UserId) -> bool {
-        self.least == *user || self.most == *user
-    }
+/// Which grabber sends the next packet of a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The least lucky (接龙's usual rule).
+    Least,
+    /// The most lucky.
+    Most,
 }
 
 /// A packet of a chat as the chain rule keeps it.
@@ -172,25 +179,49 @@ impl ChatLog {
         self.packets.drain(..excess);
     }
 
-    /// The chains of at least `chain_links` handoffs none of whose packets is flagged yet.
-    /// Each packet's successor is the first packet after it, within the window, sent by its least
-    /// or most lucky grabber (not its own sender), of a total within the tolerance; a packet
-    /// two could continue continues the later one.
+    /// The chains of at least `chain_links` handoffs none of whose packets is flagged yet, each
+    /// played by one rule throughout: every packet sent by the least lucky grabber of the one
+    /// before, or every one by the most lucky (a game has one rule; either one in turn is what
+    /// ordinary turn-taking does by chance). A packet's successor is the chat's first packet
+    /// sent after its last share went, when that packet is sent within the window, by the rule's
+    /// grabber (not its own sender), of a total within the tolerance: a packet of anyone else in
+    /// between is the chat going on, not the game.
     pub fn chains(&self, rules: &RiskRules) -> Vec<Chain> {
         if rules.chain_links == 0 {
             return Vec::new();
         }
+        let mut chains: Vec<Chain> = Vec::new();
+        for role in [Role::Least, Role::Most] {
+            for chain in self.chains_under(role, rules) {
+                if !chains.iter().any(|found| found.packets == chain.packets) {
+                    chains.push(chain);
+                }
+            }
+        }
+        chains
+    }
+
+    fn chains_under(&self, role: Role, rules: &RiskRules) -> Vec<Chain> {
         let packets = &self.packets;
         let mut previous: Vec<Option<usize>> = vec![None; packets.len()];
         for (index, packet) in packets.iter().enumerate() {
             let Some(handoff) = &packet.handoff else { continue };
-            let next = packets.iter().enumerate().skip(index + 1).find(|(_, next)| {
-                next.sent_at_ms > packet.sent_at_ms
-                    && next.sent_at_ms - packet.sent_at_ms <= rules.chain_window_ms
-                    && next.sender != packet.sender
-                    && handoff.hands_to(&next.sender)
-                    && rules.close_totals(packet.total_cents, next.total_cents)
-            });
+            let next_sender = match role {
+                Role::Least => &handoff.least,
+                Role::Most => &handoff.most,
+            };
+            // The chat's first packet after the last share went: the game's next round, or not.
+            let next = packets
+                .iter()
+                .enumerate()
+                .skip(index + 1)
+                .find(|(_, next)| next.sent_at_ms >= handoff.finished_at_ms)
+                .filter(|(_, next)| {
+                    next.sent_at_ms - handoff.finished_at_ms <= rules.chain_window_ms
+                        && next.sender != packet.sender
+                        && next.sender == *next_sender
+                        && rules.close_totals(packet.total_cents, next.total_cents)
+                });
             if let Some((next, _)) = next {
                 previous[next] = Some(index);
             }
@@ -478,9 +509,18 @@ mod tests {
             sender: user(sender),
             total_cents,
             sent_at_ms: at_ms,
-            handoff: least.map(|least| Handoff { least: user(least), most: user("zed") }),
+            handoff: least.map(|least| Handoff {
+                least: user(least),
+                most: user("zed"),
+                finished_at_ms: at_ms + 60_000,
+            }),
             flagged: false,
         }
+    }
+
+    /// The rules with chains of three handoffs (four packets).
+    fn three_links() -> RiskRules {
+        RiskRules { chain_links: 3, ..RiskRules::default() }
     }
 
     /// A chain of `links` handoffs: each packet's least lucky grabber sends the next.
@@ -498,7 +538,7 @@ mod tests {
 
     #[test]
     fn a_chain_of_k_handoffs_is_found_and_one_short_is_not() {
-        let rules = RiskRules::default();
+        let rules = three_links();
         assert!(chain_log(2).chains(&rules).is_empty(), "two handoffs are not a chain of three");
         let chains = chain_log(3).chains(&rules);
         assert_eq!(chains.len(), 1);
@@ -507,10 +547,10 @@ mod tests {
     }
 
     #[test]
-    fn a_chain_breaks_on_a_late_packet_a_far_total_or_another_sender() {
-        let rules = RiskRules::default();
+    fn a_chain_breaks_on_a_late_packet_a_far_total_another_sender_or_another_rule() {
+        let rules = three_links();
         let mut late = chain_log(3);
-        late.packets[3].sent_at_ms = late.packets[2].sent_at_ms + rules.chain_window_ms + 1;
+        late.packets[3].sent_at_ms = late.packets[2].sent_at_ms + 60_000 + rules.chain_window_ms + 1;
         assert!(late.chains(&rules).is_empty());
         let mut far = chain_log(3);
         far.packets[2].total_cents = 2000;
@@ -518,11 +558,26 @@ mod tests {
         let mut other = chain_log(3);
         other.packets[1].sender = user("x");
         assert!(other.chains(&rules).is_empty());
+        // Another member's packet after the second one's last share, before the third: the chat
+        // went on, the game did not.
+        let mut interleaved = chain_log(3);
+        interleaved.record(sent(9, "x", 1000, 180_001, None));
+        assert!(interleaved.chains(&rules).is_empty());
+        // The second handoff to the most lucky grabber instead: least, most, least is no game's rule.
+        let mut mixed = chain_log(3);
+        mixed.packets[1].handoff = Some(Handoff { least: user("zed"), most: user("c"), finished_at_ms: 180_000 });
+        assert!(mixed.chains(&rules).is_empty());
+        let mut most = chain_log(3);
+        for packet in most.packets.iter_mut() {
+            packet.handoff =
+                packet.handoff.take().map(|handoff| Handoff { least: handoff.most, most: handoff.least, ..handoff });
+        }
+        assert_eq!(most.chains(&rules).len(), 1, "the most lucky sending next throughout is a chain too");
     }
 
     #[test]
     fn the_order_events_arrive_in_does_not_matter_and_a_repeat_changes_nothing() {
-        let rules = RiskRules::default();
+        let rules = three_links();
         let whole = chain_log(3);
         let mut reversed = ChatLog::default();
         for packet in whole.packets.iter().rev() {
@@ -540,7 +595,7 @@ mod tests {
 
     #[test]
     fn a_flagged_chain_is_not_found_again_and_old_packets_are_forgotten() {
-        let rules = RiskRules::default();
+        let rules = three_links();
         let mut log = chain_log(3);
         let chain = log.chains(&rules).remove(0);
         log.mark_flagged(&chain);
@@ -551,10 +606,14 @@ mod tests {
 
     #[test]
     fn handoffs_name_the_least_and_most_lucky_earliest_on_a_tie() {
-        let (a, b, c) = (user("a"), user("b"), user("c"));
-        let handoff = Handoff::of([(&a, 5), (&b, 1), (&c, 9), (&a, 1)]).unwrap();
-        assert_eq!(handoff, Handoff { least: b.clone(), most: c });
-        assert_eq!(Handoff::of(std::iter::empty()), None);
+        let (a, b, c, d, e) = (user("a"), user("b"), user("c"), user("d"), user("e"));
+        let grab =
+            |seq, user: &UserId, amount_cents, at_ms| LoggedGrab { seq, user: user.clone(), amount_cents, at_ms };
+        let grabs =
+            [grab(3, &c, 9, 30), grab(1, &a, 5, 10), grab(2, &b, 1, 20), grab(4, &d, 1, 40), grab(5, &e, 9, 50)];
+        let handoff = Handoff::of(&grabs).unwrap();
+        assert_eq!(handoff, Handoff { least: b.clone(), most: c.clone(), finished_at_ms: 50 });
+        assert_eq!(Handoff::of(&[]), None);
     }
 
     #[test]
