@@ -6,7 +6,8 @@
     python3 scripts/capacity.py --check FILE     fail when FILE's tables are not these
 
 The per-send and per-grab loads come from bench/results/campaign.json (`make bench-campaign`,
-also written by `make bench`) and bench/results/latest.json; the limits are AWS's documented
+also written by `make bench`), bench/results/latest.json and, for the risk function on the bus,
+bench/results/controls.json's pattern detection (`make bench-controls`); the limits are AWS's documented
 defaults, each with its source (LIMITS). Where a figure is an estimate rather than a
 measurement, ASSUMPTIONS names it. A new bench run moves the tables: re-run --write.
 """
@@ -49,9 +50,13 @@ ASSUMPTIONS = {
     # EXPIRE NX on the user's counter per grab, two simple commands of a few bytes, one ECPU each.
     # They land in the users' slots, spread over the cache, never in the hot packet's.
     "rate_ecpu_per_grab": 2,
-    # Lambda memory: grab 512 MB, send 1,024 MB (template.yaml).
+    # Lambda memory: grab 512 MB, send 1,024 MB, risk 256 MB (template.yaml).
     "grab_gb": 0.5,
     "send_gb": 1.0,
+    "risk_gb": 0.25,
+    # The risk function reads every grab's event (docs/RISK.md): every packet taken as one the
+    # rules read (at most RiskMaxShares shares), an upper bound; a campaign's grabs cost only the
+    # invocation. Its time is measured against DynamoDB Local, whose latency stands for AWS's.
 }
 
 # us-east-1 list prices, as docs/DEPLOY.md's cost table uses them.
@@ -101,6 +106,8 @@ def load_figures(root=ROOT):
     latest = json.loads((results / "latest.json").read_text())
     details = campaign["details"]
     coalesced = next(flood for flood in details["floods"] if flood["design"] == "ours_coalesced")
+    patterns = json.loads((results / "controls.json").read_text())["patterns"]
+    risk_grab = next(event for event in patterns["events"] if event["detail_type"] == "GrabRecorded")
     return {
         "send_wru": details["send_write_units"][0],
         "grab_wru": details["grab_write_units"][0],
@@ -108,24 +115,27 @@ def load_figures(root=ROOT):
         "send_seconds": latest["details"]["send"]["p50_us"] / 1e6,
         "partition_ceiling": details["ledger_default"]["ceiling_units_per_s"],
         "units_per_share": details["ledger_default"]["partition_write_units"] / details["ledger_default"]["shares"],
+        "risk_seconds": risk_grab["p50_us"] / 1e6,
+        "risk_wru": risk_grab["write_units_per_event"],
     }
 
 
 def loads(figures, sends, grabs):
     """Each limit's load at `sends`/s and `grabs`/s, in the limit's own unit."""
     a = ASSUMPTIONS
-    concurrency = grabs * a["grab_seconds"] + sends * figures["send_seconds"]
+    risk = grabs * figures["risk_seconds"]
+    concurrency = grabs * a["grab_seconds"] + sends * figures["send_seconds"] + risk
     ecpu_per_grab = figures["redis_us_per_grab"] / a["engine_us_per_ecpu"]
     events = sends * a["events_per_send"] + grabs * a["events_per_grab"]
     return {
         "api": sends + grabs * (1 + a["views_per_grab"]),
         "lambda": concurrency,
         # The environments needed, over the 1,000 a function may add each 10 s: 10 s steps.
-        "lambda_scaling": max(grabs * a["grab_seconds"], sends * figures["send_seconds"]),
+        "lambda_scaling": max(grabs * a["grab_seconds"], sends * figures["send_seconds"], risk),
         # One packet grabbed at the whole grab rate: the hottest slot.
         "ecpu_slot": grabs * ecpu_per_grab,
         "ecpu_cache": grabs * (ecpu_per_grab + a["rate_ecpu_per_grab"]),
-        "dynamodb_table": sends * figures["send_wru"] + grabs * figures["grab_wru"],
+        "dynamodb_table": sends * figures["send_wru"] + grabs * (figures["grab_wru"] + figures["risk_wru"]),
         # The most a packet's partition takes: settle's ceiling, whatever the rate.
         "dynamodb_partition": figures["partition_ceiling"],
         "putevents": events / 10,
@@ -137,12 +147,17 @@ def cost_per_hour(figures, sends, grabs):
     ElastiCache compute, events; storage and idle floors left out)."""
     a, p = ASSUMPTIONS, PRICES
     requests = sends + grabs * (1 + a["views_per_grab"])
-    gb_seconds = grabs * a["grab_seconds"] * a["grab_gb"] + sends * figures["send_seconds"] * a["send_gb"]
-    wru = sends * figures["send_wru"] + grabs * figures["grab_wru"]
+    gb_seconds = (
+        grabs * a["grab_seconds"] * a["grab_gb"]
+        + sends * figures["send_seconds"] * a["send_gb"]
+        + grabs * figures["risk_seconds"] * a["risk_gb"]
+    )
+    wru = sends * figures["send_wru"] + grabs * (figures["grab_wru"] + figures["risk_wru"])
     ecpu = grabs * (figures["redis_us_per_grab"] / a["engine_us_per_ecpu"] + a["rate_ecpu_per_grab"])
     events = sends * a["events_per_send"] + grabs * a["events_per_grab"]
     per_second = (
         requests * (p["api_per_million"] + p["lambda_per_million"]) / 1e6
+        + grabs * p["lambda_per_million"] / 1e6
         + gb_seconds * p["lambda_gb_second"]
         + wru * p["dynamodb_per_million_wru"] / 1e6
         + ecpu * p["ecpu_per_million"] / 1e6
@@ -164,7 +179,10 @@ def tables(figures):
         f"a send writes {figures['send_wru']:.1f} write units, a grab {figures['grab_wru']:.1f} "
         f"(with the wallet, GSIs included); a coalesced fresh grab costs Redis {figures['redis_us_per_grab']:.2f} us "
         f"of CPU; a send takes {figures['send_seconds'] * 1000:.0f} ms (p50, DynamoDB Local); settle writes a "
-        f"packet's partition at most {figures['partition_ceiling']} units/s, {figures['units_per_share']:.1f} a share.",
+        f"packet's partition at most {figures['partition_ceiling']} units/s, {figures['units_per_share']:.1f} a share. "
+        f"The risk function reads each grab's event off the grab path (bench/results/controls.json): "
+        f"{figures['risk_seconds'] * 1000:.1f} ms (p50, DynamoDB Local) and {figures['risk_wru']:.1f} write units a grab, "
+        "in the Lambda, scaling and table rows below.",
         "",
         "| limit | default | raisable | " + " | ".join(name for name, _, _ in LEVELS) + " | source |",
         "|---|---|---|" + "---|" * len(LEVELS) + "---|",

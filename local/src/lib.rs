@@ -146,37 +146,47 @@ pub async fn settle_every(functions: Arc<Functions>, every: Duration) {
 
 /// The risk function beside `make run`'s API: every `every`, the ledger's new events, read from
 /// the table's stream through template.yaml's Pipe, go to its handler as the bus's rule would
-/// deliver them; each flag raised is logged. A failure is logged and the events are read again
-/// at the next tick, as Lambda's retry would.
+/// deliver them; each flag raised is logged. A failed event is tried again at the next tick, three
+/// tries in all as Lambda's retries give it, then logged and dropped (in AWS it would wait in the
+/// dead-letter queue).
 pub async fn watch_events(config: Config, every: Duration) -> Result<(), String> {
     let client = DynamoLedger::client_from_env().map_err(|error| error.to_string())?;
     let mut stream = pipe::StreamReader::enable(&client, &config.table_name).await?;
-    let watch = risk::Watch::new(DynamoLedger::new(calls::dynamodb(client, "risk"), &config), &config, SystemClock);
+    let watch =
+        risk::Watch::new(DynamoLedger::new(calls::dynamodb(client.clone(), "risk"), &config), &config, SystemClock);
     let (events_pipe, detail_types) = (pipe::Pipe::of_template(), pipe::rule_detail_types("RiskFunction"));
-    let mut pending: Vec<serde_json::Value> = Vec::new();
+    // Each event with the tries it has had: three, as Lambda's two retries give it, then dropped.
+    let mut pending: std::collections::VecDeque<(serde_json::Value, u32)> = Default::default();
     let mut ticks = tokio::time::interval(every);
     loop {
         ticks.tick().await;
         match stream.read_new().await {
             Ok(records) => pending.extend(records.iter().filter_map(|record| {
                 let (detail_type, detail) = events_pipe.publish(record)?;
-                detail_types.contains(&detail_type).then(|| pipe::bus_event(&detail_type, &detail))
+                detail_types.contains(&detail_type).then(|| (pipe::bus_event(&detail_type, &detail), 0))
             })),
-            Err(error) => tracing::warn!(%error, "local events: the table's stream could not be read"),
+            Err(error) => {
+                // An iterator expired (a laptop asleep past 15 minutes, say): read the stream again
+                // from its start; the rules take a repeat as nothing new.
+                tracing::warn!(%error, "local events: the table's stream could not be read; reading it again");
+                stream = pipe::StreamReader::of(&client, &config.table_name).await?;
+            }
         }
-        while let Some(event) = pending.first().cloned() {
-            match risk::handle(&watch, lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()))
-                .await
-            {
+        while let Some((event, tries)) = pending.pop_front() {
+            let invocation = lambda_runtime::LambdaEvent::new(event.clone(), lambda_runtime::Context::default());
+            match risk::handle(&watch, invocation).await {
                 Ok(watched) => {
                     for flag in watched.flags {
                         tracing::warn!(flag_id = %flag.flag_id, rule = flag.rule.as_str(), detail = %flag.detail, "local risk flag");
                     }
-                    pending.remove(0);
+                }
+                Err(error) if tries < 2 => {
+                    tracing::warn!(%error, "local risk function failed; the event goes again at the next tick");
+                    pending.push_front((event, tries + 1));
+                    break;
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "local risk function failed; the event goes again at the next tick");
-                    break;
+                    tracing::error!(%error, %event, "local risk function failed three times; the event is dropped")
                 }
             }
         }

@@ -222,14 +222,14 @@ fn risk_rules<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<RiskRul
             0..=100,
         )?,
         cycle_window_ms: seconds("RISK_CYCLE_WINDOW_SECONDS", defaults.cycle_window_ms)?,
-        cycle_min_each_way: env.number("RISK_CYCLE_MIN_EACH_WAY", defaults.cycle_min_each_way, 0)?,
+        cycle_min_each_way: env.number_within("RISK_CYCLE_MIN_EACH_WAY", defaults.cycle_min_each_way, 0..=1_000)?,
         cycle_max_net_percent: env.number_within(
             "RISK_CYCLE_MAX_NET_PERCENT",
             defaults.cycle_max_net_percent,
             0..=100,
         )?,
         chats_per_day: env.number_within("RISK_CHATS_PER_DAY", defaults.chats_per_day, 0..=1_000)?,
-        max_shares: env.number("RISK_MAX_SHARES", defaults.max_shares, 1)?,
+        max_shares: env.number_within("RISK_MAX_SHARES", defaults.max_shares, 1..=100_000)?,
         hold_on_flag,
     })
 }

@@ -15,7 +15,7 @@ use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal};
 pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, RiskFlag};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag};
 use crate::domain::recovery::Casualty;
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -430,18 +430,10 @@ pub trait RiskLedger: Send + Sync {
         limit: u32,
     ) -> impl Future<Output = Result<u32, StoreError>> + Send;
 
-    /// Counts `grabber`'s grab of `amount_cents` from `sender`'s packet `packet` in cycle
-    /// window `window` (kept until `keep_until_ms`), once: the pair's flow with it, whether this
-    /// call or an earlier one counted it.
-    fn count_flow(
-        &self,
-        window: u64,
-        packet: &PacketId,
-        sender: &UserId,
-        grabber: &UserId,
-        amount_cents: Cents,
-        keep_until_ms: Millis,
-    ) -> impl Future<Output = Result<PairFlow, StoreError>> + Send;
+    /// Counts `grab` in its pair's flow of its cycle window, once: the flow with it, whether
+    /// this call or an earlier one counted it. Counting stops at `grab.most_grabs` grabs in the
+    /// window, which bounds the item.
+    fn count_flow(&self, grab: PairGrab<'_>) -> impl Future<Output = Result<PairFlow, StoreError>> + Send;
 
     /// The flag of `flag_id`, if raised.
     fn flag(&self, flag_id: &str) -> impl Future<Output = Result<Option<RiskFlag>, StoreError>> + Send;

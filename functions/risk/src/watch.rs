@@ -4,12 +4,12 @@
 //! EventBridge delivers at least once and in no set order: the chat's log records a packet
 //! once, a count is conditioned on what it counts, a flag's id comes from what it found.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use red_packets::clock::{rfc3339, Clock, Millis};
 use red_packets::domain::patterns::{
-    over_chat_limit, Chain, ChatPacket, Finding, FlagRule, Handoff, PairFlow, RiskFlag, RiskRules,
+    flag_id, over_chat_limit, Chain, ChatPacket, Finding, FlagRule, Handoff, PairFlow, PairGrab, RiskFlag, RiskRules,
 };
 use red_packets::domain::risk::{HoldRequest, HoldScope};
 use red_packets::domain::{BusinessDay, Cents, ChatId, Packet, PacketId, UserId};
@@ -21,6 +21,9 @@ const CHAT_LOG_ATTEMPTS: usize = 8;
 
 /// Packets an instance remembers the record of (a packet's grabs arrive together).
 const REMEMBERED_PACKETS: usize = 10_000;
+
+/// (day, user, chat) triples an instance remembers counted (a user grabs in the same few chats).
+const REMEMBERED_CHATS: usize = 100_000;
 
 /// Longest detail kept in a hold's reason.
 const HOLD_REASON_CHARS: usize = 400;
@@ -54,6 +57,8 @@ pub struct Watch<L, C> {
     business_day: BusinessDay,
     clock: C,
     packets: Mutex<HashMap<PacketId, Packet>>,
+    /// Chats counted for a user's day whose step finished here: their next grabs write nothing.
+    chats_counted: Mutex<HashSet<(String, UserId, ChatId)>>,
 }
 
 impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
@@ -65,6 +70,7 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             business_day: config.business_day,
             clock,
             packets: Mutex::new(HashMap::new()),
+            chats_counted: Mutex::new(HashSet::new()),
         }
     }
 
@@ -121,27 +127,36 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
         Ok(self.rules.reads(packet.terms.count).then_some(packet))
     }
 
-    /// Records `packet` in its chat's log and flags the chains it completes, saving the log over
-    /// the version read (again from the read when another writer saved first).
+    /// Records `packet` in its chat's log, marks the chains it completes with their flags' ids
+    /// and saves the log over the version read (again from the read when another writer saved
+    /// first); then raises every chain flag the saved log names. Only a saved log's chains are
+    /// raised, so two writers racing cannot flag one game twice, and a step after a failure
+    /// between the save and the flag raises it (a flag raised before answers nothing new).
     async fn chain_step(&self, chat: &ChatId, packet: ChatPacket) -> Result<Vec<RiskFlag>, WatchError> {
         if self.rules.chain_links == 0 {
             return Ok(Vec::new());
         }
-        let mut flags = Vec::new();
         for _ in 0..CHAT_LOG_ATTEMPTS {
             let (mut log, version) = self.ledger.chat_log(chat).await?;
+            let before = log.clone();
             log.record(packet.clone());
             let newest = log.packets.iter().map(|packet| packet.sent_at_ms).max().unwrap_or(packet.sent_at_ms);
             log.forget_old(&self.rules, newest);
             for chain in log.chains(&self.rules) {
-                flags.extend(self.raise(chain_flag(chat, &chain, &self.rules, self.now())).await?);
-                log.mark_flagged(&chain);
+                let first = chain.packets.first().map(PacketId::as_str).unwrap_or_default();
+                log.mark_flagged(&chain, &flag_id(FlagRule::Chain, &[chat.as_str(), first]));
             }
             let reach = self.rules.chain_window_ms.saturating_mul(Millis::from(self.rules.chain_links) + 1);
             let keep_until = self.clock.now_ms().max(newest).saturating_add(reach).saturating_add(86_400_000);
-            if self.ledger.save_chat_log(chat, &log, version, keep_until).await? {
-                return Ok(flags);
+            // A redelivery that changes nothing writes nothing.
+            if log != before && !self.ledger.save_chat_log(chat, &log, version, keep_until).await? {
+                continue;
             }
+            let mut flags = Vec::new();
+            for (flag_id, chain) in log.flagged_chains() {
+                flags.extend(self.raise(chain_flag(chat, flag_id, &chain, &self.rules, self.now())).await?);
+            }
+            return Ok(flags);
         }
         Err(WatchError::Contended(chat.clone()))
     }
@@ -160,18 +175,33 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             return Ok(None);
         }
         let day = self.business_day.day_of(grabbed_at_ms);
-        let chats = self.ledger.count_chat(grabber, &day, chat, limit).await?;
-        if !over_chat_limit(chats, &self.rules) {
+        let counted = (day.clone(), grabber.clone(), chat.clone());
+        if self.chats_counted.lock().is_ok_and(|known| known.contains(&counted)) {
+            // This instance counted it, and raised its flag if it had one: nothing to write.
             return Ok(None);
         }
-        let finding = Finding {
-            users: vec![grabber.clone()],
-            chat_id: None,
-            packets: vec![packet.id.clone()],
-            amount_cents: 0,
-            detail: format!("{grabber} grabbed in {chats} chats on {day}, past the limit of {limit}"),
+        let chats = self.ledger.count_chat(grabber, &day, chat, limit).await?;
+        let flag = if over_chat_limit(chats, &self.rules) {
+            let finding = Finding {
+                users: vec![grabber.clone()],
+                chat_id: None,
+                packets: vec![packet.id.clone()],
+                amount_cents: 0,
+                detail: format!("{grabber} grabbed in {chats} chats on {day}, past the limit of {limit}"),
+            };
+            let id = flag_id(FlagRule::Chats, &[grabber.as_str(), &day]);
+            self.raise(RiskFlag::raised(id, FlagRule::Chats, finding, self.now())).await?
+        } else {
+            None
         };
-        self.raise(RiskFlag::raised(FlagRule::Chats, &[grabber.as_str(), &day], finding, self.now())).await
+        // Remembered only once the step is done: a failure above leaves the retry to count again.
+        if let Ok(mut known) = self.chats_counted.lock() {
+            if known.len() >= REMEMBERED_CHATS {
+                known.clear();
+            }
+            known.insert(counted);
+        }
+        Ok(flag)
     }
 
     /// Counts the grab in the flow between the grabber and the sender; flags a cycle once per
@@ -188,8 +218,16 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
         }
         let window = self.rules.cycle_window(grabbed_at_ms);
         let keep_until = self.clock.now_ms().max(grabbed_at_ms) + 2 * self.rules.cycle_window_ms + 86_400_000;
-        let flow =
-            self.ledger.count_flow(window, &packet.id, &packet.sender, grabber, amount_cents, keep_until).await?;
+        let grab = PairGrab {
+            window,
+            packet: &packet.id,
+            sender: &packet.sender,
+            grabber,
+            amount_cents,
+            keep_until_ms: keep_until,
+            most_grabs: self.rules.cycle_grabs_counted(),
+        };
+        let flow = self.ledger.count_flow(grab).await?;
         if !flow.is_cycle(&self.rules) {
             return Ok(None);
         }
@@ -207,14 +245,13 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             ),
         };
         let id_parts = [first.as_str(), second.as_str(), &window.to_string()];
-        self.raise(RiskFlag::raised(FlagRule::Cycle, &id_parts, finding, self.now())).await
+        self.raise(RiskFlag::raised(flag_id(FlagRule::Cycle, &id_parts), FlagRule::Cycle, finding, self.now())).await
     }
 
     /// Raises `flag` unless it was raised before: first the holds the stack places on a flag's
     /// users, then the flag, so a flag is never there without its holds, and a delivery again
-    /// after a failure between the two places the rest. A user held already from as much or
-    /// more keeps the hold an operator placed; one held from the other action is held from
-    /// both. Returns the flag when new.
+    /// after a failure between the two places the rest. A user held already keeps that hold.
+    /// Returns the flag when new.
     async fn raise(&self, mut flag: RiskFlag) -> Result<Option<RiskFlag>, StoreError> {
         if self.ledger.flag(&flag.flag_id).await?.is_some() {
             return Ok(None);
@@ -224,16 +261,12 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
                 format!("flag {}: {}", flag.flag_id, flag.detail).chars().take(HOLD_REASON_CHARS).collect();
             let held: HashMap<UserId, HoldScope> =
                 self.ledger.holds().await?.into_iter().map(|hold| (hold.user, hold.scope)).collect();
-            for user in &flag.users {
-                // A hold in force stays at least as wide: send and grab together are all.
-                let widened = match held.get(user) {
-                    Some(held) if *held == scope || *held == HoldScope::All => continue,
-                    Some(_) => HoldScope::All,
-                    None => scope,
-                };
+            // A user held already keeps the hold as it is, with its operator and reason: a flag
+            // neither narrows nor rewrites an operator's hold.
+            for user in flag.users.iter().filter(|user| !held.contains_key(*user)) {
                 let hold = HoldRequest {
                     user: user.clone(),
-                    scope: widened,
+                    scope,
                     operator: format!("risk:{}", flag.rule.as_str()),
                     reason: reason.clone(),
                 };
@@ -262,13 +295,12 @@ fn entry(packet: &Packet, handoff: Option<Handoff>) -> ChatPacket {
         total_cents: packet.terms.total_cents,
         sent_at_ms: packet.created_at_ms,
         handoff,
-        flagged: false,
+        flag: None,
     }
 }
 
-/// The flag of `chain` in `chat`, raised at `raised_at`: its id from the chat and its first packet.
-fn chain_flag(chat: &ChatId, chain: &Chain, rules: &RiskRules, raised_at: String) -> RiskFlag {
-    let first = chain.packets.first().map(PacketId::as_str).unwrap_or_default();
+/// The flag `flag_id` of `chain` in `chat`, raised at `raised_at`.
+fn chain_flag(chat: &ChatId, flag_id: String, chain: &Chain, rules: &RiskRules, raised_at: String) -> RiskFlag {
     let mut users: Vec<UserId> = Vec::new();
     for sender in &chain.senders {
         if !users.contains(sender) {
@@ -287,7 +319,7 @@ fn chain_flag(chat: &ChatId, chain: &Chain, rules: &RiskRules, raised_at: String
             rules.chain_tolerance_percent
         ),
     };
-    RiskFlag::raised(FlagRule::Chain, &[chat.as_str(), first], finding, raised_at)
+    RiskFlag::raised(flag_id, FlagRule::Chain, finding, raised_at)
 }
 
 #[cfg(test)]
@@ -331,14 +363,24 @@ mod tests {
         assert!(watch.observe(&to_bob).await.unwrap().is_empty(), "one way is no cycle");
         let to_alice = exchange(&ledger, "bob", "alice").await;
         let Observed::GrabRecorded { packet_id, .. } = &to_alice else { unreachable!() };
-        ledger.count_flow(0, packet_id, &user("bob"), &user("alice"), 100, 0).await.unwrap();
+        let (bob, alice) = (user("bob"), user("alice"));
+        let counted = PairGrab {
+            window: 0,
+            packet: packet_id,
+            sender: &bob,
+            grabber: &alice,
+            amount_cents: 100,
+            keep_until_ms: 0,
+            most_grabs: 20,
+        };
+        ledger.count_flow(counted).await.unwrap();
         let flags = watch.observe(&to_alice).await.unwrap();
         assert_eq!(flags.iter().map(|flag| flag.rule).collect::<Vec<_>>(), [FlagRule::Cycle]);
         assert!(watch.observe(&to_alice).await.unwrap().is_empty(), "and once only");
     }
 
-    /// A flag's hold goes on the users it names, but one an operator held from everything keeps
-    /// that hold, and one held from sending is held from both.
+    /// A flag's hold goes on the users it names, but one an operator held keeps that hold as
+    /// placed, from everything or from sending alone.
     #[tokio::test]
     async fn a_flags_hold_never_narrows_an_operators_hold() {
         let (watch, ledger) = watch(cycles(Some(HoldScope::Grab)));
@@ -362,6 +404,6 @@ mod tests {
             .collect();
         assert_eq!(holds["alice"], (HoldScope::All, "anna".to_owned()));
         assert_eq!(holds["bob"], (HoldScope::Grab, "risk:cycle".to_owned()));
-        assert_eq!(holds["carol"], (HoldScope::All, "risk:cycle".to_owned()), "sending and grabbing");
+        assert_eq!(holds["carol"], (HoldScope::Send, "anna".to_owned()), "an operator's hold stays as placed");
     }
 }

@@ -72,6 +72,12 @@ impl RiskRules {
         last.abs_diff(next).saturating_mul(100) <= last.saturating_mul(u64::from(self.chain_tolerance_percent))
     }
 
+    /// Most grabs between two users counted in one cycle window: enough to see a cycle of
+    /// `cycle_min_each_way` each way among them, and a bound on the count's item.
+    pub fn cycle_grabs_counted(&self) -> u32 {
+        self.cycle_min_each_way.saturating_mul(4).max(20)
+    }
+
     /// The index of the cycle window `at_ms` falls in.
     pub fn cycle_window(&self, at_ms: Millis) -> u64 {
         u64::try_from(at_ms).unwrap_or(0) / u64::try_from(self.cycle_window_ms.max(1)).unwrap_or(1)
@@ -129,9 +135,10 @@ pub struct ChatPacket {
     /// Set once every share was taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoff>,
-    /// Part of a chain already flagged: a chain is flagged once.
-    #[serde(default)]
-    pub flagged: bool,
+    /// The id of the chain flag it is part of: a chain is flagged once, and the log names its
+    /// flag before the flag is raised, so whoever saved the log raises it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
 }
 
 /// A chat's recent packets, in the order they were sent: what the chain rule reads.
@@ -203,14 +210,16 @@ impl ChatLog {
 
     fn chains_under(&self, role: Role, rules: &RiskRules) -> Vec<Chain> {
         let packets = &self.packets;
-        let mut previous: Vec<Option<usize>> = vec![None; packets.len()];
+        // Every packet's predecessors under the rule: a packet is the next round of each
+        // packet it is the chat's first packet after.
+        let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); packets.len()];
         for (index, packet) in packets.iter().enumerate() {
             let Some(handoff) = &packet.handoff else { continue };
             let next_sender = match role {
                 Role::Least => &handoff.least,
                 Role::Most => &handoff.most,
             };
-            // The chat's first packet after the last share went: the game's next round, or not.
+            // The chat's first packet at or after the last share went: the game's next round, or not.
             let next = packets
                 .iter()
                 .enumerate()
@@ -223,23 +232,28 @@ impl ChatLog {
                         && rules.close_totals(packet.total_cents, next.total_cents)
                 });
             if let Some((next, _)) = next {
-                previous[next] = Some(index);
+                predecessors[next].push(index);
             }
         }
-        let mut following: Vec<Option<usize>> = vec![None; packets.len()];
-        for (index, before) in previous.iter().enumerate() {
-            if let Some(before) = before {
-                following[*before] = Some(index);
+        // The longest run of handoffs ending at each packet (packets are in send order, so a
+        // predecessor's run is known before its successor's), and the predecessor it runs from.
+        let mut links = vec![0usize; packets.len()];
+        let mut from: Vec<Option<usize>> = vec![None; packets.len()];
+        for index in 0..packets.len() {
+            if let Some(&best) = predecessors[index].iter().max_by_key(|&&before| (links[before], before)) {
+                links[index] = links[best] + 1;
+                from[index] = Some(best);
             }
         }
+        let continued: Vec<bool> = (0..packets.len()).map(|index| from.contains(&Some(index))).collect();
         let mut chains = Vec::new();
-        for start in (0..packets.len()).filter(|&index| previous[index].is_none()) {
-            let mut members = vec![start];
-            while let Some(next) = following[*members.last().expect("a start")] {
-                members.push(next);
+        for end in (0..packets.len()).filter(|&index| !continued[index] && links[index] >= rules.chain_links as usize) {
+            let mut members = vec![end];
+            while let Some(before) = from[*members.last().expect("an end")] {
+                members.push(before);
             }
-            let links = members.len() - 1;
-            if links >= rules.chain_links as usize && members.iter().all(|&index| !packets[index].flagged) {
+            members.reverse();
+            if members.iter().all(|&index| packets[index].flag.is_none()) {
                 chains.push(Chain {
                     packets: members.iter().map(|&index| packets[index].packet_id.clone()).collect(),
                     senders: members.iter().map(|&index| packets[index].sender.clone()).collect(),
@@ -250,13 +264,34 @@ impl ChatLog {
         chains
     }
 
-    /// Marks `chain`'s packets flagged.
-    pub fn mark_flagged(&mut self, chain: &Chain) {
+    /// Marks `chain`'s packets as part of the flag `flag_id`.
+    pub fn mark_flagged(&mut self, chain: &Chain, flag_id: &str) {
         for packet in &mut self.packets {
             if chain.packets.contains(&packet.packet_id) {
-                packet.flagged = true;
+                packet.flag = Some(flag_id.to_owned());
             }
         }
+    }
+
+    /// Every chain flag the log names, with the chain's packets it still holds, in send order.
+    pub fn flagged_chains(&self) -> Vec<(String, Chain)> {
+        let mut chains: Vec<(String, Chain)> = Vec::new();
+        for packet in &self.packets {
+            let Some(flag_id) = &packet.flag else { continue };
+            let index = match chains.iter().position(|(id, _)| id == flag_id) {
+                Some(index) => index,
+                None => {
+                    let empty = Chain { packets: Vec::new(), senders: Vec::new(), total_cents: 0 };
+                    chains.push((flag_id.clone(), empty));
+                    chains.len() - 1
+                }
+            };
+            let chain = &mut chains[index].1;
+            chain.packets.push(packet.packet_id.clone());
+            chain.senders.push(packet.sender.clone());
+            chain.total_cents += packet.total_cents;
+        }
+        chains
     }
 }
 
@@ -268,6 +303,25 @@ pub struct Flow {
     pub grabs: u32,
     /// How much.
     pub cents: Cents,
+}
+
+/// One grab between two users, to count in their flow (`RiskLedger::count_flow`).
+#[derive(Debug, Clone, Copy)]
+pub struct PairGrab<'a> {
+    /// The cycle window it falls in.
+    pub window: u64,
+    /// The packet grabbed.
+    pub packet: &'a PacketId,
+    /// Its sender.
+    pub sender: &'a UserId,
+    /// Its grabber.
+    pub grabber: &'a UserId,
+    /// The share.
+    pub amount_cents: Cents,
+    /// Until when the count is kept.
+    pub keep_until_ms: Millis,
+    /// Most grabs counted in the window ([`RiskRules::cycle_grabs_counted`]).
+    pub most_grabs: u32,
 }
 
 /// The money between two users within a cycle window, each way.
@@ -399,12 +453,12 @@ pub struct Finding {
 }
 
 impl RiskFlag {
-    /// The open flag of `rule` for `finding`, raised at `raised_at`; its id comes from `rule`
-    /// and `id_parts` (what identifies the finding: a chain's chat and first packet, say).
-    pub fn raised(rule: FlagRule, id_parts: &[&str], finding: Finding, raised_at: String) -> Self {
+    /// The open flag `flag_id` of `rule` for `finding`, raised at `raised_at` (its id from
+    /// [`flag_id`]: what identifies the finding, a chain's chat and first packet, say).
+    pub fn raised(flag_id: String, rule: FlagRule, finding: Finding, raised_at: String) -> Self {
         let Finding { users, chat_id, packets, amount_cents, detail } = finding;
         RiskFlag {
-            flag_id: flag_id(rule, id_parts),
+            flag_id,
             rule,
             users,
             chat_id,
@@ -514,7 +568,7 @@ mod tests {
                 most: user("zed"),
                 finished_at_ms: at_ms + 60_000,
             }),
-            flagged: false,
+            flag: None,
         }
     }
 
@@ -593,13 +647,32 @@ mod tests {
         assert_eq!(reversed.chains(&rules).len(), 1);
     }
 
+    /// An unrelated packet that also hands off to the game's next sender does not cut the game:
+    /// the next round continues the longer run.
+    #[test]
+    fn a_round_two_packets_hand_off_to_continues_the_longer_run() {
+        let rules = three_links();
+        let mut log = chain_log(3);
+        // Sent after the game's second packet, finished before its third went out, its least
+        // lucky grabber the third's sender.
+        let mut stray = sent(9, "x", 1000, 130_000, Some("c"));
+        stray.handoff.as_mut().unwrap().finished_at_ms = 170_000;
+        log.record(stray);
+        let chains = log.chains(&rules);
+        assert_eq!(chains.len(), 1, "{chains:?}");
+        assert_eq!(chains[0].packets, (0..4).map(id).collect::<Vec<_>>());
+    }
+
     #[test]
     fn a_flagged_chain_is_not_found_again_and_old_packets_are_forgotten() {
         let rules = three_links();
         let mut log = chain_log(3);
         let chain = log.chains(&rules).remove(0);
-        log.mark_flagged(&chain);
+        log.mark_flagged(&chain, "chain-0011223344556677");
         assert!(log.chains(&rules).is_empty());
+        let flagged = log.flagged_chains();
+        assert_eq!(flagged.len(), 1);
+        assert_eq!((flagged[0].0.as_str(), &flagged[0].1), ("chain-0011223344556677", &chain));
         log.forget_old(&rules, 4 * rules.chain_window_ms + 1);
         assert_eq!(log.packets.len(), 3, "the first packet is out of any chain's reach");
     }

@@ -18,8 +18,8 @@ use super::items::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, Fl
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, Flow, PairFlow, RiskFlag};
-use crate::domain::{Cents, ChatId, Packet, PacketId, UserId};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, Flow, PairFlow, PairGrab, RiskFlag};
+use crate::domain::{ChatId, Packet, PacketId, UserId};
 use crate::ports::{Flags, RiskLedger, StoreError};
 
 fn s(text: &str) -> AttributeValue {
@@ -111,18 +111,12 @@ impl RiskLedger for DynamoLedger {
         Ok(number(&item, "chats") as u32)
     }
 
-    async fn count_flow(
-        &self,
-        window: u64,
-        packet: &PacketId,
-        sender: &UserId,
-        grabber: &UserId,
-        amount_cents: Cents,
-        keep_until_ms: Millis,
-    ) -> Result<PairFlow, StoreError> {
+    async fn count_flow(&self, grab: PairGrab<'_>) -> Result<PairFlow, StoreError> {
+        let PairGrab { window, packet, sender, grabber, amount_cents, keep_until_ms, most_grabs } = grab;
         let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
         let took = if grabber == first { "first" } else { "second" };
-        let grab = format!("{packet}:{grabber}");
+        // The packet names the grab: its sender is one of the two, its grabber the other.
+        let grab = packet.to_string();
         let updated = self
             .client()?
             .update_item()
@@ -130,9 +124,12 @@ impl RiskLedger for DynamoLedger {
             .key("pk", s(&pair_pk(first, second)))
             .key("sk", s(&format!("W#{window}")))
             .update_expression(format!(
-                "ADD {took}_grabs :one, {took}_cents :cents, seen :grab SET expires_at_epoch = :keep"
+                "ADD {took}_grabs :one, {took}_cents :cents, seen :grab SET expires_at_epoch = :keep, first_user = :first, second_user = :second"
             ))
-            .condition_expression("NOT contains(seen, :name)")
+            .condition_expression("attribute_not_exists(pk) OR (NOT contains(seen, :name) AND size(seen) < :most)")
+            .expression_attribute_values(":most", n(most_grabs))
+            .expression_attribute_values(":first", s(first.as_str()))
+            .expression_attribute_values(":second", s(second.as_str()))
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":cents", n(amount_cents))
             .expression_attribute_values(":grab", AttributeValue::Ss(vec![grab.clone()]))

@@ -13,7 +13,7 @@ use crate::domain::audit::AuditEntry;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, RiskFlag};
+use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag};
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -623,19 +623,12 @@ impl RiskLedger for MemoryLedger {
         Ok(chats.len() as u32)
     }
 
-    async fn count_flow(
-        &self,
-        window: u64,
-        packet: &PacketId,
-        sender: &UserId,
-        grabber: &UserId,
-        amount_cents: Cents,
-        _: Millis,
-    ) -> Result<PairFlow, StoreError> {
+    async fn count_flow(&self, grab: PairGrab<'_>) -> Result<PairFlow, StoreError> {
+        let PairGrab { window, packet, sender, grabber, amount_cents, most_grabs, .. } = grab;
         let (first, second) = if grabber <= sender { (grabber, sender) } else { (sender, grabber) };
         let mut state = self.state()?;
         let (flow, seen) = state.flows.entry((first.clone(), second.clone(), window)).or_default();
-        if seen.insert(format!("{packet}:{grabber}")) {
+        if seen.len() < most_grabs as usize && seen.insert(packet.to_string()) {
             let took = if grabber == first { &mut flow.first_took } else { &mut flow.second_took };
             took.grabs += 1;
             took.cents += amount_cents;

@@ -1,6 +1,6 @@
 //! The pattern rules' items: a chat's log (`RISK#CHAT#<chat>` / `LOG`), a user's chats of a
 //! business day (`RISK#CHATS#<day>#<user>` / `COUNT`), two users' flow in a cycle window
-//! (`RISK#PAIR#<first>#<second>` / `W#<window>`), each kept until the table's TTL takes it, and
+//! (`RISK#PAIR#<digest of the two>` / `W#<window>`), each kept until the table's TTL takes it, and
 //! the flags (`RISK#FLAGS` / `FLAG#<id>`), kept, each carrying its `RiskFlagged` event.
 
 use serde::{Deserialize, Serialize};
@@ -32,10 +32,12 @@ pub fn chat_count_pk(day: &str, user: &UserId) -> String {
     format!("RISK#CHATS#{day}#{user}")
 }
 
-/// `RISK#PAIR#<first>#<second>` (the two in id order), the partition of their flows (sort key
-/// `W#<window>`).
+/// `RISK#PAIR#<32 hex>`, the partition of two users' flows (sort key `W#<window>`): a digest of
+/// the two ids in id order, the first length-prefixed, since a user id may hold any separator.
 pub fn pair_pk(first: &UserId, second: &UserId) -> String {
-    format!("RISK#PAIR#{first}#{second}")
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{}:{first}{second}", first.as_str().len()));
+    format!("RISK#PAIR#{}", &hex::encode(digest)[..32])
 }
 
 /// A chat's log: its recent packets and the version each save adds one to.
