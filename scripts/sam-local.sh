@@ -34,8 +34,10 @@ build() {
 
 run_tests() {
   # (The TLS test sets AWS_CA_BUNDLE, a variable the template does not declare: the host's only.)
-  SAM_LOCAL_TEMPLATE="$root/$build_dir/template.yaml" cargo test -p local --locked --test events_on_binaries \
-    -- --skip the_ledger_is_reached_over_tls
+  # (Through scripts/run_tests.py, which runs the binary `cargo test --workspace` built: `cargo
+  # test -p local` would build it again, under that package's features alone.)
+  SAM_LOCAL_TEMPLATE="$root/$build_dir/template.yaml" "$root/.local/venv/bin/python" scripts/run_tests.py \
+    --no-record --package local --test events_on_binaries -- --skip the_ledger_is_reached_over_tls
 }
 
 # The README's commands between its "sam-local-invoke" markers, each run exactly as printed, from

@@ -6,12 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# What is missing gets installed in the background (mostly downloads) while the code is linted
-# and built. Lint first, so a formatting slip or a clippy warning fails in minutes, not after
-# the suite.
+# What is missing gets installed in the background (mostly downloads) while the code is checked
+# for formatting and built. Clippy is `make check`'s, not this script's: its check build of every
+# dependency is nearly six minutes of two cores, which would take `make test` past its 20.
 # Each stage's heading carries the time it began, so a slow run shows where it went.
 stage() { echo "== $(date +%T) $*"; }
-stage "install what is missing (in the background), lint, build"
+stage "install what is missing (in the background), rustfmt, build"
 scripts/stack.sh install &
 installing=$!
 name="test-$$"
@@ -21,12 +21,14 @@ valkey_name="$name-valkey"
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   scripts/stack.sh stop "$name"
+  scripts/stack.sh stop "$name-2"
   scripts/stack.sh stop "$valkey_name"
+  scripts/stack.sh stop "$name-sam"
   scripts/stack.sh stop "$name-readme"
   scripts/docker.sh stop "$name"
 }
 trap cleanup EXIT
-scripts/check.sh lint
+cargo fmt --all -- --check
 # The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs), and
 # the local API that restart.rs starts through `make run` (whose build this one serves); then
 # every test binary, so the first pass below starts at once.
@@ -35,22 +37,19 @@ cargo test --workspace --locked --no-run
 stage "built; waiting for the installs"
 wait "$installing"
 
-# The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
-# containers reach it. Its arm64 build (debug, a target directory of its own, niced) runs beside
-# the first pass below, which leaves a core idle while its tests wait on services and timers.
-docker_exports=$(scripts/docker.sh start "$name")
-eval "$docker_exports"
-scripts/docker.sh base-image
-sam_build_log=".local/$name/sam-build.log"
-mkdir -p ".local/$name"
-nice -n 10 scripts/sam-local.sh build >"$sam_build_log" 2>&1 &
-sam_build=$!
-exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
+exports=$(scripts/stack.sh start "$name" 0 0)
 eval "$exports"
+# The passes run two test binaries at a time (scripts/run_tests.py): most wait on the services,
+# timers or a child process as much as they compute. The second slot has a DynamoDB Local of its
+# own (one JVM answering two heavy binaries at once let a request wait past the SDK's 2 s
+# attempt timeout) and a key prefix of its own in Redis (a settle run sweeps every packet under
+# its prefix, and one slot's packets are not in the other's ledger).
+second_dynamodb=$(scripts/stack.sh start "$name-2" 0 0 | sed -n 's/^export AWS_ENDPOINT_URL_DYNAMODB=//p')
+second_slot="AWS_ENDPOINT_URL_DYNAMODB=$second_dynamodb,REDIS_KEY_PREFIX=rp-slot-2"
 # Settings from the caller's shell must not leak into the tests.
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS \
-  MAX_RECIPIENTS MAX_SENDS_PER_DAY MAX_SENT_CENTS_PER_DAY PASSPHRASE_KEY
+  MAX_RECIPIENTS MAX_SENDS_PER_DAY MAX_SENT_CENTS_PER_DAY PASSPHRASE_KEY REDIS_KEY_PREFIX
 # The packet suites test packets, not money: their senders hold no balance. The wallet suites
 # (wallet.rs, events_stream.rs, the funds and query handlers' tests) turn FUNDS=wallet on.
 export FUNDS=none
@@ -61,8 +60,28 @@ LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
 valkey=$(scripts/stack.sh valkey-server)
 
+# The SAM stage in the background, start to end: its Docker daemon, its arm64 build (debug, a
+# target directory of its own), then every function with every event in events/ through
+# `sam local invoke`, against a Redis and a DynamoDB Local of its own listening on the Docker
+# bridge (its sample events replay packets under the samples' fixed keys, which the passes'
+# own runs of events_on_binaries.rs use too). It shares the cores with the two passes below:
+# its build computes, its containers leave a core half idle. Its output follows the passes'.
+docker_exports=$(scripts/docker.sh start "$name")
+eval "$docker_exports"
+mkdir -p ".local/$name"
+sam_log=".local/$name/sam-local.log"
+(
+  scripts/docker.sh base-image
+  scripts/sam-local.sh build >".local/$name/sam-build.log" 2>&1 ||
+    { tail -40 ".local/$name/sam-build.log"; echo "the arm64 sam build failed (log: .local/$name/sam-build.log)"; exit 1; }
+  sam_exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name-sam" 0 0)
+  eval "$sam_exports"
+  scripts/sam-local.sh test
+) >"$sam_log" 2>&1 &
+sam_stage=$!
+
 # The template's and the contract's checks (Python, a core at most): they run beside the first
-# test pass, which leaves a core idle while its tests wait on services and timers.
+# test pass.
 template_checks() {
   echo "sam validate --lint"
   .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
@@ -82,7 +101,7 @@ checks=$!
 
 stage "every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
-AWS_CALL_LOG="$calls" TEST_PASS=redis cargo test --workspace --locked 2>&1 | tee "$log"
+AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 2 --slot "$second_slot" 2>&1 | tee "$log"
 
 # Schemathesis against the local API beside the cluster pass below: the two share no Redis (the
 # local API uses the services' own, the pass a cluster of its own) and no table, and the fuzzer
@@ -99,15 +118,18 @@ fuzz=$!
 # own too, which took `make test` from a fresh clone to 27.5 minutes.)
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
-(eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster cargo test -p local --tests --locked) 2>&1 | tee -a "$log"
+(eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
+  .local/venv/bin/python scripts/run_tests.py --jobs 2 --slot "$second_slot" --package local) 2>&1 | tee -a "$log"
 stage "schemathesis against openapi.yaml on the local API (run beside the cluster pass)"
 status=0
 wait "$fuzz" || status=$?
 cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
-stage "sam local invoke: every function with every event in events/, in SAM's arm64 containers"
-wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
-scripts/sam-local.sh test 2>&1 | tee -a "$log"
+stage "sam local invoke: every function with every event in events/, in SAM's arm64 containers (run beside the passes)"
+status=0
+wait "$sam_stage" || status=$?
+tee -a "$log" <"$sam_log"
+[ "$status" = 0 ] || { echo "the sam local invoke stage failed"; exit 1; }
 stage "the README's sam local invoke commands, as printed, against make run"
 scripts/sam-local.sh readme "$name-readme"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")

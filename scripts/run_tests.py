@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Runs the workspace's test binaries, built already, a few at a time (`make test`'s passes).
+
+`cargo test` runs one test binary after another: a binary whose tests wait on services, timers
+or a child process leaves the machine's second core idle until its slowest test ends. This runs
+`--jobs` binaries at once instead, the longest first, each exactly as cargo would (its package's
+folder as the working directory, cargo's variables set), and prints each binary's whole output
+under cargo's own `Running` line once it ends, so the log reads as cargo's does and its
+`test result:` lines still add up to the summary.
+
+Which binaries: every test binary of the workspace as `cargo test --workspace` builds it (the
+same features, so nothing is built again), narrowed by `--package` and `--test`. Arguments after
+`--` go to every binary (`--skip NAME`, say). Every binary runs even after one fails (cargo's
+`--no-fail-fast`); the exit status is 1 if any failed or ran past `--timeout`.
+
+    scripts/run_tests.py --jobs 2
+    scripts/run_tests.py --jobs 2 --package local
+    scripts/run_tests.py --package local --test events_on_binaries -- --skip the_ledger_is_reached_over_tls
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Each binary's wall time in the last run on this machine, the longest started first next time.
+DURATIONS = ROOT / ".local" / "test-durations.json"
+# Before any run on this machine: the binaries `make test` measured as the slowest (seconds on
+# two cores), so a fresh clone starts them first too. Only the order depends on these.
+FIRST_RUN_HINT = {
+    "local/fairness": 75,
+    "local/campaign": 55,
+    "red-packets/recovery_model": 42,
+    "local/restart": 29,
+    "local/wallet": 26,
+    "local/money_safety": 24,
+    "local/recovery": 22,
+    "local/settle_and_query": 19,
+}
+
+
+@dataclass
+class TestBinary:
+    """One test executable cargo built, and where cargo would run it."""
+
+    package: str
+    target: str
+    kind: str
+    source: str
+    executable: str
+    package_dir: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.package}/{self.target}" if self.kind == "test" else f"{self.package}/{self.kind}:{self.target}"
+
+    @property
+    def running_line(self) -> str:
+        return f"     Running {self.source} ({os.path.relpath(self.executable, ROOT)})"
+
+
+def test_binaries() -> list[TestBinary]:
+    """Every test executable of `cargo test --workspace --no-run`, from cargo's JSON messages."""
+    build = subprocess.run(
+        ["cargo", "test", "--workspace", "--locked", "--no-run", "--message-format=json-render-diagnostics"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    binaries = []
+    for line in build.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("reason") != "compiler-artifact" or not message.get("executable"):
+            continue
+        if not message["profile"]["test"]:
+            continue
+        target = message["target"]
+        package_dir = str(Path(message["manifest_path"]).parent)
+        kind = target["kind"][0]
+        source = os.path.relpath(target["src_path"], package_dir)
+        if kind != "test":
+            source = f"unittests {source}"
+        binaries.append(TestBinary(package_name(message["package_id"]), target["name"], kind, source, message["executable"], package_dir))
+    return binaries
+
+
+def package_name(package_id: str) -> str:
+    """The name in cargo's package id: `path+file:///…/shared#red-packets@0.1.0`, or
+    `path+file:///…/local#0.1.0` where the name is the folder's."""
+    location, _, fragment = package_id.partition("#")
+    return fragment.split("@")[0] if "@" in fragment else location.rstrip("/").rsplit("/", 1)[-1]
+
+
+def ordered(binaries: list[TestBinary]) -> list[TestBinary]:
+    """The longest first: last run's times where known, the hint otherwise."""
+    known = dict(FIRST_RUN_HINT)
+    if DURATIONS.exists():
+        known.update(json.loads(DURATIONS.read_text()))
+    return sorted(binaries, key=lambda binary: -known.get(binary.key, 0.0))
+
+
+def run_one(binary: TestBinary, slot: dict[str, str], test_args: list[str], timeout: float) -> tuple[bool, float, str]:
+    """One binary to its end (or its timeout), with its slot's settings: whether it passed, its
+    wall time and its output."""
+    environment = dict(os.environ, **slot, CARGO_MANIFEST_DIR=binary.package_dir, CARGO_PKG_NAME=binary.package)
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+") as output:
+        child = subprocess.Popen(
+            [binary.executable, *test_args],
+            cwd=binary.package_dir,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            passed = child.wait(timeout=timeout) == 0
+            verdict = ""
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, 9)
+            child.wait()
+            passed = False
+            verdict = f"\n{binary.key}: killed after {timeout:.0f} s\n"
+        output.seek(0)
+        return passed, time.monotonic() - started, output.read() + verdict
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=2, help="binaries at once (default 2)")
+    parser.add_argument(
+        "--slot",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE,...",
+        help="settings of one slot, the binaries it runs one after another (repeatable; one slot each of --jobs)",
+    )
+    parser.add_argument("--package", action="append", default=[], help="only this package's binaries (repeatable)")
+    parser.add_argument("--test", action="append", default=[], help="only this integration test (repeatable)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds a binary may run (default 900)")
+    parser.add_argument("--no-record", action="store_true", help="leave the times of this run out of the next order")
+    parser.add_argument("test_args", nargs="*", help="after --: arguments to every binary")
+    options = parser.parse_args()
+
+    binaries = test_binaries()
+    if options.package:
+        binaries = [binary for binary in binaries if binary.package in options.package]
+    if options.test:
+        binaries = [binary for binary in binaries if binary.kind == "test" and binary.target in options.test]
+    if not binaries:
+        print("no test binary matches", file=sys.stderr)
+        return 1
+
+    queue = ordered(binaries)
+    lock = threading.Lock()
+    durations: dict[str, float] = {}
+    failed: list[str] = []
+
+    slots = [dict(setting.split("=", 1) for setting in slot.split(",") if setting) for slot in options.slot]
+    jobs = max(1, options.jobs)
+    slots += [{}] * (jobs - len(slots))
+
+    def worker(slot: dict[str, str]) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                binary = queue.pop(0)
+            passed, took, output = run_one(binary, slot, options.test_args, options.timeout)
+            with lock:
+                durations[binary.key] = round(took, 1)
+                if not passed:
+                    failed.append(binary.key)
+                print(binary.running_line, flush=True)
+                print(output, end="" if output.endswith("\n") else "\n", flush=True)
+
+    started = time.monotonic()
+    workers = [threading.Thread(target=worker, args=(slot,)) for slot in slots[:jobs]]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+
+    if not options.no_record:
+        DURATIONS.parent.mkdir(exist_ok=True)
+        previous = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        DURATIONS.write_text(json.dumps({**previous, **durations}, indent=1, sort_keys=True) + "\n")
+    print(f"{len(binaries)} test binaries, {jobs} at a time, in {time.monotonic() - started:.0f} s", flush=True)
+    if failed:
+        print("failed: " + ", ".join(sorted(failed)), flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
