@@ -31,7 +31,7 @@ token=$(LOCAL_JWT_SECRET=$secret ./target/debug/local token schemathesis)
 out=$(mktemp)
 status=0
 .local/fuzz-venv/bin/schemathesis --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$port" \
-  -H "Authorization: Bearer $token" -n 250 --seed 20261121 --no-color \
+  -H "Authorization: Bearer $token" -n 150 --seed 20261121 --no-color \
   --checks all --exclude-checks positive_data_acceptance,unsupported_method >"$out" 2>&1 || status=$?
 tail -15 "$out"
 generated=$(grep -oE '[0-9]+ generated' "$out" | grep -oE '[0-9]+' | tail -1)

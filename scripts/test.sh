@@ -7,11 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What is missing gets installed in the background (mostly downloads) while the code is checked
-# for formatting and built. Clippy is `make check`'s, not this script's: its check build of every
-# dependency is nearly six minutes of two cores, which would take `make test` past its 20.
+# for formatting and built. Clippy lints the workspace's crates as they are built (its driver as
+# rustc's wrapper for them, warnings as errors: what `cargo clippy` runs, in build mode), the
+# libraries, the binaries and every test target alike: a `cargo clippy` of its own would check
+# every dependency a second time, nearly six minutes of two cores. Every cargo command below,
+# the passes' included, builds with the same wrapper, so none builds anything again.
 # Each stage's heading carries the time it began, so a slow run shows where it went.
 stage() { echo "== $(date +%T) $*"; }
-stage "install what is missing (in the background), rustfmt, build"
+stage "install what is missing (in the background), rustfmt, build (and clippy)"
+RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 scripts/stack.sh install &
 installing=$!
 name="test-$$"
@@ -72,7 +77,7 @@ mkdir -p ".local/$name"
 sam_log=".local/$name/sam-local.log"
 (
   scripts/docker.sh base-image
-  scripts/sam-local.sh build >".local/$name/sam-build.log" 2>&1 ||
+  env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build >".local/$name/sam-build.log" 2>&1 ||
     { tail -40 ".local/$name/sam-build.log"; echo "the arm64 sam build failed (log: .local/$name/sam-build.log)"; exit 1; }
   sam_exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name-sam" 0 0)
   eval "$sam_exports"
