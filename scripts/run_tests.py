@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""Runs the workspace's test binaries, built already, a few at a time (`make test`'s passes).
+"""Runs the workspace's test binaries, built already, as `cargo test` would (`make test`'s passes).
 
-`cargo test` runs one test binary after another: a binary whose tests wait on services, timers
-or a child process leaves the machine's second core idle until its slowest test ends. This runs
-`--jobs` binaries at once instead, the longest first, each exactly as cargo would (its package's
-folder as the working directory, cargo's variables set), and prints each binary's whole output
-under cargo's own `Running` line once it ends, so the log reads as cargo's does and its
-`test result:` lines still add up to the summary.
+Each binary runs exactly as cargo runs it (its package's folder as the working directory,
+cargo's variables set), and its whole output is printed under cargo's own `Running` line once it
+ends, so the log reads as cargo's does and its `test result:` lines still add up to the summary.
+Unlike `cargo test`, every binary runs even after one fails (cargo's `--no-fail-fast`), each
+has a timeout (its process group killed past it), each one's time is kept for the next run,
+and `--jobs` binaries may run at once (the longest first), each slot with settings of its own
+(`--slot`: a DynamoDB Local of its own, say).
 
 Which binaries: every test binary of the workspace as `cargo test --workspace` builds it (the
 same features, so nothing is built again), narrowed by `--package` and `--test`. Arguments after
-`--` go to every binary (`--skip NAME`, say). Every binary runs even after one fails (cargo's
-`--no-fail-fast`); the exit status is 1 if any failed or ran past `--timeout`.
+`--` go to every binary (`--skip NAME`, say). The exit status is 1 if any failed or timed out.
 
-    scripts/run_tests.py --jobs 2
-    scripts/run_tests.py --jobs 2 --package local
+    scripts/run_tests.py
+    scripts/run_tests.py --package local
+    scripts/run_tests.py --jobs 2 --slot AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8001
     scripts/run_tests.py --package local --test events_on_binaries -- --skip the_ledger_is_reached_over_tls
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +48,11 @@ FIRST_RUN_HINT = {
     "local/recovery": 22,
     "local/settle_and_query": 19,
 }
+
+
+# The process groups of the binaries running now: each binary leads a session of its own, so a
+# timeout or this runner's own end stops everything it started (its servers, its emulators).
+RUNNING: set[int] = set()
 
 
 @dataclass
@@ -101,12 +108,22 @@ def package_name(package_id: str) -> str:
     return fragment.split("@")[0] if "@" in fragment else location.rstrip("/").rsplit("/", 1)[-1]
 
 
-def ordered(binaries: list[TestBinary]) -> list[TestBinary]:
-    """The longest first: last run's times where known, the hint otherwise."""
+def known_durations() -> dict[str, float]:
+    """Each binary's time: the last run's on this machine where recorded, the hint otherwise."""
     known = dict(FIRST_RUN_HINT)
     if DURATIONS.exists():
         known.update(json.loads(DURATIONS.read_text()))
+    return known
+
+
+def ordered(binaries: list[TestBinary], known: dict[str, float]) -> list[TestBinary]:
+    """The longest first (the shortest makespan of the simple rules); unknown ones last."""
     return sorted(binaries, key=lambda binary: -known.get(binary.key, 0.0))
+
+
+def parse_slot(text: str) -> dict[str, str]:
+    """A slot's settings: `NAME=VALUE,NAME=VALUE` (a value may hold `=`, not `,`)."""
+    return dict(setting.split("=", 1) for setting in text.split(",") if setting)
 
 
 def run_one(binary: TestBinary, slot: dict[str, str], test_args: list[str], timeout: float) -> tuple[bool, float, str]:
@@ -123,21 +140,24 @@ def run_one(binary: TestBinary, slot: dict[str, str], test_args: list[str], time
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        RUNNING.add(child.pid)
         try:
             passed = child.wait(timeout=timeout) == 0
             verdict = ""
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, 9)
+            os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             passed = False
-            verdict = f"\n{binary.key}: killed after {timeout:.0f} s\n"
+            verdict = f"\n{binary.key}: killed after {timeout:g} s\n"
+        finally:
+            RUNNING.discard(child.pid)
         output.seek(0)
         return passed, time.monotonic() - started, output.read() + verdict
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=2, help="binaries at once (default 2)")
+    parser.add_argument("--jobs", type=int, default=1, help="binaries at once (default 1, as cargo)")
     parser.add_argument(
         "--slot",
         action="append",
@@ -161,12 +181,23 @@ def main() -> int:
         print("no test binary matches", file=sys.stderr)
         return 1
 
-    queue = ordered(binaries)
+    def stop(signum: int, _frame: object) -> None:
+        for group in list(RUNNING):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    queue = ordered(binaries, known_durations())
     lock = threading.Lock()
     durations: dict[str, float] = {}
     failed: list[str] = []
 
-    slots = [dict(setting.split("=", 1) for setting in slot.split(",") if setting) for slot in options.slot]
+    slots = [parse_slot(slot) for slot in options.slot]
     jobs = max(1, options.jobs)
     slots += [{}] * (jobs - len(slots))
 

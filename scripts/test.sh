@@ -7,11 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # What is missing gets installed in the background (mostly downloads) while the code is checked
-# for formatting and built. Clippy lints the workspace's crates as they are built (its driver as
-# rustc's wrapper for them, warnings as errors: what `cargo clippy` runs, in build mode), the
-# libraries, the binaries and every test target alike: a `cargo clippy` of its own would check
-# every dependency a second time, nearly six minutes of two cores. Every cargo command below,
-# the passes' included, builds with the same wrapper, so none builds anything again.
+# for formatting (first, so a slip fails in seconds) and built. Clippy lints the workspace's
+# crates as they are built: its driver is rustc's wrapper for them, warnings as errors (what
+# `cargo clippy` runs, in build mode), so the libraries, the binaries and every test target are
+# linted, and no `cargo clippy` of its own checks every dependency a second time (nearly five
+# minutes of both cores). Every cargo command below builds with the same wrapper, so none builds
+# anything again.
 # Each stage's heading carries the time it began, so a slow run shows where it went.
 stage() { echo "== $(date +%T) $*"; }
 stage "install what is missing (in the background), rustfmt, build (and clippy)"
@@ -26,9 +27,7 @@ valkey_name="$name-valkey"
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   scripts/stack.sh stop "$name"
-  scripts/stack.sh stop "$name-2"
   scripts/stack.sh stop "$valkey_name"
-  scripts/stack.sh stop "$name-sam"
   scripts/stack.sh stop "$name-readme"
   scripts/docker.sh stop "$name"
 }
@@ -42,15 +41,18 @@ cargo test --workspace --locked --no-run
 stage "built; waiting for the installs"
 wait "$installing"
 
-exports=$(scripts/stack.sh start "$name" 0 0)
+# The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
+# containers reach it. Its arm64 build (debug, a target directory of its own, niced) runs beside
+# the first pass below, which leaves a core idle while its tests wait on services and timers.
+docker_exports=$(scripts/docker.sh start "$name")
+eval "$docker_exports"
+scripts/docker.sh base-image
+sam_build_log=".local/$name/sam-build.log"
+mkdir -p ".local/$name"
+nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build >"$sam_build_log" 2>&1 &
+sam_build=$!
+exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
 eval "$exports"
-# The passes run two test binaries at a time (scripts/run_tests.py): most wait on the services,
-# timers or a child process as much as they compute. The second slot has a DynamoDB Local of its
-# own (one JVM answering two heavy binaries at once let a request wait past the SDK's 2 s
-# attempt timeout) and a key prefix of its own in Redis (a settle run sweeps every packet under
-# its prefix, and one slot's packets are not in the other's ledger).
-second_dynamodb=$(scripts/stack.sh start "$name-2" 0 0 | sed -n 's/^export AWS_ENDPOINT_URL_DYNAMODB=//p')
-second_slot="AWS_ENDPOINT_URL_DYNAMODB=$second_dynamodb,REDIS_KEY_PREFIX=rp-slot-2"
 # Settings from the caller's shell must not leak into the tests.
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS \
@@ -65,28 +67,8 @@ LAMBDA_RIE=$(scripts/invoke.sh --emulator)
 export LAMBDA_RIE
 valkey=$(scripts/stack.sh valkey-server)
 
-# The SAM stage in the background, start to end: its Docker daemon, its arm64 build (debug, a
-# target directory of its own), then every function with every event in events/ through
-# `sam local invoke`, against a Redis and a DynamoDB Local of its own listening on the Docker
-# bridge (its sample events replay packets under the samples' fixed keys, which the passes'
-# own runs of events_on_binaries.rs use too). It shares the cores with the two passes below:
-# its build computes, its containers leave a core half idle. Its output follows the passes'.
-docker_exports=$(scripts/docker.sh start "$name")
-eval "$docker_exports"
-mkdir -p ".local/$name"
-sam_log=".local/$name/sam-local.log"
-(
-  scripts/docker.sh base-image
-  env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build >".local/$name/sam-build.log" 2>&1 ||
-    { tail -40 ".local/$name/sam-build.log"; echo "the arm64 sam build failed (log: .local/$name/sam-build.log)"; exit 1; }
-  sam_exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name-sam" 0 0)
-  eval "$sam_exports"
-  scripts/sam-local.sh test
-) >"$sam_log" 2>&1 &
-sam_stage=$!
-
 # The template's and the contract's checks (Python, a core at most): they run beside the first
-# test pass.
+# test pass, which leaves a core idle while its tests wait on services and timers.
 template_checks() {
   echo "sam validate --lint"
   .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
@@ -104,9 +86,14 @@ checks_log=".local/$name/template-checks.log"
 template_checks >"$checks_log" 2>&1 &
 checks=$!
 
+# The test binaries `cargo test --workspace` built, one after another as cargo runs them, through
+# scripts/run_tests.py: each binary's time is kept, every binary runs after one fails, and the
+# cluster pass runs the same binaries (`cargo test -p local` would build them again, under that
+# package's features alone). Two at a time measured no faster: the arm64 build beside the passes
+# takes every idle moment of the cores, and the passes' timing tests failed under the load.
 stage "every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
-AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 2 --slot "$second_slot" 2>&1 | tee "$log"
+AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 2>&1 | tee "$log"
 
 # Schemathesis against the local API beside the cluster pass below: the two share no Redis (the
 # local API uses the services' own, the pass a cluster of its own) and no table, and the fuzzer
@@ -124,17 +111,15 @@ fuzz=$!
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 (eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
-  .local/venv/bin/python scripts/run_tests.py --jobs 2 --slot "$second_slot" --package local) 2>&1 | tee -a "$log"
+  .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local) 2>&1 | tee -a "$log"
 stage "schemathesis against openapi.yaml on the local API (run beside the cluster pass)"
 status=0
 wait "$fuzz" || status=$?
 cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
-stage "sam local invoke: every function with every event in events/, in SAM's arm64 containers (run beside the passes)"
-status=0
-wait "$sam_stage" || status=$?
-tee -a "$log" <"$sam_log"
-[ "$status" = 0 ] || { echo "the sam local invoke stage failed"; exit 1; }
+stage "sam local invoke: every function with every event in events/, in SAM's arm64 containers"
+wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
+scripts/sam-local.sh test 2>&1 | tee -a "$log"
 stage "the README's sam local invoke commands, as printed, against make run"
 scripts/sam-local.sh readme "$name-readme"
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed", passed, failed }' "$log")

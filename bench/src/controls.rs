@@ -23,7 +23,7 @@ use red_packets::ports::Holds;
 use red_packets::{Config, SystemClock};
 use serde::Serialize;
 
-use crate::grab_path::{load_packet, request};
+use crate::grab_path::{fresh_grab, load_packet, request};
 use crate::harness;
 use crate::seeds::redis_cpu_seconds;
 use crate::stats::{summarize, RunStats};
@@ -123,11 +123,7 @@ async fn one(
     let cpu_before = redis_cpu_seconds(&mut conn).await;
     let (latencies, answers, elapsed) = harness::run(requests, concurrency, move |request| {
         let service = service.clone();
-        async move {
-            let response = grab::handle(&service, request).await.expect("handler");
-            response.status().as_u16() == 200
-                && !String::from_utf8_lossy(response.body().as_ref()).contains("\"already_grabbed\":true")
-        }
+        async move { fresh_grab(&service, request).await }
     })
     .await;
     let cpu = redis_cpu_seconds(&mut conn).await - cpu_before;

@@ -74,6 +74,14 @@ pub async fn load_packet_with(
     packet
 }
 
+/// `request` through the grab handler: whether it was answered with a fresh share (a 200 that
+/// is no repeat).
+pub async fn fresh_grab(service: &GrabService<Arc<RedisStore>, DynamoLedger>, request: Request) -> bool {
+    let response = grab::handle(service, request).await.expect("handler");
+    response.status().as_u16() == 200
+        && !String::from_utf8_lossy(response.body().as_ref()).contains("\"already_grabbed\":true")
+}
+
 /// The handler at `concurrency` on a packet that does not run dry.
 pub async fn level(
     service: Arc<GrabService<Arc<RedisStore>, DynamoLedger>>,
@@ -86,11 +94,7 @@ pub async fn level(
     let requests: Vec<Request> = (0..grabs).map(|n| request(&id, &format!("c{concurrency}-u{n}"))).collect();
     let (latencies, answers, elapsed) = harness::run(requests, concurrency, move |request| {
         let service = service.clone();
-        async move {
-            let response = grab::handle(&service, request).await.expect("handler");
-            response.status().as_u16() == 200
-                && !String::from_utf8_lossy(response.body().as_ref()).contains("\"already_grabbed\":true")
-        }
+        async move { fresh_grab(&service, request).await }
     })
     .await;
     Level {

@@ -1,0 +1,80 @@
+"""scripts/run_tests.py: cargo's package ids read, the longest binary first, a slot's settings,
+and one binary run to its end, its failure or its timeout.
+
+Run: python -m unittest discover -s scripts/tests
+"""
+
+import os
+import stat
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import run_tests  # noqa: E402
+
+
+def binary(folder, name, script):
+    path = os.path.join(folder, name)
+    with open(path, "w") as file:
+        file.write("#!/bin/sh\n" + script + "\n")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+    return run_tests.TestBinary("local", name, "test", f"tests/{name}.rs", path, folder)
+
+
+class PackageIds(unittest.TestCase):
+    def test_a_name_after_the_hash_or_the_folders_name(self):
+        self.assertEqual(run_tests.package_name("path+file:///work/main/shared#red-packets@0.1.0"), "red-packets")
+        self.assertEqual(run_tests.package_name("path+file:///work/main/local#0.1.0"), "local")
+
+
+class Order(unittest.TestCase):
+    def test_the_longest_first_and_the_unknown_last(self):
+        with tempfile.TemporaryDirectory() as folder:
+            quick, slow, unknown = (binary(folder, name, "true") for name in ("quick", "slow", "unknown"))
+            known = {"local/quick": 1.0, "local/slow": 80.0}
+            self.assertEqual([b.target for b in run_tests.ordered([quick, unknown, slow], known)], ["slow", "quick", "unknown"])
+
+
+class Slots(unittest.TestCase):
+    def test_settings_split_on_commas_and_the_first_equals_sign(self):
+        self.assertEqual(
+            run_tests.parse_slot("AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1,REDIS_KEY_PREFIX=a=b"),
+            {"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1", "REDIS_KEY_PREFIX": "a=b"},
+        )
+        self.assertEqual(run_tests.parse_slot(""), {})
+
+
+class RunOne(unittest.TestCase):
+    def test_a_passing_binary_with_its_slot_and_cargos_variables(self):
+        with tempfile.TemporaryDirectory() as folder:
+            echo = binary(folder, "echo", 'echo "$SLOT_SETTING $CARGO_MANIFEST_DIR $(pwd) $*"')
+            passed, _, output = run_tests.run_one(echo, {"SLOT_SETTING": "two"}, ["--skip", "x"], timeout=10)
+            self.assertTrue(passed)
+            real = os.path.realpath(folder)
+            self.assertIn(f"two {folder} ", output)
+            self.assertTrue(output.strip().endswith("--skip x"), output)
+            self.assertIn(real, output)
+
+    def test_a_failing_binary_fails(self):
+        with tempfile.TemporaryDirectory() as folder:
+            failing = binary(folder, "failing", "echo 'test result: FAILED'; exit 101")
+            passed, _, output = run_tests.run_one(failing, {}, [], timeout=10)
+            self.assertFalse(passed)
+            self.assertIn("test result: FAILED", output)
+
+    def test_a_binary_past_its_timeout_is_killed_and_fails(self):
+        with tempfile.TemporaryDirectory() as folder:
+            hanging = binary(folder, "hanging", "echo started; sleep 30")
+            passed, took, output = run_tests.run_one(hanging, {}, [], timeout=0.5)
+            self.assertFalse(passed)
+            self.assertLess(took, 10)
+            self.assertIn("started", output)
+            self.assertIn("local/hanging: killed after 0.5 s", output)
+
+
+if __name__ == "__main__":
+    unittest.main()
