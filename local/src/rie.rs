@@ -90,6 +90,15 @@ impl Rie {
         };
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                // The runtime API too: the emulator may answer on its invocation port before it
+                // listens on RUNTIME_API, and a function it starts then dies on a refused
+                // connection (seen once in make test). Within two seconds; past them, as before.
+                for _ in 0..200 {
+                    if tokio::net::TcpStream::connect(RUNTIME_API).await.is_ok() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 return Ok(rie);
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
