@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== the binaries' and the tests' builds resolve the same features"
+scripts/same_features.sh
 echo "== cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo clippy on what the Lambdas ship: the library and the functions without test-support"

@@ -10,8 +10,9 @@ and `--jobs` binaries may run at once (the longest first), each slot with settin
 (`--slot`: a DynamoDB Local of its own, say).
 
 Which binaries: every test binary of the workspace as `cargo test --workspace` builds it (the
-same features, so nothing is built again), narrowed by `--package` and `--test`. Arguments after
-`--` go to every binary (`--skip NAME`, say). The exit status is 1 if any failed or timed out.
+same features, so nothing is built again), narrowed by `--package`, `--test` and `--skip-test`.
+Arguments after `--` go to every binary (`--skip NAME`, say). The exit status is 1 if any failed
+or timed out.
 
     scripts/run_tests.py
     scripts/run_tests.py --package local
@@ -155,6 +156,22 @@ def run_one(binary: TestBinary, slot: dict[str, str], test_args: list[str], time
         return passed, time.monotonic() - started, output.read() + verdict
 
 
+def selected(
+    binaries: list[TestBinary], packages: list[str], tests: list[str], skipped: list[str]
+) -> list[TestBinary]:
+    """The binaries of `packages` (all, if none), then the integration tests named in `tests` (all,
+    if none) but those in `skipped`. A skipped name that is no integration test among them is an
+    error (ValueError): a renamed file would otherwise run again unnoticed."""
+    if packages:
+        binaries = [binary for binary in binaries if binary.package in packages]
+    if tests:
+        binaries = [binary for binary in binaries if binary.kind == "test" and binary.target in tests]
+    unknown = set(skipped) - {binary.target for binary in binaries if binary.kind == "test"}
+    if unknown:
+        raise ValueError("--skip-test names no integration test: " + ", ".join(sorted(unknown)))
+    return [binary for binary in binaries if not (binary.kind == "test" and binary.target in skipped)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=1, help="binaries at once (default 1, as cargo)")
@@ -167,16 +184,17 @@ def main() -> int:
     )
     parser.add_argument("--package", action="append", default=[], help="only this package's binaries (repeatable)")
     parser.add_argument("--test", action="append", default=[], help="only this integration test (repeatable)")
+    parser.add_argument("--skip-test", action="append", default=[], help="not this integration test (repeatable)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a binary may run (default 900)")
     parser.add_argument("--no-record", action="store_true", help="leave the times of this run out of the next order")
     parser.add_argument("test_args", nargs="*", help="after --: arguments to every binary")
     options = parser.parse_args()
 
-    binaries = test_binaries()
-    if options.package:
-        binaries = [binary for binary in binaries if binary.package in options.package]
-    if options.test:
-        binaries = [binary for binary in binaries if binary.kind == "test" and binary.target in options.test]
+    try:
+        binaries = selected(test_binaries(), options.package, options.test, options.skip_test)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 1
     if not binaries:
         print("no test binary matches", file=sys.stderr)
         return 1

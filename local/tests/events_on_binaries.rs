@@ -184,18 +184,27 @@ async fn ready_ledger() -> DynamoLedger {
 async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let _emulator = EMULATOR.lock().await;
     ready_ledger().await;
+    // Each sample event runs once in SAM's containers; its replay (the same key, reference or
+    // word again), the binary's own behaviour, under the emulator only: a container is seconds.
+    let replays = sam().is_none();
 
     // send.json: 201, and the same Idempotency-Key and body replay the same packet.
-    // A third send under a key of this run's own: a packet of this run's own (every pass of make
+    // A second send under a key of this run's own: a packet of this run's own (every pass of make
     // test shares one DynamoDB Local, where the sample's key replays one packet, cancelled below).
     let mut fresh_send = event("send.json");
     let fresh_key = red_packets::domain::PacketId::random().to_string();
     events::set_header(&mut fresh_send, "Idempotency-Key", Some(&fresh_key));
-    let sent = on_emulator("send", vec![event("send.json"), event("send.json"), fresh_send]).await;
+    let mut sends = vec![event("send.json"), fresh_send];
+    if replays {
+        sends.push(event("send.json"));
+    }
+    let sent = on_emulator("send", sends).await;
     let (status, packet) = status_and_body(&sent[0]);
     assert_eq!(status, 201, "{}", sent[0]);
-    let (status, again) = status_and_body(&sent[1]);
-    assert_eq!((status, &again["packet_id"]), (201, &packet["packet_id"]), "{}", sent[1]);
+    if let Some(replayed) = sent.get(2) {
+        let (status, again) = status_and_body(replayed);
+        assert_eq!((status, &again["packet_id"]), (201, &packet["packet_id"]), "{replayed}");
+    }
     let id = packet["packet_id"].as_str().unwrap();
 
     // grab.json names a packet that does not exist: 404; pointed at the packet just sent: bob grabs it.
@@ -208,8 +217,8 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let (status, grabbed) = status_and_body(&grabs[1]);
     assert_eq!((status, grabbed["user"].as_str()), (200, Some("bob")), "{}", grabs[1]);
 
-    let (status, fresh) = status_and_body(&sent[2]);
-    assert_eq!(status, 201, "{}", sent[2]);
+    let (status, fresh) = status_and_body(&sent[1]);
+    assert_eq!(status, 201, "{}", sent[1]);
     if sam().is_none() {
         grab_with_max_concurrency(fresh["packet_id"].as_str().unwrap()).await;
     }
@@ -271,22 +280,20 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let reports = std::env::temp_dir().join(format!("events-reports-{}", std::process::id()));
     let reports_dir = reports.display().to_string();
     let wallet = [("FUNDS", "wallet"), ("REPORTS_BUCKET", ""), ("REPORTS_DIR", reports_dir.as_str())];
-    let funded = on_emulator_with(
-        "funds",
-        &wallet,
-        vec![
-            event("topup.json"),
-            event("topup.json"),
-            event("reconcile.json"),
-            Event::named(r#"{"withdraw":1}"#, serde_json::json!({ "withdraw": 1 })),
-            event("statement.json"),
-            event("trial-balance.json"),
-        ],
-    )
-    .await;
-    assert_eq!(funded[4]["statement"]["report"]["user"], "alice", "{}", funded[4]);
-    assert_eq!(funded[5]["trial_balance"]["report"]["day"], "2026-11-23", "{}", funded[5]);
-    for (answer, report) in [(&funded[4], &funded[4]["statement"]), (&funded[5], &funded[5]["trial_balance"])] {
+    let mut funds_events = vec![
+        event("topup.json"),
+        event("reconcile.json"),
+        Event::named(r#"{"withdraw":1}"#, serde_json::json!({ "withdraw": 1 })),
+        event("statement.json"),
+        event("trial-balance.json"),
+    ];
+    if replays {
+        funds_events.push(event("topup.json"));
+    }
+    let funded = on_emulator_with("funds", &wallet, funds_events).await;
+    assert_eq!(funded[3]["statement"]["report"]["user"], "alice", "{}", funded[3]);
+    assert_eq!(funded[4]["trial_balance"]["report"]["day"], "2026-11-23", "{}", funded[4]);
+    for (answer, report) in [(&funded[3], &funded[3]["statement"]), (&funded[4], &funded[4]["trial_balance"])] {
         let written: Vec<&str> = report["written"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert_eq!(written.len(), 2, "{answer}");
         if sam().is_some() {
@@ -299,13 +306,16 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
         }
     }
     assert!(funded[0]["topup"]["applied"].is_boolean(), "{}", funded[0]);
-    assert_eq!(funded[1]["topup"]["applied"], false, "a reference is credited once: {}", funded[1]);
-    let balance = funded[1]["topup"]["balance_cents"].as_u64().unwrap();
+    if let Some(replayed) = funded.get(5) {
+        assert_eq!(replayed["topup"]["applied"], false, "a reference is credited once: {replayed}");
+    }
+    let top_up_answer = funded.get(5).unwrap_or(&funded[0]);
+    let balance = top_up_answer["topup"]["balance_cents"].as_u64().unwrap();
     // 500.00 credited once; an earlier pass (the SAM stage after the emulator's) paid the sample
     // withdrawal of 20.00 out of it, once.
-    assert!(balance == 50_000 || balance == 48_000, "{}", funded[1]);
-    assert_eq!(funded[2]["reconcile"]["differences"], serde_json::json!([]), "{}", funded[2]);
-    assert_eq!(funded[3]["errorType"], "InvalidFundsRequest", "{}", funded[3]);
+    assert!(balance == 50_000 || balance == 48_000, "{top_up_answer}");
+    assert_eq!(funded[1]["reconcile"]["differences"], serde_json::json!([]), "{}", funded[1]);
+    assert_eq!(funded[2]["errorType"], "InvalidFundsRequest", "{}", funded[2]);
     let wallets = on_emulator_with("query", &wallet, vec![event("wallet.json")]).await;
     let (status, page) = status_and_body(&wallets[0]);
     assert_eq!((status, page["balance_cents"].as_u64()), (200, Some(balance)), "{}", wallets[0]);
@@ -315,25 +325,32 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     // withdraw.json on send: alice's 20.00 out, pending (a replay of an earlier pass answers 200
     // with the withdrawal as it is now); withdrawal-paid.json on funds: paid once, however often
     // delivered; withdrawal-failed.json contradicts it and is refused.
-    let out = on_emulator_with("send", &wallet, vec![event("withdraw.json"), event("withdraw.json")]).await;
+    let withdrawals = if replays { vec![event("withdraw.json"); 2] } else { vec![event("withdraw.json")] };
+    let out = on_emulator_with("send", &wallet, withdrawals).await;
     let (status, first) = status_and_body(&out[0]);
     assert!(matches!(status, 200 | 201), "{}", out[0]);
-    let (status, again) = status_and_body(&out[1]);
-    assert_eq!(
-        (status, &again["withdrawal_id"], again["created"].as_bool()),
-        (200, &first["withdrawal_id"], Some(false)),
-        "{}",
-        out[1]
-    );
+    if let Some(replayed) = out.get(1) {
+        let (status, again) = status_and_body(replayed);
+        assert_eq!(
+            (status, &again["withdrawal_id"], again["created"].as_bool()),
+            (200, &first["withdrawal_id"], Some(false)),
+            "{replayed}"
+        );
+    }
     let paid: Value =
         serde_json::from_str(&std::fs::read_to_string(workspace().join("events/withdrawal-paid.json")).unwrap())
             .unwrap();
     assert_eq!(first["withdrawal_id"], paid["withdrawal_paid"]["withdrawal_id"], "the samples name one withdrawal");
-    let words = vec![event("withdrawal-paid.json"), event("withdrawal-paid.json"), event("withdrawal-failed.json")];
+    let mut words = vec![event("withdrawal-paid.json"), event("withdrawal-failed.json")];
+    if replays {
+        words.push(event("withdrawal-paid.json"));
+    }
     let resolved = on_emulator_with("funds", &wallet, words).await;
     assert_eq!(resolved[0]["withdrawal"]["withdrawal"]["status"], "paid", "{}", resolved[0]);
-    assert_eq!(resolved[1]["withdrawal"]["applied"], false, "paid once: {}", resolved[1]);
-    assert_eq!(resolved[2]["errorType"], "InvalidFundsRequest", "{}", resolved[2]);
+    assert_eq!(resolved[1]["errorType"], "InvalidFundsRequest", "{}", resolved[1]);
+    if let Some(replayed) = resolved.get(2) {
+        assert_eq!(replayed["withdrawal"]["applied"], false, "paid once: {replayed}");
+    }
 
     // adjustment-propose.json and adjustment-approve.json on operator, the operators' function URL
     // (signed by anna, then by ben): proposed, then applied once (an earlier pass may have done

@@ -1,5 +1,5 @@
-"""scripts/run_tests.py: cargo's package ids read, the longest binary first, a slot's settings,
-and one binary run to its end, its failure or its timeout.
+"""scripts/run_tests.py: cargo's package ids read, the longest binary first, which binaries are
+selected, a slot's settings, and one binary run to its end, its failure or its timeout.
 
 Run: python -m unittest discover -s scripts/tests
 """
@@ -37,6 +37,19 @@ class Order(unittest.TestCase):
             quick, slow, unknown = (binary(folder, name, "true") for name in ("quick", "slow", "unknown"))
             known = {"local/quick": 1.0, "local/slow": 80.0}
             self.assertEqual([b.target for b in run_tests.ordered([quick, unknown, slow], known)], ["slow", "quick", "unknown"])
+
+
+class Selection(unittest.TestCase):
+    def test_a_package_less_the_skipped_tests_and_a_skipped_name_that_is_none_refused(self):
+        with tempfile.TemporaryDirectory() as folder:
+            wallet, storm = binary(folder, "wallet", "true"), binary(folder, "storm", "true")
+            unit = run_tests.TestBinary("red-packets", "red_packets", "lib", "src/lib.rs", "/x", folder)
+            every = [wallet, storm, unit]
+            self.assertEqual(run_tests.selected(every, ["local"], [], ["wallet"]), [storm])
+            self.assertEqual(run_tests.selected(every, [], [], ["wallet"]), [storm, unit])
+            self.assertEqual(run_tests.selected(every, [], ["wallet"], []), [wallet])
+            with self.assertRaisesRegex(ValueError, "names no integration test: walet"):
+                run_tests.selected(every, ["local"], [], ["walet"])
 
 
 class Slots(unittest.TestCase):
