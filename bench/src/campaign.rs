@@ -5,7 +5,8 @@
 //!   deployed (the coalescer). Grabs/s over the run, each grab's completion measured from the
 //!   opening (p50, p99), Redis CPU per fresh grab. Against the seeds' two-list design on a packet
 //!   of the same size, set up ahead and grabbed from an instant 2 s later through the same loop.
-//!   Three rounds each, the median by throughput.
+//!   Five rounds each, in turn, the median by throughput; the bench process's own CPU per
+//!   grab beside Redis's.
 //! - *Too early*: `grab.lua` on a packet before its opening against `grab.lua` on a sold-out
 //!   packet, 20,000 calls each at concurrency 64, five rounds each in turn: the median Redis CPU
 //!   per call.
@@ -34,7 +35,7 @@ use red_packets::{packets, Clock, Config, SystemClock};
 use serde::Serialize;
 
 use crate::harness;
-use crate::seeds::{redis_cpu_seconds, two_list_work, Work};
+use crate::seeds::{own_cpu_seconds, redis_cpu_seconds, two_list_work, Work};
 use crate::stats::{histogram, median, record};
 
 /// Shares in the campaign's packet.
@@ -48,6 +49,9 @@ pub const CONCURRENCY: usize = 256;
 pub const UNITS_PER_SHARE: f64 = 2.0;
 /// Rounds of the too-early and sold-out calls, in turn.
 const CPU_ROUNDS: usize = 5;
+/// Rounds of each design's flood, in turn: a flood lasts a fraction of a second, so one round
+/// moves with whatever else this machine runs at that moment.
+const FLOOD_ROUNDS: usize = 5;
 /// A ceiling below what DynamoDB Local serves here, where the pace binds.
 pub const EMULATOR_CEILING: u32 = 300;
 /// Shares of the packet settled at [`EMULATOR_CEILING`].
@@ -66,6 +70,9 @@ pub struct Flood {
     pub p99_from_opening_us: u64,
     /// Redis CPU per fresh grab, microseconds.
     pub redis_cpu_us_per_fresh_grab: f64,
+    /// The bench process's CPU per grab (the callers and the design's client side, on the same
+    /// two cores as Redis), microseconds.
+    pub client_cpu_us_per_grab: f64,
     /// Shares paid (must be [`USERS`]).
     pub grabbed: u64,
 }
@@ -171,32 +178,45 @@ async fn flood(
 ) -> Flood {
     let mut probe = RedisStore::new(config).connection().await.expect("Redis");
     let wait = Duration::from_millis(u64::try_from(opens_at_ms - SystemClock.now_ms()).unwrap_or(0));
-    tokio::time::sleep(wait).await;
-    let opening = Instant::now();
-    let cpu_before = redis_cpu_seconds(&mut probe).await;
+    let opening = tokio::time::Instant::now() + wait;
+    // Each caller readies its users and its histogram before the opening, so the run measures
+    // the grabs, not the harness's own allocations.
     let workers: Vec<_> = (0..CONCURRENCY)
         .map(|worker| {
             let (work, run) = (work.clone(), run.to_owned());
             tokio::spawn(async move {
+                let users: Vec<String> =
+                    (worker..users).step_by(CONCURRENCY).map(|n| user(n, &run).to_string()).collect();
                 let mut completions = histogram();
                 let mut grabbed = 0u64;
-                for n in (worker..users).step_by(CONCURRENCY) {
-                    let paid = work(0, user(n, &run).to_string()).await;
-                    record(&mut completions, opening.elapsed());
+                tokio::time::sleep_until(opening).await;
+                let opening = opening.into_std();
+                let mut last = opening;
+                for user in users {
+                    let paid = work(0, user).await;
+                    last = Instant::now();
+                    record(&mut completions, last - opening);
                     grabbed += u64::from(paid);
                 }
-                (completions, grabbed)
+                (completions, grabbed, last)
             })
         })
         .collect();
+    tokio::time::sleep_until(opening).await;
+    let cpu_before = redis_cpu_seconds(&mut probe).await;
+    let client_before = own_cpu_seconds();
     let mut completions = histogram();
     let mut grabbed = 0;
+    let mut last = opening.into_std();
     for worker in workers {
-        let (worker_completions, worker_grabbed) = worker.await.expect("worker");
+        let (worker_completions, worker_grabbed, worker_last) = worker.await.expect("worker");
         completions.add(worker_completions).expect("histograms add");
         grabbed += worker_grabbed;
+        last = last.max(worker_last);
     }
-    let elapsed = opening.elapsed();
+    // From the opening to the last answer.
+    let elapsed = last - opening.into_std();
+    let client = own_cpu_seconds() - client_before;
     let cpu = redis_cpu_seconds(&mut probe).await - cpu_before;
     Flood {
         design,
@@ -204,6 +224,7 @@ async fn flood(
         p50_from_opening_us: completions.value_at_quantile(0.50),
         p99_from_opening_us: completions.value_at_quantile(0.99),
         redis_cpu_us_per_fresh_grab: cpu * 1e6 / users as f64,
+        client_cpu_us_per_grab: client * 1e6 / users as f64,
         grabbed,
     }
 }
@@ -286,6 +307,14 @@ async fn ledger_phase(config: &Config, client: &aws_sdk_dynamodb::Client, shares
     let seconds = started.elapsed().as_secs_f64();
     let floor_seconds = f64::from(shares) * UNITS_PER_SHARE / f64::from(ceiling);
     let partition = format!("PKT#{}", packet.id);
+    let peak = meter.peak("PKT#");
+    // The ceiling is the invariant here, not a figure: a run over it fails `make bench`.
+    if let Some((busiest, units)) = &peak {
+        assert!(
+            units <= &u64::from(ceiling),
+            "{units} write units in one second to {busiest}, over the ceiling of {ceiling}"
+        );
+    }
     LedgerPhase {
         shares,
         ceiling_units_per_s: ceiling,
@@ -293,18 +322,18 @@ async fn ledger_phase(config: &Config, client: &aws_sdk_dynamodb::Client, shares
         floor_seconds,
         ratio_to_floor: seconds / floor_seconds,
         partition_write_units: meter.total(&partition),
-        peak_partition_write_units_per_s: meter.peak("PKT#").map_or(0, |(_, units)| units),
+        peak_partition_write_units_per_s: peak.map_or(0, |(_, units)| units),
     }
 }
 
-/// Both designs' floods, three rounds each in turn: each design's median round by throughput
+/// Both designs' floods, [`FLOOD_ROUNDS`] each in turn: each design's median round by throughput
 /// (`BENCH_CAMPAIGN_FLOODS_ONLY` runs these alone, for `perf record`).
 pub async fn floods(config: &Config, client: &aws_sdk_dynamodb::Client) -> Vec<Flood> {
     let ledger = DynamoLedger::new(client.clone(), config);
     let store = Arc::new(RedisStore::new(config));
     let mut coalesced = Vec::new();
     let mut theirs = Vec::new();
-    for round in 0..3 {
+    for round in 0..FLOOD_ROUNDS {
         let run = format!("campaign-{round}-{}", &PacketId::random().as_str()[..8]);
         coalesced.push(ours_flood(config, &store, &ledger, SHARES, USERS, &run).await.0);
         theirs.push(two_list(config).await);

@@ -36,21 +36,23 @@ pub async fn grab<S: LiveStore, L: Ledger>(
             LiveAnswer::NotHeld { holds_lookup, .. } if asked == LEDGER_ASKS => {
                 if holds_lookup {
                     // Released unasked: the next grab asks the ledger afresh.
-                    store.ledger_said(id, None).await?;
+                    Box::pin(store.ledger_said(id, None)).await?;
                 }
                 break;
             }
             LiveAnswer::NotHeld { now_ms, holds_lookup } => (now_ms, holds_lookup),
         };
-        let recorded = ledger.ledger_packet(id).await;
+        // The ledger's side is boxed: it is rare, and its futures (the SDK's) would otherwise make
+        // every grab's future several kilobytes larger.
+        let recorded = Box::pin(ledger.ledger_packet(id)).await;
         if holds_lookup {
-            store.ledger_said(id, recorded.as_ref().ok().map(Option::is_some)).await?;
+            Box::pin(store.ledger_said(id, recorded.as_ref().ok().map(Option::is_some))).await?;
         }
         let Some(recorded) = recorded? else { return Ok(GrabOutcome::NotFound) };
         if let Some(outcome) = recorded.grab_outcome(attempt, now_ms) {
             return Ok(outcome);
         }
-        match reload_from_ledger(store, &recorded).await? {
+        match Box::pin(reload_from_ledger(store, &recorded)).await? {
             None => return Err(StoreError::redis_unavailable(format!("packet {id} is being finalised; try again"))),
             // The live store lost the packet's record but not its log: settle's re-sync, not a load.
             Some(Restored::Partial) => {
