@@ -5,9 +5,11 @@
 //!   before the controls;
 //! - `holds`: the hold check, with 1,000 holds in force in the ledger (every grab's lookup is in
 //!   a book of 1,000 users, read again every refresh), no grab rate: what every deployment runs;
-//! - `rate`: every grab counted against its user's rate (`INCR` and `EXPIRE NX`, one round trip
-//!   before the script), a limit no bench user reaches, and no hold check;
-//! - `rate + holds`: both, as the template deploys them.
+//! - `rate exact`: every grab counted against its user's rate before it (`INCR` and `EXPIRE
+//!   NX`, one round trip before the script), a limit no bench user reaches, no hold check;
+//! - `rate alongside`: the same counts sent with the script, at once (`USER_GRAB_COUNTING`'s
+//!   default), no hold check;
+//! - `rate alongside + holds`: both controls as the template deploys them.
 //!
 //! Each at concurrency 1 (the single-call path: one request per execution environment, standard
 //! Lambda) and 256 (the coalesced path, the rate's counts batched with the grabs'). Redis CPU is
@@ -17,7 +19,7 @@ use std::sync::Arc;
 
 use grab::GrabService;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::domain::risk::{GrabRate, HoldRequest, HoldScope};
+use red_packets::domain::risk::{GrabRate, HoldRequest, HoldScope, RateCounting};
 use red_packets::domain::{PacketKind, UserId};
 use red_packets::ports::Holds;
 use red_packets::{Config, SystemClock};
@@ -37,7 +39,7 @@ const HOLDS: usize = 1_000;
 /// One variant at one concurrency: the median round by grabs/s.
 #[derive(Debug, Clone, Serialize)]
 pub struct ControlsRun {
-    /// `none`, `holds`, `rate` or `rate + holds`.
+    /// `none`, `holds`, `rate exact`, `rate alongside` or `rate alongside + holds`.
     pub variant: &'static str,
     /// Callers at once.
     pub concurrency: usize,
@@ -57,19 +59,20 @@ pub async fn compare(config: &Config, ledger: &DynamoLedger) -> Vec<ControlsRun>
     let held_ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &held_config);
     held_ledger.ensure_table().await.expect("DynamoDB Local");
     place_holds(&held_ledger).await;
-    let rated = |mut config: Config| {
-        config.grab_rate = Some(GrabRate { grabs: 1_000_000, window_seconds: 60 });
+    let rated = |mut config: Config, counting: RateCounting| {
+        config.grab_rate = Some(GrabRate { grabs: 1_000_000, window_seconds: 60, counting });
         config
     };
     let mut unrated = config.clone();
     unrated.grab_rate = None;
     let mut unrated_held = held_config.clone();
     unrated_held.grab_rate = None;
-    let variants: [(&'static str, Config, &DynamoLedger, bool); 4] = [
+    let variants: [(&'static str, Config, &DynamoLedger, bool); 5] = [
         ("none", unrated, ledger, false),
         ("holds", unrated_held, &held_ledger, true),
-        ("rate", rated(config.clone()), ledger, false),
-        ("rate + holds", rated(held_config), &held_ledger, true),
+        ("rate exact", rated(config.clone(), RateCounting::Exact), ledger, false),
+        ("rate alongside", rated(config.clone(), RateCounting::Alongside), ledger, false),
+        ("rate alongside + holds", rated(held_config, RateCounting::Alongside), &held_ledger, true),
     ];
     let mut runs = Vec::new();
     for (concurrency, grabs) in [(1, 3_000u32), (256, 20_000)] {

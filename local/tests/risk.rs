@@ -1,5 +1,6 @@
 //! Risk controls through the real handlers on the real Redis and DynamoDB Local: one user's
-//! grab rate across packets (one grab at a time, and grabs coalesced into batches), and account
+//! grab rate across packets (one grab at a time, and grabs coalesced into batches; counted
+//! exactly, before each grab, and alongside it, within the stated bound), and account
 //! holds placed and lifted by operators through their function URL, each taking effect within
 //! the stated bound (`HOLD_REFRESH_SECONDS`), recorded with its operator and reason.
 
@@ -10,15 +11,24 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use red_packets::adapters::RedisStore;
-use red_packets::domain::risk::GrabRate;
+use red_packets::domain::risk::{GrabRate, RateCounting};
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
 use support::stack::{operator_arn, Stack};
 use support::OwnRedis;
 
-fn rated(mut config: Config, grabs: u32) -> Config {
-    config.grab_rate = Some(GrabRate { grabs, window_seconds: 60 });
+fn rated(mut config: Config, grabs: u32, counting: RateCounting) -> Config {
+    config.grab_rate = Some(GrabRate { grabs, window_seconds: 60, counting });
     config
+}
+
+/// How many times Redis ran `command` since its statistics were last reset.
+async fn calls(conn: &mut red_packets::adapters::redis::RedisConnection, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(conn).await.unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
 }
 
 /// Moves the stack's clock to the start of the next rate window, so a test's grabs share one.
@@ -36,7 +46,7 @@ fn remaining(view: &Value) -> u64 {
 /// own grab counts too (the limit is on calls).
 #[tokio::test]
 async fn one_users_grabs_across_packets_are_limited_per_window() {
-    let stack = Stack::with_config("rate", rated(Config::from_env().unwrap(), 3)).await;
+    let stack = Stack::with_config("rate", rated(Config::from_env().unwrap(), 3, RateCounting::Exact)).await;
     let packets: Vec<String> = {
         let mut ids = Vec::new();
         for _ in 0..5 {
@@ -69,7 +79,8 @@ async fn one_users_grabs_across_packets_are_limited_per_window() {
 /// Redis again while waiting, and every one is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grabs_waiting_on_a_lookup_are_counted_once() {
-    let stack = Arc::new(Stack::with_config("rate-lookup", rated(Config::from_env().unwrap(), 1)).await);
+    let stack =
+        Arc::new(Stack::with_config("rate-lookup", rated(Config::from_env().unwrap(), 1, RateCounting::Exact)).await);
     let id = stack.send("alice", json!({ "total_cents": 1_000, "count": 10 })).await;
     to_next_window(&stack);
     stack.empty_redis(&[&id]).await;
@@ -93,7 +104,7 @@ async fn grabs_waiting_on_a_lookup_are_counted_once() {
 async fn the_coalesced_path_limits_each_user_alike() {
     const USERS: usize = 40;
     let redis = OwnRedis::start();
-    let stack = Stack::with_config("rate-batched", rated(redis.config(), 2)).await;
+    let stack = Stack::with_config("rate-batched", rated(redis.config(), 2, RateCounting::Exact)).await;
     let mut packets = Vec::new();
     for _ in 0..3 {
         packets.push(stack.send("alice", json!({ "total_cents": 10_000, "count": 100 })).await);
@@ -124,21 +135,108 @@ async fn the_coalesced_path_limits_each_user_alike() {
     }
     assert!(by_user.values().all(|counts| *counts == (2, 1)), "two shares and one refusal each: {by_user:?}");
 
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
-    let calls = |command: &str| -> u64 {
-        info.lines()
-            .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
-            .and_then(|rest| rest.split(',').next())
-            .map_or(0, |calls| calls.parse().unwrap())
-    };
-    assert_eq!(calls("incr"), (USERS * 3) as u64, "every grab request counted once: {info}");
-    assert!(calls("llen") > 0, "some grabs went to Redis in batches (grab_many.lua): {info}");
+    assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "every grab request counted once");
+    assert!(calls(&mut conn, "llen").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
     let taken: u64 = join_all(packets.iter().map(|id| stack.view(id, "alice")))
         .await
         .iter()
         .map(|(_, view)| 100 - remaining(view))
         .sum();
     assert_eq!(taken, (USERS * 2) as u64, "the shares taken are the grabs admitted");
+}
+
+/// Counted alongside the grab, a user passes the limit by at most one grab per instance that
+/// serves them. Under a limit of three, mallory's grabs go through two instances (two execution
+/// environments, one Redis): three within the limit; the fourth, on the second instance, is
+/// counted past it but served (its count went with the grab), and that instance refuses her
+/// next grab without a call; the first instance serves one more, learns, and refuses too. Five
+/// shares, five counts; the refusals take nothing and count nothing; the next window serves
+/// her again.
+#[tokio::test]
+async fn counted_alongside_a_user_passes_the_limit_by_one_grab_per_instance() {
+    let first =
+        Stack::with_config("rate-alongside", rated(Config::from_env().unwrap(), 3, RateCounting::Alongside)).await;
+    let second = first.on_redis(&first.config.redis.url).await;
+    let mut packets = Vec::new();
+    for _ in 0..6 {
+        packets.push(first.send("alice", json!({ "total_cents": 500, "count": 5 })).await);
+    }
+    to_next_window(&first);
+    let window = first.clock.now_ms() / 60_000;
+    let counter = format!("{}:{{u:mallory}}:grabs:{window}", first.config.redis.key_prefix);
+    let mut conn = first.store().connection().await.unwrap();
+
+    for id in &packets[..3] {
+        let (status, body) = first.grab(id, "mallory").await;
+        assert_eq!(status, 200, "within the limit: {body}");
+    }
+    let (status, past) = second.grab(&packets[3], "mallory").await;
+    assert_eq!((status, past["amount_cents"].as_u64().is_some()), (200, true), "counted past it, served: {past}");
+    let (status, refused) = second.grab(&packets[4], "mallory").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{refused}");
+    let (status, past) = first.grab(&packets[4], "mallory").await;
+    assert_eq!(status, 200, "the first instance has not seen her past the limit: {past}");
+    for stack in [&first, &second] {
+        let (status, refused) = stack.grab(&packets[5], "mallory").await;
+        assert_eq!((status, refused["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{refused}");
+    }
+    let counted: u64 = redis::cmd("GET").arg(&counter).query_async(&mut conn).await.unwrap();
+    assert_eq!(counted, 5, "each served grab counted once, the refusals not at all");
+    let (_, view) = first.view(&packets[5], "alice").await;
+    assert_eq!(remaining(&view), 5, "the refused grabs took nothing: {view}");
+    let (status, body) = first.grab(&packets[5], "bob").await;
+    assert_eq!(status, 200, "another user is not limited: {body}");
+
+    first.clock.advance(60_000);
+    for stack in [&first, &second] {
+        let (status, body) = stack.grab(&packets[5], "mallory").await;
+        assert_eq!(status, 200, "a new window: {body}");
+    }
+}
+
+/// Counted alongside, the coalesced path bounds each user alike: 40 users each grab 3 packets at
+/// once under a limit of 2. Every request is counted once and goes with its batch's script, so
+/// each user's third grab, counted past the limit, is served: 3 shares each, the limit plus the
+/// user's grabs in flight. Then every user's grab of a fourth packet is refused by the instance
+/// without a call: no count, no share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counted_alongside_the_coalesced_path_refuses_once_a_count_is_past_the_limit() {
+    const USERS: usize = 40;
+    let redis = OwnRedis::start();
+    let stack = Stack::with_config("rate-alongside-batched", rated(redis.config(), 2, RateCounting::Alongside)).await;
+    let mut packets = Vec::new();
+    for _ in 0..4 {
+        packets.push(stack.send("alice", json!({ "total_cents": 10_000, "count": 100 })).await);
+    }
+    to_next_window(&stack);
+    let store = RedisStore::new(&stack.config);
+    let mut conn = store.connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+
+    let stack = Arc::new(stack);
+    let grabs = (0..USERS).flat_map(|user| packets[..3].iter().map(move |id| (format!("fan-{user}"), id.clone())));
+    let answers = join_all(grabs.map(|(user, id)| {
+        let stack = stack.clone();
+        async move { (user.clone(), stack.grab(&id, &user).await) }
+    }))
+    .await;
+    for (user, (status, body)) in &answers {
+        assert_eq!(*status, 200, "{user}: every grab in flight is served: {body}");
+    }
+    assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "every grab request counted once");
+    assert!(calls(&mut conn, "llen").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
+
+    let refusals = join_all((0..USERS).map(|user| {
+        let (stack, id) = (stack.clone(), packets[3].clone());
+        async move { stack.grab(&id, &format!("fan-{user}")).await }
+    }))
+    .await;
+    for (status, body) in &refusals {
+        assert_eq!((*status, body["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{body}");
+    }
+    assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "the refusals made no count");
+    let (_, view) = stack.view(&packets[3], "alice").await;
+    assert_eq!(remaining(&view), 100, "and took nothing: {view}");
 }
 
 /// An operator holds mallory from everything; within `HOLD_REFRESH_SECONDS` her grabs and sends

@@ -7,7 +7,7 @@ use thiserror::Error;
 
 use crate::clock::Millis;
 use crate::domain::patterns::RiskRules;
-use crate::domain::risk::GrabRate;
+use crate::domain::risk::{GrabRate, RateCounting};
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
 
 /// What settle may write to one DynamoDB partition key per second unless
@@ -89,7 +89,8 @@ pub struct Config {
     /// in its minor units.
     pub currency: Currency,
     /// One user's grab attempts across every packet per window (`USER_GRAB_LIMIT` per
-    /// `USER_GRAB_WINDOW_SECONDS`, default 60 s); `None` when `USER_GRAB_LIMIT` is 0, the
+    /// `USER_GRAB_WINDOW_SECONDS`, default 60 s, counted as `USER_GRAB_COUNTING` says: `exact`
+    /// or `alongside`, the default); `None` when `USER_GRAB_LIMIT` is 0, the
     /// default of local runs (the template sets 60).
     pub grab_rate: Option<GrabRate>,
     /// How often a grab or send function reads the holds in force again (`HOLD_REFRESH_SECONDS`,
@@ -169,7 +170,13 @@ impl Config {
         let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
         let rate_grabs: u32 = env.number("USER_GRAB_LIMIT", 0, 0)?;
         let rate_window: u32 = env.number_within("USER_GRAB_WINDOW_SECONDS", 60, 1..=3_600)?;
-        let grab_rate = (rate_grabs > 0).then_some(GrabRate { grabs: rate_grabs, window_seconds: rate_window });
+        let counting = match env.raw("USER_GRAB_COUNTING") {
+            None => RateCounting::default(),
+            Some(value) => RateCounting::parse(&value)
+                .ok_or_else(|| ConfigError::new("USER_GRAB_COUNTING", value, "expected exact or alongside"))?,
+        };
+        let grab_rate =
+            (rate_grabs > 0).then_some(GrabRate { grabs: rate_grabs, window_seconds: rate_window, counting });
         let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
         let risk_rules = risk_rules(&env)?;
         Ok(Config {
@@ -335,9 +342,16 @@ mod tests {
     #[test]
     fn the_grab_rate_is_off_unless_a_limit_is_set() {
         let rate = config(&[("USER_GRAB_LIMIT", "60")]).unwrap().grab_rate;
-        assert_eq!(rate, Some(GrabRate { grabs: 60, window_seconds: 60 }));
+        assert_eq!(rate, Some(GrabRate { grabs: 60, window_seconds: 60, counting: RateCounting::Alongside }));
         let hourly = config(&[("USER_GRAB_LIMIT", "600"), ("USER_GRAB_WINDOW_SECONDS", "3600")]).unwrap();
-        assert_eq!(hourly.grab_rate, Some(GrabRate { grabs: 600, window_seconds: 3_600 }));
+        assert_eq!(
+            hourly.grab_rate,
+            Some(GrabRate { grabs: 600, window_seconds: 3_600, counting: RateCounting::Alongside })
+        );
+        let exact = config(&[("USER_GRAB_LIMIT", "60"), ("USER_GRAB_COUNTING", "exact")]).unwrap().grab_rate;
+        assert_eq!(exact.map(|rate| rate.counting), Some(RateCounting::Exact));
+        let named = config(&[("USER_GRAB_COUNTING", "sometimes")]).unwrap_err().to_string();
+        assert!(named.contains("USER_GRAB_COUNTING") && named.contains("exact or alongside"), "{named}");
         assert!(config(&[("USER_GRAB_WINDOW_SECONDS", "0")]).is_err());
         assert!(config(&[("HOLD_REFRESH_SECONDS", "0")]).unwrap_err().to_string().contains("HOLD_REFRESH_SECONDS"));
     }

@@ -26,6 +26,35 @@ pub struct GrabRate {
     pub grabs: u32,
     /// The window's length.
     pub window_seconds: u32,
+    /// When a grab is counted: before it (exact) or alongside it (one round trip).
+    pub counting: RateCounting,
+}
+
+/// When a grab is counted against its user's rate, relative to the grab itself. A user's
+/// counter and a packet's keys live in different hash slots, so on a cluster no one call both
+/// counts and grabs (docs/RISK.md, "The grab rate across packets").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateCounting {
+    /// The count first, the grab only within the limit: no user passes the limit on any number
+    /// of instances, at one more Redis round trip per grab.
+    Exact,
+    /// The count sent with the grab, at once: no round trip of its own. An instance whose count
+    /// finds a user past the limit refuses that user, without a call, for the rest of the
+    /// window; so a user passes the limit by at most one grab per instance that serves them
+    /// (plus their grabs in flight on it at that moment).
+    #[default]
+    Alongside,
+}
+
+impl RateCounting {
+    /// `exact` or `alongside` (`USER_GRAB_COUNTING`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "exact" => Some(RateCounting::Exact),
+            "alongside" => Some(RateCounting::Alongside),
+            _ => None,
+        }
+    }
 }
 
 impl GrabRate {
@@ -295,7 +324,7 @@ mod tests {
 
     #[test]
     fn the_rate_counts_fixed_windows_and_says_when_the_next_opens() {
-        let rate = GrabRate { grabs: 3, window_seconds: 60 };
+        let rate = GrabRate { grabs: 3, window_seconds: 60, counting: RateCounting::Exact };
         assert_eq!(rate.window(59_999), 0);
         assert_eq!(rate.window(60_000), 1);
         assert!(rate.admits(3) && !rate.admits(4));

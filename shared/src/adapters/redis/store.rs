@@ -15,14 +15,14 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
-use super::rate;
+use super::rate::{self, RefusedMemo};
 use super::record::{grab_entry, live_packet};
 use super::scripts::{self, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::grab::GrabAttempt;
-use crate::domain::risk::GrabRate;
+use crate::domain::risk::{GrabRate, RateCounting};
 use crate::domain::{Cents, GrabOutcome, LivePacket, Packet, PacketId, UserId};
 use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
@@ -50,6 +50,8 @@ pub struct RedisStore {
     marks_for_settle: bool,
     coalescer: Option<GrabCoalescer>,
     grab_rate: Option<GrabRate>,
+    /// Users this instance's counts found past the grab rate (counted alongside the grab).
+    refused: RefusedMemo,
 }
 
 /// Concurrent grabs of one packet (keyed by its hash's key), coalesced into one script call.
@@ -106,6 +108,7 @@ impl RedisStore {
             marks_for_settle: true,
             coalescer: Some(GrabCoalescer::default()),
             grab_rate: config.grab_rate,
+            refused: RefusedMemo::default(),
         }
     }
 
@@ -234,31 +237,54 @@ impl RedisStore {
         let mut conn = self.connection().await.map_err(|error| BatchFailure::Unavailable(error.to_string()))?;
         let started = Instant::now();
         let answered = tokio::time::timeout(self.limit(), async {
-            let limited = match self.grab_rate {
-                Some(grab_rate) => {
-                    let counted = batch.iter().filter(|grab| grab.counts);
-                    let mut verdicts = rate::count(
-                        &conn,
-                        &self.config.key_prefix,
-                        grab_rate,
-                        self.config.cluster,
-                        counted.map(|grab| (&grab.attempt.user, grab.now_ms)),
+            // Exact: the batch's counts first, and only the grabs within the limit go on.
+            // Alongside: the users this instance found past the limit are refused without a
+            // call, and the others' counts go with the script, at once.
+            let (limited, alongside): (Vec<Option<GrabOutcome>>, _) = match self.grab_rate {
+                None => (vec![None; batch.len()], None),
+                Some(rate) if rate.counting == RateCounting::Exact => {
+                    let users = batch.iter().filter(|grab| grab.counts).map(|grab| (&grab.attempt.user, grab.now_ms));
+                    let prefix = &self.config.key_prefix;
+                    let mut verdicts = rate::count(&conn, prefix, rate, self.config.cluster, users).await?.into_iter();
+                    (
+                        batch.iter().map(|grab| if grab.counts { verdicts.next().flatten() } else { None }).collect(),
+                        None,
                     )
-                    .await?
-                    .into_iter();
-                    batch.iter().map(|grab| if grab.counts { verdicts.next().flatten() } else { None }).collect()
                 }
-                None => vec![None; batch.len()],
+                Some(rate) => {
+                    let memo = |grab: &TimedGrab| self.refused.refusal(rate, &grab.attempt.user, grab.now_ms);
+                    let refusals = batch.iter().map(|grab| grab.counts.then(|| memo(grab)).flatten()).collect();
+                    (refusals, Some((rate, conn.clone())))
+                }
             };
             let admitted: Vec<&TimedGrab> =
                 batch.iter().zip(&limited).filter(|(_, refused)| refused.is_none()).map(|(grab, _)| grab).collect();
-            let answers = match admitted.as_slice() {
-                [] => Vec::new(),
-                [one] => vec![scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await?],
-                many => {
-                    let now_ms = many.iter().map(|grab| grab.now_ms).max().unwrap_or_default();
-                    let attempts: Vec<&GrabAttempt> = many.iter().map(|grab| &grab.attempt).collect();
-                    scripts::grab_many(&mut conn, keys, now_ms, &attempts).await?
+            let script = async {
+                match admitted.as_slice() {
+                    [] => Ok(Vec::new()),
+                    [one] => Ok(vec![scripts::grab(&mut conn, keys, &one.attempt, one.now_ms).await?]),
+                    many => {
+                        let now_ms = many.iter().map(|grab| grab.now_ms).max().unwrap_or_default();
+                        let attempts: Vec<&GrabAttempt> = many.iter().map(|grab| &grab.attempt).collect();
+                        scripts::grab_many(&mut conn, keys, now_ms, &attempts).await
+                    }
+                }
+            };
+            let answers = match alongside {
+                None => script.await?,
+                Some((rate, counter)) => {
+                    let users: Vec<(&UserId, Millis)> = admitted
+                        .iter()
+                        .filter(|grab| grab.counts)
+                        .map(|grab| (&grab.attempt.user, grab.now_ms))
+                        .collect();
+                    let (answers, counts) = tokio::join!(script, self.count_alongside(&counter, rate, &users));
+                    for ((user, now_ms), verdict) in users.iter().zip(counts) {
+                        if verdict.is_some() {
+                            self.refused.learn(rate, user, *now_ms);
+                        }
+                    }
+                    answers?
                 }
             };
             Ok::<_, redis::RedisError>(with_refusals(limited, answers))
@@ -274,6 +300,30 @@ impl RedisStore {
             Ok(Err(error)) if error.code() == Some("OOM") => Err(BatchFailure::OutOfMemory(error.to_string())),
             Ok(Err(error)) => Err(BatchFailure::Unavailable(error.to_string())),
             Err(_) => Err(BatchFailure::Unavailable(format!("no answer within {:?}", self.limit()))),
+        }
+    }
+
+    /// Counts `users`' grabs alongside their script call: each one's verdict, in order. The
+    /// grabs' answers do not wait on it past [`RedisConfig::timeout`], and a count that fails
+    /// or times out finds nobody past the limit (logged): the rate counted alongside is
+    /// best-effort, never a grab's failure.
+    async fn count_alongside(
+        &self,
+        conn: &RedisConnection,
+        rate: GrabRate,
+        users: &[(&UserId, Millis)],
+    ) -> Vec<Option<GrabOutcome>> {
+        let counting = rate::count(conn, &self.config.key_prefix, rate, self.config.cluster, users.iter().copied());
+        match tokio::time::timeout(self.config.timeout, counting).await {
+            Ok(Ok(verdicts)) => verdicts,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "the grab rate's count alongside failed; nobody refused for it");
+                vec![None; users.len()]
+            }
+            Err(_) => {
+                tracing::warn!("the grab rate's count alongside timed out; nobody refused for it");
+                vec![None; users.len()]
+            }
         }
     }
 
