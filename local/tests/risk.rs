@@ -239,6 +239,44 @@ async fn counted_alongside_the_coalesced_path_refuses_once_a_count_is_past_the_l
     assert_eq!(remaining(&view), 100, "and took nothing: {view}");
 }
 
+/// A count that fails decides nothing by itself. Redis refuses the counter's `INCR` to the
+/// functions' Redis user (an ACL: every command but `INCR`), so every count fails while the
+/// scripts run. Counted alongside, each grab is served and nobody is refused for the failed
+/// count, over a limit of one: the rate is a control, never a grab's failure. Counted exactly,
+/// the grab waits on its count: it answers 503 and takes nothing.
+#[tokio::test]
+async fn a_failed_count_refuses_nobody_alongside_and_fails_the_grab_exactly() {
+    let redis = OwnRedis::start();
+    let mut admin =
+        redis::Client::open(redis.config().redis.url).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let acl = ["SETUSER", "uncounted", "on", ">secret", "allkeys", "allchannels", "allcommands", "-incr"];
+    let _: () = redis::cmd("ACL").arg(&acl).query_async(&mut admin).await.unwrap();
+    let uncounted = |counting| {
+        let mut config = rated(redis.config(), 1, counting);
+        config.redis.url = format!("redis://uncounted:secret@127.0.0.1:{}", redis.port());
+        config
+    };
+
+    let alongside = Stack::with_config("rate-uncounted", uncounted(RateCounting::Alongside)).await;
+    let mut packets = Vec::new();
+    for _ in 0..3 {
+        packets.push(alongside.send("alice", json!({ "total_cents": 300, "count": 3 })).await);
+    }
+    to_next_window(&alongside);
+    for id in &packets {
+        let (status, body) = alongside.grab(id, "mallory").await;
+        assert_eq!(status, 200, "served though no count succeeded: {body}");
+    }
+
+    let exact = Stack::with_config("rate-uncounted-exact", uncounted(RateCounting::Exact)).await;
+    let id = exact.send("alice", json!({ "total_cents": 300, "count": 3 })).await;
+    to_next_window(&exact);
+    let (status, body) = exact.grab(&id, "mallory").await;
+    assert_eq!(status, 503, "the grab waits on its count: {body}");
+    let (_, view) = exact.view(&id, "alice").await;
+    assert_eq!(remaining(&view), 3, "and took nothing: {view}");
+}
+
 /// An operator holds mallory from everything; within `HOLD_REFRESH_SECONDS` her grabs and sends
 /// answer 403 `account_held` and take nothing; placing the same hold again changes nothing; the
 /// hold is listed with its operator and reason; another operator lifts it and within the bound
