@@ -31,6 +31,33 @@ async fn calls(conn: &mut red_packets::adapters::redis::RedisConnection, command
         .map_or(0, |calls| calls.parse().unwrap())
 }
 
+/// `count` packets sent by alice, each as `body` says; their ids.
+async fn send_packets(stack: &Stack, count: usize, body: Value) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        ids.push(stack.send("alice", body.clone()).await);
+    }
+    ids
+}
+
+/// `users` users (`fan-<n>`) each grabbing every one of `packets`, all at once; each answer
+/// with its user.
+async fn fan_out(stack: &Arc<Stack>, users: usize, packets: &[String]) -> Vec<(String, (u16, Value))> {
+    let grabs = (0..users).flat_map(|user| packets.iter().map(move |id| (format!("fan-{user}"), id.clone())));
+    join_all(grabs.map(|(user, id)| {
+        let stack = stack.clone();
+        async move { (user.clone(), stack.grab(&id, &user).await) }
+    }))
+    .await
+}
+
+/// A connection to the stack's Redis, its command statistics reset.
+async fn fresh_stats(stack: &Stack) -> red_packets::adapters::redis::RedisConnection {
+    let mut conn = RedisStore::new(&stack.config).connection().await.unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+    conn
+}
+
 /// Moves the stack's clock to the start of the next rate window, so a test's grabs share one.
 fn to_next_window(stack: &Stack) {
     let now = stack.clock.now_ms();
@@ -47,13 +74,7 @@ fn remaining(view: &Value) -> u64 {
 #[tokio::test]
 async fn one_users_grabs_across_packets_are_limited_per_window() {
     let stack = Stack::with_config("rate", rated(Config::from_env().unwrap(), 3, RateCounting::Exact)).await;
-    let packets: Vec<String> = {
-        let mut ids = Vec::new();
-        for _ in 0..5 {
-            ids.push(stack.send("alice", json!({ "total_cents": 500, "count": 5 })).await);
-        }
-        ids
-    };
+    let packets = send_packets(&stack, 5, json!({ "total_cents": 500, "count": 5 })).await;
     to_next_window(&stack);
     for id in &packets[..3] {
         let (status, body) = stack.grab(id, "mallory").await;
@@ -105,22 +126,12 @@ async fn the_coalesced_path_limits_each_user_alike() {
     const USERS: usize = 40;
     let redis = OwnRedis::start();
     let stack = Stack::with_config("rate-batched", rated(redis.config(), 2, RateCounting::Exact)).await;
-    let mut packets = Vec::new();
-    for _ in 0..3 {
-        packets.push(stack.send("alice", json!({ "total_cents": 10_000, "count": 100 })).await);
-    }
+    let packets = send_packets(&stack, 3, json!({ "total_cents": 10_000, "count": 100 })).await;
     to_next_window(&stack);
-    let store = RedisStore::new(&stack.config);
-    let mut conn = store.connection().await.unwrap();
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+    let mut conn = fresh_stats(&stack).await;
 
     let stack = Arc::new(stack);
-    let grabs = (0..USERS).flat_map(|user| packets.iter().map(move |id| (format!("fan-{user}"), id.clone())));
-    let answers = join_all(grabs.map(|(user, id)| {
-        let stack = stack.clone();
-        async move { (user.clone(), stack.grab(&id, &user).await) }
-    }))
-    .await;
+    let answers = fan_out(&stack, USERS, &packets).await;
     let mut by_user: HashMap<String, (usize, usize)> = HashMap::new();
     for (user, (status, body)) in &answers {
         let counts = by_user.entry(user.clone()).or_default();
@@ -157,10 +168,7 @@ async fn counted_alongside_a_user_passes_the_limit_by_one_grab_per_instance() {
     let first =
         Stack::with_config("rate-alongside", rated(Config::from_env().unwrap(), 3, RateCounting::Alongside)).await;
     let second = first.on_redis(&first.config.redis.url).await;
-    let mut packets = Vec::new();
-    for _ in 0..6 {
-        packets.push(first.send("alice", json!({ "total_cents": 500, "count": 5 })).await);
-    }
+    let packets = send_packets(&first, 6, json!({ "total_cents": 500, "count": 5 })).await;
     to_next_window(&first);
     let window = first.clock.now_ms() / 60_000;
     let counter = format!("{}:{{u:mallory}}:grabs:{window}", first.config.redis.key_prefix);
@@ -204,34 +212,19 @@ async fn counted_alongside_the_coalesced_path_refuses_once_a_count_is_past_the_l
     const USERS: usize = 40;
     let redis = OwnRedis::start();
     let stack = Stack::with_config("rate-alongside-batched", rated(redis.config(), 2, RateCounting::Alongside)).await;
-    let mut packets = Vec::new();
-    for _ in 0..4 {
-        packets.push(stack.send("alice", json!({ "total_cents": 10_000, "count": 100 })).await);
-    }
+    let packets = send_packets(&stack, 4, json!({ "total_cents": 10_000, "count": 100 })).await;
     to_next_window(&stack);
-    let store = RedisStore::new(&stack.config);
-    let mut conn = store.connection().await.unwrap();
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut conn).await.unwrap();
+    let mut conn = fresh_stats(&stack).await;
 
     let stack = Arc::new(stack);
-    let grabs = (0..USERS).flat_map(|user| packets[..3].iter().map(move |id| (format!("fan-{user}"), id.clone())));
-    let answers = join_all(grabs.map(|(user, id)| {
-        let stack = stack.clone();
-        async move { (user.clone(), stack.grab(&id, &user).await) }
-    }))
-    .await;
+    let answers = fan_out(&stack, USERS, &packets[..3]).await;
     for (user, (status, body)) in &answers {
         assert_eq!(*status, 200, "{user}: every grab in flight is served: {body}");
     }
     assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "every grab request counted once");
     assert!(calls(&mut conn, "llen").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
 
-    let refusals = join_all((0..USERS).map(|user| {
-        let (stack, id) = (stack.clone(), packets[3].clone());
-        async move { stack.grab(&id, &format!("fan-{user}")).await }
-    }))
-    .await;
-    for (status, body) in &refusals {
+    for (_, (status, body)) in &fan_out(&stack, USERS, &packets[3..]).await {
         assert_eq!((*status, body["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{body}");
     }
     assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "the refusals made no count");
@@ -258,10 +251,7 @@ async fn a_failed_count_refuses_nobody_alongside_and_fails_the_grab_exactly() {
     };
 
     let alongside = Stack::with_config("rate-uncounted", uncounted(RateCounting::Alongside)).await;
-    let mut packets = Vec::new();
-    for _ in 0..3 {
-        packets.push(alongside.send("alice", json!({ "total_cents": 300, "count": 3 })).await);
-    }
+    let packets = send_packets(&alongside, 3, json!({ "total_cents": 300, "count": 3 })).await;
     to_next_window(&alongside);
     for id in &packets {
         let (status, body) = alongside.grab(id, "mallory").await;
