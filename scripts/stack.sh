@@ -93,7 +93,9 @@ install_sam() {
     [ -x "$venv/bin/python" ] || new_venv "$venv"
     # Compiled to bytecode as pip does: with PYTHONDONTWRITEBYTECODE set (as on CI machines), each
     # of the SAM stage's thirty-odd `sam local invoke`s compiled SAM CLI again, 2.5 s apiece.
-    pip_install "$venv" --compile-bytecode aws-sam-cli openapi-spec-validator
+    # Pinned: the deploying identity's policy (docs/DEPLOY.md, scripts/deploy_policy.py) is derived
+    # from the resource schemas cfn-lint carries, and the SAM transform from this translator.
+    pip_install "$venv" --compile-bytecode aws-sam-cli==1.170.0 cfn-lint==1.58.0 openapi-spec-validator
   fi
   # SAM gives a function's container 0.7 s to answer; an arm64 one under qemu needs about 1 s
   # (scripts/sam/sam_qemu_patience.py): six tries instead of three, loaded as Python starts.
