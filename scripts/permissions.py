@@ -42,6 +42,14 @@ other function may be invoked by EventBridge, and each consumer has such a permi
 https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html
 https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html
 
+Which function a call is charged to: the calls of the tests' own SDK clients are charged to the
+binary the test stands for; the calls the shipped binaries make themselves (grab's ledger built on
+first use in its `main`, every sample event of events/ on every binary, under AWS's emulator and
+in `sam local invoke`'s containers) are recorded on the wire by a proxy with a listener per binary
+(local/src/call_proxy.rs, `"via": "binary"`) and charged to that binary; under the emulator each
+binary signs with an access key id of its own name, and a call signed with another's fails here.
+Every function the template ships must have calls of its own binary on that record.
+
 Usage: permissions.py <calls directory> [<transformed directory>]; exit 1 on any problem.
 """
 
@@ -85,6 +93,29 @@ def load_calls(directory):
                 key = (call["function"], call["service"], call["operation"], json.dumps(normalised(call["resources"]), sort_keys=True))
                 calls.setdefault(key, call["test"])
     return calls
+
+
+def load_binary_calls(directory):
+    """What the shipped binaries themselves were seen calling on the wire (`"via": "binary"`, the
+    recording proxy of local/src/call_proxy.rs): {binary: {operation, ...}}, and the calls signed
+    with another binary's access key id than the listener's (a binary using credentials not its own)."""
+    made, foreign = {}, []
+    for path in sorted(glob.glob(os.path.join(directory, "*.jsonl"))):
+        with open(path) as lines:
+            for line in lines:
+                call = json.loads(line)
+                if call.get("via") != "binary":
+                    continue
+                made.setdefault(call["function"], set()).add(call["operation"])
+                key_id = call.get("key_id")
+                if key_id and key_id != call["function"] and key_id in BINARY_KEY_IDS:
+                    foreign.append(f"{call['function']}'s {call['operation']} was signed with {key_id}'s access key id")
+    return made, foreign
+
+
+# The access key id each binary runs with under the emulator (local/tests/events_on_binaries.rs):
+# its own name.
+BINARY_KEY_IDS = {"send", "grab", "query", "settle", "funds", "operator", "risk"}
 
 
 def normalised(resources):
@@ -133,11 +164,15 @@ def binary_of(resource):
     return resource.get("Metadata", {}).get("BuildProperties", {}).get("Binary")
 
 
-def check(stack, calls, label):
-    """Every problem of one parameter set: calls refused, grants unused, policies unexplained."""
+def check(stack, calls, label, made_by_binaries=None):
+    """Every problem of one parameter set: calls refused, grants unused, policies unexplained, and
+    a function whose shipped binary was never seen calling (`made_by_binaries`, when given)."""
     problems = []
     functions = stack.created("AWS::Lambda::Function")
     binaries = {binary_of(stack.resources[f]) for f in functions}
+    if made_by_binaries is not None:
+        for binary in sorted(binaries - set(made_by_binaries)):
+            problems.append(f"[{label}] no call of the {binary} binary itself was recorded on the wire (local/tests/events_on_binaries.rs)")
     for (binary, _service, _operation, _resources) in calls:
         if binary not in binaries:
             problems.append(f"[{label}] calls recorded for a binary no function of the template runs: {binary}")
@@ -302,18 +337,23 @@ def main(argv):
     if not calls:
         print(f"permissions: no recorded calls under {argv[1]}")
         return 1
+    made_by_binaries, foreign = load_binary_calls(argv[1])
+    for problem in foreign:
+        print(f"permissions: {problem}")
+    print("permissions: calls the shipped binaries made, seen on the wire: "
+          + ", ".join(f"{binary} {len(operations)} ({', '.join(sorted(operations))})" for binary, operations in sorted(made_by_binaries.items())))
     transformed = argv[2] if len(argv) > 2 else ".local/transformed"
     failures = 0
     for label, overrides in parameter_sets().items():
         with open(os.path.join(transformed, f"{label}.json")) as file:
             stack = Stack(json.load(file), overrides)
-        problems = check(stack, calls, label) + check_invokers(stack, label)
+        problems = check(stack, calls, label, made_by_binaries) + check_invokers(stack, label)
         for problem in problems:
             print(f"permissions {problem}")
         failures += len(problems)
         if not problems:
             print(f"permissions [{label}]: every recorded call allowed, every grant used ({len(calls)} distinct calls), every invoker named")
-    return 1 if failures else 0
+    return 1 if failures or foreign else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ in CloudFormation): this does, with the translator SAM CLI bundles (samtranslato
 S3 locations where `sam package` puts them. Then it checks the translated template as
 CloudFormation would read it (cfn-lint on the output, which carries no SAM resources any more),
 and a few facts of our own: every function got its schedule, DLQ destination and policies, and the
-risk function its rule on the stack's bus, its permission and its dead-letter queue.
+risk function its rule on the stack's bus, its permission and its dead-letter queue. The
+template's Rules, which CloudFormation checks before it creates anything and the translator does
+not, are evaluated too: every parameter set here must pass them, and each of REFUSED_SETS must be
+refused by its rule.
 Exits non-zero on any error. Run by `make test` (scripts/test.sh).
 """
 
@@ -24,14 +27,71 @@ from samtranslator.yaml_helper import yaml_parse
 PARAMETER_SETS = {
     "defaults": {},
     "nodes": {"CacheMode": "nodes"},
-    "scope": {"RequiredScope": "packets/use"},
-    "nodes-scope-wait": {"CacheMode": "nodes", "RequiredScope": "packets/use", "GrabWaitReplicas": "1"},
+    "scope": {"RequiredScope": "packets/use", "JwtIssuer": "https://issuer.example.com", "JwtAudience": "app-client"},
+    "nodes-scope-wait": {"CacheMode": "nodes", "RequiredScope": "packets/use", "JwtIssuer": "https://issuer.example.com",
+                         "JwtAudience": "app-client", "GrabWaitReplicas": "1"},
     "own-issuer": {"JwtIssuer": "https://issuer.example.com", "JwtAudience": "app-client"},
     "cors": {"CorsAllowedOrigins": "https://h5.example.com,https://m.example.com"},
     "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
     "managed-grab": {"GrabCompute": "managed-instances", "GrabInstanceTypes": "c7g.xlarge,m7g.xlarge", "GrabMaxConcurrency": "128"},
     "principals": {"PaymentsPrincipal": "arn:aws:iam::210987654321:role/payments", "OperatorsPrincipal": "111122223333"},
 }
+
+
+# Parameter sets the template's Rules must refuse, each with the rule that refuses it: CloudFormation
+# checks Rules before it creates anything, and the translator does not, so they are evaluated here.
+REFUSED_SETS = {
+    "scope-own-pool": ({"RequiredScope": "packets/use"}, "RequiredScopeNeedsIssuer"),
+    "issuer-no-audience": ({"JwtIssuer": "https://issuer.example.com"}, "JwtIssuerNeedsAudience"),
+    "wait-serverless": ({"GrabWaitReplicas": "1"}, "GrabWaitNeedsNodes"),
+}
+
+
+def parameter_values(template, parameters):
+    """Every parameter's value in a deployment: the given ones over the defaults, a
+    CommaDelimitedList as a list."""
+    values = {}
+    for name, declared in template.get("Parameters", {}).items():
+        value = parameters.get(name, declared.get("Default", ""))
+        if declared.get("Type") == "CommaDelimitedList":
+            value = [] if value == "" else [item.strip() for item in str(value).split(",")]
+        values[name] = value
+    return values
+
+
+def rule_value(expression, values):
+    """A Rules expression evaluated on `values`: the intrinsic functions the template's Rules use."""
+    if isinstance(expression, dict) and len(expression) == 1:
+        (function, argument), = expression.items()
+        if function == "Ref":
+            return values[argument]
+        if function == "Fn::Equals":
+            left, right = (rule_value(side, values) for side in argument)
+            return str(left) == str(right)
+        if function == "Fn::Not":
+            return not rule_value(argument[0], values)
+        if function == "Fn::And":
+            return all(rule_value(part, values) for part in argument)
+        if function == "Fn::Or":
+            return any(rule_value(part, values) for part in argument)
+        if function == "Fn::EachMemberEquals":
+            members, expected = rule_value(argument[0], values), rule_value(argument[1], values)
+            return all(member == expected for member in (members or [""]))
+        raise ValueError(f"a Rules function this evaluator does not know: {function}")
+    return expression
+
+
+def refusing_rules(template, parameters):
+    """The names of the template's Rules whose assertions fail for `parameters`, as
+    CloudFormation would refuse the deployment."""
+    values = parameter_values(template, parameters)
+    refused = []
+    for name, rule in template.get("Rules", {}).items():
+        if "RuleCondition" in rule and not rule_value(rule["RuleCondition"], values):
+            continue
+        if not all(rule_value(assertion["Assert"], values) for assertion in rule["Assertions"]):
+            refused.append(name)
+    return refused
 
 
 class NoManagedPolicies:
@@ -234,7 +294,17 @@ def main():
     logging.getLogger("samtranslator").setLevel(logging.ERROR)  # its metrics' noise
     source = yaml_parse(open("template.yaml").read())
     failures = 0
+    for name, (parameters, rule) in REFUSED_SETS.items():
+        refused = refusing_rules(source, parameters)
+        if refused != [rule]:
+            print(f"rules [{name}]: {parameters} refused by {refused}, expected {rule} alone")
+            failures += 1
     for name, parameters in PARAMETER_SETS.items():
+        refused = refusing_rules(source, parameters)
+        if refused:
+            print(f"rules [{name}]: a deployment the template's Rules refuse ({', '.join(refused)})")
+            failures += 1
+            continue
         try:
             output = transform(packaged(source), parameters, NoManagedPolicies())
         except Exception as error:  # the translator raises several exception types

@@ -17,6 +17,10 @@
 //! the index a query reads, each item of a transaction with its kind, or a bucket and a key. A call
 //! is written once per process (the first test that made it is named). Without `AWS_CALL_LOG`
 //! nothing is installed: `make run` and the benchmarks pay nothing.
+//!
+//! The calls of the shipped binaries themselves are seen on the wire by [`crate::call_proxy`]
+//! and written here with `"via": "binary"` and the request's access key id
+//! ([`record_from_binary`]).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -110,7 +114,7 @@ impl Intercept for CallRecorder {
 
 /// What IAM authorizes a DynamoDB request on, read from its JSON body: its table (and index), a
 /// batch's tables, a transaction's items.
-fn dynamodb_resources(body: &Value) -> Vec<Value> {
+pub(crate) fn dynamodb_resources(body: &Value) -> Vec<Value> {
     let table_of = |value: &Value| value["TableName"].as_str().map(str::to_owned);
     if let Some(table) = table_of(body) {
         return vec![match body["IndexName"].as_str() {
@@ -135,7 +139,7 @@ fn dynamodb_resources(body: &Value) -> Vec<Value> {
 
 /// The bucket and key of a path-style S3 request (`http://host/<bucket>/<key>?…`: the tests'
 /// S3 endpoint is reached path-style).
-fn s3_resources(uri: &str) -> Vec<Value> {
+pub(crate) fn s3_resources(uri: &str) -> Vec<Value> {
     let path = uri.split_once("://").map_or(uri, |(_, rest)| rest.split_once('/').map_or("", |(_, path)| path));
     let path = path.split(['?', '#']).next().unwrap_or_default();
     match path.split_once('/') {
@@ -143,6 +147,26 @@ fn s3_resources(uri: &str) -> Vec<Value> {
         None if !path.is_empty() => vec![json!({ "bucket": path })],
         None => Vec::new(),
     }
+}
+
+/// A call a shipped binary made, seen on the wire by [`crate::call_proxy`]: charged to the binary
+/// whose listener it reached, with the access key id its request was signed with.
+pub(crate) fn record_from_binary(
+    binary: &str,
+    service: &str,
+    operation: &str,
+    resources: Vec<Value>,
+    key_id: Option<String>,
+) {
+    record(json!({
+        "function": binary,
+        "service": service,
+        "operation": operation,
+        "resources": resources,
+        "via": "binary",
+        "key_id": key_id,
+        "test": format!("the {binary} binary"),
+    }));
 }
 
 /// The calls this process wrote, and its file.

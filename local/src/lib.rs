@@ -5,6 +5,7 @@
 //! default 1; 0 turns it off).
 
 pub mod auth;
+pub mod call_proxy;
 pub mod calls;
 pub mod cors;
 pub mod gateway;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory};
-use red_packets::funds::{reconcile, Cutoff};
+use red_packets::funds::{reconcile, Cutoff, FundsEntry};
 use red_packets::ports::WRITES_LAND_WITHIN;
 use red_packets::settle::Settler;
 use red_packets::{Clock, Config, SystemClock};
@@ -64,10 +65,13 @@ pub async fn funds_from_env(payload: serde_json::Value) -> Result<(), Box<dyn st
     let config = Config::from_env()?;
     let client = DynamoLedger::client_from_env()?;
     DynamoLedger::new(client.clone(), &config).ensure_table().await?;
-    let ledger = DynamoLedger::new(calls::dynamodb(client, "funds"), &config);
+    // Each request as the entry point that serves it in AWS, its calls charged to that binary.
+    let entry =
+        serde_json::from_value(payload.clone()).map_or(FundsEntry::Payments, |request| FundsEntry::serving(&request));
+    let ledger = DynamoLedger::new(calls::dynamodb(client, entry.binary().unwrap_or("funds")), &config);
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
     let reports = ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into()));
-    let response = funds::handle(&ledger, &SystemClock, &reports, red_packets::funds::FundsEntry::All, event).await?;
+    let response = funds::handle(&ledger, &SystemClock, &reports, entry, event).await?;
     println!("{}", serde_json::to_string_pretty(&response)?);
     match response.response {
         red_packets::funds::FundsResponse::Reconcile(books) if !books.balanced() => {

@@ -336,6 +336,104 @@ fn every_marker_is_counted_alarmed_and_has_a_runbook() {
     }
 }
 
+/// The source of the binary the template names `binary`: `functions/<binary>/src/main.rs`, or a
+/// `src/bin/<binary>.rs` of a function crate (operator's is in funds).
+fn binary_main(workspace: &std::path::Path, binary: &str) -> PathBuf {
+    let own = workspace.join("functions").join(binary).join("src/main.rs");
+    if own.exists() {
+        return own;
+    }
+    std::fs::read_dir(workspace.join("functions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path().join("src/bin").join(format!("{binary}.rs")))
+        .find(|path| path.exists())
+        .unwrap_or_else(|| panic!("no source for the binary {binary}"))
+}
+
+/// Every entry point's failures page, derived from each shipped binary rather than a list: a
+/// binary that answers HTTP (its `main` runs `lambda_http`) answers its failures itself (a 500
+/// `INTERNAL_ERROR`, a 503 `DEPENDENCY_UNAVAILABLE`, logged by `error_response`), which Lambda
+/// never counts as errors, so its function's log group has a metric filter counting both markers,
+/// watched by an alarm that notifies the alarm topic and has a runbook; every binary's Lambda
+/// errors (a crash, a timeout, an event it returns an error for) are watched too.
+#[test]
+fn every_entry_points_failures_page() {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
+    let template = read("template.yaml");
+    let resources = template["Resources"].as_mapping().unwrap();
+    let operations = std::fs::read_to_string(workspace.join("docs/OPERATIONS.md")).unwrap();
+    let of_type = |kind: &'static str| {
+        resources
+            .iter()
+            .filter(move |(_, resource)| resource["Type"].as_str() == Some(kind))
+            .map(|(name, resource)| (name.as_str().unwrap().to_owned(), resource))
+    };
+    let paging = |metric_mentioned: &dyn Fn(&Value) -> bool| -> Vec<String> {
+        of_type("AWS::CloudWatch::Alarm")
+            .filter(|(_, alarm)| {
+                metric_mentioned(&alarm["Properties"])
+                    && format!("{:?}", alarm["Properties"]["AlarmActions"]).contains("AlarmTopic")
+            })
+            .map(|(name, _)| name)
+            .collect()
+    };
+    let mut http_binaries = 0;
+    for (function, resource) in of_type("AWS::Serverless::Function") {
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
+        let function_named = format!("String(\"{function}\")");
+        // Lambda's own errors of this function.
+        let lambda_errors = paging(&|properties| {
+            let text = format!("{properties:?}");
+            text.contains("String(\"Errors\")") && text.contains(&function_named)
+        });
+        assert!(!lambda_errors.is_empty(), "{function}: no alarm on its Lambda Errors notifies the alarm topic");
+
+        let main = std::fs::read_to_string(binary_main(&workspace, binary)).unwrap();
+        if !main.contains("lambda_http") {
+            continue;
+        }
+        http_binaries += 1;
+        let log_groups: Vec<String> = of_type("AWS::Logs::LogGroup")
+            .filter(|(_, group)| {
+                format!("{:?}", group["Properties"]["LogGroupName"]).contains(&format!("${{{function}}}"))
+            })
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(log_groups.len(), 1, "{function}: one log group of its own ({log_groups:?})");
+        let group_named = format!("String(\"{}\")", log_groups[0]);
+        for marker in [red_packets::telemetry::INTERNAL_ERROR, red_packets::telemetry::DEPENDENCY_UNAVAILABLE] {
+            let metrics: Vec<String> = of_type("AWS::Logs::MetricFilter")
+                .filter(|(_, filter)| {
+                    format!("{:?}", filter["Properties"]["LogGroupName"]).contains(&group_named)
+                        && filter["Properties"]["FilterPattern"].as_str().is_some_and(|p| p.contains(marker))
+                })
+                .map(|(_, filter)| {
+                    filter["Properties"]["MetricTransformations"][0]["MetricName"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            assert!(
+                !metrics.is_empty(),
+                "{function} answers HTTP: no metric filter on {} counts {marker}",
+                log_groups[0]
+            );
+            let alarms = paging(&|properties| {
+                metrics.iter().any(|metric| {
+                    properties["MetricName"].as_str() == Some(metric.as_str())
+                        || format!("{:?}", properties["Metrics"]).contains(&format!("String(\"{metric}\")"))
+                })
+            });
+            assert!(!alarms.is_empty(), "{function}: no alarm on {metrics:?} ({marker}) notifies the alarm topic");
+            for alarm in alarms.iter().chain(&lambda_errors) {
+                assert!(operations.contains(&format!("`{alarm}`")), "docs/OPERATIONS.md has no runbook for {alarm}");
+            }
+        }
+    }
+    assert!(
+        http_binaries >= 5,
+        "the scan found the HTTP entry points ({http_binaries}: send, grab twice, query, operator)"
+    );
+}
+
 /// What the stack must not lose on a delete or a replacement: the table (the ledger), the user
 /// pool (wallets are keyed by its `sub`), the passphrase key (every phrase packet's digest) and
 /// the reports; and every function's logs kept for a bounded time.

@@ -148,6 +148,15 @@ static EMULATOR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// function once per event. The caller holds [`EMULATOR`].
 async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<Event>) -> Vec<Answer> {
     let mut answers = Vec::new();
+    let proxy = ledger_proxy(name);
+    let mut environment_with_proxy = vec![("AWS_ENDPOINT_URL_DYNAMODB", proxy.as_str())];
+    if sam().is_none() {
+        // The binary signs with credentials of its own: the proxy records the key id beside the
+        // listener's binary, and a call signed by another is noticed (scripts/permissions.py).
+        environment_with_proxy.push(("AWS_ACCESS_KEY_ID", name));
+    }
+    environment_with_proxy.extend_from_slice(environment);
+    let environment = environment_with_proxy.as_slice();
     if let Some(sam) = sam() {
         let function = sam_local::function_of(name);
         for event in events {
@@ -166,6 +175,28 @@ async fn on_emulator_with(name: &str, environment: &[(&str, &str)], events: Vec<
     }
     rie.stop().await;
     answers
+}
+
+/// The URL of `binary`'s recording proxy in front of the test's DynamoDB Local
+/// (`local::call_proxy`), started on first use: every call the shipped binary makes is recorded
+/// under its name. On 127.0.0.1, or for SAM's containers on the run's Docker bridge
+/// (`DOCKER_GATEWAY`), where they reach the host.
+fn ledger_proxy(binary: &str) -> String {
+    static PROXIES: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut proxies = PROXIES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, url)) = proxies.iter().find(|(name, _)| *name == binary) {
+        return url.clone();
+    }
+    let upstream = std::env::var("AWS_ENDPOINT_URL_DYNAMODB").expect("make test's DynamoDB Local");
+    let bind = match (sam(), std::env::var("DOCKER_GATEWAY")) {
+        (Some(_), Ok(gateway)) => gateway.parse().expect("DOCKER_GATEWAY is an address"),
+        _ => std::net::IpAddr::from([127, 0, 0, 1]),
+    };
+    let binary: &'static str = Box::leak(binary.to_owned().into_boxed_str());
+    let proxy = local::call_proxy::CallProxy::start(binary, "dynamodb", &upstream, bind)
+        .unwrap_or_else(|error| panic!("{binary}'s recording proxy: {error}"));
+    proxies.push((binary, proxy.url().to_owned()));
+    proxy.url().to_owned()
 }
 
 async fn on_emulator(name: &str, events: Vec<Event>) -> Vec<Answer> {
@@ -543,4 +574,136 @@ async fn events_made_by_sam_local_generate_event_run_on_every_route() {
     let cancels = on_emulator("send", vec![cancel]).await;
     let (status, cancelled) = status_and_body(&cancels[0]);
     assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{}", cancels[0]);
+}
+
+/// The CloudWatch Logs filter pattern of the template's metric filter `name`, as a matcher of one
+/// log line: the unstructured syntax the template uses, quoted terms that must all appear, or
+/// with `?` before each, any of them.
+fn metric_filter(name: &str) -> (String, impl Fn(&str) -> bool) {
+    let template: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(workspace().join("template.yaml")).unwrap()).unwrap();
+    let properties = &template["Resources"][name]["Properties"];
+    let metric = properties["MetricTransformations"][0]["MetricName"].as_str().unwrap().to_owned();
+    let pattern =
+        properties["FilterPattern"].as_str().unwrap_or_else(|| panic!("{name}: no filter pattern")).to_owned();
+    let any = pattern.trim_start().starts_with('?');
+    let terms: Vec<String> =
+        pattern.split('"').enumerate().filter(|(index, _)| index % 2 == 1).map(|(_, term)| term.to_owned()).collect();
+    assert!(!terms.is_empty(), "{name}: a pattern of quoted terms: {pattern}");
+    let matches = move |line: &str| {
+        if any {
+            terms.iter().any(|term| line.contains(term.as_str()))
+        } else {
+            terms.iter().all(|term| line.contains(term.as_str()))
+        }
+    };
+    (metric, matches)
+}
+
+/// An `INTERNAL_ERROR` planted on the path that moves money: an adjustment whose item the ledger
+/// cannot read. The operators' binary answers it 500 `internal` (a response, not a Lambda
+/// error), and its log line is counted by the template's `OperatorServerErrors` filter, the metric
+/// `OperatorErrorsAlarm` watches. (The emulator's output only: SAM's is its own.)
+#[tokio::test]
+async fn a_corrupt_adjustment_answers_500_and_counts_toward_the_operators_alarm() {
+    if sam().is_some() {
+        return;
+    }
+    let _emulator = EMULATOR.lock().await;
+    // A table of its own: the corrupt item would be every later reconciliation's difference.
+    let mut config = red_packets::Config::from_env().unwrap();
+    config.table_name = format!("RedPackets-corrupt-{}", &red_packets::domain::PacketId::random().as_str()[..8]);
+    let client = DynamoLedger::client_from_env().expect("a DynamoDB client");
+    DynamoLedger::new(client.clone(), &config).ensure_table().await.expect("DynamoDB Local (make test) is reachable");
+    let reference = format!("case-corrupt-{}", red_packets::domain::PacketId::random());
+    let text = aws_sdk_dynamodb::types::AttributeValue::S;
+    client
+        .put_item()
+        .table_name(&config.table_name)
+        .item("pk", text(format!("ADJUSTMENT#{reference}")))
+        .item("sk", text("ADJUSTMENT".into()))
+        .item("amount_cents", text("not a number".into()))
+        .send()
+        .await
+        .expect("the corrupt adjustment is planted");
+    let mut approval = event("adjustment-approve.json");
+    events::set_body(
+        &mut approval,
+        &serde_json::json!({ "approve_adjustment": { "reference": reference } }).to_string(),
+    );
+    approval.name = "adjustment-approve.json on a corrupt adjustment".into();
+
+    let proxy = ledger_proxy("operator");
+    let environment = [
+        ("FUNDS", "wallet"),
+        ("TABLE_NAME", config.table_name.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", proxy.as_str()),
+        ("AWS_ACCESS_KEY_ID", "operator"),
+    ];
+    let rie = Rie::start_with(&binary("operator"), &environment).await.unwrap();
+    let value = rie.invoke(&approval).await.unwrap();
+    let output = rie.output();
+    rie.stop().await;
+    let answer = Answer { label: "operator with a corrupt adjustment".into(), value };
+    let (status, body) = status_and_body(&answer);
+    assert_eq!((status, body["error"]["code"].as_str()), (500, Some("internal")), "{answer}");
+    assert!(!body.to_string().contains("not a number"), "the detail stays in the log: {answer}");
+
+    let (metric, counted) = metric_filter("OperatorServerErrors");
+    let lines: Vec<&str> = output.lines().filter(|line| counted(line)).collect();
+    assert_eq!(lines.len(), 1, "{metric} counts the one 500; the binary logged:\n{output}");
+    assert!(lines[0].contains(red_packets::telemetry::INTERNAL_ERROR), "{}", lines[0]);
+    let template: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(workspace().join("template.yaml")).unwrap()).unwrap();
+    let alarm = format!("{:?}", template["Resources"]["OperatorErrorsAlarm"]["Properties"]["Metrics"]);
+    assert!(alarm.contains(&format!("String(\"{metric}\")")), "OperatorErrorsAlarm watches {metric}: {alarm}");
+}
+
+/// An S3 that keeps nothing and answers every request 200 (what the reports hold is
+/// funds_reports.rs's subject), on a thread of its own; its URL.
+fn accepting_s3() -> String {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let app = axum::Router::new().fallback(|| async { ([("etag", "\"stand-in\"")], "") });
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        url
+    })
+    .clone()
+}
+
+/// The funds binary files its reports in the bucket with the S3 client its `main` builds
+/// (`Reports::from_env`), through its recording proxy: the `PutObject` its role must allow is
+/// recorded under funds, from the binary. (The emulator only: SAM's containers are not given an
+/// S3 endpoint.)
+#[tokio::test]
+async fn the_funds_binary_files_a_trial_balance_in_the_bucket_with_its_own_client() {
+    if sam().is_some() {
+        return;
+    }
+    let _emulator = EMULATOR.lock().await;
+    ready_ledger().await;
+    let s3 = local::call_proxy::CallProxy::start("funds", "s3", &accepting_s3(), [127, 0, 0, 1].into()).unwrap();
+    let ledger = ledger_proxy("funds");
+    let environment = [
+        ("FUNDS", "wallet"),
+        ("REPORTS_BUCKET", "reports"),
+        ("AWS_ENDPOINT_URL_S3", s3.url()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", ledger.as_str()),
+        ("AWS_ACCESS_KEY_ID", "funds"),
+    ];
+    let rie = Rie::start_with(&binary("funds"), &environment).await.unwrap();
+    let value = rie.invoke(&event("trial-balance.json")).await.unwrap();
+    rie.stop().await;
+    let answer = Answer { label: "funds with trial-balance.json, REPORTS_BUCKET set".into(), value };
+    assert_eq!(answer["trial_balance"]["report"]["day"], "2026-11-23", "{answer}");
+    assert!(answer.to_string().contains("s3://reports/"), "filed in the bucket: {answer}");
 }

@@ -124,7 +124,7 @@ async fn funds_on(s3_url: &str) -> (DynamoLedger, Reports) {
 
 async fn call(ledger: &DynamoLedger, reports: &Reports, event: &str) -> Result<Value, Diagnostic> {
     let event = LambdaEvent::new(serde_json::from_str(event).unwrap(), Context::default());
-    funds::handle(ledger, &SystemClock, reports, FundsEntry::All, event)
+    funds::handle(ledger, &SystemClock, reports, FundsEntry::Payments, event)
         .await
         .map(|response| serde_json::to_value(response).unwrap())
         .map_err(Diagnostic::from)

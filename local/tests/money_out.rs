@@ -58,8 +58,12 @@ fn operator(name: &str) -> String {
 /// `approver`, taken out of the body and made the signer), and a refusal is read back as the
 /// payments entry point would say it (`<field>: <message>`).
 async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
-    let operators = ["propose_adjustment", "approve_adjustment", "audit"].iter().any(|key| payload.get(key).is_some());
-    let binary = if operators { "operator" } else { "funds" };
+    // The entry point the code routes the request to (a payload it cannot read goes where the
+    // payments system sends everything, which refuses it).
+    let entry =
+        serde_json::from_value(payload.clone()).map_or(FundsEntry::Payments, |request| FundsEntry::serving(&request));
+    let operators = entry == FundsEntry::Operator;
+    let binary = entry.binary().expect("a shipped entry point");
     let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), binary);
     let ledger = DynamoLedger::new(client, &stack.config);
     let reports = ReportDirectory::new(std::env::temp_dir().join("money-out-reports"));

@@ -90,6 +90,25 @@ class DerivedPermissions(unittest.TestCase):
         self.assertTrue(any("a binary no function of the template runs: grab" in p for p in problems), problems)
         self.assertFalse(any("GrabFunction" in p for p in problems), problems)
 
+    def test_a_shipped_binary_never_seen_calling_on_the_wire_is_named(self):
+        stack = Stack(template(["dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"]))
+        from_settle = dict(CALLS[0], via="binary", key_id="settle")
+        directory = tempfile.mkdtemp()
+        with open(os.path.join(directory, "t.jsonl"), "w") as file:
+            for call in CALLS + [from_settle]:
+                file.write(json.dumps(call) + "\n")
+        made, foreign = permissions.load_binary_calls(directory)
+        self.assertEqual((made, foreign), ({"settle": {"Query"}}, []))
+        problems = permissions.check(stack, permissions.load_calls(directory), "t", made)
+        self.assertEqual(problems, ["[t] no call of the grab binary itself was recorded on the wire (local/tests/events_on_binaries.rs)"])
+
+    def test_a_call_signed_with_another_binarys_key_is_named(self):
+        directory = tempfile.mkdtemp()
+        with open(os.path.join(directory, "t.jsonl"), "w") as file:
+            file.write(json.dumps(dict(CALLS[3], via="binary", key_id="settle")) + "\n")
+        _, foreign = permissions.load_binary_calls(directory)
+        self.assertEqual(foreign, ["grab's Query was signed with settle's access key id"])
+
 
 
 def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):

@@ -182,6 +182,28 @@ impl FundsEntry {
         }
     }
 
+    /// The shipped binary that runs this entry point (template.yaml's `BuildProperties.Binary`):
+    /// `funds` or `operator`; `All` ships in none.
+    pub fn binary(self) -> Option<&'static str> {
+        match self {
+            FundsEntry::All => None,
+            FundsEntry::Payments => Some("funds"),
+            FundsEntry::Operator => Some("operator"),
+        }
+    }
+
+    /// The shipped entry point whose callers make `request`: the operators' for what it admits
+    /// (adjustments, holds, flags, the audit trail), the payments system's for the rest. What
+    /// runs a request locally in one process (`make funds`, the tests) runs it as that entry
+    /// point, so its calls are the ones that binary's role must allow.
+    pub fn serving(request: &FundsRequest) -> FundsEntry {
+        if FundsEntry::Operator.admits(request).is_ok() {
+            FundsEntry::Operator
+        } else {
+            FundsEntry::Payments
+        }
+    }
+
     /// Whether this entry point takes `request`, or why not (naming the request's key).
     pub fn admits(self, request: &FundsRequest) -> Result<(), Invalid> {
         let adjustment = matches!(
@@ -520,6 +542,11 @@ mod tests {
             assert!(FundsEntry::Operator.admits(taken).is_ok(), "{taken:?}");
             assert!(FundsEntry::Payments.admits(taken).is_err(), "{taken:?}");
         }
+        let audit = request(r#"{"audit": {"day": "2026-11-25"}}"#);
+        let served: Vec<_> =
+            [&topup, &paid, &propose, &approve, &jobs[0], &audit].map(|r| FundsEntry::serving(r).binary()).into();
+        let expected = ["funds", "funds", "operator", "operator", "funds", "operator"].map(Some);
+        assert_eq!(served, expected, "each request runs as the binary its callers invoke");
         let refused = FundsEntry::Payments.admits(&propose).unwrap_err();
         assert!(refused.message.contains("OperatorFunction"), "{}", refused.message);
     }

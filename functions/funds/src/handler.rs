@@ -1,6 +1,7 @@
 //! A top-up, a withdrawal's resolution, an adjustment's proposal or approval, a reconciliation
 //! or a report, by payload. A failure's `errorType` names what went wrong
-//! (`InvalidFundsRequest` for a payload or a top-up that cannot be applied, `StoreUnavailable`),
+//! (`InvalidFundsRequest` for a payload or a top-up that cannot be applied, `StoreUnavailable`,
+//! `LedgerCorrupt` for a record that cannot be read or breaks an invariant),
 //! never a Rust type name, so the payments system can tell its mistake from a retryable fault.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
@@ -24,9 +25,13 @@ pub enum FundsFailure {
         /// What is wrong.
         message: String,
     },
-    /// DynamoDB could not be reached, or the ledger is corrupt: retry, or page someone.
+    /// DynamoDB could not be reached: the same request may succeed later.
     #[error("{0}")]
     Unavailable(String),
+    /// A record the request reads is corrupt or breaks an invariant, or DynamoDB refused a write
+    /// for reasons of its own: nothing was applied, and a retry meets the same record. Page someone.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl From<FundsError> for FundsFailure {
@@ -39,6 +44,9 @@ impl From<FundsError> for FundsFailure {
             FundsError::Store(StoreError::Conflict(conflict)) => {
                 FundsFailure::Refused { field: "funds".into(), message: conflict.to_string() }
             }
+            FundsError::Store(error @ (StoreError::Corrupt(_) | StoreError::Rejected(_))) => {
+                FundsFailure::Internal(error.to_string())
+            }
             FundsError::Store(error) => FundsFailure::Unavailable(error.to_string()),
         }
     }
@@ -49,6 +57,7 @@ impl From<FundsFailure> for Diagnostic {
         let error_type = match &failure {
             FundsFailure::InvalidRequest(_) | FundsFailure::Refused { .. } => "InvalidFundsRequest",
             FundsFailure::Unavailable(_) => "StoreUnavailable",
+            FundsFailure::Internal(_) => "LedgerCorrupt",
         };
         Diagnostic { error_type: error_type.into(), error_message: failure.to_string() }
     }

@@ -87,6 +87,7 @@ async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Ho
         Err(FundsFailure::InvalidRequest(error)) => Err(ApiError::invalid("body", error.to_string())),
         Err(FundsFailure::Refused { field, message }) => Err(ApiError::InvalidRequest { field: Some(field), message }),
         Err(FundsFailure::Unavailable(detail)) => Err(ApiError::Unavailable { dependency: "dynamodb", detail }),
+        Err(FundsFailure::Internal(detail)) => Err(ApiError::Internal(detail)),
     }
 }
 
