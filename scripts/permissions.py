@@ -56,6 +56,7 @@ Usage: permissions.py <calls directory> [<transformed directory>]; exit 1 on any
 import glob
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -208,6 +209,9 @@ ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
 # The entry points reached through a function URL signed with the caller's own identity: the
 # signer is the operator, so nobody may invoke them but through the URL (AWS_IAM).
 SIGNED_URL = {"operator"}
+# The entry points with routes of their own on the stack's API, under a path prefix, each behind
+# an authorizer of its own (the operators' identity provider), never the app users'.
+OPERATORS_API = {"operator": ("/ops/v1/", "OperatorsAuthorizer")}
 # Each managed invoke policy, and the one entry point it is for.
 INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds", "OperatorsInvokePolicy": "operator"}
 # Each consumer of the ledger's events, and the bus (its logical id) whose rules alone may invoke it.
@@ -261,6 +265,36 @@ def rule_invoking(stack, source, function):
     return None
 
 
+def operators_route(binary, source_arn):
+    """Whether an API Gateway permission on `binary` is for its operators' routes alone: its
+    SourceArn names a stage, a method and a path under the entry point's prefix."""
+    prefix = OPERATORS_API.get(binary, (None,))[0]
+    pattern = r"/\*/(GET|POST|PUT|PATCH|DELETE)" + re.escape(prefix or "")
+    return bool(prefix) and re.search(pattern, source_arn or "") is not None
+
+
+def check_operator_routes(stack, label):
+    """Every route of the API that reaches an entry point with an operators' API is under its
+    prefix and behind its authorizer alone; no other route uses that authorizer or that prefix."""
+    problems = []
+    functions = {f: binary_of(stack.resources[f]) for f in stack.created("AWS::Lambda::Function")}
+    for api in stack.created("AWS::ApiGatewayV2::Api"):
+        body = stack.template["Resources"][api]["Properties"].get("Body", {})
+        for path, operations in body.get("paths", {}).items():
+            for method, operation in operations.items():
+                uri = json.dumps(operation.get("x-amazon-apigateway-integration", {}).get("uri"))
+                targets = {binary for function, binary in functions.items() if "${" + function + ".Arn}" in uri or f'"{function}"' in uri}
+                authorizers = [name for requirement in operation.get("security", []) for name in requirement]
+                route = f"{method.upper()} {path}"
+                for binary, (prefix, authorizer) in OPERATORS_API.items():
+                    ours = binary in targets
+                    if ours and (not path.startswith(prefix) or authorizers != [authorizer]):
+                        problems.append(f"[{label}] {route} reaches {binary} outside {prefix} or not behind {authorizer} alone ({authorizers})")
+                    if not ours and (path.startswith(prefix) or authorizer in authorizers):
+                        problems.append(f"[{label}] {route} is under {prefix} or behind {authorizer} and reaches {sorted(targets)}, not {binary}")
+    return problems
+
+
 def check_invokers(stack, label):
     """Every problem with who may invoke what, for one parameter set."""
     problems = []
@@ -278,7 +312,7 @@ def check_invokers(stack, label):
             source = properties.get("SourceArn", "")
             if not any(f":{stack.physical_name(a)}/" in source for a in api):
                 problems.append(f"[{label}] {permission}: API Gateway may invoke {function} from {source or 'anywhere'}")
-            if binary in ENTRY_POINTS:
+            if binary in ENTRY_POINTS and not operators_route(binary, source):
                 problems.append(f"[{label}] {permission}: {function} moves money outside a packet and has a route")
             if binary in EVENT_CONSUMERS:
                 problems.append(f"[{label}] {permission}: {function} consumes the bus's events and has a route")
@@ -347,7 +381,7 @@ def main(argv):
     for label, overrides in parameter_sets().items():
         with open(os.path.join(transformed, f"{label}.json")) as file:
             stack = Stack(json.load(file), overrides)
-        problems = check(stack, calls, label, made_by_binaries) + check_invokers(stack, label)
+        problems = check(stack, calls, label, made_by_binaries) + check_invokers(stack, label) + check_operator_routes(stack, label)
         for problem in problems:
             print(f"permissions {problem}")
         failures += len(problems)

@@ -117,7 +117,7 @@ fuzz=$!
 # same scripts, on the same keys), which all run on the cluster.
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
-topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart)
+topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart operators_api)
 (eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
   .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local "${topology_free[@]/#/--skip-test=}") 2>&1 |
   tee -a "$log"

@@ -99,6 +99,7 @@ async fn place_holds(ledger: &DynamoLedger) {
             scope: HoldScope::All,
             operator: "bench".into(),
             reason: "the controls bench".into(),
+            expires_at: None,
         };
         ledger.place_hold(&hold, red_packets::Clock::now_ms(&SystemClock)).await.expect("a hold placed");
     }

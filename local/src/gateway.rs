@@ -44,10 +44,27 @@ pub struct Functions {
     pub settler: DeployedSettler,
     /// The JWT authorizer's stand-in.
     pub authorizer: LocalAuthorizer,
+    /// The operators' API (`/ops/v1/…`): the operator function's handler on its own ledger
+    /// client, behind the operators' authorizer's stand-in.
+    pub operators: Operators,
     /// The stage's throttling.
     pub throttle: Throttle,
     /// The API's CORS configuration.
     pub cors: Cors,
+}
+
+/// The operator function as the operators' API reaches it.
+pub struct Operators {
+    /// Its ledger.
+    pub ledger: DynamoLedger,
+    /// Where its reports go.
+    pub reports: red_packets::adapters::ReportDirectory,
+    /// The claim holding an operator's roles.
+    pub roles_claim: String,
+    /// Its clock.
+    pub clock: Arc<dyn red_packets::Clock>,
+    /// The operators' JWT authorizer's stand-in (its own secret: an app user's token is refused).
+    pub authorizer: LocalAuthorizer,
 }
 
 /// The template's routes, in the form API Gateway's route keys take.
@@ -72,6 +89,7 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/me/packets", get(history_route))
         .route("/me/wallet", get(wallet_route))
         .route("/me/withdrawals", post(withdraw_route))
+        .route("/ops/v1/{*rest}", axum::routing::any(operators_route))
         .fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .method_not_allowed_fallback(|| async { into_axum(gateway_answer(404, "Not Found")) })
         .with_state(functions)
@@ -139,8 +157,38 @@ async fn withdraw_route(State(functions): State<Arc<Functions>>, request: Reques
     invoke(&functions, ROUTES[6], None, request, |event| send::handle(&functions.send, event)).await
 }
 
+/// `/ops/v1/…`: the route API Gateway would match (a 404 of its own for any other), through the
+/// operators' authorizer, to the operator function.
+async fn operators_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
+    let Some(route_key) = funds::ops_api::route_key(request.method(), request.uri().path()) else {
+        return into_axum(gateway_answer(404, "Not Found"));
+    };
+    let operators = &functions.operators;
+    invoke_as(&functions, &operators.authorizer, route_key, None, request, |event| async move {
+        let clock = operators.clock.as_ref();
+        Ok(funds::ops_api::handle_api(&operators.ledger, clock, &operators.reports, &operators.roles_claim, &event)
+            .await)
+    })
+    .await
+}
+
 async fn invoke<F, Fut>(
     functions: &Functions,
+    route_key: &str,
+    packet_id: Option<&str>,
+    request: Request,
+    handler: F,
+) -> Response
+where
+    F: FnOnce(lambda_http::Request) -> Fut,
+    Fut: Future<Output = Result<lambda_http::Response<Body>, LambdaError>>,
+{
+    invoke_as(functions, &functions.authorizer, route_key, packet_id, request, handler).await
+}
+
+async fn invoke_as<F, Fut>(
+    functions: &Functions,
+    authorizer: &LocalAuthorizer,
     route_key: &str,
     packet_id: Option<&str>,
     request: Request,
@@ -153,7 +201,7 @@ where
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let response = match to_event(functions, route_key, packet_id, request).await {
+    let response = match to_event(functions, authorizer, route_key, packet_id, request).await {
         Err(Refused::Throttled) => gateway_answer(429, "Too Many Requests"),
         Ok(event) => match handler(event).await {
             Ok(response) => response,
@@ -182,10 +230,12 @@ enum Refused {
     Api(ApiError),
 }
 
-/// The event API Gateway would send for `request`, with the verified `sub` in the authorizer
-/// context; an unverifiable token is refused before any handler runs, as by the JWT authorizer.
+/// The event API Gateway would send for `request`, with the verified token's claims in the
+/// authorizer context; an unverifiable token is refused before any handler runs, as by the JWT
+/// authorizer (`authorizer`, the route's).
 async fn to_event(
     functions: &Functions,
+    authorizer: &LocalAuthorizer,
     route_key: &str,
     packet_id: Option<&str>,
     request: Request,
@@ -201,7 +251,7 @@ async fn to_event(
     let (parts, body) = request.into_parts();
     let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
     let presented = authorization.is_some();
-    let sub = functions.authorizer.verify(authorization).ok_or(Refused::Unauthorized { presented })?;
+    let claims = authorizer.verify_claims(authorization).ok_or(Refused::Unauthorized { presented })?;
     let body = to_bytes(body, MAX_FORWARDED_BODY)
         .await
         .map_err(|_| Refused::Api(ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES }))?;
@@ -246,7 +296,7 @@ async fn to_event(
     if let Some(packet_id) = packet_id {
         event["pathParameters"] = json!({ "packet_id": packet_id });
     }
-    events::set_caller(&mut event, Some(&sub));
+    event["requestContext"]["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
     events::to_request(&event)
         .map_err(|error| Refused::Api(ApiError::invalid("request", format!("unusable request: {error}"))))
 }

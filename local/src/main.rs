@@ -1,4 +1,6 @@
 //! `local serve` (the default) runs the local API; `local token <user>` prints a bearer token;
+//! `local ops-token <operator> <role,role…>` prints an operator's token for the operators' API
+//! (`/ops/v1`), signed as the operators' provider's stand-in signs them;
 //! `local topup <user> <cents> [reference]` credits a wallet as the payments system would;
 //! `local reconcile` checks that the books balance (`--file` an export, `--as-of`, `--passes`);
 //! `local export <file>` writes the table as an export file; `local trial-balance [day]` and
@@ -11,7 +13,7 @@
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>...";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>...";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,6 +25,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let user = args.next().ok_or(USAGE)?;
             let ttl: u64 = args.next().map(|t| t.parse()).transpose()?.unwrap_or(86_400);
             println!("{}", LocalAuthorizer::from_env().token(&user, ttl));
+            Ok(())
+        }
+        Some("ops-token") => {
+            let operator = args.next().ok_or(USAGE)?;
+            let roles = args.next().ok_or(USAGE)?;
+            let roles: Vec<&str> = roles.split(',').map(str::trim).filter(|role| !role.is_empty()).collect();
+            let ttl: u64 = args.next().map(|t| t.parse()).transpose()?.unwrap_or(28_800);
+            println!("{}", LocalAuthorizer::operators_from_env().operator_token(&operator, &roles, ttl));
             Ok(())
         }
         Some("topup") => {

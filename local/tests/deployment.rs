@@ -45,8 +45,10 @@ fn openapi_routes() -> BTreeSet<String> {
 
 #[test]
 fn template_openapi_and_local_api_list_the_same_routes() {
-    let local: BTreeSet<String> = local::gateway::ROUTES.iter().map(|route| route.to_string()).collect();
-    assert_eq!(local.len(), 7);
+    let app = local::gateway::ROUTES.iter().map(|route| route.to_string());
+    let operators = funds::ops_api::ROUTES.iter().map(|(route, _)| route.to_string());
+    let local: BTreeSet<String> = app.chain(operators).collect();
+    assert_eq!(local.len(), 7 + funds::ops_api::ROUTES.len());
     assert_eq!(template_routes(), local, "template.yaml and the local API");
     assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
 }
@@ -283,7 +285,9 @@ fn every_marker_is_counted_alarmed_and_has_a_runbook() {
             .as_str()
             .unwrap_or_else(|| panic!("{function}: no binary named in its Metadata"));
         let mut files = Vec::new();
-        rust_sources(&workspace.join("functions").join(binary).join("src"), &mut files);
+        let main = binary_main(&workspace, binary);
+        let crate_sources = main.ancestors().find(|dir| dir.ends_with("src")).expect("a crate's src");
+        rust_sources(crate_sources, &mut files);
         let code: String = files.iter().map(|path| std::fs::read_to_string(path).unwrap()).collect();
         for (event, schedule) in events {
             if schedule["Type"].as_str() != Some("ScheduleV2") {

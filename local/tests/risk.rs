@@ -334,3 +334,63 @@ async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
         "one entry a change, none for the repeats"
     );
 }
+
+/// A ring held from money out: within `HOLD_REFRESH_SECONDS` its withdrawal answers 403
+/// `account_held` and nothing is debited, while it may still send (the scope is money out
+/// alone); from the hold's `expires_at` on it withdraws again at once, without waiting for a
+/// refresh; an `all` hold stops withdrawals too, and its lift frees them within the bound. An
+/// expiry in the past is refused naming `expires_at`.
+#[tokio::test]
+async fn a_money_out_hold_stops_withdrawals_until_it_expires_or_is_lifted() {
+    use red_packets::domain::wallet::TopUp;
+    use red_packets::domain::{Funds, UserId};
+    use red_packets::ports::Wallets;
+
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    let stack = Stack::with_config("holds-money-out", config).await;
+    let refresh = stack.config.hold_refresh.as_millis() as i64;
+    let ring = UserId::from_claim("ring-7").unwrap();
+    let topup = TopUp { user: ring.clone(), amount_cents: 5_000, reference: "pay-ring-7".into() };
+    stack.ledger.top_up(&topup, stack.clock.now_ms()).await.expect("top-up");
+    let ask = json!({ "amount_cents": 100, "destination": "card-7" });
+    let (status, body) = stack.withdraw("ring-7", &ask, "out-1").await;
+    assert_eq!(status, 201, "no hold yet (the book is read): {body}");
+
+    let now = stack.clock.now_ms();
+    let past = json!({ "place_hold": { "user": "ring-7", "scope": "money_out", "reason": "ring",
+                                       "expires_at": red_packets::clock::rfc3339(now - 1) } });
+    let (status, refused) = stack.operator("anna", &past).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("expires_at")), "{refused}");
+
+    let expires_at = red_packets::clock::rfc3339(now + 3 * refresh);
+    let hold = json!({ "place_hold": { "user": "ring-7", "scope": "money_out", "reason": "cash-out ring, ticket 4713",
+                                       "expires_at": expires_at } });
+    let (status, placed) = stack.operator("anna", &hold).await;
+    assert_eq!((status, &placed["hold"]["hold"]["expires_at"]), (200, &json!(expires_at)), "{placed}");
+    stack.clock.advance(refresh);
+    let (status, held) = stack.withdraw("ring-7", &ask, "out-2").await;
+    assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "{held}");
+    assert_eq!(stack.ledger.balance(&ring).await.unwrap(), 4_900, "nothing debited");
+    let sent = stack.try_send("ring-7", &json!({ "total_cents": 100, "count": 1 })).await;
+    assert_eq!(sent.0, 201, "money out alone: the ring may still send: {}", sent.1);
+
+    // At the expiry, not a refresh later: the book compares it with the clock at each check.
+    stack.clock.advance(3 * refresh - refresh);
+    let (status, body) = stack.withdraw("ring-7", &ask, "out-3").await;
+    assert_eq!(status, 201, "expired: {body}");
+    assert_eq!(stack.ledger.balance(&ring).await.unwrap(), 4_700);
+
+    let all = json!({ "place_hold": { "user": "ring-7", "scope": "all", "reason": "fraud confirmed" } });
+    let (status, placed) = stack.operator("ben", &all).await;
+    assert_eq!((status, &placed["hold"]["changed"]), (200, &json!(true)), "another scope replaces it: {placed}");
+    stack.clock.advance(refresh);
+    let (status, held) = stack.withdraw("ring-7", &ask, "out-4").await;
+    assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "all stops money out: {held}");
+    let lift = json!({ "lift_hold": { "user": "ring-7", "reason": "cleared" } });
+    assert_eq!(stack.operator("anna", &lift).await.0, 200);
+    stack.clock.advance(refresh);
+    let (status, body) = stack.withdraw("ring-7", &ask, "out-4").await;
+    assert_eq!(status, 201, "lifted within the bound: {body}");
+    assert_eq!(stack.ledger.balance(&ring).await.unwrap(), 4_600);
+}

@@ -98,6 +98,9 @@ pub struct Config {
     pub hold_refresh: Duration,
     /// The pattern rules' thresholds (`RISK_*`, docs/RISK.md; the template's defaults).
     pub risk_rules: RiskRules,
+    /// The claim of an operator's token that holds their roles (`OPERATOR_ROLES_CLAIM`, default
+    /// `cognito:groups`, the groups of a Cognito user pool; `groups` for most other providers).
+    pub operator_roles_claim: String,
 }
 
 impl Config {
@@ -187,6 +190,7 @@ impl Config {
                 key_prefix,
             },
             table_name: env.text("TABLE_NAME", "RedPackets"),
+            operator_roles_claim: env.text("OPERATOR_ROLES_CLAIM", "cognito:groups"),
             limits,
             daily,
             business_day,
@@ -217,7 +221,7 @@ fn risk_rules<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<RiskRul
     let hold_on_flag = match env.raw("RISK_HOLD_ON_FLAG").as_deref() {
         None | Some("none") => None,
         Some(scope) => Some(serde_json::from_value(serde_json::Value::String(scope.to_owned())).map_err(|_| {
-            ConfigError::new("RISK_HOLD_ON_FLAG", scope.to_owned(), "expected none, send, grab or all")
+            ConfigError::new("RISK_HOLD_ON_FLAG", scope.to_owned(), "expected none, send, grab, money_out or all")
         })?),
     };
     Ok(RiskRules {

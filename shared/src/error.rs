@@ -34,9 +34,13 @@ pub enum ApiError {
     /// 403: an operator holds the caller's account from this action (docs/RISK.md).
     #[error("your account is on hold from {}: contact support", action)]
     AccountHeld {
-        /// `sending` or `grabbing`.
+        /// `sending`, `grabbing` or `withdrawing`.
         action: &'static str,
     },
+    /// 403 `forbidden` on the operators' API: the operator's roles do not include one the
+    /// action needs (named).
+    #[error("this needs one of the roles {0}")]
+    RoleRequired(String),
     /// 403: the grab carried a wrong passphrase, or none.
     #[error("the passphrase is wrong or missing")]
     WrongPassphrase,
@@ -126,9 +130,11 @@ impl ApiError {
             ApiError::InvalidRequest { .. } => 400,
             ApiError::Unauthorized(_) => 401,
             ApiError::InsufficientFunds => 402,
-            ApiError::Forbidden | ApiError::NotEligible | ApiError::WrongPassphrase | ApiError::AccountHeld { .. } => {
-                403
-            }
+            ApiError::Forbidden
+            | ApiError::RoleRequired(_)
+            | ApiError::NotEligible
+            | ApiError::WrongPassphrase
+            | ApiError::AccountHeld { .. } => 403,
             ApiError::NotFound | ApiError::NoWallets => 404,
             ApiError::SoldOut | ApiError::NotOpen | ApiError::NotYetOpen { .. } => 409,
             ApiError::Expired | ApiError::Cancelled => 410,
@@ -146,7 +152,7 @@ impl ApiError {
             ApiError::InvalidRequest { .. } => "invalid_request",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::InsufficientFunds => "insufficient_funds",
-            ApiError::Forbidden => "forbidden",
+            ApiError::Forbidden | ApiError::RoleRequired(_) => "forbidden",
             ApiError::NotEligible => "not_eligible",
             ApiError::WrongPassphrase => "wrong_passphrase",
             ApiError::AccountHeld { .. } => "account_held",

@@ -52,7 +52,7 @@ impl HoldCheck {
                 self.read_if_due(ledger, now_ms).await;
             }
         }
-        self.book().stops(user, action)
+        self.book().stops(user, action, now_ms)
     }
 
     fn book(&self) -> RwLockReadGuard<'_, HoldBook> {
@@ -94,7 +94,7 @@ async fn read<H: Holds>(ledger: &H, mut book: HoldBook, now_ms: Millis) -> Resul
         return Ok(book);
     }
     let holds = ledger.holds().await?;
-    book.replace(holds.into_iter().map(|hold| (hold.user, hold.scope)), version, now_ms);
+    book.replace(holds, version, now_ms);
     Ok(book)
 }
 
@@ -116,6 +116,7 @@ mod tests {
             scope: HoldScope::Grab,
             operator: "anna".into(),
             reason: "bot".into(),
+            expires_at: None,
         };
         ledger.place_hold(&hold, 1_000).await.unwrap();
         assert_eq!(
@@ -136,8 +137,13 @@ mod tests {
         let ledger = MemoryLedger::new(&Config::from_lookup(|_| None).unwrap());
         let check = HoldCheck::new(Duration::from_secs(5));
         let mallory = UserId::from_claim("mallory").unwrap();
-        let hold =
-            HoldRequest { user: mallory.clone(), scope: HoldScope::All, operator: "anna".into(), reason: "bot".into() };
+        let hold = HoldRequest {
+            user: mallory.clone(),
+            scope: HoldScope::All,
+            operator: "anna".into(),
+            reason: "bot".into(),
+            expires_at: None,
+        };
         ledger.place_hold(&hold, 0).await.unwrap();
         assert_eq!(check.stops(&ledger, &mallory, HeldAction::Send, 0).await, Some(HoldScope::All));
         ledger.set_unreachable(true);

@@ -122,6 +122,23 @@ struct ErrorBody<'a> {
     opens_at: Option<String>,
 }
 
+/// Largest page of a listing.
+pub const MAX_LIMIT: u32 = 100;
+/// A listing's page size when the caller does not say.
+pub const DEFAULT_LIMIT: u32 = 20;
+
+/// The `limit` query parameter of a listing: 1..=[`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent.
+pub fn page_limit(request: &Request) -> Result<u32, ApiError> {
+    match request.query_string_parameters_ref().and_then(|query| query.first("limit")) {
+        None => Ok(DEFAULT_LIMIT),
+        Some(text) => {
+            text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
+                ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
+            })
+        }
+    }
+}
+
 /// The response for `error`: `{"error": {"code", "message", "field"?, "opens_at"?}}`, with
 /// `Retry-After` on a 503 (jittered) and on `not_open_yet` (the seconds until the opening).
 /// Server-side failures are logged here; their details never reach the client.

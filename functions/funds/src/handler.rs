@@ -168,7 +168,7 @@ mod tests {
         let down = diagnostic(FundsError::Store(StoreError::dynamodb_unavailable("timed out")).into());
         assert_eq!(down.error_type, "StoreUnavailable");
         let corrupt = diagnostic(FundsError::Store(StoreError::Corrupt("a bad item".into())).into());
-        assert_eq!(corrupt.error_type, "StoreUnavailable", "not the caller's mistake: page someone");
+        assert_eq!(corrupt.error_type, "LedgerCorrupt", "not the caller's mistake, nor a retry's: page someone");
     }
 
     #[test]
@@ -177,7 +177,7 @@ mod tests {
 
         let overflow = BooksError::Overflow { subject: "packet:x".into(), item: "y".into(), sum: "paid" };
         let failure = Diagnostic::from(FundsFailure::from(FundsError::Store(overflow.into())));
-        assert_eq!(failure.error_type, "StoreUnavailable", "not the caller's mistake: page someone");
+        assert_eq!(failure.error_type, "LedgerCorrupt", "not the caller's mistake, nor a retry's: page someone");
         assert!(failure.error_message.ends_with("books: packet:x: paid overflows at y"), "{}", failure.error_message);
     }
 

@@ -8,6 +8,7 @@
 
 pub mod handler;
 pub mod operator;
+pub mod ops_api;
 pub mod reports;
 
 pub use handler::{handle, FundsAnswer};

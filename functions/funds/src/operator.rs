@@ -17,7 +17,7 @@ use red_packets::domain::validate::parse_json;
 use red_packets::domain::Invalid;
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, json_response, respond};
-use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, ReportSink, Wallets, Withdrawals};
+use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, Ledger, ReportSink, Wallets, Withdrawals};
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
@@ -58,6 +58,26 @@ pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
         request.insert(field.into(), Value::String(signer.to_owned()));
     }
     Ok(payload)
+}
+
+/// The operator binary's handler: a request under `/ops/v1` is the operators' REST API (API
+/// Gateway's routes behind the operators' JWT authorizer, [`crate::ops_api`]); any other is the
+/// signed function URL's, for automation signing with its own AWS identity.
+pub async fn handle_request<L, R>(
+    ledger: &L,
+    clock: &dyn Clock,
+    reports: &R,
+    roles_claim: &str,
+    request: Request,
+) -> Result<Response<Body>, Error>
+where
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    R: ReportSink,
+{
+    if crate::ops_api::is_ops_request(&request) {
+        return Ok(crate::ops_api::handle_api(ledger, clock, reports, roles_claim, &request).await);
+    }
+    handle_url(ledger, clock, reports, request).await
 }
 
 /// The Lambda handler of the operators' function URL: 200 with the funds answer, 400 naming

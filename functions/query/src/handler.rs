@@ -8,15 +8,12 @@ use std::sync::Arc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
-use red_packets::http::{caller, money_response, packet_id, respond};
+use red_packets::http::{caller, money_response, packet_id, page_limit, respond};
 use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
 use red_packets::{ApiError, Clock, SystemClock};
 
-/// Largest history page.
-pub const MAX_LIMIT: u32 = 100;
-/// History page size when the caller does not say.
-pub const DEFAULT_LIMIT: u32 = 20;
+pub use red_packets::http::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// What the query handler needs: the live store, the ledger and a clock.
 pub struct QueryService<S, L> {
@@ -100,18 +97,6 @@ async fn wallet<S: LiveStore, L: Ledger>(
     let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
     let page = service.ledger.wallet(&user, asked).await?;
     Ok(money_response(StatusCode::OK, &page, service.ledger.currency()))
-}
-
-/// The `limit` query parameter: 1..=[`MAX_LIMIT`], [`DEFAULT_LIMIT`] when absent.
-fn page_limit(request: &Request) -> Result<u32, ApiError> {
-    match request.query_string_parameters_ref().and_then(|query| query.first("limit")) {
-        None => Ok(DEFAULT_LIMIT),
-        Some(text) => {
-            text.parse::<u32>().ok().filter(|limit| (1..=MAX_LIMIT).contains(limit)).ok_or_else(|| {
-                ApiError::invalid("limit", format!("limit must be a whole number from 1 to {MAX_LIMIT}"))
-            })
-        }
-    }
 }
 
 #[cfg(test)]

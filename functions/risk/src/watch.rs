@@ -269,6 +269,7 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
                     scope,
                     operator: format!("risk:{}", flag.rule.as_str()),
                     reason: reason.clone(),
+                    expires_at: None,
                 };
                 self.ledger.place_hold(&hold, self.clock.now_ms()).await?;
             }
@@ -384,11 +385,21 @@ mod tests {
     #[tokio::test]
     async fn a_flags_hold_never_narrows_an_operators_hold() {
         let (watch, ledger) = watch(cycles(Some(HoldScope::Grab)));
-        let everything =
-            HoldRequest { user: user("alice"), scope: HoldScope::All, operator: "anna".into(), reason: "fraud".into() };
+        let everything = HoldRequest {
+            user: user("alice"),
+            scope: HoldScope::All,
+            operator: "anna".into(),
+            reason: "fraud".into(),
+            expires_at: None,
+        };
         ledger.place_hold(&everything, 0).await.unwrap();
-        let sending =
-            HoldRequest { user: user("carol"), scope: HoldScope::Send, operator: "anna".into(), reason: "spam".into() };
+        let sending = HoldRequest {
+            user: user("carol"),
+            scope: HoldScope::Send,
+            operator: "anna".into(),
+            reason: "spam".into(),
+            expires_at: None,
+        };
         ledger.place_hold(&sending, 0).await.unwrap();
         watch.observe(&exchange(&ledger, "carol", "alice").await).await.unwrap();
         watch.observe(&exchange(&ledger, "alice", "carol").await).await.unwrap();

@@ -29,7 +29,7 @@ pub struct SendService<L, S> {
     pub(crate) store: S,
     limits: Limits,
     passphrase_key: PassphraseKey,
-    holds: HoldCheck,
+    pub(crate) holds: HoldCheck,
     pub(crate) clock: Arc<dyn Clock>,
 }
 

@@ -9,22 +9,28 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
+use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_json;
 use red_packets::domain::withdrawal::{withdrawal_id, WithdrawalRequest};
 use red_packets::http::{caller, idempotency_key, json_body, money_response};
-use red_packets::ports::{Ledger, LiveStore, Withdrawals};
+use red_packets::ports::{Holds, Ledger, LiveStore, Withdrawals};
 use red_packets::ApiError;
 
 use crate::SendService;
 
 /// Asks for a withdrawal of the caller's money (counted as `Withdrawals`, outcome
 /// `requested` or `replayed`, and `WithdrawnCents`).
-pub async fn withdraw<L: Ledger + Withdrawals, S: LiveStore>(
+pub async fn withdraw<L: Ledger + Withdrawals + Holds, S: LiveStore>(
     service: &SendService<L, S>,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let user = caller(request)?;
     let key = idempotency_key(request)?;
+    // A hold that stops money out (`money_out` or `all`) refuses before anything is debited,
+    // within the holds' refresh like the other scopes.
+    if service.holds.stops(&service.ledger, &user, HeldAction::Withdraw, service.clock.now_ms()).await.is_some() {
+        return Err(ApiError::AccountHeld { action: "withdrawing" });
+    }
     let body: WithdrawalRequest = parse_json(json_body(request)?)?;
     body.validate()?;
     let id = withdrawal_id(&user, &key);

@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod limits;
 pub mod live;
 pub mod money;
+pub mod operators;
 pub mod packet;
 pub mod patterns;
 pub mod recovery;

@@ -13,7 +13,7 @@ use super::adjustment::operator_ok;
 use super::audit::{AuditAction, AuditEntry};
 use super::ids::UserId;
 use super::invalid::Invalid;
-use crate::clock::Millis;
+use crate::clock::{parse_rfc3339, Millis};
 
 /// One user's grabs across every packet, counted in fixed windows aligned to the epoch: at most
 /// `grabs` attempts in each window of `window_seconds`. Each grab request counts once, whatever
@@ -94,7 +94,10 @@ pub enum HoldScope {
     Send,
     /// Grabbing shares.
     Grab,
-    /// Both.
+    /// Money leaving: withdrawals. A user's cancel still returns their own packet's money to
+    /// their wallet, where it stays.
+    MoneyOut,
+    /// Sending, grabbing and money out.
     All,
 }
 
@@ -103,15 +106,19 @@ impl HoldScope {
     pub fn stops(self, action: HeldAction) -> bool {
         matches!(
             (self, action),
-            (HoldScope::All, _) | (HoldScope::Send, HeldAction::Send) | (HoldScope::Grab, HeldAction::Grab)
+            (HoldScope::All, _)
+                | (HoldScope::Send, HeldAction::Send)
+                | (HoldScope::Grab, HeldAction::Grab)
+                | (HoldScope::MoneyOut, HeldAction::Withdraw)
         )
     }
 
-    /// `send`, `grab` or `all`, as items and answers spell it.
+    /// `send`, `grab`, `money_out` or `all`, as items and answers spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             HoldScope::Send => "send",
             HoldScope::Grab => "grab",
+            HoldScope::MoneyOut => "money_out",
             HoldScope::All => "all",
         }
     }
@@ -124,6 +131,8 @@ pub enum HeldAction {
     Send,
     /// `POST /packets/{id}/grab`.
     Grab,
+    /// `POST /me/withdrawals`.
+    Withdraw,
 }
 
 /// An operator's request to hold a user's account (`{"place_hold": {…}}` to the operators'
@@ -140,6 +149,9 @@ pub struct HoldRequest {
     pub operator: String,
     /// Why (1..=500 characters).
     pub reason: String,
+    /// When it stops being in force (RFC 3339, in the future when placed); none: until lifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// An operator's request to lift a user's hold (`{"lift_hold": {…}}`).
@@ -166,9 +178,15 @@ fn attribution_ok(operator: &str, reason: &str) -> Result<(), Invalid> {
 }
 
 impl HoldRequest {
-    /// Checks the operator and the reason.
-    pub fn validate(&self) -> Result<(), Invalid> {
-        attribution_ok(&self.operator, &self.reason)
+    /// Checks the operator, the reason and the expiry (a time after `now_ms`).
+    pub fn validate(&self, now_ms: Millis) -> Result<(), Invalid> {
+        attribution_ok(&self.operator, &self.reason)?;
+        match self.expires_at.as_deref().map(parse_rfc3339) {
+            None => Ok(()),
+            Some(Some(at)) if at > now_ms => Ok(()),
+            Some(Some(_)) => Err(Invalid::field("expires_at", "expires_at must be in the future")),
+            Some(None) => Err(Invalid::field("expires_at", "expires_at must be an RFC 3339 time")),
+        }
     }
 }
 
@@ -192,9 +210,22 @@ pub struct Hold {
     pub reason: String,
     /// When (RFC 3339).
     pub placed_at: String,
+    /// When it stops being in force (RFC 3339); none: until lifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 impl Hold {
+    /// When it stops being in force, in milliseconds; none: until lifted.
+    pub fn expires_at_ms(&self) -> Option<Millis> {
+        self.expires_at.as_deref().and_then(parse_rfc3339)
+    }
+
+    /// Whether it is in force at `now_ms`.
+    pub fn in_force(&self, now_ms: Millis) -> bool {
+        self.expires_at_ms().is_none_or(|expires| now_ms < expires)
+    }
+
     /// The audit trail's entry of placing it: the user, the operator, and `<scope>: <reason>`.
     pub fn placed_entry(&self) -> AuditEntry {
         AuditEntry {
@@ -202,7 +233,10 @@ impl Hold {
             action: AuditAction::HoldPlaced,
             subject: self.user.to_string(),
             actor: self.operator.clone(),
-            reason: format!("{}: {}", self.scope.as_str(), self.reason),
+            reason: match &self.expires_at {
+                Some(expires) => format!("{} until {expires}: {}", self.scope.as_str(), self.reason),
+                None => format!("{}: {}", self.scope.as_str(), self.reason),
+            },
         }
     }
 }
@@ -238,13 +272,14 @@ impl HoldRequest {
             operator: self.operator.clone(),
             reason: self.reason.clone(),
             placed_at,
+            expires_at: self.expires_at.clone(),
         }
     }
 
-    /// Whether placing it changes `current`, the user's hold in force: only the same scope again
-    /// does not (a retry, or a second operator agreeing).
+    /// Whether placing it changes `current`, the user's hold in force: only the same scope and
+    /// expiry again does not (a retry, or a second operator agreeing).
     pub fn changes(&self, current: Option<&Hold>) -> bool {
-        current.is_none_or(|hold| hold.scope != self.scope)
+        current.is_none_or(|hold| hold.scope != self.scope || hold.expires_at != self.expires_at)
     }
 }
 
@@ -253,7 +288,7 @@ impl HoldRequest {
 /// lifted in the ledger takes effect everywhere within that, plus the reading's own time.
 #[derive(Debug, Clone)]
 pub struct HoldBook {
-    scopes: HashMap<UserId, HoldScope>,
+    scopes: HashMap<UserId, (HoldScope, Option<Millis>)>,
     version: Option<u64>,
     read_at_ms: Option<Millis>,
     refresh: Duration,
@@ -286,8 +321,8 @@ impl HoldBook {
     }
 
     /// The holds at `version`, read at `now_ms`, replace the book.
-    pub fn replace(&mut self, holds: impl IntoIterator<Item = (UserId, HoldScope)>, version: u64, now_ms: Millis) {
-        self.scopes = holds.into_iter().collect();
+    pub fn replace(&mut self, holds: impl IntoIterator<Item = Hold>, version: u64, now_ms: Millis) {
+        self.scopes = holds.into_iter().map(|hold| (hold.user.clone(), (hold.scope, hold.expires_at_ms()))).collect();
         self.version = Some(version);
         self.read_at_ms = Some(now_ms);
     }
@@ -298,9 +333,11 @@ impl HoldBook {
         self.read_at_ms = Some(now_ms);
     }
 
-    /// The scope of `user`'s hold, if held from `action`.
-    pub fn stops(&self, user: &UserId, action: HeldAction) -> Option<HoldScope> {
-        self.scopes.get(user).copied().filter(|scope| scope.stops(action))
+    /// The scope of `user`'s hold, if it holds them from `action` at `now_ms` (a hold stops
+    /// nothing from its expiry on).
+    pub fn stops(&self, user: &UserId, action: HeldAction, now_ms: Millis) -> Option<HoldScope> {
+        let (scope, expires) = self.scopes.get(user).copied()?;
+        (scope.stops(action) && expires.is_none_or(|expires| now_ms < expires)).then_some(scope)
     }
 
     /// How many users are held.
@@ -339,20 +376,66 @@ mod tests {
         assert!(HoldScope::All.stops(HeldAction::Send) && HoldScope::All.stops(HeldAction::Grab));
         assert!(HoldScope::Send.stops(HeldAction::Send) && !HoldScope::Send.stops(HeldAction::Grab));
         assert!(HoldScope::Grab.stops(HeldAction::Grab) && !HoldScope::Grab.stops(HeldAction::Send));
+        assert!(HoldScope::All.stops(HeldAction::Withdraw), "all stops money out too");
+        assert!(HoldScope::MoneyOut.stops(HeldAction::Withdraw));
+        assert!(!HoldScope::MoneyOut.stops(HeldAction::Send) && !HoldScope::MoneyOut.stops(HeldAction::Grab));
+        assert!(!HoldScope::Send.stops(HeldAction::Withdraw) && !HoldScope::Grab.stops(HeldAction::Withdraw));
+    }
+
+    fn placed(who: &str, scope: HoldScope, expires_at: Option<&str>) -> Hold {
+        Hold {
+            user: user(who),
+            scope,
+            operator: "anna".into(),
+            reason: "bot".into(),
+            placed_at: "2026-11-27T00:00:00.000Z".into(),
+            expires_at: expires_at.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_hold_stops_nothing_from_its_expiry_on() {
+        let mut book = HoldBook::new(Duration::from_secs(5));
+        let expires = "2026-11-28T00:00:00.000Z";
+        let at = parse_rfc3339(expires).unwrap();
+        book.replace([placed("mallory", HoldScope::MoneyOut, Some(expires))], 1, at - 10_000);
+        assert_eq!(book.stops(&user("mallory"), HeldAction::Withdraw, at - 1), Some(HoldScope::MoneyOut));
+        assert_eq!(book.stops(&user("mallory"), HeldAction::Withdraw, at), None);
+        let hold = placed("mallory", HoldScope::MoneyOut, Some(expires));
+        assert!(hold.in_force(at - 1) && !hold.in_force(at));
+        assert!(placed("m", HoldScope::All, None).in_force(i64::MAX));
+    }
+
+    #[test]
+    fn an_expiry_must_be_a_time_to_come() {
+        let request = |expires_at: Option<&str>| HoldRequest {
+            user: user("m"),
+            scope: HoldScope::MoneyOut,
+            operator: "anna".into(),
+            reason: "ring".into(),
+            expires_at: expires_at.map(str::to_owned),
+        };
+        let now = parse_rfc3339("2026-11-28T00:00:00.000Z").unwrap();
+        assert!(request(None).validate(now).is_ok());
+        assert!(request(Some("2026-11-29T00:00:00Z")).validate(now).is_ok());
+        let past = request(Some("2026-11-27T00:00:00Z")).validate(now).unwrap_err();
+        assert_eq!(past.field.as_deref(), Some("expires_at"));
+        let garbled = request(Some("tomorrow")).validate(now).unwrap_err();
+        assert_eq!(garbled.field.as_deref(), Some("expires_at"));
     }
 
     #[test]
     fn the_book_is_read_again_once_its_refresh_has_passed() {
         let mut book = HoldBook::new(Duration::from_secs(5));
         assert!(book.is_due(0) && book.is_unread(), "never read");
-        book.replace([(user("mallory"), HoldScope::Grab)], 7, 1_000);
+        book.replace([placed("mallory", HoldScope::Grab, None)], 7, 1_000);
         assert!(book.is_at(7) && !book.is_at(8));
         assert!(!book.is_due(5_999));
         assert!(book.is_due(6_000));
         assert!(book.is_due(999), "a clock gone back reads again");
-        assert_eq!(book.stops(&user("mallory"), HeldAction::Grab), Some(HoldScope::Grab));
-        assert_eq!(book.stops(&user("mallory"), HeldAction::Send), None);
-        assert_eq!(book.stops(&user("alice"), HeldAction::Grab), None);
+        assert_eq!(book.stops(&user("mallory"), HeldAction::Grab, 6_000), Some(HoldScope::Grab));
+        assert_eq!(book.stops(&user("mallory"), HeldAction::Send, 6_000), None);
+        assert_eq!(book.stops(&user("alice"), HeldAction::Grab, 6_000), None);
         book.checked(6_000);
         assert!(!book.is_due(10_999) && book.is_due(11_000));
         book.replace([], 8, 11_000);
@@ -361,21 +444,33 @@ mod tests {
 
     #[test]
     fn only_the_same_scope_again_changes_nothing() {
-        let hold =
-            HoldRequest { user: user("m"), scope: HoldScope::Grab, operator: "anna".into(), reason: "bot".into() };
+        let hold = HoldRequest {
+            user: user("m"),
+            scope: HoldScope::Grab,
+            operator: "anna".into(),
+            reason: "bot".into(),
+            expires_at: None,
+        };
         assert!(hold.changes(None));
         let current = hold.hold("2026-11-27T00:00:00Z".into());
         assert!(!hold.changes(Some(&current)));
         assert!(HoldRequest { scope: HoldScope::All, ..hold.clone() }.changes(Some(&current)));
+        let until = HoldRequest { expires_at: Some("2026-12-01T00:00:00Z".into()), ..hold.clone() };
+        assert!(until.changes(Some(&current)), "a new expiry is a change");
     }
 
     #[test]
     fn a_hold_needs_an_operator_and_a_reason() {
-        let hold =
-            HoldRequest { user: user("m"), scope: HoldScope::All, operator: "anna".into(), reason: "bot".into() };
-        assert!(hold.validate().is_ok());
+        let hold = HoldRequest {
+            user: user("m"),
+            scope: HoldScope::All,
+            operator: "anna".into(),
+            reason: "bot".into(),
+            expires_at: None,
+        };
+        assert!(hold.validate(0).is_ok());
         let nameless = HoldRequest { operator: String::new(), ..hold.clone() };
-        assert_eq!(nameless.validate().unwrap_err().field.as_deref(), Some("operator"));
+        assert_eq!(nameless.validate(0).unwrap_err().field.as_deref(), Some("operator"));
         let reasonless = LiftRequest { user: user("m"), operator: "anna".into(), reason: " ".into() };
         assert_eq!(reasonless.validate().unwrap_err().field.as_deref(), Some("reason"));
     }

@@ -14,6 +14,7 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let reports = funds::reports::Reports::from_env()?;
-    let handle = |request| funds::operator::handle_url(&ledger, &SystemClock, &reports, request);
+    let roles_claim = config.operator_roles_claim.as_str();
+    let handle = |request| funds::operator::handle_request(&ledger, &SystemClock, &reports, roles_claim, request);
     run_http(telemetry::metrics("operator")?, service_fn(handle)).await
 }

@@ -37,14 +37,23 @@ impl Holds for DynamoLedger {
     /// One transaction: the hold's item (unless a hold of its scope is in force, which is then
     /// handed back unchanged), the version and the audit entry.
     async fn place_hold(&self, request: &HoldRequest, now_ms: Millis) -> Result<HoldResult, StoreError> {
-        request.validate()?;
+        request.validate(now_ms)?;
         let hold = request.hold(rfc3339(now_ms));
-        let put = Put::builder()
+        // Placed unless the same hold is in force: the same scope and the same expiry.
+        let same_expiry = match &hold.expires_at {
+            Some(_) => "attribute_not_exists(expires_at) OR expires_at <> :expires",
+            None => "attribute_exists(expires_at)",
+        };
+        let mut put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(to_item(&HoldItem::new(&hold))))
-            .condition_expression("attribute_not_exists(pk) OR #scope <> :scope")
+            .condition_expression(format!("attribute_not_exists(pk) OR #scope <> :scope OR {same_expiry}"))
             .expression_attribute_names("#scope", "scope")
-            .expression_attribute_values(":scope", s(hold.scope.as_str()))
+            .expression_attribute_values(":scope", s(hold.scope.as_str()));
+        if let Some(expires) = &hold.expires_at {
+            put = put.expression_attribute_values(":expires", s(expires));
+        }
+        let put = put
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .expect("hold put");

@@ -560,7 +560,7 @@ impl Withdrawals for MemoryLedger {
 
 impl Holds for MemoryLedger {
     async fn place_hold(&self, request: &HoldRequest, now_ms: Millis) -> Result<HoldResult, StoreError> {
-        request.validate()?;
+        request.validate(now_ms)?;
         let day = self.business_day.day_of(now_ms);
         let mut state = self.state()?;
         if !request.changes(state.holds.get(&request.user)) {

@@ -32,6 +32,8 @@ pub struct HoldItem {
     pub operator: String,
     pub reason: String,
     pub placed_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 impl HoldItem {
@@ -45,6 +47,7 @@ impl HoldItem {
             operator: hold.operator.clone(),
             reason: hold.reason.clone(),
             placed_at: hold.placed_at.clone(),
+            expires_at: hold.expires_at.clone(),
         }
     }
 
@@ -56,6 +59,7 @@ impl HoldItem {
             operator: self.operator,
             reason: self.reason,
             placed_at: self.placed_at,
+            expires_at: self.expires_at,
         }
     }
 }

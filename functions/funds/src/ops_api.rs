@@ -1,0 +1,316 @@
+//! The operators' REST API (`/ops/v1/…`, openapi.yaml's `operators` tag), served by the operator
+//! binary behind API Gateway's second JWT authorizer: the operators' identity provider (the
+//! company's single sign-on, or the operators' pool the stack creates), never the app users'.
+//!
+//! The operator is the token's verified subject, with the roles its roles claim holds
+//! (`OPERATOR_ROLES_CLAIM`); each route is one [`OpsAction`], refused 403 `forbidden` naming the
+//! roles it needs before anything is read. A request that changes money or a hold becomes the
+//! funds payload the operators' entry point takes, with the subject as its proposer, approver or
+//! operator: a body never names the operator, so the four-eyes rule compares two identities the
+//! provider verified, and the audit trail records them.
+
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_runtime::{Context, LambdaEvent};
+use red_packets::domain::history::Role as HistoryRole;
+use red_packets::domain::operators::{Operator, OpsAction};
+use red_packets::domain::risk::HoldScope;
+use red_packets::domain::validate::parse_json;
+use red_packets::domain::UserId;
+use red_packets::funds::FundsEntry;
+use red_packets::http::{json_body, money_response, page_limit, respond};
+use red_packets::ports::{
+    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, PageRequest, ReportSink, Wallets, Withdrawals,
+};
+use red_packets::{ApiError, Clock};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::handler::{handle, FundsFailure};
+
+/// The prefix of every route of the operators' API.
+pub const PREFIX: &str = "/ops/v1";
+
+/// The operators' API's routes, as API Gateway's route keys name them, each with its action.
+pub const ROUTES: &[(&str, OpsAction)] = &[
+    ("GET /ops/v1/users/{user}", OpsAction::ReadUser),
+    ("GET /ops/v1/users/{user}/movements", OpsAction::ReadUser),
+    ("GET /ops/v1/users/{user}/packets", OpsAction::ReadUser),
+    ("POST /ops/v1/users/{user}/hold", OpsAction::PlaceHold),
+    ("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
+    ("GET /ops/v1/holds", OpsAction::ListHolds),
+    ("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
+    ("POST /ops/v1/adjustments/{reference}/approve", OpsAction::ApproveAdjustment),
+    ("GET /ops/v1/flags", OpsAction::ListFlags),
+    ("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
+    ("GET /ops/v1/audit/{day}", OpsAction::ReadAudit),
+];
+
+/// The route key of `method` and `path` (`GET /ops/v1/users/{user}`), as API Gateway matches it;
+/// `None` for a path it has no route for.
+pub fn route_key(method: &Method, path: &str) -> Option<&'static str> {
+    route(method, path).map(|matched| matched.key)
+}
+
+/// Whether `request` is for the operators' API (its path is under [`PREFIX`]).
+pub fn is_ops_request(request: &Request) -> bool {
+    request.uri().path().starts_with(PREFIX)
+}
+
+/// The operator of a request the operators' authorizer let through: its `sub` and roles.
+pub fn operator(request: &Request, roles_claim: &str) -> Result<Operator, ApiError> {
+    let claims = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => {
+            context.authorizer.as_ref().and_then(|authorizer| authorizer.jwt.as_ref()).map(|jwt| &jwt.claims)
+        }
+        _ => None,
+    };
+    let claims = claims.ok_or(ApiError::Unauthorized("an operator's verified token is required"))?;
+    let subject = claims.get("sub").ok_or(ApiError::Unauthorized("the operator's token has no sub claim"))?;
+    Operator::from_claims(subject, claims.get(roles_claim).map(String::as_str))
+        .ok_or(ApiError::Unauthorized("the operator's sub claim is not a usable operator name"))
+}
+
+/// A route matched: its action and its path parameter (the user, reference, flag or day).
+struct Matched<'a> {
+    action: OpsAction,
+    key: &'a str,
+    parameter: Option<String>,
+}
+
+/// The route of `method` and `path`, or `None` (API Gateway answers 404 for those itself).
+fn route(method: &Method, path: &str) -> Option<Matched<'static>> {
+    let asked: Vec<&str> = path.trim_end_matches('/').split('/').collect();
+    ROUTES.iter().find_map(|(key, action)| {
+        let (route_method, template) = key.split_once(' ')?;
+        if route_method != method.as_str() {
+            return None;
+        }
+        let parts: Vec<&str> = template.split('/').collect();
+        if parts.len() != asked.len() {
+            return None;
+        }
+        let mut parameter = None;
+        for (part, given) in parts.iter().zip(&asked) {
+            if part.starts_with('{') {
+                parameter = Some(percent_decoded(given));
+            } else if part != given {
+                return None;
+            }
+        }
+        Some(Matched { action: *action, key, parameter })
+    })
+}
+
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = |offset: usize| bytes.get(at + offset).and_then(|b| (*b as char).to_digit(16));
+        match (bytes[at], hex(1), hex(2)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                at += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn user_of(parameter: Option<String>) -> Result<UserId, ApiError> {
+    parameter.as_deref().and_then(UserId::from_claim).ok_or_else(|| ApiError::invalid("user", "not a user id"))
+}
+
+/// A hold placed through the API: its scope, why, and until when.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HoldBody {
+    scope: HoldScope,
+    reason: String,
+    #[serde(default)]
+    expires_at: Option<String>,
+}
+
+/// Why a hold is lifted, or a flag resolved with its outcome.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReasonBody {
+    reason: String,
+}
+
+/// A flag's resolution: its outcome and a note.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolutionBody {
+    outcome: String,
+    note: String,
+}
+
+/// The Lambda handler of the operators' API: every outcome an HTTP response in the API's two
+/// error shapes.
+pub async fn handle_api<L, R>(
+    ledger: &L,
+    clock: &dyn Clock,
+    reports: &R,
+    roles_claim: &str,
+    request: &Request,
+) -> Response<Body>
+where
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    R: ReportSink,
+{
+    respond(answer(ledger, clock, reports, roles_claim, request).await)
+}
+
+async fn answer<L, R>(
+    ledger: &L,
+    clock: &dyn Clock,
+    reports: &R,
+    roles_claim: &str,
+    request: &Request,
+) -> Result<Response<Body>, ApiError>
+where
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    R: ReportSink,
+{
+    let operator = operator(request, roles_claim)?;
+    let Matched { action, key, parameter } = route(request.method(), request.uri().path()).ok_or(ApiError::NotFound)?;
+    if !operator.may(action) {
+        let roles: Vec<&str> = action.roles().iter().map(|role| role.as_str()).collect();
+        return Err(ApiError::RoleRequired(roles.join(", ")));
+    }
+    tracing::info!(route = key, operator = operator.subject, "operators' API");
+    let me = Value::String(operator.subject.clone());
+    let payload = match action {
+        OpsAction::ReadUser => return read_user(ledger, key, user_of(parameter)?, request).await,
+        OpsAction::ListHolds => json!({ "holds": {} }),
+        OpsAction::PlaceHold => {
+            let body: HoldBody = parse_json(json_body(request)?)?;
+            let user = user_of(parameter)?;
+            json!({ "place_hold": { "user": user, "scope": body.scope, "reason": body.reason,
+                                    "expires_at": body.expires_at, "operator": me } })
+        }
+        OpsAction::LiftHold => {
+            let body: ReasonBody = parse_json(json_body(request)?)?;
+            json!({ "lift_hold": { "user": user_of(parameter)?, "reason": body.reason, "operator": me } })
+        }
+        OpsAction::ProposeAdjustment => {
+            let mut body: Value = parse_json(json_body(request)?)?;
+            let fields = body.as_object_mut().ok_or_else(|| ApiError::invalid("body", "a JSON object"))?;
+            if fields.contains_key("proposer") {
+                return Err(ApiError::invalid("proposer", "the proposer is the signed-in operator, never the body's"));
+            }
+            fields.insert("proposer".into(), me);
+            json!({ "propose_adjustment": body })
+        }
+        OpsAction::ApproveAdjustment => {
+            json!({ "approve_adjustment": { "reference": parameter.unwrap_or_default(), "approver": me } })
+        }
+        OpsAction::ListFlags => {
+            let status =
+                request.query_string_parameters_ref().and_then(|query| query.first("status").map(str::to_owned));
+            match status {
+                Some(status) => json!({ "flags": { "status": status } }),
+                None => json!({ "flags": {} }),
+            }
+        }
+        OpsAction::ResolveFlag => {
+            let body: ResolutionBody = parse_json(json_body(request)?)?;
+            json!({ "resolve_flag": { "flag_id": parameter.unwrap_or_default(), "outcome": body.outcome,
+                                      "note": body.note, "operator": me } })
+        }
+        OpsAction::ReadAudit => json!({ "audit": { "day": parameter.unwrap_or_default() } }),
+    };
+    let event = LambdaEvent::new(payload, Context::default());
+    match handle(ledger, clock, reports, FundsEntry::Operator, event).await {
+        Ok(answer) => {
+            let value = serde_json::to_value(&answer).map_err(|error| ApiError::Internal(error.to_string()))?;
+            Ok(money_response(StatusCode::OK, &unwrapped(value), ledger_currency(ledger)))
+        }
+        Err(FundsFailure::InvalidRequest(error)) => Err(ApiError::invalid("body", error.to_string())),
+        Err(FundsFailure::Refused { field, message }) => Err(ApiError::InvalidRequest { field: Some(field), message }),
+        Err(FundsFailure::Unavailable(detail)) => Err(ApiError::Unavailable { dependency: "dynamodb", detail }),
+        Err(FundsFailure::Internal(detail)) => Err(ApiError::Internal(detail)),
+    }
+}
+
+fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
+    Ledger::currency(ledger)
+}
+
+/// A funds answer (`{"<request's key>": {…}, "currency": …}`) as a REST answer: the request's
+/// own answer, which the response's `currency` joins again.
+fn unwrapped(mut answer: Value) -> Value {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.remove("currency");
+        if fields.len() == 1 {
+            if let Some((_, inner)) = fields.iter_mut().next() {
+                return match inner.take() {
+                    Value::Object(object) => Value::Object(object),
+                    other => json!({ "items": other }),
+                };
+            }
+        }
+    }
+    answer
+}
+
+/// A user as an investigation reads them: their balance and a page of movements (`…/movements`
+/// pages on), their hold in force if any, or a page of the packets they sent or received.
+async fn read_user<L: Ledger + Wallets + Holds>(
+    ledger: &L,
+    key: &str,
+    user: UserId,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let query = request.query_string_parameters();
+    let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
+    let currency = ledger_currency(ledger);
+    if key.ends_with("/packets") {
+        let role = query
+            .first("role")
+            .and_then(HistoryRole::parse)
+            .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
+        let page = Ledger::history(ledger, &user, role, asked).await?;
+        return Ok(money_response(StatusCode::OK, &page, currency));
+    }
+    let page = Ledger::wallet(ledger, &user, asked).await?;
+    if key.ends_with("/movements") {
+        return Ok(money_response(StatusCode::OK, &page, currency));
+    }
+    let hold = ledger.holds().await?.into_iter().find(|hold| hold.user == user);
+    let overview = json!({ "user": user, "balance_cents": page.balance_cents, "hold": hold,
+                           "movements": { "items": page.items, "next_cursor": page.next_cursor } });
+    Ok(money_response(StatusCode::OK, &overview, currency))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_is_matched_with_its_parameter() {
+        let matched = route(&Method::GET, "/ops/v1/users/alice").unwrap();
+        assert_eq!((matched.action, matched.parameter.as_deref()), (OpsAction::ReadUser, Some("alice")));
+        let matched = route(&Method::POST, "/ops/v1/adjustments/case%2017/approve").unwrap();
+        assert_eq!((matched.action, matched.parameter.as_deref()), (OpsAction::ApproveAdjustment, Some("case 17")));
+        assert_eq!(route(&Method::POST, "/ops/v1/users/mallory/hold").unwrap().action, OpsAction::PlaceHold);
+        assert!(route(&Method::PUT, "/ops/v1/users/mallory/hold").is_none());
+        assert_eq!(route(&Method::GET, "/ops/v1/holds/").unwrap().action, OpsAction::ListHolds);
+        assert!(route(&Method::DELETE, "/ops/v1/holds").is_none());
+        assert!(route(&Method::GET, "/ops/v1/users").is_none());
+        assert!(route(&Method::GET, "/ops/v2/holds").is_none());
+    }
+
+    #[test]
+    fn a_funds_answer_becomes_its_inner_object() {
+        assert_eq!(unwrapped(json!({ "hold": { "changed": true }, "currency": {} })), json!({ "changed": true }));
+        assert_eq!(unwrapped(json!({ "holds": [1, 2], "currency": {} })), json!({ "items": [1, 2] }));
+    }
+}
