@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod call_proxy;
 pub mod calls;
+pub mod console;
 pub mod cors;
 pub mod gateway;
 pub mod pipe;

@@ -91,7 +91,8 @@ fn sample(route: &str) -> (String, String, Option<Value>) {
         .replace("{user}", "zoe")
         .replace("{reference}", "case-none")
         .replace("{flag_id}", "chain-none")
-        .replace("{day}", "2026-11-28");
+        .replace("{day}", "2026-11-28")
+        .replace("{packet_id}", &"0".repeat(32));
     let body = (method == "POST").then(|| json!({}));
     (method.to_owned(), path, body)
 }
@@ -242,4 +243,37 @@ async fn a_hold_placed_through_the_api_names_its_operator_and_stops_money_out() 
     let (status, lifted) =
         api.as_operator("rita", &["risk"], "POST", &format!("/ops/v1/users/{user}/hold/lift"), Some(&lift)).await;
     assert_eq!((status, lifted["changed"].as_bool(), &lifted["hold"]), (200, Some(true), &Value::Null), "{lifted}");
+}
+
+/// A packet read through the operators' API is the ledger's record as its sender sees it: a
+/// greeting that is markup comes back as the text it is (the console shows it as text).
+#[tokio::test]
+async fn a_packet_is_read_from_the_ledger_with_its_greeting_as_sent() {
+    let api = serve().await;
+    let sender = fresh("alice");
+    api.top_up(&sender, 1_000).await;
+    let greeting = "<img src=x onerror=alert(1)>";
+    let sent = api
+        .http
+        .post(format!("{}/packets", api.base))
+        .bearer_auth(api.users.token(&sender, 600))
+        .header("idempotency-key", PacketId::random().to_string())
+        .json(&json!({ "total_cents": 300, "count": 3, "greeting": greeting }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 201);
+    let sent: Value = sent.json().await.unwrap();
+    let id = sent["packet_id"].as_str().unwrap();
+
+    let (status, view) = api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/packets/{id}"), None).await;
+    assert_eq!(
+        (status, view["greeting"].as_str(), view["sender"].as_str()),
+        (200, Some(greeting), Some(sender.as_str())),
+        "{view}"
+    );
+    assert_eq!((view["total_cents"].as_u64(), view["count"].as_u64()), (Some(300), Some(3)));
+    let unknown = format!("/ops/v1/packets/{}", PacketId::random());
+    let (status, missing) = api.as_operator("sam", &["support"], "GET", &unknown, None).await;
+    assert_eq!((status, missing["error"]["code"].as_str()), (404, Some("not_found")), "{missing}");
 }

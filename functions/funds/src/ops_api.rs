@@ -17,7 +17,7 @@ use red_packets::domain::history::Role as HistoryRole;
 use red_packets::domain::operators::{Operator, OpsAction};
 use red_packets::domain::risk::HoldScope;
 use red_packets::domain::validate::parse_json;
-use red_packets::domain::UserId;
+use red_packets::domain::{PacketId, UserId};
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, money_response, page_limit, respond};
 use red_packets::ports::{
@@ -39,6 +39,7 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("GET /ops/v1/users/{user}/packets", OpsAction::ReadUser),
     ("POST /ops/v1/users/{user}/hold", OpsAction::PlaceHold),
     ("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
+    ("GET /ops/v1/packets/{packet_id}", OpsAction::ReadPacket),
     ("GET /ops/v1/holds", OpsAction::ListHolds),
     ("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
     ("POST /ops/v1/adjustments/{reference}/approve", OpsAction::ApproveAdjustment),
@@ -189,6 +190,7 @@ where
     let me = Value::String(operator.subject.clone());
     let payload = match action {
         OpsAction::ReadUser => return read_user(ledger, key, user_of(parameter)?, request).await,
+        OpsAction::ReadPacket => return read_packet(ledger, clock, parameter.as_deref()).await,
         OpsAction::ListHolds => json!({ "holds": {} }),
         OpsAction::PlaceHold => {
             let body: HoldBody = parse_json(json_body(request)?)?;
@@ -259,6 +261,15 @@ fn unwrapped(mut answer: Value) -> Value {
         }
     }
     answer
+}
+
+/// A packet as the ledger holds it, in the app's view with its sender as the viewer (terms,
+/// grabs in grab order, best luck and refund once settled); 404 when the ledger holds none.
+async fn read_packet<L: Ledger>(ledger: &L, clock: &dyn Clock, id: Option<&str>) -> Result<Response<Body>, ApiError> {
+    let id = id.and_then(PacketId::parse).ok_or(ApiError::NotFound)?;
+    let recorded = ledger.ledger_packet(&id).await?.ok_or(ApiError::NotFound)?;
+    let view = recorded.view(&recorded.packet.sender, clock.now_ms());
+    Ok(money_response(StatusCode::OK, &view, ledger_currency(ledger)))
 }
 
 /// A user as an investigation reads them: their balance and a page of movements (`…/movements`

@@ -45,6 +45,8 @@ impl Role {
 pub enum OpsAction {
     /// A user's overview, movements and packets.
     ReadUser,
+    /// A packet as the ledger holds it.
+    ReadPacket,
     /// The holds in force.
     ListHolds,
     /// Place or replace a hold.
@@ -68,9 +70,11 @@ impl OpsAction {
     pub fn roles(self) -> &'static [Role] {
         use Role::*;
         match self {
-            OpsAction::ReadUser | OpsAction::ListHolds | OpsAction::ListFlags | OpsAction::ReadAudit => {
-                &[Support, Finance, Risk, Admin]
-            }
+            OpsAction::ReadUser
+            | OpsAction::ReadPacket
+            | OpsAction::ListHolds
+            | OpsAction::ListFlags
+            | OpsAction::ReadAudit => &[Support, Finance, Risk, Admin],
             OpsAction::PlaceHold | OpsAction::LiftHold | OpsAction::ResolveFlag => &[Risk, Admin],
             OpsAction::ProposeAdjustment => &[Support, Finance, Admin],
             OpsAction::ApproveAdjustment => &[Finance, Admin],

@@ -1,0 +1,73 @@
+import AccountBalanceWalletIcon from '@mui/icons-material/AccountBalanceWallet';
+import FlagIcon from '@mui/icons-material/Flag';
+import HistoryEduIcon from '@mui/icons-material/HistoryEdu';
+import LockIcon from '@mui/icons-material/Lock';
+import PersonSearchIcon from '@mui/icons-material/PersonSearch';
+import { lazy, useMemo } from 'react';
+import { BrowserRouter } from 'react-router-dom';
+import { Admin, Resource, defaultTheme, type RaThemeOptions } from 'react-admin';
+import { makeClient } from './api/client';
+import { currentToken, makeAuthProvider } from './authProvider';
+import type { ConsoleConfig } from './config';
+import { makeDataProvider } from './dataProvider';
+import { i18nProvider } from './i18n';
+import { AdjustmentCreate, ApproveAdjustment } from './pages/adjustments';
+import { AuditList } from './pages/audit';
+import { FlagList } from './pages/flags';
+import { HoldList } from './pages/holds';
+import { LoginPage } from './pages/LoginPage';
+import { PacketShow } from './pages/packets';
+import { UserSearchPage, UserShow } from './pages/users';
+
+// The charts (recharts) load with the dashboard only.
+const Dashboard = lazy(() => import('./pages/Dashboard'));
+
+// Chinese first: a sans-serif with CJK glyphs before MUI's Latin defaults.
+const theme: RaThemeOptions = {
+  ...defaultTheme,
+  palette: { ...defaultTheme.palette, primary: { main: '#b71c1c' }, secondary: { main: '#7f0000' } },
+  typography: {
+    fontFamily: [
+      'system-ui',
+      '-apple-system',
+      '"Segoe UI"',
+      'Roboto',
+      '"PingFang SC"',
+      '"Microsoft YaHei"',
+      '"Noto Sans CJK SC"',
+      '"WenQuanYi Zen Hei"',
+      'sans-serif',
+    ].join(','),
+  },
+};
+
+export const App = ({ config }: { config: ConsoleConfig }) => {
+  const authProvider = useMemo(() => makeAuthProvider(config), [config]);
+  const dataProvider = useMemo(() => makeDataProvider(makeClient(config.apiBase, currentToken)), [config]);
+  const Login = useMemo(() => () => <LoginPage config={config} />, [config]);
+  return (
+    // Real paths under /console/ (the server answers index.html for any page of it).
+    <BrowserRouter basename="/console">
+    <Admin
+      title="console.title"
+      dashboard={Dashboard}
+      authProvider={authProvider}
+      dataProvider={dataProvider}
+      i18nProvider={i18nProvider}
+      loginPage={Login}
+      theme={theme}
+      requireAuth
+      disableTelemetry
+    >
+      <Resource name="users" list={UserSearchPage} show={UserShow} icon={PersonSearchIcon} recordRepresentation="user" />
+      <Resource name="adjustments" list={ApproveAdjustment} create={AdjustmentCreate} icon={AccountBalanceWalletIcon} />
+      <Resource name="holds" list={HoldList} icon={LockIcon} />
+      <Resource name="flags" list={FlagList} icon={FlagIcon} />
+      <Resource name="audit" list={AuditList} icon={HistoryEduIcon} />
+      <Resource name="packets" show={PacketShow} />
+      <Resource name="movements" />
+      <Resource name="user_packets" />
+    </Admin>
+    </BrowserRouter>
+  );
+};

@@ -1,0 +1,21 @@
+import createClient, { type Client, type Middleware } from 'openapi-fetch';
+import type { paths } from './schema';
+
+export type ApiClient = Client<paths>;
+
+/**
+ * The typed client of openapi.yaml (generated types in ./schema.d.ts): every call carries
+ * `Authorization: Bearer <the signed-in operator's token>`.
+ */
+export function makeClient(apiBase: string, token: () => string | null): ApiClient {
+  const client = createClient<paths>({ baseUrl: apiBase || window.location.origin });
+  const bearer: Middleware = {
+    onRequest({ request }) {
+      const value = token();
+      if (value) request.headers.set('Authorization', `Bearer ${value}`);
+      return request;
+    },
+  };
+  client.use(bearer);
+  return client;
+}

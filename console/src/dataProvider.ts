@@ -1,0 +1,255 @@
+import {
+  useDataProvider,
+  type DataProvider,
+  type GetListParams,
+  type GetListResult,
+  type GetManyReferenceParams,
+  type Identifier,
+  type RaRecord,
+} from 'react-admin';
+import type { ApiClient } from './api/client';
+import { toHttpError } from './api/errors';
+import type { components } from './api/schema';
+import type { Currency } from './money';
+
+type Schemas = components['schemas'];
+export type HoldScope = Schemas['HoldScope'];
+export type HoldRequest = Schemas['HoldRequest'];
+export type AdjustmentResult = Schemas['AdjustmentResult'];
+export type AdjustmentProposal = Schemas['AdjustmentProposal'];
+export type FlagResolution = Schemas['FlagResolution'];
+export type HoldResult = Schemas['HoldResult'];
+export type FlagResolved = Schemas['FlagResolved'];
+
+/** The operators' own calls, beside react-admin's CRUD methods. */
+export type ConsoleDataProvider = DataProvider & {
+  placeHold(user: string, body: HoldRequest): Promise<HoldResult>;
+  liftHold(user: string, reason: string): Promise<HoldResult>;
+  approveAdjustment(reference: string): Promise<AdjustmentResult>;
+  resolveFlag(flagId: string, body: FlagResolution): Promise<FlagResolved>;
+  /** The stack's currency (from the last answer, else from the holds list). */
+  currency(): Promise<Currency>;
+};
+
+export const useConsoleDataProvider = () => useDataProvider<ConsoleDataProvider>();
+
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
+
+/** The business day of the audit trail (BUSINESS_TIME_ZONE, UTC by default). */
+export const today = () => new Date().toISOString().slice(0, 10);
+
+/**
+ * react-admin's dataProvider over the operators' API (`/ops/v1`), through the typed client only.
+ *
+ * | resource       | call                                                     | id             |
+ * | users          | getOne: GET /ops/v1/users/{user}                         | the user       |
+ * | movements      | getManyReference(user): GET …/users/{user}/movements     | at#kind#ref    |
+ * | user_packets   | getManyReference(user, role): GET …/users/{user}/packets | packet_id      |
+ * | packets        | getOne: GET /ops/v1/packets/{packet_id}                  | packet_id      |
+ * | holds          | getList: GET /ops/v1/holds                               | the user       |
+ * | flags          | getList(status): GET /ops/v1/flags                       | flag_id        |
+ * | audit          | getList(day): GET /ops/v1/audit/{day}                    | day#index      |
+ * | adjustments    | create: POST /ops/v1/adjustments                         | reference      |
+ *
+ * The server pages movements and packets by cursor: page n is reached through the cursors of
+ * the pages before it (kept here), and answered with `pageInfo` (no total). The lists the server
+ * answers whole (holds, flags, audit) are sorted, filtered and paged here.
+ */
+export function makeDataProvider(client: ApiClient): ConsoleDataProvider {
+  let currency: Currency | undefined;
+  const cursors = new Map<string, (string | null)[]>();
+
+  async function call<T>(request: Promise<Answer<T>>): Promise<T> {
+    const { data, error, response } = await request;
+    if (!response.ok || data === undefined) throw toHttpError(response.status, error);
+    const answered = (data as { currency?: Currency }).currency;
+    if (answered) currency = answered;
+    return data;
+  }
+
+  async function cursorPage<T>(
+    key: string,
+    params: { pagination?: { page: number; perPage: number } },
+    fetchPage: (cursor: string | undefined, limit: number) => Promise<Page<T>>,
+    toRecord: (item: T, page: Page<T>) => RaRecord,
+  ): Promise<GetListResult> {
+    const { page: asked = 1, perPage = 20 } = params.pagination ?? {};
+    const limit = Math.min(Math.max(perPage, 1), 100);
+    const slot = `${key}|${limit}`;
+    // known[i]: the cursor of page i + 1 (null: the first page, which needs none)
+    const known = asked === 1 ? [null] : (cursors.get(slot) ?? [null]);
+    let page = asked;
+    let answer: Page<T> | undefined;
+    while (known.length < page) {
+      const walked = await fetchPage(known[known.length - 1] ?? undefined, limit);
+      if (!walked.next_cursor) {
+        page = known.length; // fewer pages than asked: this is the last
+        answer = walked;
+        break;
+      }
+      known.push(walked.next_cursor);
+    }
+    answer ??= await fetchPage(known[page - 1] ?? undefined, limit);
+    known.length = page;
+    if (answer.next_cursor) known.push(answer.next_cursor);
+    cursors.set(slot, known);
+    const current = answer;
+    const data = current.items.map((item) => toRecord(item, current));
+    const pageInfo = { hasNextPage: Boolean(current.next_cursor), hasPreviousPage: page > 1 };
+    // The last page tells the total; before it, only that there is more.
+    return current.next_cursor ? { data, pageInfo } : { data, pageInfo, total: (page - 1) * limit + data.length };
+  }
+
+  function localPage(records: RaRecord[], params: GetListParams, serverFilters: string[] = []): GetListResult {
+    let rows = records;
+    for (const [field, value] of Object.entries(params.filter ?? {})) {
+      if (serverFilters.includes(field) || value === undefined || value === null || value === '') continue;
+      if (field === 'q') {
+        const needle = String(value).toLowerCase();
+        rows = rows.filter((row) => JSON.stringify(row).toLowerCase().includes(needle));
+      } else {
+        rows = rows.filter((row) =>
+          Array.isArray(row[field]) ? row[field].includes(value) : String(row[field]) === String(value),
+        );
+      }
+    }
+    const { field, order } = params.sort ?? { field: 'id', order: 'ASC' };
+    if (field) {
+      const direction = order === 'DESC' ? -1 : 1;
+      rows = [...rows].sort((a, b) => {
+        const [x, y] = [a[field] ?? '', b[field] ?? ''];
+        return (x < y ? -1 : x > y ? 1 : 0) * direction;
+      });
+    }
+    const { page = 1, perPage = 25 } = params.pagination ?? {};
+    return { data: rows.slice((page - 1) * perPage, page * perPage), total: rows.length };
+  }
+
+  const user = (value: Identifier) => ({ path: { user: String(value) } });
+
+  async function manyReference(resource: string, params: GetManyReferenceParams): Promise<GetListResult> {
+    const owner = String(params.id);
+    switch (resource) {
+      case 'movements':
+        return cursorPage(
+          `movements|${owner}`,
+          params,
+          (cursor, limit) =>
+            call(client.GET('/ops/v1/users/{user}/movements', { params: { ...user(owner), query: { limit, cursor } } })),
+          (item, page) => ({
+            ...item,
+            id: `${item.at}#${item.kind}#${item.reference ?? item.packet_id ?? ''}`,
+            currency: page.currency,
+          }),
+        );
+      case 'user_packets': {
+        const role = params.filter?.role === 'received' ? 'received' : 'sent';
+        return cursorPage(
+          `packets|${role}|${owner}`,
+          params,
+          (cursor, limit) =>
+            call(
+              client.GET('/ops/v1/users/{user}/packets', {
+                params: { ...user(owner), query: { role, limit, cursor } },
+              }),
+            ),
+          (item, page) => ({ ...item, id: item.packet_id, role, currency: page.currency }),
+        );
+      }
+      default:
+        throw new Error(`${resource}: no such list of a user`);
+    }
+  }
+
+  const unsupported = (what: string) => () => Promise.reject(new Error(`${what} is not an operation of the operators' API`));
+
+  const provider: ConsoleDataProvider = {
+    async getList(resource, params) {
+      switch (resource) {
+        case 'holds': {
+          const answer = await call(client.GET('/ops/v1/holds'));
+          const records = answer.items.map((hold) => ({ ...hold, id: hold.user, currency: answer.currency }));
+          return localPage(records, params);
+        }
+        case 'flags': {
+          const status = params.filter?.status || undefined;
+          const answer = await call(client.GET('/ops/v1/flags', { params: { query: { status } } }));
+          const records = answer.items.map((flag) => ({ ...flag, id: flag.flag_id, currency: answer.currency }));
+          return localPage(records, params, ['status']);
+        }
+        case 'audit': {
+          const day = String(params.filter?.day || today());
+          const answer = await call(client.GET('/ops/v1/audit/{day}', { params: { path: { day } } }));
+          const records = answer.entries.map((entry, index) => ({ ...entry, id: `${answer.day}#${index}` }));
+          return localPage(records, params, ['day']);
+        }
+        case 'movements':
+        case 'user_packets':
+          if (!params.filter?.user) return { data: [], total: 0 };
+          return manyReference(resource, { ...params, target: 'user', id: params.filter.user } as GetManyReferenceParams);
+        default:
+          throw new Error(`${resource}: no list in the operators' API`);
+      }
+    },
+
+    async getOne(resource, params) {
+      switch (resource) {
+        case 'users': {
+          const answer = await call(client.GET('/ops/v1/users/{user}', { params: user(params.id) }));
+          return { data: { ...answer, id: answer.user } as never };
+        }
+        case 'packets': {
+          const answer = await call(
+            client.GET('/ops/v1/packets/{packet_id}', { params: { path: { packet_id: String(params.id) } } }),
+          );
+          return { data: { ...answer, id: answer.packet_id } as never };
+        }
+        default:
+          throw new Error(`${resource}: no record of its own in the operators' API`);
+      }
+    },
+
+    async getMany(resource, params) {
+      const records = await Promise.all(params.ids.map((id) => provider.getOne(resource, { id })));
+      return { data: records.map((record) => record.data) };
+    },
+
+    getManyReference: ((resource: string, params: GetManyReferenceParams) =>
+      manyReference(resource, params)) as DataProvider['getManyReference'],
+
+    async create(resource, params) {
+      if (resource !== 'adjustments') throw new Error(`${resource}: nothing to create`);
+      const body = params.data as AdjustmentProposal;
+      const answer = await call(client.POST('/ops/v1/adjustments', { body }));
+      return {
+        data: {
+          ...answer.adjustment,
+          id: answer.adjustment.reference,
+          applied: answer.applied,
+          balance_cents: answer.balance_cents,
+          currency: answer.currency,
+        } as never,
+      };
+    },
+
+    update: unsupported('update'),
+    updateMany: unsupported('updateMany'),
+    delete: unsupported('delete'),
+    deleteMany: unsupported('deleteMany'),
+
+    placeHold: (target, body) =>
+      call(client.POST('/ops/v1/users/{user}/hold', { params: user(target), body })),
+    liftHold: (target, reason) =>
+      call(client.POST('/ops/v1/users/{user}/hold/lift', { params: user(target), body: { reason } })),
+    approveAdjustment: (reference) =>
+      call(client.POST('/ops/v1/adjustments/{reference}/approve', { params: { path: { reference } } })),
+    resolveFlag: (flagId, body) =>
+      call(client.POST('/ops/v1/flags/{flag_id}/resolve', { params: { path: { flag_id: flagId } }, body })),
+    async currency() {
+      if (currency) return currency;
+      return (await call(client.GET('/ops/v1/holds'))).currency;
+    },
+  };
+  return provider;
+}

@@ -1,0 +1,195 @@
+import AddCardIcon from '@mui/icons-material/AddCard';
+import SearchIcon from '@mui/icons-material/Search';
+import { Box, Card, CardContent, Divider, Typography } from '@mui/material';
+import {
+  CreateButton,
+  Datagrid,
+  Form,
+  Labeled,
+  Pagination,
+  RecordContextProvider,
+  ReferenceManyField,
+  SaveButton,
+  SelectField,
+  Show,
+  SimpleShowLayout,
+  Tab,
+  TabbedShowLayout,
+  TextField,
+  TextInput,
+  Title,
+  TopToolbar,
+  maxLength,
+  required,
+  useRecordContext,
+  useRedirect,
+  useTranslate,
+} from 'react-admin';
+import { TimeField } from '../components/TimeField';
+import { MoneyField } from '../components/MoneyField';
+import { LiftHoldButton, PlaceHoldButton } from '../components/HoldButtons';
+import { HOLD_SCOPES, MOVEMENT_KINDS, MOVEMENT_STATUSES, PACKET_STATUSES } from '../components/choices';
+
+/** The users' page: a user id, then that user's page. */
+export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
+  const redirect = useRedirect();
+  const translate = useTranslate();
+  return (
+    <Box sx={{ maxWidth: 560, mt: titled ? 2 : 0 }}>
+      {titled ? <Title title="console.users.search_title" /> : null}
+      <Card>
+        <CardContent>
+          <Typography variant="h6" gutterBottom>
+            {translate('console.users.search_title')}
+          </Typography>
+          <Form onSubmit={(values: Record<string, unknown>) => redirect('show', 'users', String(values.user).trim())}>
+            <TextInput
+              source="user"
+              resource="users"
+              validate={[required(), maxLength(128)]}
+              helperText="console.users.search_help"
+              autoFocus
+              fullWidth
+            />
+            <SaveButton label="console.users.open" icon={<SearchIcon />} alwaysEnable data-submit="find-user" />
+          </Form>
+        </CardContent>
+      </Card>
+    </Box>
+  );
+};
+
+/** The users' resource page. */
+export const UserSearchPage = () => <UserSearch />;
+
+const UserTitle = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  return <span>{record ? translate('console.users.title', { user: record.user }) : ''}</span>;
+};
+
+const UserActions = () => {
+  const record = useRecordContext();
+  if (!record) return <TopToolbar />;
+  const user = String(record.user);
+  return (
+    <TopToolbar>
+      <CreateButton
+        resource="adjustments"
+        state={{ record: { user, direction: 'credit' } }}
+        label="console.adjustment.propose"
+        icon={<AddCardIcon />}
+        data-action="propose-adjustment"
+      />
+      <PlaceHoldButton user={user} />
+      {record.hold ? <LiftHoldButton user={user} /> : null}
+    </TopToolbar>
+  );
+};
+
+/** The hold in force: its scope, who placed it, why, since and until when; or "none". */
+const HoldInForce = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  const hold = record?.hold as Record<string, unknown> | null | undefined;
+  return (
+    <Labeled label="console.users.hold_in_force">
+      {hold ? (
+        <RecordContextProvider value={{ id: String(hold.user), ...hold }}>
+          <Box data-testid="user-hold" sx={{ display: 'flex', gap: 3, flexWrap: 'wrap' }}>
+            <Labeled source="scope" resource="holds">
+              <SelectField source="scope" choices={HOLD_SCOPES} />
+            </Labeled>
+            <Labeled source="operator" resource="holds">
+              <TextField source="operator" />
+            </Labeled>
+            <Labeled source="reason" resource="holds">
+              <TextField source="reason" data-testid="user-hold-reason" />
+            </Labeled>
+            <Labeled source="placed_at" resource="holds">
+              <TimeField source="placed_at" />
+            </Labeled>
+            <Labeled source="expires_at" resource="holds">
+              <TimeField source="expires_at" emptyText="—" />
+            </Labeled>
+          </Box>
+        </RecordContextProvider>
+      ) : (
+        <Typography variant="body2" data-testid="user-hold">
+          {translate('console.users.no_hold')}
+        </Typography>
+      )}
+    </Labeled>
+  );
+};
+
+const PacketList = ({ role }: { role: 'sent' | 'received' }) => (
+  <ReferenceManyField
+    reference="user_packets"
+    target="user"
+    filter={{ role }}
+    perPage={10}
+    pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
+  >
+    <Datagrid
+      bulkActionButtons={false}
+      rowClick={(_id, _resource, record) => `/packets/${encodeURIComponent(String(record.packet_id))}/show`}
+      empty={<EmptyText />}
+    >
+      <TextField source="packet_id" sortable={false} />
+      <TextField source="sender" sortable={false} />
+      <MoneyField source="total_cents" sortable={false} />
+      <TextField source="count" sortable={false} />
+      <SelectField source="status" choices={PACKET_STATUSES} sortable={false} />
+      <TimeField source="created_at" sortable={false} />
+      {role === 'received' ? <MoneyField source="amount_cents" sortable={false} /> : null}
+      {role === 'received' ? <TimeField source="grabbed_at" sortable={false} /> : null}
+    </Datagrid>
+  </ReferenceManyField>
+);
+
+const EmptyText = () => {
+  const translate = useTranslate();
+  return (
+    <Typography variant="body2" sx={{ p: 2 }} color="text.secondary">
+      {translate('console.common.none')}
+    </Typography>
+  );
+};
+
+/** A user as an investigation reads them: `GET /ops/v1/users/{user}` and its pages. */
+export const UserShow = () => (
+  <Show title={<UserTitle />} actions={<UserActions />}>
+    <SimpleShowLayout>
+      <TextField source="user" data-testid="user-id" />
+      <MoneyField source="balance_cents" className="user-balance" variant="h5" />
+      <HoldInForce />
+    </SimpleShowLayout>
+    <Divider />
+    <TabbedShowLayout syncWithLocation={false}>
+      <Tab label="console.users.movements">
+        <ReferenceManyField
+          reference="movements"
+          target="user"
+          perPage={20}
+          pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
+        >
+          <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText />}>
+            <TimeField source="at" sortable={false} />
+            <SelectField source="kind" choices={MOVEMENT_KINDS} sortable={false} />
+            <MoneyField source="amount_cents" signedByKind sortable={false} />
+            <TextField source="reference" sortable={false} emptyText="—" />
+            <TextField source="packet_id" sortable={false} emptyText="—" />
+            <SelectField source="status" choices={MOVEMENT_STATUSES} sortable={false} emptyText="—" />
+          </Datagrid>
+        </ReferenceManyField>
+      </Tab>
+      <Tab label="console.users.sent">
+        <PacketList role="sent" />
+      </Tab>
+      <Tab label="console.users.received">
+        <PacketList role="received" />
+      </Tab>
+    </TabbedShowLayout>
+  </Show>
+);
