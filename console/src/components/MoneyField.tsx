@@ -17,7 +17,7 @@ export const MoneyField = (props: MoneyFieldProps) => {
   if (typeof value !== 'number') return null;
   const cents = signedByKind && OUT_KINDS.has(String(record?.kind)) ? -value : value;
   return (
-    <Typography component="span" variant={variant} className={className} data-cents={cents}>
+    <Typography component="span" variant={variant} className={className} data-cents={cents} sx={{ whiteSpace: 'nowrap' }}>
       {formatMoney(cents, currency ?? (record?.currency as Currency | undefined), signedByKind)}
     </Typography>
   );

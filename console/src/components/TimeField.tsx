@@ -9,6 +9,7 @@ export const TimeField = (props: DateFieldProps) => {
       locales={locale === 'en' ? 'en-GB' : 'zh-CN'}
       options={{ year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false }}
       {...props}
+      sx={{ whiteSpace: 'nowrap', ...props.sx }}
     />
   );
 };

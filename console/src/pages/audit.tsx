@@ -1,4 +1,4 @@
-import { Datagrid, DateInput, List, Pagination, SelectField, SelectInput, TextField, required } from 'react-admin';
+import { Datagrid, DateInput, List, Pagination, SearchInput, SelectField, SelectInput, TextField, required } from 'react-admin';
 import { TimeField } from '../components/TimeField';
 import { AUDIT_ACTIONS } from '../components/choices';
 import { today } from '../dataProvider';
@@ -6,6 +6,7 @@ import { today } from '../dataProvider';
 const filters = [
   <DateInput key="day" source="day" alwaysOn validate={required()} />,
   <SelectInput key="action" source="action" choices={AUDIT_ACTIONS} alwaysOn />,
+  <SearchInput key="q" source="q" alwaysOn />,
 ];
 
 /** `GET /ops/v1/audit/{day}`: a business day's trail (who did what, when and why); a day picker. */

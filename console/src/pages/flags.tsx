@@ -77,7 +77,7 @@ export const FlagList = () => (
       <TextArrayField source="users" sortable={false} />
       <TextField source="chat_id" emptyText="—" />
       <MoneyField source="amount_cents" />
-      <TextField source="detail" sortable={false} />
+      <TextField source="detail" sortable={false} sx={{ display: 'block', minWidth: 260 }} />
       <SelectField source="hold" choices={HOLD_SCOPES} emptyText="—" />
       <SelectField source="status" choices={FLAG_STATUSES} />
       <TextField source="resolved_by" emptyText="—" />

@@ -5,7 +5,7 @@ import {
   SelectField,
   SelectInput,
   TextField,
-  TextInput,
+  SearchInput,
   useRecordContext,
 } from 'react-admin';
 import { TimeField } from '../components/TimeField';
@@ -19,7 +19,7 @@ const LiftFromList = () => {
 
 const filters = [
   <SelectInput key="scope" source="scope" choices={HOLD_SCOPES} alwaysOn />,
-  <TextInput key="user" source="user" alwaysOn />,
+  <SearchInput key="q" source="q" alwaysOn />,
 ];
 
 /** `GET /ops/v1/holds`: the holds placed and not lifted; a row opens its user; lift from the row. */
