@@ -614,8 +614,8 @@ export interface components {
         HoldRequest: {
             scope: components["schemas"]["HoldScope"];
             reason: string;
-            /** @description RFC 3339, in the future; without it the hold lasts until lifted. */
-            expires_at?: string;
+            /** @description RFC 3339, in the future; without it (or null) the hold lasts until lifted. */
+            expires_at?: string | null;
         };
         Reason: {
             reason: string;
@@ -921,7 +921,7 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The user's id (their token's `sub`). */
+        /** @description The user's id (their token's `sub`, at most 256 bytes). */
         OpsUser: string;
         /** @description 1 to 100 (default 20). */
         Limit: number;
@@ -1203,7 +1203,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The user's id (their token's `sub`). */
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
                 user: components["parameters"]["OpsUser"];
             };
             cookie?: never;
@@ -1237,7 +1237,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The user's id (their token's `sub`). */
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
                 user: components["parameters"]["OpsUser"];
             };
             cookie?: never;
@@ -1272,7 +1272,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The user's id (their token's `sub`). */
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
                 user: components["parameters"]["OpsUser"];
             };
             cookie?: never;
@@ -1301,7 +1301,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (their token's `sub`). */
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
                 user: components["parameters"]["OpsUser"];
             };
             cookie?: never;
@@ -1334,7 +1334,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (their token's `sub`). */
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
                 user: components["parameters"]["OpsUser"];
             };
             cookie?: never;
