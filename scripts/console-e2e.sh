@@ -28,7 +28,9 @@ fi
 (cd console && npm run --silent check-generated && npm run --silent build >/dev/null)
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export FUNDS=wallet
+# A table and Redis keys of its own: its local API settles with the wallet on, which must not
+# settle (and credit) the other suites' packets, nor write beside a reconciliation of theirs.
+export FUNDS=wallet TABLE_NAME="RedPackets-console-$$" REDIS_KEY_PREFIX="console$$"
 PORT=$port RUST_LOG=warn SETTLE_EVERY_SECONDS=1 ./target/debug/local serve >"$log" 2>&1 &
 api=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$log" && break; sleep 0.1; done

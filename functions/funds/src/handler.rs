@@ -52,6 +52,20 @@ impl From<FundsError> for FundsFailure {
     }
 }
 
+/// A failure as the operators' two HTTP doors answer it (the signed URL and the API): the field at
+/// fault (400), the ledger unreachable (503) or corrupt (500).
+impl From<FundsFailure> for red_packets::ApiError {
+    fn from(failure: FundsFailure) -> Self {
+        use red_packets::ApiError;
+        match failure {
+            FundsFailure::InvalidRequest(error) => ApiError::invalid("body", error.to_string()),
+            FundsFailure::Refused { field, message } => ApiError::InvalidRequest { field: Some(field), message },
+            FundsFailure::Unavailable(detail) => ApiError::Unavailable { dependency: "dynamodb", detail },
+            FundsFailure::Internal(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
 impl From<FundsFailure> for Diagnostic {
     fn from(failure: FundsFailure) -> Self {
         let error_type = match &failure {

@@ -21,7 +21,7 @@ use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, Ledger, R
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
-use crate::handler::{handle, FundsFailure};
+use crate::handler::handle;
 
 /// The signed caller of a function URL request: its IAM ARN (a user, or an assumed role's
 /// session, `arn:aws:sts::<account>:assumed-role/<role>/<session>`).
@@ -102,13 +102,8 @@ async fn answer<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Ho
     let payload: Value = parse_json(json_body(request)?)?;
     let payload = signed_by(payload, &signer)?;
     let event = LambdaEvent::new(payload, Context::default());
-    match handle(ledger, clock, reports, FundsEntry::Operator, event).await {
-        Ok(answer) => Ok(json_response(StatusCode::OK, &answer)),
-        Err(FundsFailure::InvalidRequest(error)) => Err(ApiError::invalid("body", error.to_string())),
-        Err(FundsFailure::Refused { field, message }) => Err(ApiError::InvalidRequest { field: Some(field), message }),
-        Err(FundsFailure::Unavailable(detail)) => Err(ApiError::Unavailable { dependency: "dynamodb", detail }),
-        Err(FundsFailure::Internal(detail)) => Err(ApiError::Internal(detail)),
-    }
+    let answer = handle(ledger, clock, reports, FundsEntry::Operator, event).await?;
+    Ok(json_response(StatusCode::OK, &answer))
 }
 
 #[cfg(test)]

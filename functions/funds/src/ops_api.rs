@@ -27,7 +27,7 @@ use red_packets::{ApiError, Clock};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::handler::{handle, FundsFailure};
+use crate::handler::handle;
 
 /// The prefix of every route of the operators' API.
 pub const PREFIX: &str = "/ops/v1";
@@ -138,7 +138,7 @@ struct HoldBody {
     expires_at: Option<String>,
 }
 
-/// Why a hold is lifted, or a flag resolved with its outcome.
+/// Why a hold is lifted.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReasonBody {
@@ -230,16 +230,9 @@ where
         OpsAction::ReadAudit => json!({ "audit": { "day": parameter.unwrap_or_default() } }),
     };
     let event = LambdaEvent::new(payload, Context::default());
-    match handle(ledger, clock, reports, FundsEntry::Operator, event).await {
-        Ok(answer) => {
-            let value = serde_json::to_value(&answer).map_err(|error| ApiError::Internal(error.to_string()))?;
-            Ok(money_response(StatusCode::OK, &unwrapped(value), ledger_currency(ledger)))
-        }
-        Err(FundsFailure::InvalidRequest(error)) => Err(ApiError::invalid("body", error.to_string())),
-        Err(FundsFailure::Refused { field, message }) => Err(ApiError::InvalidRequest { field: Some(field), message }),
-        Err(FundsFailure::Unavailable(detail)) => Err(ApiError::Unavailable { dependency: "dynamodb", detail }),
-        Err(FundsFailure::Internal(detail)) => Err(ApiError::Internal(detail)),
-    }
+    let answer = handle(ledger, clock, reports, FundsEntry::Operator, event).await?;
+    let value = serde_json::to_value(&answer).map_err(|error| ApiError::Internal(error.to_string()))?;
+    Ok(money_response(StatusCode::OK, &unwrapped(value), ledger_currency(ledger)))
 }
 
 fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
