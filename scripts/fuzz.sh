@@ -31,41 +31,35 @@ ops_token=$(LOCAL_OPS_JWT_SECRET=$secret-ops ./target/debug/local ops-token sche
 # 1,597 to 3,158, -n 350 from 2,422 to 4,238. With today's operations -n 400 gave 5,198 cases in
 # 174 s and -n 250 3,371 in 112 s, which keeps the low runs over the 2,000 floor in less time
 # (-w 2 ran fewer cases in no less time: the local API and the fuzzer share the two cores).
-out=$(mktemp)
-status=0
-.local/fuzz-venv/bin/schemathesis --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$port" \
-  -H "Authorization: Bearer $token" -n 150 --seed 20261121 --no-color --exclude-tag operators \
-  --checks all --exclude-checks positive_data_acceptance,unsupported_method >"$out" 2>&1 || status=$?
-tail -15 "$out"
-generated=$(grep -oE '[0-9]+ generated' "$out" | grep -oE '[0-9]+' | tail -1)
-if [ "$status" != 0 ]; then
-  # Each failure with the request that reproduces it (bodies cut at 600 characters).
-  sed -n '/^=* FAILURES =*$/,/^=* SUMMARY =*$/p' "$out" | cut -c1-600
+# One schemathesis run: its name, its token, its seed, its examples an operation, its minimum of
+# cases, and its operations' filter. Prints the run's tail, each failure with the request that
+# reproduces it (bodies cut at 600 characters), and exits non-zero on any failure or too few
+# cases; sets `generated`.
+fuzz() {
+  local name=$1 bearer=$2 seed=$3 examples=$4 floor=$5 filter=$6 out status=0
+  out=$(mktemp)
+  .local/fuzz-venv/bin/schemathesis --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$port" \
+    -H "Authorization: Bearer $bearer" -n "$examples" --seed "$seed" --no-color $filter \
+    --checks all --exclude-checks positive_data_acceptance,unsupported_method >"$out" 2>&1 || status=$?
+  tail -15 "$out"
+  generated=$(grep -oE '[0-9]+ generated' "$out" | grep -oE '[0-9]+' | tail -1)
+  if [ "$status" != 0 ]; then
+    sed -n '/^=* FAILURES =*$/,/^=* SUMMARY =*$/p' "$out" | cut -c1-600
+    rm -f "$out"
+    echo "schemathesis found failures in $name"
+    exit 1
+  fi
   rm -f "$out"
-  echo "schemathesis found failures"
-  exit 1
-fi
-rm -f "$out"
-if [ "${generated:-0}" -lt 2000 ]; then echo "only ${generated:-0} cases generated (want 2,000 or more)"; exit 1; fi
+  if [ "${generated:-0}" -lt "$floor" ]; then echo "only ${generated:-0} cases of $name generated (want $floor or more)"; exit 1; fi
+}
 
+fuzz "the app's API" "$token" 20261121 150 2000 "--exclude-tag operators"
+app_generated=$generated
 # The operators' routes as an admin. Fewer examples an operation: they read and write the
-# ledger alone (no Redis), and eleven of them reach the floor below within the run's time.
-ops_out=$(mktemp)
-status=0
-.local/fuzz-venv/bin/schemathesis --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$port" \
-  -H "Authorization: Bearer $ops_token" -n 60 --seed 20261128 --no-color --include-tag operators \
-  --checks all --exclude-checks positive_data_acceptance,unsupported_method >"$ops_out" 2>&1 || status=$?
-tail -15 "$ops_out"
-ops_generated=$(grep -oE '[0-9]+ generated' "$ops_out" | grep -oE '[0-9]+' | tail -1)
-if [ "$status" != 0 ]; then
-  sed -n '/^=* FAILURES =*$/,/^=* SUMMARY =*$/p' "$ops_out" | cut -c1-600
-  rm -f "$ops_out"
-  echo "schemathesis found failures in the operators' API"
-  exit 1
-fi
-rm -f "$ops_out"
-if [ "${ops_generated:-0}" -lt 400 ]; then echo "only ${ops_generated:-0} operators' cases generated (want 400 or more)"; exit 1; fi
+# ledger alone (no Redis), and their twelve operations reach the floor within the run's time.
+fuzz "the operators' API" "$ops_token" 20261128 60 400 "--include-tag operators"
+ops_generated=$generated
 
 # A client generated from openapi.yaml tells API Gateway's own answers from the app's.
 .local/client-venv/bin/python scripts/generated_client.py "http://127.0.0.1:$port" "$token"
-echo "schemathesis: $generated cases of the app's API and $ops_generated of the operators', no server error, every response within the schema"
+echo "schemathesis: $app_generated cases of the app's API and $ops_generated of the operators', no server error, every response within the schema"
