@@ -277,3 +277,251 @@ async fn a_packet_is_read_from_the_ledger_with_its_greeting_as_sent() {
     let (status, missing) = api.as_operator("sam", &["support"], "GET", &unknown, None).await;
     assert_eq!((status, missing["error"]["code"].as_str()), (404, Some("not_found")), "{missing}");
 }
+
+/// Every item of a queue route, paging `limit` at a time (bounded: 50 pages).
+async fn all_pages(api: &Api, roles: &[&str], path: &str, limit: u32) -> Vec<Value> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..50 {
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let mut url = format!("{path}{separator}limit={limit}");
+        if let Some(cursor) = &cursor {
+            url.push_str(&format!("&cursor={cursor}"));
+        }
+        let (status, page) = api.as_operator("otto", roles, "GET", &url, None).await;
+        assert_eq!(status, 200, "{url}: {page}");
+        items.extend(page["items"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return items,
+        }
+    }
+    panic!("{path}: more than 50 pages");
+}
+
+fn today() -> String {
+    let config = Config::from_env().expect("configuration");
+    config.business_day.day_of(SystemClock.now_ms())
+}
+
+/// The audit trail's steps on `subject` today: (action, actor).
+async fn steps_on(api: &Api, subject: &str) -> Vec<(String, String)> {
+    let (status, audit) = api.as_operator("otto", &["admin"], "GET", &format!("/ops/v1/audit/{}", today()), None).await;
+    assert_eq!(status, 200, "{audit}");
+    audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["subject"].as_str() == Some(subject))
+        .map(|entry| (entry["action"].as_str().unwrap().to_owned(), entry["actor"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn pending_proposals_are_listed_until_approved_rejected_or_withdrawn() {
+    let api = serve().await;
+    let user = fresh("yan");
+    api.top_up(&user, 1_000).await;
+    let case = format!("case-{}", &PacketId::random().as_str()[..12]);
+    let [approved, rejected, withdrawn] = ["a", "r", "w"].map(|step| format!("{case}-{step}"));
+    for (reference, cents) in [(&approved, 100), (&rejected, 200), (&withdrawn, 300)] {
+        let proposal = json!({ "reference": reference, "user": user, "direction": "credit", "amount_cents": cents,
+                               "reason": "goodwill" });
+        let (status, proposed) =
+            api.as_operator("sam", &["support"], "POST", "/ops/v1/adjustments", Some(&proposal)).await;
+        assert_eq!(status, 200, "{proposed}");
+    }
+    let mine = |items: Vec<Value>| -> Vec<String> {
+        items
+            .into_iter()
+            .filter_map(|item| item["reference"].as_str().map(str::to_owned))
+            .filter(|reference| reference.starts_with(&case))
+            .collect()
+    };
+    let pending = mine(all_pages(&api, &["support"], "/ops/v1/adjustments/pending", 2).await);
+    assert_eq!(pending, [approved.clone(), rejected.clone(), withdrawn.clone()], "oldest first, through pages of two");
+
+    let reason = json!({ "reason": "duplicate of another case" });
+    let reject = format!("/ops/v1/adjustments/{rejected}/reject");
+    let (status, refused) = api.as_operator("sam", &["support", "finance"], "POST", &reject, Some(&reason)).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("operator")), "not by its proposer: {refused}");
+    let (status, closed) = api.as_operator("fay", &["finance"], "POST", &reject, Some(&reason)).await;
+    assert_eq!(
+        (status, closed["applied"].as_bool(), closed["adjustment"]["status"].as_str()),
+        (200, Some(true), Some("rejected")),
+        "{closed}"
+    );
+    assert_eq!(closed["adjustment"]["closed_by"], "fay");
+    let (status, again) = api.as_operator("fay", &["finance"], "POST", &reject, Some(&reason)).await;
+    assert_eq!((status, again["applied"].as_bool()), (200, Some(false)), "once: {again}");
+    let approve_rejected = format!("/ops/v1/adjustments/{rejected}/approve");
+    let (status, refused) = api.as_operator("fay", &["finance"], "POST", &approve_rejected, None).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("reference")), "{refused}");
+
+    let withdraw = format!("/ops/v1/adjustments/{withdrawn}/withdraw");
+    let (status, refused) = api.as_operator("fay", &["finance"], "POST", &withdraw, Some(&reason)).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("operator")), "only its proposer: {refused}");
+    let (status, closed) = api.as_operator("sam", &["support"], "POST", &withdraw, Some(&reason)).await;
+    assert_eq!((status, closed["adjustment"]["status"].as_str()), (200, Some("withdrawn")), "{closed}");
+
+    let approve = format!("/ops/v1/adjustments/{approved}/approve");
+    let (status, applied) = api.as_operator("fay", &["finance"], "POST", &approve, None).await;
+    assert_eq!((status, applied["balance_cents"].as_u64()), (200, Some(1_100)), "only the approved one moved: {applied}");
+    let pending = mine(all_pages(&api, &["finance"], "/ops/v1/adjustments/pending", 100).await);
+    assert!(pending.is_empty(), "none of them waits any more: {pending:?}");
+    assert_eq!(
+        steps_on(&api, &rejected).await,
+        [("adjustment_proposed".to_owned(), "sam".to_owned()), ("adjustment_rejected".into(), "fay".into())]
+    );
+    assert_eq!(
+        steps_on(&api, &withdrawn).await,
+        [("adjustment_proposed".to_owned(), "sam".to_owned()), ("adjustment_withdrawn".into(), "sam".into())]
+    );
+}
+
+#[tokio::test]
+async fn flags_are_paged_by_status_assigned_and_resolved_once() {
+    use red_packets::domain::patterns::{Finding, FlagRule, RiskFlag};
+    use red_packets::ports::RiskLedger;
+    let api = serve().await;
+    let run = PacketId::random().as_str()[..12].to_owned();
+    let ids: Vec<String> = (0..3).map(|n| format!("chain-{run}-{n}")).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let finding = Finding {
+            users: vec![UserId::from_claim(&fresh("link")).unwrap()],
+            chat_id: None,
+            packets: vec![PacketId::random()],
+            amount_cents: 1_000,
+            detail: "three handoffs to the least lucky".into(),
+        };
+        let raised_at = format!("2026-11-28T00:00:0{n}.000Z");
+        let flag = RiskFlag::raised(id.clone(), FlagRule::Chain, finding, raised_at);
+        assert!(api.functions.operators.ledger.raise_flag(&flag).await.unwrap());
+    }
+    let mine = |items: Vec<Value>| -> Vec<String> {
+        items
+            .into_iter()
+            .filter_map(|flag| flag["flag_id"].as_str().map(str::to_owned))
+            .filter(|id| id.contains(run.as_str()))
+            .collect()
+    };
+    assert_eq!(mine(all_pages(&api, &["support"], "/ops/v1/flags?status=open", 1).await), ids, "pages of one");
+
+    let assign = format!("/ops/v1/flags/{}/assign", ids[0]);
+    let (status, assigned) = api.as_operator("rita", &["risk"], "POST", &assign, Some(&json!({}))).await;
+    assert_eq!(
+        (status, assigned["changed"].as_bool(), assigned["flag"]["assignee"].as_str()),
+        (200, Some(true), Some("rita")),
+        "to the signed-in operator by default: {assigned}"
+    );
+    let (_, moved) = api.as_operator("rita", &["risk"], "POST", &assign, Some(&json!({ "assignee": "rex" }))).await;
+    assert_eq!(moved["flag"]["assignee"], "rex", "{moved}");
+
+    let resolve = format!("/ops/v1/flags/{}/resolve", ids[0]);
+    let note = json!({ "outcome": "confirmed", "note": "a 接龙 game" });
+    let (status, resolved) = api.as_operator("rex", &["risk"], "POST", &resolve, Some(&note)).await;
+    assert_eq!((status, resolved["flag"]["status"].as_str()), (200, Some("confirmed")), "{resolved}");
+    let (_, late) = api.as_operator("rita", &["risk"], "POST", &assign, Some(&json!({}))).await;
+    assert_eq!(late["changed"].as_bool(), Some(false), "a resolved flag is not assigned: {late}");
+
+    assert_eq!(mine(all_pages(&api, &["risk"], "/ops/v1/flags", 2).await), &ids[1..], "open by default");
+    assert_eq!(mine(all_pages(&api, &["risk"], "/ops/v1/flags?status=confirmed", 50).await), &ids[..1]);
+    assert_eq!(
+        steps_on(&api, &ids[0]).await,
+        [
+            ("flag_assigned".to_owned(), "rita".to_owned()),
+            ("flag_assigned".into(), "rita".into()),
+            ("flag_resolved".into(), "rex".into())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn pending_withdrawals_are_listed_until_the_payments_system_resolves_them() {
+    use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
+    use red_packets::ports::Withdrawals;
+    let api = serve().await;
+    let user = fresh("payee");
+    api.top_up(&user, 1_000).await;
+    let asked = api
+        .http
+        .post(format!("{}/me/withdrawals", api.base))
+        .bearer_auth(api.users.token(&user, 600))
+        .header("idempotency-key", format!("out-{}", PacketId::random()))
+        .json(&json!({ "amount_cents": 400, "destination": "card-1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 201);
+    let asked: Value = asked.json().await.unwrap();
+    let id = asked["withdrawal_id"].as_str().unwrap().to_owned();
+    let listed = |items: Vec<Value>| items.into_iter().find(|item| item["withdrawal_id"] == id.as_str());
+
+    let found = listed(all_pages(&api, &["finance"], "/ops/v1/withdrawals/pending", 10).await).expect("listed");
+    assert_eq!((found["user"].as_str(), found["overdue"].as_bool()), (Some(user.as_str()), Some(false)), "{found}");
+    let overdue = listed(all_pages(&api, &["finance"], "/ops/v1/withdrawals/pending?overdue=true", 10).await);
+    assert!(overdue.is_none(), "asked for a moment ago: not overdue");
+    let (status, refused) = api.as_operator("otto", &["finance"], "GET", "/ops/v1/withdrawals/pending?overdue=soon", None).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("overdue")), "{refused}");
+
+    let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: "payout-1".into() };
+    let ledger = &api.functions.operators.ledger;
+    let paid = ledger.resolve_withdrawal(&resolution, WithdrawalStatus::Paid, SystemClock.now_ms()).await.unwrap();
+    assert!(paid.applied);
+    assert!(listed(all_pages(&api, &["finance"], "/ops/v1/withdrawals/pending", 100).await).is_none(), "resolved");
+}
+
+#[tokio::test]
+async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_files_them() {
+    use red_packets::adapters::ReportDirectory;
+    use red_packets::funds::{run, DayReport, FundsRequest, FundsResponse};
+    let api = serve().await;
+    // A day long closed: its cut-offs are fixed, so the ledger's other writers change nothing in it.
+    let day = "2026-01-05";
+    let path = format!("/ops/v1/reports/trial-balance/{day}");
+    let response = api
+        .http
+        .get(format!("{}{path}?format=csv", api.base))
+        .bearer_auth(api.token("fay", &["finance"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/csv; charset=utf-8");
+    assert_eq!(
+        response.headers()["content-disposition"].to_str().unwrap(),
+        format!("attachment; filename=\"trial-balance-{day}.csv\"")
+    );
+    let downloaded = response.text().await.unwrap();
+
+    let dir = std::env::temp_dir().join(format!("ops-reports-{}", PacketId::random()));
+    let reports = ReportDirectory::new(dir.to_string_lossy().into_owned());
+    let request = FundsRequest::TrialBalance(DayReport { day: Some(day.into()) });
+    let ledger = &api.functions.operators.ledger;
+    let FundsResponse::TrialBalance { written, .. } = run(ledger, &SystemClock, &reports, &request).await.unwrap() else {
+        panic!("a trial balance")
+    };
+    let filed = written.iter().find(|path| path.ends_with(".csv")).expect("a CSV filed");
+    assert_eq!(downloaded, std::fs::read_to_string(filed).unwrap(), "byte for byte the funds function's CSV");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let (status, report) = api.as_operator("fay", &["finance"], "GET", &path, None).await;
+    assert_eq!((status, report["day"].as_str(), report["rows"].as_array().map(Vec::len)), (200, Some(day), Some(13)));
+    let (status, refused) = api.as_operator("fay", &["finance"], "GET", &format!("{path}?format=pdf"), None).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("format")), "{refused}");
+    let (status, refused) =
+        api.as_operator("fay", &["finance"], "GET", "/ops/v1/reports/trial-balance/2999-01-01", None).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("day")), "not begun: {refused}");
+
+    let user = fresh("stmt");
+    let (status, statement) =
+        api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/users/{user}/statements/{}", today()), None).await;
+    assert_eq!((status, statement["user"].as_str(), statement["opening_cents"].as_i64()), (200, Some(user.as_str()), Some(0)), "{statement}");
+
+    let (status, reconciled) = api.as_operator("fay", &["finance"], "POST", "/ops/v1/reconciliations", Some(&json!({}))).await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert!(reconciled["differences"].is_array() && reconciled["items"].as_u64() > Some(0), "{reconciled}");
+    let later = json!({ "as_of": "2999-01-01T00:00:00Z" });
+    let (status, refused) = api.as_operator("fay", &["finance"], "POST", "/ops/v1/reconciliations", Some(&later)).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("as_of")), "{refused}");
+}

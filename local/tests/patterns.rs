@@ -181,7 +181,7 @@ async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
     // Operators list it and resolve it, once.
     let (status, listed) = watched.stack.operator("anna", &json!({ "flags": { "status": "open" } })).await;
     assert_eq!(status, 200, "{listed}");
-    assert_eq!(listed["flags"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed["flags"]["items"].as_array().map(Vec::len), Some(1), "{listed}");
     let resolve =
         json!({ "resolve_flag": { "flag_id": chain.flag_id, "outcome": "confirmed", "note": "a 接龙 game" } });
     let (status, resolved) = watched.stack.operator("anna", &resolve).await;
@@ -190,7 +190,7 @@ async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
     assert_eq!(again["flag_resolved"]["changed"].as_bool(), Some(false), "resolved once: {again}");
     assert_eq!(again["flag_resolved"]["flag"]["resolved_by"], support::stack::operator_arn("anna"));
     let (_, open) = watched.stack.operator("anna", &json!({ "flags": { "status": "open" } })).await;
-    assert_eq!(open["flags"].as_array().map(Vec::len), Some(0), "{open}");
+    assert_eq!(open["flags"]["items"].as_array().map(Vec::len), Some(0), "{open}");
     let day = watched.stack.config.business_day.day_of(watched.stack.clock.now_ms());
     let (_, audit) = watched.stack.operator("anna", &json!({ "audit": { "day": day } })).await;
     let entries: Vec<&Value> = audit["audit"]["entries"]

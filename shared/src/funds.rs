@@ -6,17 +6,18 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
-use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
+use crate::domain::adjustment::{AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
-use crate::domain::patterns::{FlagResolution, FlagResolved, ListFlags, RiskFlag};
+use crate::domain::patterns::{FlagAssignment, FlagResolution, FlagResolved, FlagStatus, ListFlags, RiskFlag};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::withdrawal::{ResolutionResult, Withdrawal, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
 use crate::ports::{
-    Adjustments, AuditTrail, Books, Flags, Holds, ReportSink, StoreError, Wallets, Withdrawals, WRITES_LAND_WITHIN,
+    Adjustments, AuditTrail, Books, Flags, Holds, PageRequest, QueuePage, ReportSink, StoreError, Wallets, Withdrawals,
+    WRITES_LAND_WITHIN,
 };
 use crate::telemetry::RECONCILIATION_MISMATCH;
 
@@ -56,6 +57,9 @@ pub enum FundsRequest {
     ProposeAdjustment(AdjustmentProposal),
     /// Another operator approves it: it moves the money.
     ApproveAdjustment(AdjustmentApproval),
+    /// Another operator rejects it, or its proposer withdraws it: it never moves money
+    /// (`{"close_adjustment": {"reference": "case-17", "how": "reject", "operator": "…", "reason": "…"}}`).
+    CloseAdjustment(AdjustmentClosing),
     /// Check that the books balance (the daily schedule's payload is `{"reconcile": {}}`).
     Reconcile(ReconcileOptions),
     /// Write a day's trial balance (`{"trial_balance": {"day": "2026-11-23"}}`; default: yesterday).
@@ -72,8 +76,11 @@ pub enum FundsRequest {
     LiftHold(LiftRequest),
     /// The holds in force (`{"holds": {}}`).
     Holds(ListHolds),
-    /// The risk rules' flags (`{"flags": {"status": "open"}}`; every one without a status).
+    /// A page of the risk rules' flags of one status (`{"flags": {"status": "open"}}`; default open).
     Flags(ListFlags),
+    /// An operator assigns an open flag
+    /// (`{"assign_flag": {"flag_id": "chain-…", "assignee": "rita", "operator": "rita"}}`).
+    AssignFlag(FlagAssignment),
     /// An operator resolves a flag
     /// (`{"resolve_flag": {"flag_id": "chain-…", "outcome": "dismissed", "note": "…"}}`).
     ResolveFlag(FlagResolution),
@@ -94,6 +101,7 @@ impl FundsRequest {
             FundsRequest::Withdrawal(_) => "withdrawal",
             FundsRequest::ProposeAdjustment(_) => "propose_adjustment",
             FundsRequest::ApproveAdjustment(_) => "approve_adjustment",
+            FundsRequest::CloseAdjustment(_) => "close_adjustment",
             FundsRequest::Reconcile(_) => "reconcile",
             FundsRequest::TrialBalance(_) => "trial_balance",
             FundsRequest::Statement(_) => "statement",
@@ -102,6 +110,7 @@ impl FundsRequest {
             FundsRequest::LiftHold(_) => "lift_hold",
             FundsRequest::Holds(_) => "holds",
             FundsRequest::Flags(_) => "flags",
+            FundsRequest::AssignFlag(_) => "assign_flag",
             FundsRequest::ResolveFlag(_) => "resolve_flag",
         }
     }
@@ -210,6 +219,8 @@ impl FundsEntry {
             request,
             FundsRequest::ProposeAdjustment(_)
                 | FundsRequest::ApproveAdjustment(_)
+                | FundsRequest::CloseAdjustment(_)
+                | FundsRequest::AssignFlag(_)
                 | FundsRequest::PlaceHold(_)
                 | FundsRequest::LiftHold(_)
                 | FundsRequest::ResolveFlag(_)
@@ -291,7 +302,7 @@ pub enum FundsResponse {
     /// The holds in force.
     Holds(Vec<Hold>),
     /// The flags asked for.
-    Flags(Vec<RiskFlag>),
+    Flags(QueuePage<RiskFlag>),
     /// A flag resolved.
     FlagResolved(FlagResolved),
     /// What reconciliation found.
@@ -421,6 +432,11 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + H
             tracing::info!(reference = %proposal.reference, user = %proposal.user, proposer = %proposal.proposer, reason = %proposal.reason, applied = result.applied, "adjustment proposed");
             Ok(FundsResponse::Adjustment(result))
         }
+        FundsRequest::CloseAdjustment(closing) => {
+            let result = ledger.close_adjustment(closing, clock.now_ms()).await?;
+            tracing::info!(reference = %closing.reference, how = ?closing.how, operator = %closing.operator, reason = %closing.reason, applied = result.applied, "adjustment closed");
+            Ok(FundsResponse::Adjustment(result))
+        }
         FundsRequest::ApproveAdjustment(approval) => {
             let result = ledger.approve_adjustment(approval, clock.now_ms()).await?;
             tracing::info!(reference = %approval.reference, approver = %approval.approver, applied = result.applied, "adjustment approved");
@@ -452,7 +468,19 @@ pub async fn run<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + H
             Ok(FundsResponse::Hold(result))
         }
         FundsRequest::Holds(ListHolds {}) => Ok(FundsResponse::Holds(ledger.holds().await?)),
-        FundsRequest::Flags(ListFlags { status }) => Ok(FundsResponse::Flags(ledger.flags(*status).await?)),
+        FundsRequest::Flags(ListFlags { status, limit, cursor }) => {
+            let limit = limit.unwrap_or(20);
+            if !(1..=100).contains(&limit) {
+                return Err(Invalid::field("limit", "limit must be 1..=100").into());
+            }
+            let page = PageRequest { limit, cursor: cursor.as_deref() };
+            Ok(FundsResponse::Flags(ledger.flags(status.unwrap_or(FlagStatus::Open), page).await?))
+        }
+        FundsRequest::AssignFlag(assignment) => {
+            let result = ledger.assign_flag(assignment, clock.now_ms()).await?;
+            tracing::info!(flag_id = %assignment.flag_id, assignee = %assignment.assignee, operator = %assignment.operator, changed = result.changed, "flag assigned");
+            Ok(FundsResponse::FlagResolved(result))
+        }
         FundsRequest::ResolveFlag(resolution) => {
             let result = ledger.resolve_flag(resolution, clock.now_ms()).await?;
             tracing::info!(flag_id = %resolution.flag_id, outcome = resolution.outcome.as_str(), operator = %resolution.operator, changed = result.changed, "flag resolved");

@@ -8,14 +8,16 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
-use crate::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, AdjustmentResult};
+use crate::domain::adjustment::{Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal};
 pub use crate::domain::live::{CancelOutcome, CloseOutcome, PacketImage};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag};
+use crate::domain::patterns::{
+    ChatLog, FlagAssignment, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag,
+};
 use crate::domain::recovery::Casualty;
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -277,6 +279,16 @@ pub struct PageRequest<'a> {
     pub cursor: Option<&'a str>,
 }
 
+/// A page of an operators' queue ([`Adjustments::pending_adjustments`],
+/// [`Withdrawals::pending_withdrawals`], [`Flags::flags`]), oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct QueuePage<T> {
+    /// What waits, oldest first.
+    pub items: Vec<T>,
+    /// Where the next page starts; `None` on the last.
+    pub next_cursor: Option<String>,
+}
+
 /// The ledger as a whole, for reconciliation.
 pub trait Books: Send + Sync {
     /// Feeds every item the books read to `fold`, each item collection whole (strongly
@@ -333,6 +345,13 @@ pub trait Withdrawals: Send + Sync {
         outcome: WithdrawalStatus,
         now_ms: Millis,
     ) -> impl Future<Output = Result<ResolutionResult, StoreError>> + Send;
+
+    /// A page of the withdrawals still pending, oldest first, read through an index that holds
+    /// only those (the resolution takes one out in its own write).
+    fn pending_withdrawals(
+        &self,
+        page: PageRequest<'_>,
+    ) -> impl Future<Output = Result<QueuePage<Withdrawal>, StoreError>> + Send;
 }
 
 /// Corrections to the wallets: adjustments one operator proposes and another approves.
@@ -354,6 +373,23 @@ pub trait Adjustments: Send + Sync {
         approval: &AdjustmentApproval,
         now_ms: Millis,
     ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
+
+    /// Rejects or withdraws the proposal `closing.reference` names, once, while it is proposed:
+    /// a rejection never by its proposer, a withdrawal only by them ([`StoreError::Invalid`] on
+    /// `operator` otherwise); the same closing again changes nothing (`applied: false`); an
+    /// adjustment applied or closed the other way is [`StoreError::Invalid`] on `reference`.
+    fn close_adjustment(
+        &self,
+        closing: &AdjustmentClosing,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
+
+    /// A page of the proposals still proposed, oldest first, read through an index that holds
+    /// only those.
+    fn pending_adjustments(
+        &self,
+        page: PageRequest<'_>,
+    ) -> impl Future<Output = Result<QueuePage<Adjustment>, StoreError>> + Send;
 }
 
 /// Account holds: operators place and lift them (each step in the audit trail, in its own
@@ -386,8 +422,20 @@ pub trait Holds: Send + Sync {
 /// Risk flags, as operators see them: listed, and resolved once each (the resolution in the
 /// audit trail, in the same write).
 pub trait Flags: Send + Sync {
-    /// Every flag, or those of `status`, oldest first.
-    fn flags(&self, status: Option<FlagStatus>) -> impl Future<Output = Result<Vec<RiskFlag>, StoreError>> + Send;
+    /// A page of the flags of `status`, oldest first, read through an index keyed by status.
+    fn flags(
+        &self,
+        status: FlagStatus,
+        page: PageRequest<'_>,
+    ) -> impl Future<Output = Result<QueuePage<RiskFlag>, StoreError>> + Send;
+
+    /// Assigns a flag still open to `assignment.assignee` (again: to another); changes nothing
+    /// when it is resolved (`changed: false`, the flag as it stands) or not there (`flag: None`).
+    fn assign_flag(
+        &self,
+        assignment: &FlagAssignment,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<FlagResolved, StoreError>> + Send;
 
     /// Resolves a flag still open: changes nothing when it was resolved before (`changed:
     /// false`, the flag as it stands) or is not there (`flag: None`).

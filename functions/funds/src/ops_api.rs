@@ -11,6 +11,7 @@
 
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
+use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::{Context, LambdaEvent};
 use red_packets::domain::history::Role as HistoryRole;
@@ -18,8 +19,10 @@ use red_packets::domain::operators::{Operator, OpsAction};
 use red_packets::domain::risk::HoldScope;
 use red_packets::domain::validate::parse_json;
 use red_packets::domain::{PacketId, UserId};
-use red_packets::funds::FundsEntry;
-use red_packets::http::{json_body, money_response, page_limit, respond};
+use red_packets::clock::parse_rfc3339;
+use red_packets::domain::withdrawal::{Withdrawal, OVERDUE_AFTER_MS};
+use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
+use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
 use red_packets::ports::{
     Adjustments, AuditTrail, Books, Flags, Holds, Ledger, PageRequest, ReportSink, Wallets, Withdrawals,
 };
@@ -27,7 +30,7 @@ use red_packets::{ApiError, Clock};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::handler::handle;
+use crate::handler::{handle, FundsFailure};
 
 /// The prefix of every route of the operators' API.
 pub const PREFIX: &str = "/ops/v1";
@@ -41,11 +44,19 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
     ("GET /ops/v1/packets/{packet_id}", OpsAction::ReadPacket),
     ("GET /ops/v1/holds", OpsAction::ListHolds),
+    ("GET /ops/v1/users/{user}/statements/{day}", OpsAction::ReadStatement),
     ("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
+    ("GET /ops/v1/adjustments/pending", OpsAction::ListPendingAdjustments),
     ("POST /ops/v1/adjustments/{reference}/approve", OpsAction::ApproveAdjustment),
+    ("POST /ops/v1/adjustments/{reference}/reject", OpsAction::RejectAdjustment),
+    ("POST /ops/v1/adjustments/{reference}/withdraw", OpsAction::WithdrawAdjustment),
+    ("GET /ops/v1/withdrawals/pending", OpsAction::ListPendingWithdrawals),
     ("GET /ops/v1/flags", OpsAction::ListFlags),
+    ("POST /ops/v1/flags/{flag_id}/assign", OpsAction::AssignFlag),
     ("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
     ("GET /ops/v1/audit/{day}", OpsAction::ReadAudit),
+    ("GET /ops/v1/reports/trial-balance/{day}", OpsAction::ReadTrialBalance),
+    ("POST /ops/v1/reconciliations", OpsAction::Reconcile),
 ];
 
 /// The route key of `method` and `path` (`GET /ops/v1/users/{user}`), as API Gateway matches it;
@@ -73,11 +84,19 @@ pub fn operator(request: &Request, roles_claim: &str) -> Result<Operator, ApiErr
         .ok_or(ApiError::Unauthorized("the operator's sub claim is not a usable operator name"))
 }
 
-/// A route matched: its action and its path parameter (the user, reference, flag or day).
+/// A route matched: its action and its path parameters in path order (the user, reference,
+/// flag or day).
 struct Matched<'a> {
     action: OpsAction,
     key: &'a str,
-    parameter: Option<String>,
+    parameters: Vec<String>,
+}
+
+impl Matched<'_> {
+    /// The first path parameter.
+    fn parameter(&self) -> Option<String> {
+        self.parameters.first().cloned()
+    }
 }
 
 /// The route of `method` and `path`, or `None` (API Gateway answers 404 for those itself).
@@ -92,15 +111,15 @@ fn route(method: &Method, path: &str) -> Option<Matched<'static>> {
         if parts.len() != asked.len() {
             return None;
         }
-        let mut parameter = None;
+        let mut parameters = Vec::new();
         for (part, given) in parts.iter().zip(&asked) {
             if part.starts_with('{') {
-                parameter = Some(percent_decoded(given));
+                parameters.push(percent_decoded(given));
             } else if part != given {
                 return None;
             }
         }
-        Some(Matched { action: *action, key, parameter })
+        Some(Matched { action: *action, key, parameters })
     })
 }
 
@@ -145,6 +164,14 @@ struct ReasonBody {
     reason: String,
 }
 
+/// Whom a flag is assigned to (default: the signed-in operator).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssignBody {
+    #[serde(default)]
+    assignee: Option<String>,
+}
+
 /// A flag's resolution: its outcome and a note.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,16 +208,43 @@ where
     R: ReportSink,
 {
     let operator = operator(request, roles_claim)?;
-    let Matched { action, key, parameter } = route(request.method(), request.uri().path()).ok_or(ApiError::NotFound)?;
+    let matched = route(request.method(), request.uri().path()).ok_or(ApiError::NotFound)?;
+    let (action, key, parameter) = (matched.action, matched.key, matched.parameter());
     if !operator.may(action) {
         let roles: Vec<&str> = action.roles().iter().map(|role| role.as_str()).collect();
         return Err(ApiError::RoleRequired(roles.join(", ")));
     }
     tracing::info!(route = key, operator = operator.subject, "operators' API");
     let me = Value::String(operator.subject.clone());
+    let query = request.query_string_parameters();
     let payload = match action {
         OpsAction::ReadUser => return read_user(ledger, key, user_of(parameter)?, request).await,
         OpsAction::ReadPacket => return read_packet(ledger, clock, parameter.as_deref()).await,
+        OpsAction::ReadStatement => {
+            let day = matched.parameters.get(1).cloned().unwrap_or_default();
+            return read_statement(ledger, clock, &user_of(parameter)?, &day, report_format(request)?).await;
+        }
+        OpsAction::ReadTrialBalance => {
+            return read_trial_balance(ledger, clock, &parameter.unwrap_or_default(), report_format(request)?).await
+        }
+        OpsAction::Reconcile => {
+            let options: ReconcileOptions = parse_json(json_body(request)?)?;
+            let cutoff = Cutoff::from_options(&options, clock.now_ms())?;
+            let reconciliation = reconcile(ledger, cutoff, 1).await.map_err(FundsFailure::from)?;
+            return Ok(money_response(StatusCode::OK, &reconciliation, ledger_currency(ledger)));
+        }
+        OpsAction::ListPendingAdjustments => {
+            let page = ledger.pending_adjustments(page_request(request, &query)?).await?;
+            return Ok(money_response(StatusCode::OK, &page, ledger_currency(ledger)));
+        }
+        OpsAction::ListPendingWithdrawals => {
+            let overdue_only = match query.first("overdue") {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(_) => return Err(ApiError::invalid("overdue", "overdue must be true or false")),
+            };
+            return read_pending_withdrawals(ledger, clock, page_request(request, &query)?, overdue_only).await;
+        }
         OpsAction::ListHolds => json!({ "holds": {} }),
         OpsAction::PlaceHold => {
             let body: HoldBody = parse_json(json_body(request)?)?;
@@ -214,13 +268,20 @@ where
         OpsAction::ApproveAdjustment => {
             json!({ "approve_adjustment": { "reference": parameter.unwrap_or_default(), "approver": me } })
         }
+        OpsAction::RejectAdjustment | OpsAction::WithdrawAdjustment => {
+            let body: ReasonBody = parse_json(json_body(request)?)?;
+            let how = if action == OpsAction::RejectAdjustment { "reject" } else { "withdraw" };
+            json!({ "close_adjustment": { "reference": parameter.unwrap_or_default(), "how": how,
+                                          "operator": me, "reason": body.reason } })
+        }
         OpsAction::ListFlags => {
-            let status =
-                request.query_string_parameters_ref().and_then(|query| query.first("status").map(str::to_owned));
-            match status {
-                Some(status) => json!({ "flags": { "status": status } }),
-                None => json!({ "flags": {} }),
-            }
+            let limit = page_limit(request)?;
+            json!({ "flags": { "status": query.first("status"), "limit": limit, "cursor": query.first("cursor") } })
+        }
+        OpsAction::AssignFlag => {
+            let body: AssignBody = parse_json(json_body(request)?)?;
+            let assignee = body.assignee.map(Value::String).unwrap_or_else(|| me.clone());
+            json!({ "assign_flag": { "flag_id": parameter.unwrap_or_default(), "assignee": assignee, "operator": me } })
         }
         OpsAction::ResolveFlag => {
             let body: ResolutionBody = parse_json(json_body(request)?)?;
@@ -233,6 +294,95 @@ where
     let answer = handle(ledger, clock, reports, FundsEntry::Operator, event).await?;
     let value = serde_json::to_value(&answer).map_err(|error| ApiError::Internal(error.to_string()))?;
     Ok(money_response(StatusCode::OK, &unwrapped(value), ledger_currency(ledger)))
+}
+
+/// A page's limit and cursor from the query string.
+fn page_request<'a>(request: &Request, query: &'a QueryMap) -> Result<PageRequest<'a>, ApiError> {
+    Ok(PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") })
+}
+
+/// How a report is answered: `json` (default) or `csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReportFormat {
+    Json,
+    Csv,
+}
+
+fn report_format(request: &Request) -> Result<ReportFormat, ApiError> {
+    match request.query_string_parameters_ref().and_then(|query| query.first("format")) {
+        None | Some("json") => Ok(ReportFormat::Json),
+        Some("csv") => Ok(ReportFormat::Csv),
+        Some(_) => Err(ApiError::invalid("format", "format must be json or csv")),
+    }
+}
+
+/// `csv` as a download named `file`.
+fn csv_response(csv: String, file: &str) -> Result<Response<Body>, ApiError> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/csv; charset=utf-8")
+        .header("content-disposition", format!("attachment; filename=\"{file}\""))
+        .body(Body::Text(csv))
+        .map_err(|error| ApiError::Internal(error.to_string()))
+}
+
+/// `day`'s trial balance, to the cut-offs of the daily job (the day's start and end, or the
+/// latest safe one while it is not over): its CSV is byte for byte what the funds function files.
+async fn read_trial_balance<L: Books>(
+    ledger: &L,
+    clock: &dyn Clock,
+    day: &str,
+    format: ReportFormat,
+) -> Result<Response<Body>, ApiError> {
+    let (opening, closing) = day_cutoffs(ledger.business_day(), day, clock.now_ms())?;
+    let report = trial_balance(ledger, day, opening, closing).await.map_err(FundsFailure::from)?;
+    match format {
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("trial-balance-{day}.csv")),
+        ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
+    }
+}
+
+/// `user`'s statement of `day`, to the latest safe cut-off (what the funds function files).
+async fn read_statement<L: Books>(
+    ledger: &L,
+    clock: &dyn Clock,
+    user: &UserId,
+    day: &str,
+    format: ReportFormat,
+) -> Result<Response<Body>, ApiError> {
+    let until_ms = Cutoff::latest_ms(clock.now_ms());
+    let report = statement_to(ledger, user, day, until_ms).await.map_err(FundsFailure::from)?;
+    match format {
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{day}.csv")),
+        ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
+    }
+}
+
+/// A page of the pending withdrawals, each marked overdue (pending longer than
+/// [`OVERDUE_AFTER_MS`]); with `overdue_only`, the page's overdue ones (the queue is oldest
+/// first, so the overdue ones come first and a page with one that is not is the last of them).
+async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
+    ledger: &L,
+    clock: &dyn Clock,
+    page: PageRequest<'_>,
+    overdue_only: bool,
+) -> Result<Response<Body>, ApiError> {
+    let due = clock.now_ms() - OVERDUE_AFTER_MS;
+    let page = ledger.pending_withdrawals(page).await?;
+    let overdue = |withdrawal: &Withdrawal| parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at < due);
+    let all_overdue = page.items.iter().all(overdue);
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .filter(|withdrawal| !overdue_only || overdue(withdrawal))
+        .map(|withdrawal| {
+            let mut value = json!(withdrawal);
+            value["overdue"] = Value::Bool(overdue(withdrawal));
+            value
+        })
+        .collect();
+    let next_cursor = if overdue_only && !all_overdue { None } else { page.next_cursor };
+    Ok(money_response(StatusCode::OK, &json!({ "items": items, "next_cursor": next_cursor }), ledger_currency(ledger)))
 }
 
 fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
@@ -301,9 +451,9 @@ mod tests {
     #[test]
     fn each_route_is_matched_with_its_parameter() {
         let matched = route(&Method::GET, "/ops/v1/users/alice").unwrap();
-        assert_eq!((matched.action, matched.parameter.as_deref()), (OpsAction::ReadUser, Some("alice")));
+        assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ReadUser, Some("alice")));
         let matched = route(&Method::POST, "/ops/v1/adjustments/case%2017/approve").unwrap();
-        assert_eq!((matched.action, matched.parameter.as_deref()), (OpsAction::ApproveAdjustment, Some("case 17")));
+        assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ApproveAdjustment, Some("case 17")));
         assert_eq!(route(&Method::POST, "/ops/v1/users/mallory/hold").unwrap().action, OpsAction::PlaceHold);
         assert!(route(&Method::PUT, "/ops/v1/users/mallory/hold").is_none());
         assert_eq!(route(&Method::GET, "/ops/v1/holds/").unwrap().action, OpsAction::ListHolds);

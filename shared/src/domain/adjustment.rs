@@ -132,6 +132,86 @@ pub enum AdjustmentStatus {
     Proposed,
     /// Approved: its movement is in the wallet.
     Applied,
+    /// Rejected by another operator: it never moves money.
+    Rejected,
+    /// Withdrawn by its proposer: it never moves money.
+    Withdrawn,
+}
+
+impl AdjustmentStatus {
+    /// `proposed`, `applied`, `rejected` or `withdrawn`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdjustmentStatus::Proposed => "proposed",
+            AdjustmentStatus::Applied => "applied",
+            AdjustmentStatus::Rejected => "rejected",
+            AdjustmentStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// How a proposal is closed without moving money.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Closing {
+    /// Another operator refuses it (the four-eyes rule's other answer).
+    Reject,
+    /// Its proposer takes it back.
+    Withdraw,
+}
+
+impl Closing {
+    /// The status it leaves the adjustment in.
+    pub fn status(self) -> AdjustmentStatus {
+        match self {
+            Closing::Reject => AdjustmentStatus::Rejected,
+            Closing::Withdraw => AdjustmentStatus::Withdrawn,
+        }
+    }
+}
+
+/// An operator closing a proposal: rejecting another's, or withdrawing their own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjustmentClosing {
+    /// The proposal's reference.
+    pub reference: String,
+    /// Reject or withdraw.
+    pub how: Closing,
+    /// Who closes it: for a rejection never its proposer, for a withdrawal only its proposer.
+    pub operator: String,
+    /// Why, for the audit trail (1..=500 characters).
+    pub reason: String,
+}
+
+impl AdjustmentClosing {
+    /// Checks the reference, the operator's name and the reason.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if !reference_ok(&self.reference) {
+            return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
+        }
+        if !operator_ok(&self.operator) {
+            return Err(Invalid::field("operator", "operator must be 1..=256 of [A-Za-z0-9_.:@/+=,-]"));
+        }
+        if self.reason.trim().is_empty() || self.reason.chars().count() > MAX_REASON_CHARS {
+            return Err(Invalid::field("reason", format!("reason must be 1..={MAX_REASON_CHARS} characters")));
+        }
+        Ok(())
+    }
+}
+
+/// Who may close a proposal: another operator rejects it, its proposer withdraws it.
+pub fn may_close(proposer: &str, closing: &AdjustmentClosing) -> Result<(), Invalid> {
+    match closing.how {
+        Closing::Reject if proposer == closing.operator => Err(Invalid::field(
+            "operator",
+            "the proposer of an adjustment cannot reject it: they withdraw it, or another operator rejects it",
+        )),
+        Closing::Withdraw if proposer != closing.operator => {
+            Err(Invalid::field("operator", "only the proposer of an adjustment may withdraw it"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// An adjustment as the ledger holds it.
@@ -150,6 +230,15 @@ pub struct Adjustment {
     /// When (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_at: Option<String>,
+    /// Who rejected or withdrew it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_by: Option<String>,
+    /// When (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_reason: Option<String>,
 }
 
 /// What a proposal or an approval came to.
@@ -194,6 +283,23 @@ mod tests {
         let chargeback =
             AdjustmentProposal { chargeback_of: Some("pay-1".into()), direction: Direction::Debit, ..proposal() };
         assert!(chargeback.validate().is_ok());
+    }
+
+    #[test]
+    fn another_operator_rejects_and_only_the_proposer_withdraws() {
+        let closing = |how, operator: &str| AdjustmentClosing {
+            reference: "case-1".into(),
+            how,
+            operator: operator.into(),
+            reason: "duplicate of case-0".into(),
+        };
+        assert!(may_close("anna", &closing(Closing::Reject, "fred")).is_ok());
+        assert_eq!(may_close("anna", &closing(Closing::Reject, "anna")).unwrap_err().field.unwrap(), "operator");
+        assert!(may_close("anna", &closing(Closing::Withdraw, "anna")).is_ok());
+        assert_eq!(may_close("anna", &closing(Closing::Withdraw, "fred")).unwrap_err().field.unwrap(), "operator");
+        let no_reason = AdjustmentClosing { reason: " ".into(), ..closing(Closing::Reject, "fred") };
+        assert_eq!(no_reason.validate().unwrap_err().field.unwrap(), "reason");
+        assert_eq!(Closing::Withdraw.status(), AdjustmentStatus::Withdrawn);
     }
 
     #[test]

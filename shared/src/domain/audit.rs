@@ -20,6 +20,10 @@ pub enum AuditAction {
     AdjustmentProposed,
     /// Another operator approved it (subject: its reference).
     AdjustmentApproved,
+    /// Another operator rejected it (subject: its reference).
+    AdjustmentRejected,
+    /// Its proposer withdrew it (subject: its reference).
+    AdjustmentWithdrawn,
     /// The payments system paid a withdrawal out (subject: its id).
     WithdrawalPaid,
     /// The payments system failed it (subject: its id).
@@ -28,6 +32,8 @@ pub enum AuditAction {
     HoldPlaced,
     /// An operator lifted a hold (subject: the user).
     HoldLifted,
+    /// An operator assigned a risk flag (subject: its id; reason: `to <assignee>`).
+    FlagAssigned,
     /// An operator resolved a risk flag (subject: its id; reason: `<outcome>: <why>`).
     FlagResolved,
 }
@@ -39,10 +45,13 @@ impl AuditAction {
             AuditAction::PacketReleased => "packet_released",
             AuditAction::AdjustmentProposed => "adjustment_proposed",
             AuditAction::AdjustmentApproved => "adjustment_approved",
+            AuditAction::AdjustmentRejected => "adjustment_rejected",
+            AuditAction::AdjustmentWithdrawn => "adjustment_withdrawn",
             AuditAction::WithdrawalPaid => "withdrawal_paid",
             AuditAction::WithdrawalFailed => "withdrawal_failed",
             AuditAction::HoldPlaced => "hold_placed",
             AuditAction::HoldLifted => "hold_lifted",
+            AuditAction::FlagAssigned => "flag_assigned",
             AuditAction::FlagResolved => "flag_resolved",
         }
     }

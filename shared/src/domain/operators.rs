@@ -63,6 +63,22 @@ pub enum OpsAction {
     ResolveFlag,
     /// Read a day's audit trail.
     ReadAudit,
+    /// A user's statement of a day.
+    ReadStatement,
+    /// The proposals waiting for a second operator.
+    ListPendingAdjustments,
+    /// Reject another operator's proposal.
+    RejectAdjustment,
+    /// Withdraw one's own proposal.
+    WithdrawAdjustment,
+    /// The withdrawals waiting for the payments system.
+    ListPendingWithdrawals,
+    /// Assign a flag.
+    AssignFlag,
+    /// A day's trial balance.
+    ReadTrialBalance,
+    /// Reconcile the ledger now.
+    Reconcile,
 }
 
 impl OpsAction {
@@ -74,10 +90,19 @@ impl OpsAction {
             | OpsAction::ReadPacket
             | OpsAction::ListHolds
             | OpsAction::ListFlags
+            | OpsAction::ListPendingAdjustments
             | OpsAction::ReadAudit => &[Support, Finance, Risk, Admin],
-            OpsAction::PlaceHold | OpsAction::LiftHold | OpsAction::ResolveFlag => &[Risk, Admin],
-            OpsAction::ProposeAdjustment => &[Support, Finance, Admin],
-            OpsAction::ApproveAdjustment => &[Finance, Admin],
+            OpsAction::PlaceHold | OpsAction::LiftHold | OpsAction::AssignFlag | OpsAction::ResolveFlag => {
+                &[Risk, Admin]
+            }
+            OpsAction::ProposeAdjustment
+            | OpsAction::WithdrawAdjustment
+            | OpsAction::ReadStatement
+            | OpsAction::ListPendingWithdrawals => &[Support, Finance, Admin],
+            OpsAction::ApproveAdjustment
+            | OpsAction::RejectAdjustment
+            | OpsAction::ReadTrialBalance
+            | OpsAction::Reconcile => &[Finance, Admin],
         }
     }
 }

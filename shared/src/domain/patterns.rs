@@ -426,6 +426,12 @@ pub struct RiskFlag {
     /// The hold it placed on the users it names, if the stack places one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldScope>,
+    /// The operator working it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// When it was assigned to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_at: Option<String>,
     /// Who resolved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<String>,
@@ -468,6 +474,8 @@ impl RiskFlag {
             raised_at,
             status: FlagStatus::Open,
             hold: None,
+            assignee: None,
+            assigned_at: None,
             resolved_by: None,
             resolved_at: None,
             note: None,
@@ -495,6 +503,45 @@ pub struct FlagResolution {
     pub operator: String,
     /// Why (1..=500 characters).
     pub note: String,
+}
+
+/// An operator assigning an open flag to an operator (themselves, or another).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagAssignment {
+    /// The flag.
+    pub flag_id: String,
+    /// Who it goes to.
+    pub assignee: String,
+    /// Who assigns it (the signed caller).
+    pub operator: String,
+}
+
+impl FlagAssignment {
+    /// Refuses a missing flag id and names that are not operators'.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.flag_id.is_empty() || self.flag_id.len() > 64 {
+            return Err(Invalid::field("flag_id", "flag_id must be a flag's id"));
+        }
+        if !operator_ok(&self.assignee) {
+            return Err(Invalid::field("assignee", "assignee must be 1..=256 of [A-Za-z0-9_.:@/+=,-]"));
+        }
+        if !operator_ok(&self.operator) {
+            return Err(Invalid::field("operator", "operator must name the operator assigning it"));
+        }
+        Ok(())
+    }
+
+    /// The audit trail's entry of this assignment at `at` (RFC 3339).
+    pub fn entry(&self, at: String) -> AuditEntry {
+        AuditEntry {
+            at,
+            action: AuditAction::FlagAssigned,
+            subject: self.flag_id.clone(),
+            actor: self.operator.clone(),
+            reason: format!("to {}", self.assignee),
+        }
+    }
 }
 
 impl FlagResolution {
@@ -527,13 +574,20 @@ impl FlagResolution {
     }
 }
 
-/// Which flags to list (`{"flags": {"status": "open"}}`; every one when absent).
+/// Which flags to list (`{"flags": {"status": "open", "limit": 20}}`): a page of one status
+/// (default open), oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListFlags {
-    /// Only flags of this status.
+    /// Their status (default open).
     #[serde(default)]
     pub status: Option<FlagStatus>,
+    /// The most the page holds: 1..=100 (default 20).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The page before's `next_cursor`.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// What resolving a flag did.

@@ -12,13 +12,14 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 
 use super::items::{
     adjustment_pk, audit_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, AuditItem, MovementItem,
-    NewMovement, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
+    NewMovement, Queue, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
 };
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
 use crate::domain::adjustment::{
-    may_approve, AdjustmentApproval, AdjustmentProposal, AdjustmentResult, AdjustmentStatus, Direction,
+    may_approve, may_close, Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult,
+    AdjustmentStatus, Closing, Direction,
 };
 use crate::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
@@ -27,7 +28,7 @@ use crate::domain::withdrawal::{
     WithdrawalStatus,
 };
 use crate::domain::{Funds, UserId};
-use crate::ports::{Adjustments, AuditTrail, Conflict, StoreError, Withdrawals};
+use crate::ports::{Adjustments, AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
 
 fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
@@ -35,6 +36,17 @@ fn s(text: &str) -> AttributeValue {
 
 fn n(number: impl ToString) -> AttributeValue {
     AttributeValue::N(number.to_string())
+}
+
+/// A rejected or withdrawn proposal is never approved.
+fn refuse_closed(adjustment: &AdjustmentItem) -> Result<(), StoreError> {
+    match adjustment.status {
+        AdjustmentStatus::Rejected | AdjustmentStatus::Withdrawn => {
+            let what = format!("the adjustment is {}: it can no longer be approved", adjustment.status.as_str());
+            Err(StoreError::invalid("reference", what))
+        }
+        AdjustmentStatus::Proposed | AdjustmentStatus::Applied => Ok(()),
+    }
 }
 
 impl DynamoLedger {
@@ -106,6 +118,8 @@ impl Withdrawals for DynamoLedger {
             amount_cents: request.amount_cents,
             destination: request.destination.clone(),
             status: WithdrawalStatus::Pending,
+            history_pk: Some(Queue::PendingWithdrawals.pk()),
+            history_sk: Some(Queue::sk(&at, id)),
             requested_at: at,
             movement_sk: movement.sk.clone(),
             written_at_ms: stamp,
@@ -175,7 +189,8 @@ impl Withdrawals for DynamoLedger {
             .key("pk", s(&withdrawal_pk(id)))
             .key("sk", s(WITHDRAWAL))
             .update_expression(
-                "SET #status = :outcome, resolved_at = :at, resolved_at_ms = :stamp, #reference = :reference, event = :event",
+                "SET #status = :outcome, resolved_at = :at, resolved_at_ms = :stamp, #reference = :reference, event = :event \
+                 REMOVE history_pk, history_sk",
             )
             .condition_expression("#status = :pending")
             .expression_attribute_names("#status", "status")
@@ -253,6 +268,12 @@ impl Withdrawals for DynamoLedger {
             }
         }
     }
+
+    async fn pending_withdrawals(&self, page: PageRequest<'_>) -> Result<QueuePage<Withdrawal>, StoreError> {
+        let page = self.queue_page::<WithdrawalItem>(Queue::PendingWithdrawals, page).await?;
+        let items = page.items.iter().map(WithdrawalItem::withdrawal).collect();
+        Ok(QueuePage { items, next_cursor: page.next_cursor })
+    }
 }
 
 impl Adjustments for DynamoLedger {
@@ -309,6 +330,7 @@ impl Adjustments for DynamoLedger {
             return Err(StoreError::invalid("reference", "no such adjustment"));
         };
         may_approve(&proposed.proposer, &approval.approver)?;
+        refuse_closed(&proposed)?;
         if proposed.status == AdjustmentStatus::Applied {
             let balance_cents = self.balance(&proposed.user).await?;
             return Ok(AdjustmentResult { applied: false, adjustment: proposed.adjustment(), balance_cents });
@@ -334,7 +356,8 @@ impl Adjustments for DynamoLedger {
             .key("pk", s(&adjustment_pk(reference)))
             .key("sk", s(ADJUSTMENT))
             .update_expression(
-                "SET #status = :applied, approver = :approver, approved_at = :at, written_at_ms = :stamp",
+                "SET #status = :applied, approver = :approver, approved_at = :at, written_at_ms = :stamp \
+                 REMOVE history_pk, history_sk",
             )
             .condition_expression("#status = :proposed AND proposer <> :approver")
             .expression_attribute_names("#status", "status")
@@ -391,6 +414,7 @@ impl Adjustments for DynamoLedger {
                     // Approved by a concurrent call between the read and the write.
                     adjustment = Self::refused_item(reason)?.unwrap_or(adjustment);
                     may_approve(&adjustment.proposer, &approval.approver)?;
+                    refuse_closed(&adjustment)?;
                     false
                 } else if let Some(reason) = failed.refused_by(Write::Topup) {
                     let topup: Option<TopupItem> = Self::refused_item(reason)?;
@@ -417,6 +441,88 @@ impl Adjustments for DynamoLedger {
         };
         let balance_cents = self.balance(&adjustment.user).await?;
         Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment(), balance_cents })
+    }
+
+    /// One transaction: the proposal to rejected or withdrawn (only while proposed, and only by
+    /// the operator [`may_close`] allows: the condition says it again), out of the pending queue,
+    /// and the audit entry.
+    async fn close_adjustment(
+        &self,
+        closing: &AdjustmentClosing,
+        now_ms: Millis,
+    ) -> Result<AdjustmentResult, StoreError> {
+        closing.validate()?;
+        let reference = &closing.reference;
+        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
+            return Err(StoreError::invalid("reference", "no such adjustment"));
+        };
+        may_close(&proposed.proposer, closing)?;
+        let closed = closing.how.status();
+        let settled = |item: AdjustmentItem, applied: bool| async move {
+            if item.status == closed {
+                let balance_cents = self.balance(&item.user).await?;
+                return Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents });
+            }
+            let what = format!("the adjustment is {}: only a proposed one can be closed", item.status.as_str());
+            Err(StoreError::invalid("reference", what))
+        };
+        if proposed.status != AdjustmentStatus::Proposed {
+            return settled(proposed, false).await;
+        }
+        let at = rfc3339(now_ms);
+        let who = match closing.how {
+            Closing::Reject => "proposer <> :operator",
+            Closing::Withdraw => "proposer = :operator",
+        };
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(&adjustment_pk(reference)))
+            .key("sk", s(ADJUSTMENT))
+            .update_expression(
+                "SET #status = :closed, closed_by = :operator, closed_at = :at, close_reason = :reason \
+                 REMOVE history_pk, history_sk",
+            )
+            .condition_expression(format!("#status = :proposed AND {who}"))
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":closed", s(closed.as_str()))
+            .expression_attribute_values(":proposed", s(AdjustmentStatus::Proposed.as_str()))
+            .expression_attribute_values(":operator", s(&closing.operator))
+            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_values(":reason", s(&closing.reason))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("adjustment update");
+        let mut items = Transaction::default();
+        items.push(Write::Adjustment, TransactWriteItem::builder().update(update).build());
+        let action = match closing.how {
+            Closing::Reject => AuditAction::AdjustmentRejected,
+            Closing::Withdraw => AuditAction::AdjustmentWithdrawn,
+        };
+        let entry =
+            AuditEntry { at: at.clone(), action, subject: reference.clone(), actor: closing.operator.clone(), reason: closing.reason.clone() };
+        items.push(Write::Audit, self.audit_entry(entry, now_ms));
+        match self.transact(items).await? {
+            Ok(()) => {
+                let mut item = proposed;
+                item.status = closed;
+                item.closed_by = Some(closing.operator.clone());
+                item.closed_at = Some(at);
+                item.close_reason = Some(closing.reason.clone());
+                settled(item, true).await
+            }
+            Err(failed) => {
+                // Approved or closed by a concurrent call between the read and the write.
+                let Some(reason) = failed.refused_by(Write::Adjustment) else { return Err(unavailable(failed.error)) };
+                let now: AdjustmentItem = Self::refused_item(reason)?.unwrap_or(proposed);
+                settled(now, false).await
+            }
+        }
+    }
+
+    async fn pending_adjustments(&self, page: PageRequest<'_>) -> Result<QueuePage<Adjustment>, StoreError> {
+        let page = self.queue_page::<AdjustmentItem>(Queue::PendingAdjustments, page).await?;
+        let items = page.items.iter().map(AdjustmentItem::adjustment).collect();
+        Ok(QueuePage { items, next_cursor: page.next_cursor })
     }
 }
 

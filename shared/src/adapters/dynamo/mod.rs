@@ -23,6 +23,7 @@ mod grabs;
 mod history;
 mod holds;
 mod items;
+mod queues;
 mod ledger;
 mod metered;
 mod risk;

@@ -14,13 +14,15 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::items::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK, FLAG_PREFIX};
+use super::items::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, Queue, FLAGS_PK};
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, Flow, PairFlow, PairGrab, RiskFlag};
+use crate::domain::patterns::{
+    ChatLog, FlagAssignment, FlagResolution, FlagResolved, FlagStatus, Flow, PairFlow, PairGrab, RiskFlag,
+};
 use crate::domain::{ChatId, Packet, PacketId, UserId};
-use crate::ports::{Flags, RiskLedger, StoreError};
+use crate::ports::{Flags, PageRequest, QueuePage, RiskLedger, StoreError};
 
 fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
@@ -174,27 +176,39 @@ impl RiskLedger for DynamoLedger {
 }
 
 impl Flags for DynamoLedger {
-    async fn flags(&self, status: Option<FlagStatus>) -> Result<Vec<RiskFlag>, StoreError> {
-        let mut pages = self
-            .client()?
-            .query()
+    async fn flags(&self, status: FlagStatus, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
+        let page = self.queue_page::<FlagItem>(Queue::Flags(status), page).await?;
+        Ok(QueuePage { items: page.items.into_iter().map(FlagItem::flag).collect(), next_cursor: page.next_cursor })
+    }
+
+    /// One transaction: the assignee onto the flag (only while it is open) and the audit entry.
+    async fn assign_flag(&self, assignment: &FlagAssignment, now_ms: Millis) -> Result<FlagResolved, StoreError> {
+        assignment.validate()?;
+        let at = rfc3339(now_ms);
+        let update = Update::builder()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :flag)")
-            .expression_attribute_values(":pk", s(FLAGS_PK))
-            .expression_attribute_values(":flag", s(FLAG_PREFIX))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
-        let mut flags = Vec::new();
-        while let Some(item) = pages.next().await {
-            let flag = from_item::<FlagItem>(item.map_err(unavailable)?)?.flag();
-            if status.is_none_or(|status| flag.status == status) {
-                flags.push(flag);
+            .key("pk", s(FLAGS_PK))
+            .key("sk", s(&flag_sk(&assignment.flag_id)))
+            .update_expression("SET assignee = :assignee, assigned_at = :at")
+            .condition_expression("#status = :open")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":assignee", s(&assignment.assignee))
+            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_values(":open", s(FlagStatus::Open.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("flag update");
+        let mut items = Transaction::default();
+        items.push(Write::Flag, TransactWriteItem::builder().update(update).build());
+        items.push(Write::Audit, self.audit_entry(assignment.entry(at), now_ms));
+        match self.transact(items).await? {
+            Ok(()) => Ok(FlagResolved { flag: self.flag(&assignment.flag_id).await?, changed: true }),
+            Err(failed) => {
+                let Some(reason) = failed.refused_by(Write::Flag) else { return Err(unavailable(failed.error)) };
+                let current: Option<FlagItem> = reason.item().cloned().map(from_item).transpose()?;
+                Ok(FlagResolved { flag: current.map(FlagItem::flag), changed: false })
             }
         }
-        flags.sort_by(|a, b| (&a.raised_at, &a.flag_id).cmp(&(&b.raised_at, &b.flag_id)));
-        Ok(flags)
     }
 
     async fn resolve_flag(&self, resolution: &FlagResolution, now_ms: Millis) -> Result<FlagResolved, StoreError> {
@@ -204,7 +218,9 @@ impl Flags for DynamoLedger {
             .table_name(&self.table)
             .key("pk", s(FLAGS_PK))
             .key("sk", s(&flag_sk(&resolution.flag_id)))
-            .update_expression("SET #status = :outcome, resolved_by = :by, resolved_at = :at, note = :note")
+            .update_expression(
+                "SET #status = :outcome, resolved_by = :by, resolved_at = :at, note = :note, history_pk = :queue",
+            )
             .condition_expression("#status = :open")
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":outcome", s(resolution.outcome.as_str()))
@@ -212,6 +228,7 @@ impl Flags for DynamoLedger {
             .expression_attribute_values(":at", s(&at))
             .expression_attribute_values(":note", s(&resolution.note))
             .expression_attribute_values(":open", s(FlagStatus::Open.as_str()))
+            .expression_attribute_values(":queue", s(&Queue::Flags(resolution.outcome).pk()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .expect("flag update");

@@ -13,7 +13,9 @@ use crate::domain::audit::AuditEntry;
 use crate::domain::grab::LoggedGrab;
 use crate::domain::history::{HistoryItem, HistoryPage, Role};
 use crate::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
-use crate::domain::patterns::{ChatLog, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag};
+use crate::domain::patterns::{
+    ChatLog, FlagAssignment, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag,
+};
 use crate::domain::recovery::{Casualty, Remedy};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
@@ -24,8 +26,8 @@ use crate::domain::withdrawal::{
 };
 use crate::domain::{BusinessDay, Cents, ChatId, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId};
 use crate::ports::{
-    AuditTrail, Conflict, Flags, Holds, IdempotencyClaim, Ledger, PageRequest, Recorded, RiskLedger, SettleLedger,
-    StoreError, Wallets, Withdrawals,
+    AuditTrail, Conflict, Flags, Holds, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, RiskLedger,
+    SettleLedger, StoreError, Wallets, Withdrawals,
 };
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
@@ -556,6 +558,18 @@ impl Withdrawals for MemoryLedger {
         }
         Ok(ResolutionResult { applied: true, withdrawal })
     }
+
+    async fn pending_withdrawals(&self, page: PageRequest<'_>) -> Result<QueuePage<Withdrawal>, StoreError> {
+        let state = self.state()?;
+        let mut pending: Vec<Withdrawal> = state
+            .withdrawals
+            .values()
+            .filter(|withdrawal| withdrawal.status == WithdrawalStatus::Pending)
+            .cloned()
+            .collect();
+        pending.sort_by(|a, b| (&a.requested_at, &a.withdrawal_id).cmp(&(&b.requested_at, &b.withdrawal_id)));
+        Ok(memory_page(pending, page, |withdrawal| format!("{}#{}", withdrawal.requested_at, withdrawal.withdrawal_id)))
+    }
 }
 
 impl Holds for MemoryLedger {
@@ -651,12 +665,29 @@ impl RiskLedger for MemoryLedger {
 }
 
 impl Flags for MemoryLedger {
-    async fn flags(&self, status: Option<FlagStatus>) -> Result<Vec<RiskFlag>, StoreError> {
+    async fn flags(&self, status: FlagStatus, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
         let state = self.state()?;
-        let mut flags: Vec<RiskFlag> =
-            state.flags.values().filter(|flag| status.is_none_or(|status| flag.status == status)).cloned().collect();
+        let mut flags: Vec<RiskFlag> = state.flags.values().filter(|flag| flag.status == status).cloned().collect();
         flags.sort_by(|a, b| (&a.raised_at, &a.flag_id).cmp(&(&b.raised_at, &b.flag_id)));
-        Ok(flags)
+        Ok(memory_page(flags, page, |flag| format!("{}#{}", flag.raised_at, flag.flag_id)))
+    }
+
+    async fn assign_flag(&self, assignment: &FlagAssignment, now_ms: Millis) -> Result<FlagResolved, StoreError> {
+        assignment.validate()?;
+        let day = self.business_day.day_of(now_ms);
+        let mut state = self.state()?;
+        let Some(flag) = state.flags.get_mut(&assignment.flag_id) else {
+            return Ok(FlagResolved { flag: None, changed: false });
+        };
+        if flag.status != FlagStatus::Open {
+            return Ok(FlagResolved { flag: Some(flag.clone()), changed: false });
+        }
+        let at = rfc3339(now_ms);
+        flag.assignee = Some(assignment.assignee.clone());
+        flag.assigned_at = Some(at.clone());
+        let assigned = flag.clone();
+        state.audit.push((day, assignment.entry(at)));
+        Ok(FlagResolved { flag: Some(assigned), changed: true })
     }
 
     async fn resolve_flag(&self, resolution: &FlagResolution, now_ms: Millis) -> Result<FlagResolved, StoreError> {
@@ -678,6 +709,17 @@ impl Flags for MemoryLedger {
         state.audit.push((day, resolution.entry(at)));
         Ok(FlagResolved { flag: Some(resolved), changed: true })
     }
+}
+
+/// A page of `items` (sorted by `place`), after the cursor's place: the cursor is the last
+/// item's place.
+fn memory_page<T>(items: Vec<T>, page: PageRequest<'_>, place: impl Fn(&T) -> String) -> QueuePage<T> {
+    let mut after: Vec<T> = items.into_iter().filter(|item| page.cursor.is_none_or(|cursor| place(item).as_str() > cursor)).collect();
+    let next_cursor = (after.len() > page.limit as usize).then(|| {
+        after.truncate(page.limit as usize);
+        after.last().map(&place)
+    });
+    QueuePage { items: after, next_cursor: next_cursor.flatten() }
 }
 
 impl AuditTrail for MemoryLedger {

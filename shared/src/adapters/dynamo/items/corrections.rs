@@ -12,6 +12,8 @@ use crate::domain::wallet::LedgerEvent;
 use crate::domain::withdrawal::{Withdrawal, WithdrawalStatus};
 use crate::domain::{Cents, UserId};
 
+use super::Queue;
+
 /// The prefix of a withdrawal's partition (`WITHDRAWAL#<id>`).
 pub const WITHDRAWAL_PREFIX: &str = "WITHDRAWAL#";
 /// Sort key of a withdrawal.
@@ -57,6 +59,11 @@ pub struct WithdrawalItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     pub event: LedgerEvent,
+    /// [`Queue::PendingWithdrawals`] while pending; the resolution removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_sk: Option<String>,
 }
 
 impl WithdrawalItem {
@@ -98,6 +105,17 @@ pub struct AdjustmentItem {
     /// The approval's write stamp (with its movement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_at_ms: Option<Millis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_reason: Option<String>,
+    /// [`Queue::PendingAdjustments`] while proposed; approving or closing it removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_sk: Option<String>,
 }
 
 impl AdjustmentItem {
@@ -114,10 +132,15 @@ impl AdjustmentItem {
             proposer: proposal.proposer.clone(),
             chargeback_of: proposal.chargeback_of.clone(),
             status: AdjustmentStatus::Proposed,
-            proposed_at,
             approver: None,
             approved_at: None,
             written_at_ms: None,
+            closed_by: None,
+            closed_at: None,
+            close_reason: None,
+            history_pk: Some(Queue::PendingAdjustments.pk()),
+            history_sk: Some(Queue::sk(&proposed_at, &proposal.reference)),
+            proposed_at,
         }
     }
 
@@ -142,6 +165,9 @@ impl AdjustmentItem {
             proposed_at: self.proposed_at.clone(),
             approver: self.approver.clone(),
             approved_at: self.approved_at.clone(),
+            closed_by: self.closed_by.clone(),
+            closed_at: self.closed_at.clone(),
+            close_reason: self.close_reason.clone(),
         }
     }
 }

@@ -52,7 +52,7 @@ pub use corrections::{
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
-pub use risk::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK, FLAG_PREFIX};
+pub use risk::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK};
 pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};
 pub use wallet::{
     grab_movement_sk, topup_pk, wallet_pk, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX,
@@ -66,6 +66,36 @@ pub use wallet::{
 /// transaction. The wall clock, not the domain clock: the cut-off is compared with real time.
 pub fn write_stamp() -> Millis {
     crate::clock::SystemClock.now_ms()
+}
+
+/// The operators' work queues, kept in the history index beside the users' histories: an item
+/// carries `history_pk` = its queue while it waits for an operator, and the write that takes it
+/// out of the queue removes (or moves) it, so a page of a queue reads only what waits in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// Adjustments still proposed.
+    PendingAdjustments,
+    /// Withdrawals the payments system has not resolved.
+    PendingWithdrawals,
+    /// Risk flags of one status.
+    Flags(crate::domain::patterns::FlagStatus),
+}
+
+impl Queue {
+    /// `QUEUE#adjustments`, `QUEUE#withdrawals` or `QUEUE#flags#<status>`: the history index's
+    /// partition of the queue (no user's, which are `USER#<user>`).
+    pub fn pk(self) -> String {
+        match self {
+            Queue::PendingAdjustments => "QUEUE#adjustments".into(),
+            Queue::PendingWithdrawals => "QUEUE#withdrawals".into(),
+            Queue::Flags(status) => format!("QUEUE#flags#{}", status.as_str()),
+        }
+    }
+
+    /// `<at>#<id>`: a queue is read oldest first.
+    pub fn sk(at: &str, id: &str) -> String {
+        format!("{at}#{id}")
+    }
 }
 
 /// `USER#<user>`, the history GSI's partition.

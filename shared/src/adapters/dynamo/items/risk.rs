@@ -11,6 +11,8 @@ use crate::domain::risk::HoldScope;
 use crate::domain::wallet::{EventType, LedgerEvent};
 use crate::domain::{Cents, ChatId, PacketId, UserId};
 
+use super::Queue;
+
 /// The flags' partition.
 pub const FLAGS_PK: &str = "RISK#FLAGS";
 
@@ -82,6 +84,10 @@ pub struct FlagItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldScope>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<String>,
@@ -89,6 +95,11 @@ pub struct FlagItem {
     pub note: Option<String>,
     /// `RiskFlagged`: user, the first user named; reference, the flag's id.
     pub event: LedgerEvent,
+    /// [`Queue::Flags`] of its status (`QUEUE#flags#open` when raised): its resolution moves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_sk: Option<String>,
 }
 
 impl FlagItem {
@@ -118,10 +129,14 @@ impl FlagItem {
             raised_at: flag.raised_at.clone(),
             status: flag.status,
             hold: flag.hold,
+            assignee: flag.assignee.clone(),
+            assigned_at: flag.assigned_at.clone(),
             resolved_by: flag.resolved_by.clone(),
             resolved_at: flag.resolved_at.clone(),
             note: flag.note.clone(),
             event,
+            history_pk: Some(Queue::Flags(flag.status).pk()),
+            history_sk: Some(Queue::sk(&flag.raised_at, &flag.flag_id)),
         }
     }
 
@@ -138,6 +153,8 @@ impl FlagItem {
             raised_at: self.raised_at,
             status: self.status,
             hold: self.hold,
+            assignee: self.assignee,
+            assigned_at: self.assigned_at,
             resolved_by: self.resolved_by,
             resolved_at: self.resolved_at,
             note: self.note,
