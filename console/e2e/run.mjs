@@ -2,22 +2,25 @@
 // no browser download) on the built console, against a running local API.
 //
 //   CONSOLE_URL  the console (default http://127.0.0.1:3000/console/, `make run`)
-//   API_URL      the local API (default http://127.0.0.1:3000): the app's routes, for a user's
-//                withdrawal
-//   LOCAL_BIN    the local binary (default ../target/debug/local): `topup` and `token` for the
-//                setup, run with this process's environment (AWS_ENDPOINT_URL_DYNAMODB etc. of
-//                the running stack, exported by the caller)
+//   API_URL      the local API (default http://127.0.0.1:3000): the app's routes (withdrawals,
+//                a 接龙 game's packets and grabs), the operators' routes the setup and the checks
+//                call beside the browser, and POST /local/ops-token for their tokens
+//   LOCAL_BIN    the local binary (default ../target/debug/local): `topup`, `token` and
+//                `trial-balance` for the setup and the checks, run with this process's environment
+//                (AWS_ENDPOINT_URL_DYNAMODB, TABLE_NAME, BUSINESS_TIME_ZONE etc. of the running
+//                stack, exported by the caller)
 //   CHROMIUM     the browser (default /usr/bin/chromium)
 //   SCREENSHOTS=1  also save the main pages as ../docs/console/*.png
 //
 // node's own test runner: `node --test e2e/run.mjs` (npm run test:e2e) prints "# pass N" / "# fail N".
-// Bounded: 120 s in all; each step waits 15 s at most.
+// Bounded: 120 s a test (--test-timeout), 240 s in all; each step waits 15 s at most.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -30,6 +33,7 @@ const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.SCREENSHOTS === '1';
 const SHOTS_DIR = join(here, '../docs/console');
 const STEP_MS = 15_000;
+const OVERALL_MS = 240_000;
 const CSP = readFileSync(join(here, 'csp.txt'), 'utf8').trim();
 const XSS = '<img src=x onerror=alert(1)>';
 // Names of this run's own: the stack may keep data from runs before.
@@ -37,9 +41,9 @@ const RUN = `e2e${Date.now().toString(36)}`;
 
 // The whole run is bounded, whatever hangs.
 const overall = setTimeout(() => {
-  console.error('e2e: the global timeout of 120 s passed');
+  console.error(`e2e: the global timeout of ${OVERALL_MS / 1000} s passed`);
   process.exit(1);
-}, 120_000);
+}, OVERALL_MS);
 overall.unref();
 
 /** `target/debug/local <args>` with this environment (the running stack's). */
@@ -64,7 +68,110 @@ async function withdraw(user, cents) {
   return { status: response.status, body: await response.json().catch(() => null) };
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+/**
+ * A call straight on the API (an app user's or an operator's token): `{status, body}`, the body
+ * parsed as JSON when it is.
+ */
+async function api(method, path, { token, body, idempotencyKey } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
+  const response = await fetch(`${API_URL}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(STEP_MS),
+  });
+  const text = await response.text();
+  let parsed = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: the text
+  }
+  return { status: response.status, body: parsed };
+}
+
+/** An operator's token, from the local API's `POST /local/ops-token` (as the console signs in). */
+async function opsToken(operator, roles) {
+  const answer = await api('POST', '/local/ops-token', { body: { operator, roles } });
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  return answer.body.token;
+}
+
+/** Every item of a list of the operators' API paged by cursor (`{items, next_cursor}`), bounded. */
+async function everyItem(path, query, token) {
+  const items = [];
+  let cursor;
+  for (let pages = 0; pages < 50; pages++) {
+    const params = new URLSearchParams({ ...query, limit: '100', ...(cursor ? { cursor } : {}) });
+    const page = await api('GET', `${path}?${params}`, { token });
+    assert.equal(page.status, 200, `${path}: ${JSON.stringify(page.body)}`);
+    items.push(...page.body.items);
+    cursor = page.body.next_cursor;
+    if (!cursor) return items;
+  }
+  assert.fail(`${path}: more than 50 pages`);
+}
+
+/** Polls `probe` every `every` ms until it answers something, for at most `ms`. */
+async function until(ms, what, probe, every = 500) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = await probe();
+    if (found) return found;
+    assert.ok(Date.now() < deadline, `${what}, within ${ms / 1000} s`);
+    await sleep(every);
+  }
+}
+
+/** The console's business time zone (its config.json's), for the day its pickers default to. */
+let businessTimeZone = 'Asia/Shanghai';
+
+/** Today's business day, YYYY-MM-DD, in the console's business time zone. */
+function businessDay(at = new Date()) {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: businessTimeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).formatToParts(at);
+  const part = (type) => parts.find((p) => p.type === type).value;
+  return `${part('year')}-${part('month')}-${part('day')}`;
+}
+
+/**
+ * The CSV of `day`'s trial balance the funds function files: `local trial-balance <day>` run in a
+ * directory of its own (its reports are written under the process's cwd, `reports/`), the .csv
+ * among the files its answer's `trial_balance.written` names, read there.
+ */
+function filedTrialBalance(day) {
+  const dir = mkdtempSync(join(tmpdir(), 'e2e-trial-balance-'));
+  try {
+    const env = { ...process.env, RUST_LOG: 'error' };
+    delete env.REPORTS_DIR;
+    const out = execFileSync(LOCAL_BIN, ['trial-balance', day], {
+      cwd: dir,
+      env,
+      encoding: 'utf8',
+      timeout: STEP_MS,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // the answer is the pretty-printed JSON object that ends the output (a log line may precede it)
+    const start = out.search(/^\{/m);
+    assert.ok(start >= 0, `a JSON answer in ${JSON.stringify(out)}`);
+    const answer = JSON.parse(out.slice(start));
+    const written = answer?.trial_balance?.written ?? [];
+    const csv = written.find((file) => String(file).endsWith('.csv'));
+    assert.ok(csv, `a .csv among ${JSON.stringify(written)}`);
+    return readFileSync(resolve(dir, csv), 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /** "1,234.56 CNY" → 123456 (the exponent as shown). */
 function cents(text) {
@@ -76,6 +183,8 @@ function cents(text) {
 let browser;
 
 before(async () => {
+  const config = await fetch(`${CONSOLE_URL}config.json`, { signal: AbortSignal.timeout(STEP_MS) });
+  businessTimeZone = (await config.json()).businessTimeZone || businessTimeZone;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -186,7 +295,7 @@ async function approve(page, reference) {
 }
 
 test('the console is served under its Content-Security-Policy, every page of it', async () => {
-  for (const path of ['', 'users/someone/show', 'audit']) {
+  for (const path of ['', 'users/someone/show', 'audit', 'adjustments', 'withdrawals', 'flags', 'reports']) {
     const response = await fetch(`${CONSOLE_URL}${path}`, { signal: AbortSignal.timeout(STEP_MS) });
     assert.equal(response.status, 200, path);
     assert.equal(response.headers.get('content-security-policy'), CSP, path);
@@ -268,6 +377,93 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
   fay.assertClean();
 });
 
+test('1b: the pending adjustments: finance approves one from the list and rejects one with a reason; a withdrawal by anyone but the proposer is refused (400); the proposer withdraws it', async (t) => {
+  const user = `${RUN}-pending`;
+  topup(user, 10_000);
+  const samToken = await opsToken('sam', ['support']);
+  const refs = {
+    approve: `${RUN}-pend-approve`,
+    reject: `${RUN}-pend-reject`,
+    withdraw: `${RUN}-pend-withdraw`,
+  };
+  for (const [step, reference] of Object.entries(refs)) {
+    const proposed = await api('POST', '/ops/v1/adjustments', {
+      token: samToken,
+      body: { reference, user, direction: 'credit', amount_cents: 100, reason: `e2e: to ${step}` },
+    });
+    assert.equal(proposed.status, 200, JSON.stringify(proposed.body));
+    assert.equal(proposed.body.adjustment.status, 'proposed');
+  }
+
+  // fay (finance) sees the three among the pending ones
+  const fay = await session(t);
+  await signIn(fay.page, 'fay', ['finance']);
+  await fay.page.goto(`${CONSOLE_URL}adjustments?page=1&perPage=100`);
+  const row = (reference) => fay.page.locator('tbody tr').filter({ hasText: reference });
+  for (const reference of Object.values(refs)) await row(reference).waitFor();
+  assert.match(await row(refs.approve).innerText(), /\bsam\b/, 'the proposer, named');
+  await shot(fay.page, 'adjustments');
+
+  // approves one from its row: +1.00, and it leaves the list
+  await row(refs.approve).locator('[data-action=approve-adjustment]').click();
+  await fay.page.locator('[data-dialog=approve-adjustment] [data-submit=approve-adjustment]').click();
+  await notification(fay.page, refs.approve);
+  await row(refs.approve).waitFor({ state: 'detached' });
+  const credited = await api('GET', `/ops/v1/users/${encodeURIComponent(user)}`, { token: samToken });
+  assert.equal(credited.body.balance_cents, 10_100, JSON.stringify(credited.body));
+
+  // withdrawing sam's proposal as fay: the server's 400 (naming `operator`), shown; it stays
+  await row(refs.withdraw).locator('[data-action=withdraw-adjustment]').click();
+  const notHers = fay.page.locator('[data-dialog=withdraw-adjustment]');
+  await notHers.locator('textarea[name=reason]').first().fill('e2e: not mine to withdraw');
+  await notHers.locator('[data-submit=withdraw-adjustment]').click();
+  const refused = await notification(fay.page, 'invalid_request');
+  assert.match(refused, /\(operator\)/);
+  await shot(fay.page, 'withdraw-refused');
+  await fay.page.keyboard.press('Escape');
+  await notHers.waitFor({ state: 'detached' });
+
+  // rejects one with a reason: it leaves the list
+  await row(refs.reject).locator('[data-action=reject-adjustment]').click();
+  const reject = fay.page.locator('[data-dialog=reject-adjustment]');
+  await reject.locator('textarea[name=reason]').first().fill('e2e: no such case');
+  await reject.locator('[data-submit=reject-adjustment]').click();
+  await notification(fay.page, refs.reject);
+  await row(refs.reject).waitFor({ state: 'detached' });
+  await fay.page.reload();
+  await row(refs.withdraw).waitFor(); // still pending
+  fay.assertClean();
+
+  // sam, its proposer, withdraws it
+  const sam = await session(t);
+  await signIn(sam.page, 'sam', ['support']);
+  await sam.page.goto(`${CONSOLE_URL}adjustments?page=1&perPage=100`);
+  const mine = sam.page.locator('tbody tr').filter({ hasText: refs.withdraw });
+  await mine.locator('[data-action=withdraw-adjustment]').click();
+  const withdrawal = sam.page.locator('[data-dialog=withdraw-adjustment]');
+  await withdrawal.locator('textarea[name=reason]').first().fill('e2e: proposed in error');
+  await withdrawal.locator('[data-submit=withdraw-adjustment]').click();
+  await notification(sam.page, refs.withdraw);
+  await mine.waitFor({ state: 'detached' });
+  sam.assertClean();
+
+  // none of the three is pending; the balance moved by the approved one only; the day's audit
+  // names who closed which, and why
+  const pending = await everyItem('/ops/v1/adjustments/pending', {}, samToken);
+  assert.deepEqual(pending.filter((item) => Object.values(refs).includes(item.reference)), []);
+  const after = await api('GET', `/ops/v1/users/${encodeURIComponent(user)}`, { token: samToken });
+  assert.equal(after.body.balance_cents, 10_100, 'rejected and withdrawn ones move no money');
+  const audit = await api('GET', `/ops/v1/audit/${businessDay()}`, { token: samToken });
+  assert.equal(audit.status, 200, JSON.stringify(audit.body));
+  const closed = (reference) =>
+    audit.body.entries
+      .filter((entry) => entry.subject === reference && entry.action !== 'adjustment_proposed')
+      .map((entry) => [entry.action, entry.actor, entry.reason]);
+  assert.deepEqual(closed(refs.reject), [['adjustment_rejected', 'fay', 'e2e: no such case']]);
+  assert.deepEqual(closed(refs.withdraw), [['adjustment_withdrawn', 'sam', 'e2e: proposed in error']]);
+  assert.deepEqual(closed(refs.approve).map(([action, actor]) => [action, actor]), [['adjustment_approved', 'fay']]);
+});
+
 test('2: risk holds money out (403 account_held, nothing debited), lifts it from the holds list, the withdrawal goes through', async (t) => {
   const user = `${RUN}-held`;
   topup(user, 10_000);
@@ -317,29 +513,174 @@ test('2: risk holds money out (403 account_held, nothing debited), lifts it from
   rita.assertClean();
 });
 
-test('3: the flags list renders; an open flag is resolved if the ledger has one', async (t) => {
+/**
+ * One round of 接龙 in `chat`: `sender` sends a lucky packet of `totalCents` in one share per
+ * grabber, every grabber grabs it (in their order), and the round waits until settle has settled
+ * it. Answers the least lucky grabber (the smallest share, the earliest grab on a tie: the risk
+ * rule's Handoff::of), who sends the next round.
+ */
+async function jielongRound(chat, sender, grabbers, totalCents, tokens) {
+  const sent = await api('POST', '/packets', {
+    token: tokens[sender],
+    idempotencyKey: randomUUID(),
+    body: { total_cents: totalCents, count: grabbers.length, chat_id: chat },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  const packet = sent.body.packet_id;
+  let least;
+  for (const grabber of grabbers) {
+    const grab = await api('POST', `/packets/${packet}/grab`, { token: tokens[grabber], body: {} });
+    assert.equal(grab.status, 200, JSON.stringify(grab.body));
+    if (!least || grab.body.amount_cents < least.cents) least = { user: grabber, cents: grab.body.amount_cents };
+  }
+  // settle (every second) records the grabs and settles the finished packet: best luck is known
+  await until(STEP_MS, `packet ${packet} settled`, async () => {
+    const view = await api('GET', `/packets/${packet}`, { token: tokens[sender] });
+    return view.status === 200 && (view.body.settled === true || view.body.best_luck) ? view.body : null;
+  }, 250);
+  return { packet, least: least.user };
+}
+
+test('3: a 接龙 chain is flagged; risk assigns it to herself and resolves it confirmed; the audit names both steps', async (t) => {
+  // Four members of one chat; each round's least lucky grabber sends the next packet, of about
+  // the same total, at once: the chain rule (RISK_CHAIN_LINKS=2, scripts/console-e2e.sh) flags
+  // two handoffs in a row within RISK_CHAIN_WINDOW_SECONDS and RISK_CHAIN_TOLERANCE_PERCENT.
+  const chat = `${RUN}-jielong`;
+  const members = ['a', 'b', 'c', 'd'].map((name) => `${RUN}-jl-${name}`);
+  const tokens = {};
+  for (const member of members) {
+    topup(member, 20_000);
+    tokens[member] = local('token', member);
+  }
+  let sender = members[0];
+  const packets = [];
+  for (const total of [1_000, 1_040, 980, 1_010]) {
+    const round = await jielongRound(chat, sender, members.filter((member) => member !== sender), total, tokens);
+    packets.push(round.packet);
+    sender = round.least;
+  }
+
+  // the risk function (beside the local API, every second) raises the flag
+  const ritaToken = await opsToken('rita', ['risk']);
+  const flag = await until(30_000, `an open chain flag of chat ${chat}`, async () =>
+    (await everyItem('/ops/v1/flags', { status: 'open' }, ritaToken)).find(
+      (item) => item.rule === 'chain' && item.chat_id === chat,
+    ),
+  );
+  assert.ok(flag.packets.length >= 3, JSON.stringify(flag));
+  assert.ok(flag.packets.every((packet) => packets.includes(packet)), JSON.stringify(flag));
+  assert.ok(flag.users.every((user) => members.includes(user)), JSON.stringify(flag));
+
+  // rita (risk) finds it among the open flags, assigns it to herself (the assignee left empty)
   const rita = await session(t);
   await signIn(rita.page, 'rita', ['risk']);
-  await rita.page.goto(`${CONSOLE_URL}flags`);
-  // the list (rows) or its empty state, under the filter of open flags
-  await rita.page.locator('table, .RaList-noResults, .RaEmpty-message, .RaList-main').first().waitFor();
+  const open = encodeURIComponent(JSON.stringify({ status: 'open' }));
+  await rita.page.goto(`${CONSOLE_URL}flags?filter=${open}&page=1&perPage=100`);
   assert.match(await rita.page.locator('#react-admin-title').innerText(), /风险标记/);
+  const row = rita.page.locator('tbody tr').filter({ hasText: chat });
+  await row.waitFor();
+  await row.locator('[data-action=assign-flag]').click();
+  const assign = rita.page.locator('[data-dialog=assign-flag]');
+  assert.equal(await assign.locator('input[name=assignee]').inputValue(), '', 'empty: the signed-in operator');
+  await assign.locator('[data-submit=assign-flag]').click();
+  await notification(rita.page, /已将 .* 分配给 rita/);
+  await row.locator('[data-testid=flag-assignee]').filter({ hasText: /^rita$/ }).waitFor();
   await shot(rita.page, 'flags');
-  const resolve = rita.page.locator('[data-action=resolve-flag]');
-  if ((await resolve.count()) === 0) {
-    t.diagnostic('no open flag in the local ledger: resolving skipped');
-    rita.assertClean();
-    return;
-  }
-  const row = rita.page.locator('tbody tr').filter({ has: resolve }).first();
-  const rowText = await row.innerText();
+
+  // and resolves it, confirmed, with a note
   await row.locator('[data-action=resolve-flag]').click();
   const dialog = rita.page.locator('[data-dialog=resolve-flag]');
-  await dialog.locator('textarea[name=note]').first().fill('e2e: looked at it');
+  await dialog.locator('input[type=radio][value=confirmed]').check();
+  await dialog.locator('textarea[name=note]').first().fill('e2e: a 接龙 game, confirmed');
   await dialog.locator('[data-submit=resolve-flag]').click();
   await notification(rita.page, /已处理/);
-  await rita.page.locator('tbody tr').filter({ hasText: rowText.split('\t')[0] }).first().waitFor({ state: 'detached' });
+  await row.waitFor({ state: 'detached' }); // no longer open
   rita.assertClean();
+
+  // the API: confirmed, assigned to and resolved by rita
+  const confirmed = (await everyItem('/ops/v1/flags', { status: 'confirmed' }, ritaToken)).find(
+    (item) => item.flag_id === flag.flag_id,
+  );
+  assert.ok(confirmed, `${flag.flag_id} among the confirmed flags`);
+  assert.equal(confirmed.status, 'confirmed');
+  assert.equal(confirmed.assignee, 'rita');
+  assert.equal(confirmed.resolved_by, 'rita');
+  assert.equal(confirmed.note, 'e2e: a 接龙 game, confirmed');
+
+  // the day's audit trail: flag_assigned and flag_resolved, by rita
+  const day = businessDay();
+  const audit = await api('GET', `/ops/v1/audit/${day}`, { token: ritaToken });
+  assert.equal(audit.status, 200, JSON.stringify(audit.body));
+  const steps = audit.body.entries.filter((entry) => entry.subject === flag.flag_id);
+  assert.deepEqual(
+    steps.map((entry) => [entry.action, entry.actor]),
+    [
+      ['flag_assigned', 'rita'],
+      ['flag_resolved', 'rita'],
+    ],
+    JSON.stringify(steps),
+  );
+});
+
+test('4: finance reads the business day\'s trial balance, downloads the CSV the funds function files, reconciles with no difference, and lists the pending withdrawals', async (t) => {
+  const day = businessDay();
+  const fay = await session(t);
+  await signIn(fay.page, 'fay', ['finance']);
+  await fay.page.goto(`${CONSOLE_URL}reports`);
+  const report = fay.page.locator(`[data-testid=trial-balance][data-day="${day}"]`);
+  await report.waitFor();
+  assert.equal(await report.getAttribute('data-balanced'), 'true', await report.innerText());
+  assert.equal(await report.getAttribute('data-differences'), '0', await report.innerText());
+  const rows = await report.locator('tbody tr').count();
+  assert.ok(rows > 0, 'the rows of the trial balance');
+  await shot(fay.page, 'reports');
+
+  // Download CSV: the server's text, as the funds function files it. The day is not over, so
+  // both are made to the latest safe cut-off (now less a minute): the file is compared with
+  // reports made just before and just after it, and made again if the books moved in between.
+  let compared = false;
+  for (let attempt = 1; attempt <= 3 && !compared; attempt++) {
+    const filedBefore = filedTrialBalance(day);
+    const [download] = await Promise.all([
+      fay.page.waitForEvent('download'),
+      fay.page.locator('[data-action=download-trial-balance]').click(),
+    ]);
+    assert.equal(download.suggestedFilename(), `trial-balance-${day}.csv`);
+    const downloaded = readFileSync(await download.path(), 'utf8');
+    const filedAfter = filedTrialBalance(day);
+    if (filedBefore !== filedAfter) {
+      t.diagnostic(`attempt ${attempt}: the books moved while comparing; again`);
+      continue;
+    }
+    assert.equal(downloaded, filedAfter, 'the CSV downloaded is the one the funds function files');
+    assert.equal(downloaded.trimEnd().split('\n').length - 1, rows, 'one line a row shown');
+    compared = true;
+  }
+  assert.ok(compared, 'the books held still for one comparison in three');
+
+  // Reconcile now: this run's own table has no difference
+  await fay.page.locator('[data-action=reconcile]').click();
+  const reconciliation = fay.page.locator('[data-testid=reconciliation]');
+  await reconciliation.waitFor();
+  assert.equal(await reconciliation.getAttribute('data-differences'), '0', await reconciliation.innerText());
+  await fay.page.locator('[data-testid=reconciliation-result]').filter({ hasText: '无差异' }).waitFor();
+  await shot(fay.page, 'reconcile');
+
+  // a user's withdrawal, pending: listed, not overdue; the overdue-only filter leaves it out
+  const user = `${RUN}-payout`;
+  topup(user, 5_000);
+  const asked = await withdraw(user, 1_234);
+  assert.equal(asked.status, 201, JSON.stringify(asked.body));
+  await fay.page.goto(`${CONSOLE_URL}withdrawals?page=1&perPage=100`);
+  const pending = fay.page.locator('tbody tr').filter({ hasText: asked.body.withdrawal_id });
+  await pending.waitFor();
+  assert.equal(cents(await pending.locator('[data-cents]').innerText()), 1_234);
+  assert.equal(await pending.locator('[data-overdue=true]').count(), 0, 'asked a moment ago: not overdue');
+  await shot(fay.page, 'withdrawals');
+  await fay.page.locator('input[name=overdue]').check();
+  await pending.waitFor({ state: 'detached' });
+  assert.equal(await fay.page.locator('tbody tr [data-overdue=false]').count(), 0, 'only overdue ones listed');
+  fay.assertClean();
 });
 
 test('5: user-supplied text is shown as text: an adjustment reason and a hold reason of markup run nothing', async (t) => {
@@ -409,6 +750,13 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
   assert.ok((await row.innerText()).includes(XSS), 'the literal text in the holds list');
   await noInjectedImage();
   await shot(page, 'holds');
+
+  // the pending adjustments: the proposal's reason, literal
+  await page.goto(`${CONSOLE_URL}adjustments?page=1&perPage=100`);
+  const pendingRow = page.locator('tbody tr').filter({ hasText: reference });
+  await pendingRow.waitFor();
+  assert.ok((await pendingRow.innerText()).includes(XSS), 'the literal text in the pending adjustments');
+  await noInjectedImage();
 
   // the audit trail: both reasons, literal
   await page.goto(`${CONSOLE_URL}audit`);

@@ -1,23 +1,28 @@
 import AccountBalanceWalletIcon from '@mui/icons-material/AccountBalanceWallet';
+import AssessmentIcon from '@mui/icons-material/Assessment';
 import FlagIcon from '@mui/icons-material/Flag';
 import HistoryEduIcon from '@mui/icons-material/HistoryEdu';
 import LockIcon from '@mui/icons-material/Lock';
+import PaymentsIcon from '@mui/icons-material/Payments';
 import PersonSearchIcon from '@mui/icons-material/PersonSearch';
-import { lazy, useMemo } from 'react';
-import { BrowserRouter } from 'react-router-dom';
-import { Admin, Resource, defaultTheme, type RaThemeOptions } from 'react-admin';
+import { lazy, useMemo, type ReactNode } from 'react';
+import { BrowserRouter, Route } from 'react-router-dom';
+import { Admin, CustomRoutes, Layout, Menu, Resource, defaultTheme, type RaThemeOptions } from 'react-admin';
 import { makeClient } from './api/client';
 import { currentToken, makeAuthProvider } from './authProvider';
+import { BusinessTimeZoneProvider, dayIn } from './businessDay';
 import type { ConsoleConfig } from './config';
 import { makeDataProvider } from './dataProvider';
 import { i18nProvider } from './i18n';
-import { AdjustmentCreate, ApproveAdjustment } from './pages/adjustments';
+import { AdjustmentCreate, AdjustmentsPage } from './pages/adjustments';
 import { AuditList } from './pages/audit';
 import { FlagList } from './pages/flags';
 import { HoldList } from './pages/holds';
 import { LoginPage } from './pages/LoginPage';
 import { PacketShow } from './pages/packets';
+import { ReportsPage } from './pages/reports';
 import { UserSearchPage, UserShow } from './pages/users';
+import { WithdrawalList } from './pages/withdrawals';
 
 // The charts (recharts) load with the dashboard only.
 const Dashboard = lazy(() => import('./pages/Dashboard'));
@@ -46,16 +51,32 @@ const theme: RaThemeOptions = {
   },
 };
 
+// The menu: the dashboard, every resource with a list, then the reports page (a route of its own).
+const ConsoleMenu = () => (
+  <Menu>
+    <Menu.DashboardItem />
+    <Menu.ResourceItems />
+    <Menu.Item to="/reports" primaryText="console.reports.title" leftIcon={<AssessmentIcon />} />
+  </Menu>
+);
+
+const ConsoleLayout = ({ children }: { children: ReactNode }) => <Layout menu={ConsoleMenu}>{children}</Layout>;
+
 export const App = ({ config }: { config: ConsoleConfig }) => {
   const authProvider = useMemo(() => makeAuthProvider(config), [config]);
-  const dataProvider = useMemo(() => makeDataProvider(makeClient(config.apiBase, currentToken)), [config]);
+  const dataProvider = useMemo(
+    () => makeDataProvider(makeClient(config.apiBase, currentToken), () => dayIn(config.businessTimeZone)),
+    [config],
+  );
   const Login = useMemo(() => () => <LoginPage config={config} />, [config]);
   return (
     // Real paths under /console/ (the server answers index.html for any page of it).
     <BrowserRouter basename="/console">
+    <BusinessTimeZoneProvider zone={config.businessTimeZone}>
     <Admin
       title="console.title"
       dashboard={Dashboard}
+      layout={ConsoleLayout}
       authProvider={authProvider}
       dataProvider={dataProvider}
       i18nProvider={i18nProvider}
@@ -65,14 +86,19 @@ export const App = ({ config }: { config: ConsoleConfig }) => {
       disableTelemetry
     >
       <Resource name="users" list={UserSearchPage} show={UserShow} icon={PersonSearchIcon} recordRepresentation="user" />
-      <Resource name="adjustments" list={ApproveAdjustment} create={AdjustmentCreate} icon={AccountBalanceWalletIcon} />
+      <Resource name="adjustments" list={AdjustmentsPage} create={AdjustmentCreate} icon={AccountBalanceWalletIcon} />
+      <Resource name="withdrawals" list={WithdrawalList} icon={PaymentsIcon} />
       <Resource name="holds" list={HoldList} icon={LockIcon} />
       <Resource name="flags" list={FlagList} icon={FlagIcon} />
       <Resource name="audit" list={AuditList} icon={HistoryEduIcon} />
       <Resource name="packets" show={PacketShow} />
       <Resource name="movements" />
       <Resource name="user_packets" />
+      <CustomRoutes>
+        <Route path="/reports" element={<ReportsPage />} />
+      </CustomRoutes>
     </Admin>
+    </BusinessTimeZoneProvider>
     </BrowserRouter>
   );
 };

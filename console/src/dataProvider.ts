@@ -20,13 +20,34 @@ export type AdjustmentProposal = Schemas['AdjustmentProposal'];
 export type FlagResolution = Schemas['FlagResolution'];
 export type HoldResult = Schemas['HoldResult'];
 export type FlagResolved = Schemas['FlagResolved'];
+export type TrialBalance = Schemas['TrialBalance'];
+export type Statement = Schemas['Statement'];
+export type Reconciliation = Schemas['Reconciliation'];
+
+/** The lists the server pages by cursor, each walked whole by `everyPage`. */
+export type PagedResource = 'adjustments' | 'withdrawals' | 'flags';
+/** Every record of a paged list, up to the pages asked for: `complete` false when more were left. */
+export type Walked = { records: RaRecord[]; complete: boolean; currency?: Currency };
 
 /** The operators' own calls, beside react-admin's CRUD methods. */
 export type ConsoleDataProvider = DataProvider & {
   placeHold(user: string, body: HoldRequest): Promise<HoldResult>;
   liftHold(user: string, reason: string): Promise<HoldResult>;
   approveAdjustment(reference: string): Promise<AdjustmentResult>;
+  rejectAdjustment(reference: string, reason: string): Promise<AdjustmentResult>;
+  withdrawAdjustment(reference: string, reason: string): Promise<AdjustmentResult>;
   resolveFlag(flagId: string, body: FlagResolution): Promise<FlagResolved>;
+  /** `assignee` undefined: the signed-in operator (the server decides who that is). */
+  assignFlag(flagId: string, assignee?: string): Promise<FlagResolved>;
+  trialBalance(day: string): Promise<TrialBalance>;
+  /** The trial balance as the server's CSV, its text untouched. */
+  trialBalanceCsv(day: string): Promise<string>;
+  statement(user: string, day: string): Promise<Statement>;
+  /** The statement as the server's CSV, its text untouched. */
+  statementCsv(user: string, day: string): Promise<string>;
+  reconcile(asOf?: string): Promise<Reconciliation>;
+  /** Every page of a paged list (at most `maxPages` of 100), for counts and sums. */
+  everyPage(resource: PagedResource, filter?: Record<string, unknown>, maxPages?: number): Promise<Walked>;
   /** The stack's currency (from the last answer, else from the holds list). */
   currency(): Promise<Currency>;
 };
@@ -35,9 +56,6 @@ export const useConsoleDataProvider = () => useDataProvider<ConsoleDataProvider>
 
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
-
-/** The business day of the audit trail (BUSINESS_TIME_ZONE, UTC by default). */
-export const today = () => new Date().toISOString().slice(0, 10);
 
 /**
  * react-admin's dataProvider over the operators' API (`/ops/v1`), through the typed client only.
@@ -50,13 +68,16 @@ export const today = () => new Date().toISOString().slice(0, 10);
  * | holds          | getList: GET /ops/v1/holds                               | the user       |
  * | flags          | getList(status): GET /ops/v1/flags                       | flag_id        |
  * | audit          | getList(day): GET /ops/v1/audit/{day}                    | day#index      |
- * | adjustments    | create: POST /ops/v1/adjustments                         | reference      |
+ * | adjustments    | getList: GET /ops/v1/adjustments/pending                 | reference      |
+ * |                | create: POST /ops/v1/adjustments                         |                |
+ * | withdrawals    | getList(overdue): GET /ops/v1/withdrawals/pending        | withdrawal_id  |
  *
- * The server pages movements and packets by cursor: page n is reached through the cursors of
- * the pages before it (kept here), and answered with `pageInfo` (no total). The lists the server
- * answers whole (holds, flags, audit) are sorted, filtered and paged here.
+ * The server pages movements, packets, flags, pending adjustments and pending withdrawals by
+ * cursor: page n is reached through the cursors of the pages before it (kept here), and answered
+ * with `pageInfo` (no total); their order is the server's. The lists the server answers whole
+ * (holds, audit) are sorted, filtered and paged here. `businessToday` is the audit's default day.
  */
-export function makeDataProvider(client: ApiClient): ConsoleDataProvider {
+export function makeDataProvider(client: ApiClient, businessToday: () => string): ConsoleDataProvider {
   let currency: Currency | undefined;
   const cursors = new Map<string, (string | null)[]>();
 
@@ -128,6 +149,66 @@ export function makeDataProvider(client: ApiClient): ConsoleDataProvider {
 
   const user = (value: Identifier) => ({ path: { user: String(value) } });
 
+  /** A paged list of the server's: its cursor slot, one page of it, and its records. */
+  type Pager<T> = {
+    key: string;
+    fetchPage: (cursor: string | undefined, limit: number) => Promise<Page<T>>;
+    toRecord: (item: T, page: Page<T>) => RaRecord;
+  };
+
+  function flagsPager(filter: Record<string, unknown> | undefined): Pager<Schemas['Flag']> {
+    const status = (filter?.status || undefined) as Schemas['Flag']['status'] | undefined;
+    return {
+      key: `flags|${status ?? ''}`,
+      fetchPage: (cursor, limit) =>
+        call(client.GET('/ops/v1/flags', { params: { query: { status, limit, cursor } } })),
+      toRecord: (flag, page) => ({ ...flag, id: flag.flag_id, currency: page.currency }),
+    };
+  }
+
+  const adjustmentsPager: Pager<Schemas['Adjustment']> = {
+    key: 'adjustments|pending',
+    fetchPage: (cursor, limit) =>
+      call(client.GET('/ops/v1/adjustments/pending', { params: { query: { limit, cursor } } })),
+    toRecord: (adjustment, page) => ({ ...adjustment, id: adjustment.reference, currency: page.currency }),
+  };
+
+  function withdrawalsPager(filter: Record<string, unknown> | undefined): Pager<Schemas['PendingWithdrawal']> {
+    const overdue = filter?.overdue === true || filter?.overdue === 'true' ? true : undefined;
+    return {
+      key: `withdrawals|${overdue ? 'overdue' : 'all'}`,
+      fetchPage: (cursor, limit) =>
+        call(client.GET('/ops/v1/withdrawals/pending', { params: { query: { overdue, limit, cursor } } })),
+      toRecord: (withdrawal, page) => ({ ...withdrawal, id: withdrawal.withdrawal_id, currency: page.currency }),
+    };
+  }
+
+  const paged = <T,>(pager: Pager<T>, params: GetListParams) =>
+    cursorPage(pager.key, params, pager.fetchPage, pager.toRecord);
+
+  async function walk<T>(pager: Pager<T>, maxPages: number): Promise<Walked> {
+    const records: RaRecord[] = [];
+    let cursor: string | undefined;
+    let answered: Currency | undefined;
+    for (let page = 0; page < maxPages; page++) {
+      const answer = await pager.fetchPage(cursor, 100);
+      answered = answer.currency;
+      records.push(...answer.items.map((item) => pager.toRecord(item, answer)));
+      if (!answer.next_cursor) return { records, complete: true, currency: answered };
+      cursor = answer.next_cursor;
+    }
+    return { records, complete: false, currency: answered };
+  }
+
+  /** A report's JSON answer (the route also answers CSV, asked for by `format=csv` only). */
+  function json<T extends object>(answer: T | string): T {
+    if (typeof answer === 'string') throw new Error('the report answered text, not JSON');
+    return answer;
+  }
+
+  const reference = (value: string) => ({ path: { reference: value } });
+  const flag = (value: string) => ({ path: { flag_id: value } });
+
   async function manyReference(resource: string, params: GetManyReferenceParams): Promise<GetListResult> {
     const owner = String(params.id);
     switch (resource) {
@@ -172,14 +253,14 @@ export function makeDataProvider(client: ApiClient): ConsoleDataProvider {
           const records = answer.items.map((hold) => ({ ...hold, id: hold.user, currency: answer.currency }));
           return localPage(records, params);
         }
-        case 'flags': {
-          const status = params.filter?.status || undefined;
-          const answer = await call(client.GET('/ops/v1/flags', { params: { query: { status } } }));
-          const records = answer.items.map((flag) => ({ ...flag, id: flag.flag_id, currency: answer.currency }));
-          return localPage(records, params, ['status']);
-        }
+        case 'flags':
+          return paged(flagsPager(params.filter), params);
+        case 'adjustments':
+          return paged(adjustmentsPager, params);
+        case 'withdrawals':
+          return paged(withdrawalsPager(params.filter), params);
         case 'audit': {
-          const day = String(params.filter?.day || today());
+          const day = String(params.filter?.day || businessToday());
           const answer = await call(client.GET('/ops/v1/audit/{day}', { params: { path: { day } } }));
           const records = answer.entries.map((entry, index) => ({ ...entry, id: `${answer.day}#${index}` }));
           return localPage(records, params, ['day']);
@@ -242,10 +323,44 @@ export function makeDataProvider(client: ApiClient): ConsoleDataProvider {
       call(client.POST('/ops/v1/users/{user}/hold', { params: user(target), body })),
     liftHold: (target, reason) =>
       call(client.POST('/ops/v1/users/{user}/hold/lift', { params: user(target), body: { reason } })),
-    approveAdjustment: (reference) =>
-      call(client.POST('/ops/v1/adjustments/{reference}/approve', { params: { path: { reference } } })),
-    resolveFlag: (flagId, body) =>
-      call(client.POST('/ops/v1/flags/{flag_id}/resolve', { params: { path: { flag_id: flagId } }, body })),
+    approveAdjustment: (ref) =>
+      call(client.POST('/ops/v1/adjustments/{reference}/approve', { params: reference(ref) })),
+    rejectAdjustment: (ref, reason) =>
+      call(client.POST('/ops/v1/adjustments/{reference}/reject', { params: reference(ref), body: { reason } })),
+    withdrawAdjustment: (ref, reason) =>
+      call(client.POST('/ops/v1/adjustments/{reference}/withdraw', { params: reference(ref), body: { reason } })),
+    resolveFlag: (flagId, body) => call(client.POST('/ops/v1/flags/{flag_id}/resolve', { params: flag(flagId), body })),
+    assignFlag: (flagId, assignee) =>
+      call(client.POST('/ops/v1/flags/{flag_id}/assign', { params: flag(flagId), body: assignee ? { assignee } : {} })),
+    trialBalance: async (day) =>
+      json(await call(client.GET('/ops/v1/reports/trial-balance/{day}', { params: { path: { day } } }))),
+    trialBalanceCsv: (day) =>
+      call(
+        client.GET('/ops/v1/reports/trial-balance/{day}', {
+          params: { path: { day }, query: { format: 'csv' } },
+          parseAs: 'text',
+        }),
+      ),
+    statement: async (target, day) =>
+      json(await call(client.GET('/ops/v1/users/{user}/statements/{day}', { params: { path: { user: target, day } } }))),
+    statementCsv: (target, day) =>
+      call(
+        client.GET('/ops/v1/users/{user}/statements/{day}', {
+          params: { path: { user: target, day }, query: { format: 'csv' } },
+          parseAs: 'text',
+        }),
+      ),
+    reconcile: (asOf) => call(client.POST('/ops/v1/reconciliations', { body: asOf ? { as_of: asOf } : {} })),
+    everyPage(resource, filter, maxPages = 20) {
+      switch (resource) {
+        case 'flags':
+          return walk(flagsPager(filter), maxPages);
+        case 'adjustments':
+          return walk(adjustmentsPager, maxPages);
+        case 'withdrawals':
+          return walk(withdrawalsPager(filter), maxPages);
+      }
+    },
     async currency() {
       if (currency) return currency;
       return (await call(client.GET('/ops/v1/holds'))).currency;

@@ -366,7 +366,11 @@ async fn pending_proposals_are_listed_until_approved_rejected_or_withdrawn() {
 
     let approve = format!("/ops/v1/adjustments/{approved}/approve");
     let (status, applied) = api.as_operator("fay", &["finance"], "POST", &approve, None).await;
-    assert_eq!((status, applied["balance_cents"].as_u64()), (200, Some(1_100)), "only the approved one moved: {applied}");
+    assert_eq!(
+        (status, applied["balance_cents"].as_u64()),
+        (200, Some(1_100)),
+        "only the approved one moved: {applied}"
+    );
     let pending = mine(all_pages(&api, &["finance"], "/ops/v1/adjustments/pending", 100).await);
     assert!(pending.is_empty(), "none of them waits any more: {pending:?}");
     assert_eq!(
@@ -461,7 +465,8 @@ async fn pending_withdrawals_are_listed_until_the_payments_system_resolves_them(
     assert_eq!((found["user"].as_str(), found["overdue"].as_bool()), (Some(user.as_str()), Some(false)), "{found}");
     let overdue = listed(all_pages(&api, &["finance"], "/ops/v1/withdrawals/pending?overdue=true", 10).await);
     assert!(overdue.is_none(), "asked for a moment ago: not overdue");
-    let (status, refused) = api.as_operator("otto", &["finance"], "GET", "/ops/v1/withdrawals/pending?overdue=soon", None).await;
+    let (status, refused) =
+        api.as_operator("otto", &["finance"], "GET", "/ops/v1/withdrawals/pending?overdue=soon", None).await;
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("overdue")), "{refused}");
 
     let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: "payout-1".into() };
@@ -498,7 +503,8 @@ async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_fi
     let reports = ReportDirectory::new(dir.to_string_lossy().into_owned());
     let request = FundsRequest::TrialBalance(DayReport { day: Some(day.into()) });
     let ledger = &api.functions.operators.ledger;
-    let FundsResponse::TrialBalance { written, .. } = run(ledger, &SystemClock, &reports, &request).await.unwrap() else {
+    let FundsResponse::TrialBalance { written, .. } = run(ledger, &SystemClock, &reports, &request).await.unwrap()
+    else {
         panic!("a trial balance")
     };
     let filed = written.iter().find(|path| path.ends_with(".csv")).expect("a CSV filed");
@@ -514,11 +520,17 @@ async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_fi
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("day")), "not begun: {refused}");
 
     let user = fresh("stmt");
-    let (status, statement) =
-        api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/users/{user}/statements/{}", today()), None).await;
-    assert_eq!((status, statement["user"].as_str(), statement["opening_cents"].as_i64()), (200, Some(user.as_str()), Some(0)), "{statement}");
+    let (status, statement) = api
+        .as_operator("sam", &["support"], "GET", &format!("/ops/v1/users/{user}/statements/{}", today()), None)
+        .await;
+    assert_eq!(
+        (status, statement["user"].as_str(), statement["opening_cents"].as_i64()),
+        (200, Some(user.as_str()), Some(0)),
+        "{statement}"
+    );
 
-    let (status, reconciled) = api.as_operator("fay", &["finance"], "POST", "/ops/v1/reconciliations", Some(&json!({}))).await;
+    let (status, reconciled) =
+        api.as_operator("fay", &["finance"], "POST", "/ops/v1/reconciliations", Some(&json!({}))).await;
     assert_eq!(status, 200, "{reconciled}");
     assert!(reconciled["differences"].is_array() && reconciled["items"].as_u64() > Some(0), "{reconciled}");
     let later = json!({ "as_of": "2999-01-01T00:00:00Z" });

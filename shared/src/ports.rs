@@ -8,7 +8,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::clock::{Clock, Millis};
-use crate::domain::adjustment::{Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult};
+use crate::domain::adjustment::{
+    Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult,
+};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};

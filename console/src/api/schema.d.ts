@@ -342,8 +342,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The risk rules' flags
-         * @description Any operator role.
+         * The risk rules' flags of one status, oldest first, a page at a time
+         * @description Any operator role. Read through an index keyed by status (default `open`): a page reads that page's flags, never every flag raised.
          */
         get: operations["opsListFlags"];
         put?: never;
@@ -388,6 +388,166 @@ export interface paths {
         get: operations["opsReadAudit"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/users/{user}/statements/{day}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's statement of one business day, as JSON or CSV
+         * @description Role support, finance or admin. The day's movements in booking order with the balance after each, from the opening balance to the closing one; `format=csv` answers the same rows as `text/csv` to download, byte for byte the CSV the funds function files. A day not over yet stops at the latest cut-off no write can still land behind. Nothing is filed.
+         */
+        get: operations["opsUserStatement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/adjustments/pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The adjustments waiting for a second operator, oldest first
+         * @description Any operator role. Read through an index that holds only proposals still `proposed`: an approved, rejected or withdrawn one leaves it in the same write.
+         */
+        get: operations["opsPendingAdjustments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/adjustments/{reference}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject another operator's proposal (it will never move money)
+         * @description Role finance or admin; never by the proposal's proposer (they withdraw it instead: 400 naming `operator`). Only a proposal still `proposed`; audited with the reason.
+         */
+        post: operations["opsRejectAdjustment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/adjustments/{reference}/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw one's own proposal (it will never move money)
+         * @description Role support, finance or admin; only by the proposal's proposer (anyone else: 400 naming `operator`). Only a proposal still `proposed`; audited with the reason.
+         */
+        post: operations["opsWithdrawAdjustment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/withdrawals/pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The withdrawals the payments system has not resolved yet, oldest first
+         * @description Role support, finance or admin. Read through an index that holds only pending withdrawals; each says whether it is overdue (pending longer than a day, what the `WithdrawalsOverdue` alarm counts). `overdue=true` lists only those.
+         */
+        get: operations["opsPendingWithdrawals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/flags/{flag_id}/assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assign an open flag to an operator (by default the signed-in one)
+         * @description Role risk or admin; only an open flag; audited. Assigning it again moves it.
+         */
+        post: operations["opsAssignFlag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/reports/trial-balance/{day}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A business day's trial balance, as JSON or CSV
+         * @description Role finance or admin. Computed from the ledger on request, to the same cut-offs as the daily job's (the day's start and end, or the latest safe cut-off while it is not over): `format=csv` answers byte for byte the CSV the funds function files. Nothing is filed.
+         */
+        get: operations["opsTrialBalance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/reconciliations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reconcile the ledger now, with its differences
+         * @description Role finance or admin. The daily reconciliation's check, run on demand as of the latest safe cut-off (or an earlier `as_of`): every wallet against its movements, every packet's money, the pending and overdue withdrawals; each difference named.
+         */
+        post: operations["opsReconcile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -661,10 +821,14 @@ export interface components {
             proposer: string;
             chargeback_of?: string;
             /** @enum {string} */
-            status: "proposed" | "applied";
+            status: "proposed" | "applied" | "rejected" | "withdrawn";
             proposed_at: components["schemas"]["Time"];
             approver?: string;
             approved_at?: components["schemas"]["Time"];
+            /** @description Who rejected or withdrew it. */
+            closed_by?: string;
+            closed_at?: components["schemas"]["Time"];
+            close_reason?: string;
         };
         AdjustmentResult: {
             /** @description False when this step was taken before (nothing changed now). */
@@ -686,12 +850,16 @@ export interface components {
             /** @enum {string} */
             status: "open" | "confirmed" | "dismissed";
             hold?: components["schemas"]["HoldScope"];
+            /** @description The operator working it. */
+            assignee?: string;
+            assigned_at?: components["schemas"]["Time"];
             resolved_by?: string;
             resolved_at?: components["schemas"]["Time"];
             note?: string;
         };
         FlagList: {
             items: components["schemas"]["Flag"][];
+            next_cursor: string | null;
             currency: components["schemas"]["Currency"];
         };
         FlagResolution: {
@@ -707,7 +875,7 @@ export interface components {
         AuditEntry: {
             at: components["schemas"]["Time"];
             /** @enum {string} */
-            action: "packet_released" | "adjustment_proposed" | "adjustment_approved" | "withdrawal_paid" | "withdrawal_failed" | "hold_placed" | "hold_lifted" | "flag_resolved";
+            action: "packet_released" | "adjustment_proposed" | "adjustment_approved" | "adjustment_rejected" | "adjustment_withdrawn" | "withdrawal_paid" | "withdrawal_failed" | "hold_placed" | "hold_lifted" | "flag_assigned" | "flag_resolved";
             subject: string;
             /** @description The operator (their verified identity) or the payments system. */
             actor: string;
@@ -716,6 +884,94 @@ export interface components {
         AuditDay: {
             day: string;
             entries: components["schemas"]["AuditEntry"][];
+            currency: components["schemas"]["Currency"];
+        };
+        AdjustmentPage: {
+            items: components["schemas"]["Adjustment"][];
+            next_cursor: string | null;
+            currency: components["schemas"]["Currency"];
+        };
+        PendingWithdrawal: {
+            withdrawal_id: string;
+            user: string;
+            amount_cents: components["schemas"]["Cents"];
+            destination: string;
+            /** @enum {string} */
+            status: "pending";
+            requested_at: components["schemas"]["Time"];
+            /** @description Pending for longer than a day. */
+            overdue: boolean;
+        };
+        PendingWithdrawalPage: {
+            items: components["schemas"]["PendingWithdrawal"][];
+            next_cursor: string | null;
+            currency: components["schemas"]["Currency"];
+        };
+        FlagAssignment: {
+            /** @description The operator it goes to (their identity provider's subject); absent or null: the signed-in operator. */
+            assignee?: string | null;
+        };
+        TrialRow: {
+            /** @enum {string} */
+            account: "wallets_opening" | "open_packets_opening" | "pending_withdrawals_opening" | "topups_in" | "adjustments_in" | "adjustments_out" | "withdrawals_paid" | "sent" | "grabbed" | "refunded" | "wallets_closing" | "open_packets_closing" | "pending_withdrawals_closing";
+            /** @description Signed: a flow may be negative only where the books differ. */
+            cents: number;
+        };
+        TrialBalance: {
+            day: string;
+            opening_as_of: components["schemas"]["Time"];
+            closing_as_of: components["schemas"]["Time"];
+            rows: components["schemas"]["TrialRow"][];
+            /** @description Opening holdings plus the day's flows equal the closing ones. */
+            balanced: boolean;
+            /** @description Differences reconciliation found at either end. */
+            differences: number;
+            currency: components["schemas"]["Currency"];
+        };
+        StatementLine: {
+            booked_at: components["schemas"]["Time"];
+            kind: string;
+            subject: string;
+            /** @description Signed: negative for money out. */
+            amount_cents: number;
+            balance_cents: number;
+        };
+        Statement: {
+            user: string;
+            day: string;
+            opening_cents: number;
+            lines: components["schemas"]["StatementLine"][];
+            closing_cents: number;
+            currency: components["schemas"]["Currency"];
+        };
+        ReconcileRequest: {
+            /** @description RFC 3339, no later than a minute ago; default: the latest safe cut-off. */
+            as_of?: string | null;
+        };
+        Difference: {
+            subject: string;
+            class: string;
+            what: string;
+        };
+        Reconciliation: {
+            as_of: components["schemas"]["Time"];
+            topups_cents: number;
+            withdrawn_cents: number;
+            pending_withdrawals_cents: number;
+            adjusted_in_cents: number;
+            adjusted_out_cents: number;
+            overdue_withdrawals?: string[];
+            balances_cents: number;
+            in_open_packets_cents: number;
+            sent_cents: number;
+            grabbed_cents: number;
+            refunded_cents: number;
+            wallets: number;
+            packets: number;
+            movements: number;
+            items: number;
+            differences: components["schemas"]["Difference"][];
+            unchecked_wallets?: string[];
             currency: components["schemas"]["Currency"];
         };
         /** @description An answer of API Gateway itself, before or instead of a function's: 401 (the JWT authorizer), 403 (a missing scope), 404 (no such route), 429 (throttling), 500 and 503 (a function that failed, timed out or could not be reached). Its shape tells it apart from every answer of the app, which is an `Error`. */
@@ -929,6 +1185,10 @@ export interface components {
         Cursor: string;
         /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
         PacketId: string;
+        /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
+        Day: string;
+        /** @description `json` (default) or `csv`: the report as `text/csv` with a `Content-Disposition` naming its file. */
+        ReportFormat: "json" | "csv";
     };
     requestBodies: never;
     headers: never;
@@ -1477,6 +1737,10 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "open" | "confirmed" | "dismissed";
+                /** @description 1 to 100 (default 20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the page before. */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path?: never;
@@ -1551,6 +1815,263 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditDay"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsUserStatement: {
+        parameters: {
+            query?: {
+                /** @description `json` (default) or `csv`: the report as `text/csv` with a `Content-Disposition` naming its file. */
+                format?: components["parameters"]["ReportFormat"];
+            };
+            header?: never;
+            path: {
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
+                user: components["parameters"]["OpsUser"];
+                /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
+                day: components["parameters"]["Day"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statement. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Statement"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsPendingAdjustments: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100 (default 20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the page before. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of proposals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdjustmentPage"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsRejectAdjustment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                reference: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Reason"];
+            };
+        };
+        responses: {
+            /** @description The adjustment, rejected (`applied` true when this call rejected it). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdjustmentResult"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsWithdrawAdjustment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                reference: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Reason"];
+            };
+        };
+        responses: {
+            /** @description The adjustment, withdrawn (`applied` true when this call withdrew it). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdjustmentResult"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsPendingWithdrawals: {
+        parameters: {
+            query?: {
+                overdue?: boolean;
+                /** @description 1 to 100 (default 20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the page before. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of pending withdrawals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PendingWithdrawalPage"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsAssignFlag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flag_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlagAssignment"];
+            };
+        };
+        responses: {
+            /** @description The flag now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlagResolved"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsTrialBalance: {
+        parameters: {
+            query?: {
+                /** @description `json` (default) or `csv`: the report as `text/csv` with a `Content-Disposition` naming its file. */
+                format?: components["parameters"]["ReportFormat"];
+            };
+            header?: never;
+            path: {
+                /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
+                day: components["parameters"]["Day"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trial balance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialBalance"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsReconcile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReconcileRequest"];
+            };
+        };
+        responses: {
+            /** @description The reconciliation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

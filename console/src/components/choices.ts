@@ -3,7 +3,7 @@ const choices = (prefix: string, ids: readonly string[]) => ids.map((id) => ({ i
 
 export const HOLD_SCOPES = choices('console.hold.scopes', ['send', 'grab', 'money_out', 'all']);
 export const DIRECTIONS = choices('console.adjustment.directions', ['credit', 'debit']);
-export const ADJUSTMENT_STATUSES = choices('console.adjustment.statuses', ['proposed', 'applied']);
+export const ADJUSTMENT_STATUSES = choices('console.adjustment.statuses', ['proposed', 'applied', 'rejected', 'withdrawn']);
 export const FLAG_STATUSES = choices('console.flag.statuses', ['open', 'confirmed', 'dismissed']);
 export const FLAG_OUTCOMES = choices('console.flag.outcomes', ['confirmed', 'dismissed']);
 export const FLAG_RULES = choices('console.flag.rules', ['chain', 'cycle', 'chats']);
@@ -11,10 +11,13 @@ export const AUDIT_ACTIONS = choices('console.audit.actions', [
   'packet_released',
   'adjustment_proposed',
   'adjustment_approved',
+  'adjustment_rejected',
+  'adjustment_withdrawn',
   'withdrawal_paid',
   'withdrawal_failed',
   'hold_placed',
   'hold_lifted',
+  'flag_assigned',
   'flag_resolved',
 ]);
 export const MOVEMENT_KINDS = choices('console.movement.kinds', [
@@ -31,3 +34,18 @@ export const MOVEMENT_STATUSES = choices('console.movement.statuses', ['pending'
 export const PACKET_STATUSES = choices('console.packet.statuses', ['open', 'finished', 'expired', 'cancelled']);
 export const PACKET_KINDS = choices('console.packet.kinds', ['lucky', 'fixed']);
 export const ROLE_CHOICES = choices('console.roles', ['support', 'finance', 'risk', 'admin']);
+export const TRIAL_ACCOUNTS = choices('console.reports.accounts', [
+  'wallets_opening',
+  'open_packets_opening',
+  'pending_withdrawals_opening',
+  'topups_in',
+  'adjustments_in',
+  'adjustments_out',
+  'withdrawals_paid',
+  'sent',
+  'grabbed',
+  'refunded',
+  'wallets_closing',
+  'open_packets_closing',
+  'pending_withdrawals_closing',
+]);

@@ -1,5 +1,7 @@
 import AddCardIcon from '@mui/icons-material/AddCard';
+import BlockIcon from '@mui/icons-material/Block';
 import TaskAltIcon from '@mui/icons-material/TaskAlt';
+import UndoIcon from '@mui/icons-material/Undo';
 import { Alert, Box, Card, CardContent, Typography } from '@mui/material';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -7,7 +9,10 @@ import { useSearchParams } from 'react-router-dom';
 import {
   CreateButton,
   Create,
+  Datagrid,
   Form,
+  List,
+  Pagination,
   RadioButtonGroupInput,
   RecordContextProvider,
   SaveButton,
@@ -16,15 +21,17 @@ import {
   SimpleShowLayout,
   TextField,
   TextInput,
-  Title,
   maxLength,
   regex,
   required,
   useNotify,
+  useRecordContext,
   useRedirect,
+  useRefresh,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
+import { ActionDialog } from '../components/ActionDialog';
 import { TimeField } from '../components/TimeField';
 import { MoneyField } from '../components/MoneyField';
 import { ADJUSTMENT_STATUSES, DIRECTIONS } from '../components/choices';
@@ -93,15 +100,19 @@ export const AdjustmentCreate = () => {
  * `POST /ops/v1/adjustments/{reference}/approve` (finance or admin, never the proposer): a
  * reference, the Approve button, and the answer (applied now or before, the user's balance).
  */
-export const ApproveAdjustment = () => {
+const ApproveByReference = () => {
   const translate = useTranslate();
   const notify = useNotify();
   const dataProvider = useConsoleDataProvider();
   const [params] = useSearchParams();
   const [result, setResult] = useState<AdjustmentResult | null>(null);
+  const refresh = useRefresh();
   const approve = useMutation({
     mutationFn: (reference: string) => dataProvider.approveAdjustment(reference),
-    onSuccess: (answer) => setResult(answer?.adjustment ? answer : null),
+    onSuccess: (answer) => {
+      setResult(answer?.adjustment ? answer : null);
+      refresh(); // the pending list below, without it
+    },
     onError: (error: Error) => {
       setResult(null);
       notify(error.message, { type: 'error', messageArgs: { _: error.message } });
@@ -109,7 +120,6 @@ export const ApproveAdjustment = () => {
   });
   return (
     <Box sx={{ maxWidth: 720, mt: 2 }}>
-      <Title title="console.adjustment.approve_title" />
       <Card>
         <CardContent>
           <Box sx={{ display: 'flex', justifyContent: 'space-between', alignItems: 'center' }}>
@@ -138,6 +148,172 @@ export const ApproveAdjustment = () => {
     </Box>
   );
 };
+
+const reasonRules = [required(), maxLength(500)];
+
+/** The adjustment a row's dialog acts on, said in its dialog: whose, which way, how much. */
+const Summary = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  if (!record) return null;
+  return (
+    <Box sx={{ mb: 1 }}>
+      <Typography variant="body2">
+        {translate('console.adjustment.summary', {
+          user: record.user,
+          direction: translate(`console.adjustment.directions.${record.direction}`),
+          proposer: record.proposer,
+        })}
+      </Typography>
+      <MoneyField source="amount_cents" variant="h6" />
+      <Typography variant="body2" color="text.secondary">
+        {String(record.reason ?? '')}
+      </Typography>
+    </Box>
+  );
+};
+
+/** `POST /ops/v1/adjustments/{reference}/approve` from a pending row (finance or admin, not its proposer). */
+const ApproveRowButton = ({ reference }: { reference: string }) => {
+  const dataProvider = useConsoleDataProvider();
+  const notify = useNotify();
+  const translate = useTranslate();
+  return (
+    <ActionDialog<AdjustmentResult>
+      name="approve-adjustment"
+      label="console.adjustment.approve"
+      title={translate('console.adjustment.approve_row_title', { reference })}
+      icon={<TaskAltIcon />}
+      action={() => dataProvider.approveAdjustment(reference)}
+      done={(result) =>
+        notify(result?.applied ? 'console.adjustment.approved' : 'console.adjustment.not_applied', {
+          type: 'info',
+          messageArgs: { reference },
+        })
+      }
+    >
+      <Summary />
+      <Typography variant="body2">{translate('console.adjustment.approve_row_help')}</Typography>
+    </ActionDialog>
+  );
+};
+
+/** `POST /ops/v1/adjustments/{reference}/reject` with a reason (finance or admin, not its proposer). */
+const RejectButton = ({ reference }: { reference: string }) => {
+  const dataProvider = useConsoleDataProvider();
+  const notify = useNotify();
+  const translate = useTranslate();
+  return (
+    <ActionDialog<AdjustmentResult>
+      name="reject-adjustment"
+      label="console.adjustment.reject"
+      title={translate('console.adjustment.reject_title', { reference })}
+      icon={<BlockIcon />}
+      color="error"
+      action={(values) => dataProvider.rejectAdjustment(reference, String(values.reason))}
+      done={(result) =>
+        notify(result?.applied ? 'console.adjustment.rejected' : 'console.adjustment.unchanged', {
+          type: 'info',
+          messageArgs: { reference },
+        })
+      }
+    >
+      <Summary />
+      <TextInput source="reason" resource="adjustments" validate={reasonRules} multiline fullWidth />
+    </ActionDialog>
+  );
+};
+
+/** `POST /ops/v1/adjustments/{reference}/withdraw` with a reason (its proposer only; the server decides). */
+const WithdrawButton = ({ reference }: { reference: string }) => {
+  const dataProvider = useConsoleDataProvider();
+  const notify = useNotify();
+  const translate = useTranslate();
+  return (
+    <ActionDialog<AdjustmentResult>
+      name="withdraw-adjustment"
+      label="console.adjustment.withdraw"
+      title={translate('console.adjustment.withdraw_title', { reference })}
+      icon={<UndoIcon />}
+      action={(values) => dataProvider.withdrawAdjustment(reference, String(values.reason))}
+      done={(result) =>
+        notify(result?.applied ? 'console.adjustment.withdrawn' : 'console.adjustment.unchanged', {
+          type: 'info',
+          messageArgs: { reference },
+        })
+      }
+    >
+      <Summary />
+      <Typography variant="body2" color="text.secondary">
+        {translate('console.adjustment.withdraw_help')}
+      </Typography>
+      <TextInput source="reason" resource="adjustments" validate={reasonRules} multiline fullWidth />
+    </ActionDialog>
+  );
+};
+
+/**
+ * A pending row's steps: approve, reject, withdraw. Every one is shown to every operator, as the
+ * console's other actions are: the server decides (finance or admin approve and reject, never
+ * the proposer; only the proposer withdraws) and its refusal is shown.
+ */
+const PendingActions = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  if (!record || record.status !== 'proposed') return null;
+  const reference = String(record.reference);
+  return (
+    <Box sx={{ display: 'flex', gap: 0.5, flexWrap: 'nowrap' }}>
+      <ApproveRowButton reference={reference} />
+      <RejectButton reference={reference} />
+      <WithdrawButton reference={reference} />
+    </Box>
+  );
+};
+
+/**
+ * `GET /ops/v1/adjustments/pending`: the proposals waiting for a second operator, oldest first
+ * (the server's order), a page at a time by cursor; approve, reject or withdraw from a row.
+ */
+const PendingAdjustmentList = () => (
+  <List
+    resource="adjustments"
+    title="console.adjustment.title"
+    perPage={25}
+    pagination={<Pagination rowsPerPageOptions={[25, 50, 100]} />}
+    exporter={false}
+    actions={false}
+    empty={false}
+    sx={{ mt: 2 }}
+  >
+    <Typography variant="h6" sx={{ px: 2, pt: 2 }}>
+      <PendingTitle />
+    </Typography>
+    <Datagrid bulkActionButtons={false} rowClick={false} data-testid="pending-adjustments">
+      <TextField source="reference" sortable={false} />
+      <TextField source="user" sortable={false} />
+      <SelectField source="direction" choices={DIRECTIONS} sortable={false} />
+      <MoneyField source="amount_cents" sortable={false} />
+      <TextField source="reason" sortable={false} />
+      <TextField source="proposer" sortable={false} />
+      <TimeField source="proposed_at" sortable={false} />
+      <TextField source="chargeback_of" sortable={false} emptyText="—" />
+      <PendingActions label="console.adjustment.steps" />
+    </Datagrid>
+  </List>
+);
+
+const PendingTitle = () => {
+  const translate = useTranslate();
+  return <>{translate('console.adjustment.pending')}</>;
+};
+
+/** The adjustments' page: approve one by reference, and the list of those pending. */
+export const AdjustmentsPage = () => (
+  <Box>
+    <ApproveByReference />
+    <PendingAdjustmentList />
+  </Box>
+);
 
 const ApproveResult = ({ result }: { result: AdjustmentResult }) => {
   const translate = useTranslate();

@@ -1,4 +1,6 @@
+import AssignmentIndIcon from '@mui/icons-material/AssignmentInd';
 import GavelIcon from '@mui/icons-material/Gavel';
+import { Box } from '@mui/material';
 import {
   Datagrid,
   List,
@@ -10,6 +12,7 @@ import {
   TextField,
   TextInput,
   maxLength,
+  regex,
   required,
   useNotify,
   useRecordContext,
@@ -55,34 +58,83 @@ const ResolveButton = () => {
   );
 };
 
-const filters = [
-  <SelectInput key="status" source="status" choices={FLAG_STATUSES} alwaysOn />,
-  <SelectInput key="rule" source="rule" choices={FLAG_RULES} alwaysOn />,
-];
+/**
+ * `POST /ops/v1/flags/{flag_id}/assign` (risk or admin), on an open flag: to the operator named,
+ * or, left empty, to the signed-in operator (the server knows who that is).
+ */
+const AssignButton = () => {
+  const record = useRecordContext();
+  const dataProvider = useConsoleDataProvider();
+  const notify = useNotify();
+  const translate = useTranslate();
+  if (!record || record.status !== 'open') return null;
+  const id = String(record.flag_id);
+  return (
+    <ActionDialog<FlagResolved>
+      name="assign-flag"
+      label="console.flag.assign"
+      title={translate('console.flag.assign_title', { id })}
+      icon={<AssignmentIndIcon />}
+      defaultValues={{ assignee: '' }}
+      action={(values) => {
+        const assignee = String(values.assignee ?? '').trim();
+        return dataProvider.assignFlag(id, assignee || undefined);
+      }}
+      done={(result) =>
+        notify('console.flag.assigned', {
+          type: 'info',
+          messageArgs: { id, assignee: result?.flag?.assignee ?? '' },
+        })
+      }
+    >
+      <TextInput
+        source="assignee"
+        resource="flags"
+        helperText="console.flag.assignee_help"
+        validate={[maxLength(256), regex(/^[A-Za-z0-9_.:@/+=,-]*$/, 'console.login.operator_invalid')]}
+        fullWidth
+      />
+    </ActionDialog>
+  );
+};
 
-/** `GET /ops/v1/flags?status=`: the risk rules' flags, open ones first by default. */
+/** An open flag's steps: assign it, resolve it (risk or admin; the server decides). */
+const FlagActions = (_props: { label?: string }) => (
+  <Box sx={{ display: 'flex', gap: 0.5, flexWrap: 'nowrap' }}>
+    <AssignButton />
+    <ResolveButton />
+  </Box>
+);
+
+const filters = [<SelectInput key="status" source="status" choices={FLAG_STATUSES} alwaysOn />];
+
+/**
+ * `GET /ops/v1/flags?status=`: the risk rules' flags of one status (open by default), oldest
+ * first (the server's order), a page at a time by cursor.
+ */
 export const FlagList = () => (
   <List
     filters={filters}
     filterDefaultValues={{ status: 'open' }}
-    sort={{ field: 'raised_at', order: 'DESC' }}
     perPage={25}
     pagination={<Pagination rowsPerPageOptions={[25, 50, 100]} />}
     exporter={false}
     actions={false}
+    empty={false}
   >
     <Datagrid bulkActionButtons={false} rowClick={false}>
-      <TimeField source="raised_at" />
-      <SelectField source="rule" choices={FLAG_RULES} />
+      <TimeField source="raised_at" sortable={false} />
+      <SelectField source="rule" choices={FLAG_RULES} sortable={false} />
       <TextArrayField source="users" sortable={false} />
-      <TextField source="chat_id" emptyText="—" />
-      <MoneyField source="amount_cents" />
+      <TextField source="chat_id" emptyText="—" sortable={false} />
+      <MoneyField source="amount_cents" sortable={false} />
       <TextField source="detail" sortable={false} sx={{ display: 'block', minWidth: 260 }} />
-      <SelectField source="hold" choices={HOLD_SCOPES} emptyText="—" />
-      <SelectField source="status" choices={FLAG_STATUSES} />
-      <TextField source="resolved_by" emptyText="—" />
+      <SelectField source="hold" choices={HOLD_SCOPES} emptyText="—" sortable={false} />
+      <SelectField source="status" choices={FLAG_STATUSES} sortable={false} />
+      <TextField source="assignee" emptyText="—" sortable={false} data-testid="flag-assignee" />
+      <TextField source="resolved_by" emptyText="—" sortable={false} />
       <TextField source="note" emptyText="—" sortable={false} />
-      <ResolveButton />
+      <FlagActions label="console.flag.steps" />
     </Datagrid>
   </List>
 );

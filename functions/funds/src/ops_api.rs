@@ -9,18 +9,18 @@
 //! operator: a body never names the operator, so the four-eyes rule compares two identities the
 //! provider verified, and the audit trail records them.
 
+use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
-use lambda_http::aws_lambda_events::query_map::QueryMap;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::{Context, LambdaEvent};
+use red_packets::clock::parse_rfc3339;
 use red_packets::domain::history::Role as HistoryRole;
 use red_packets::domain::operators::{Operator, OpsAction};
 use red_packets::domain::risk::HoldScope;
 use red_packets::domain::validate::parse_json;
-use red_packets::domain::{PacketId, UserId};
-use red_packets::clock::parse_rfc3339;
 use red_packets::domain::withdrawal::{Withdrawal, OVERDUE_AFTER_MS};
+use red_packets::domain::{PacketId, UserId};
 use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
 use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
 use red_packets::ports::{

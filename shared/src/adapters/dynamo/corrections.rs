@@ -498,8 +498,13 @@ impl Adjustments for DynamoLedger {
             Closing::Reject => AuditAction::AdjustmentRejected,
             Closing::Withdraw => AuditAction::AdjustmentWithdrawn,
         };
-        let entry =
-            AuditEntry { at: at.clone(), action, subject: reference.clone(), actor: closing.operator.clone(), reason: closing.reason.clone() };
+        let entry = AuditEntry {
+            at: at.clone(),
+            action,
+            subject: reference.clone(),
+            actor: closing.operator.clone(),
+            reason: closing.reason.clone(),
+        };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match self.transact(items).await? {
             Ok(()) => {

@@ -47,15 +47,10 @@ impl DynamoLedger {
     ) -> Result<QueuePage<T>, StoreError> {
         let queue_pk = queue.pk();
         let start = page.cursor.map(|cursor| decode(cursor, &queue_pk)).transpose()?.map(|cursor| {
-            [
-                ("pk", cursor.pk),
-                ("sk", cursor.sk),
-                ("history_pk", queue_pk.clone()),
-                ("history_sk", cursor.at),
-            ]
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), AttributeValue::S(value)))
-            .collect()
+            [("pk", cursor.pk), ("sk", cursor.sk), ("history_pk", queue_pk.clone()), ("history_sk", cursor.at)]
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), AttributeValue::S(value)))
+                .collect()
         });
         let answer = self
             .client()?
@@ -92,7 +87,12 @@ mod tests {
 
     #[test]
     fn a_cursor_serves_only_its_own_queue() {
-        let cursor = QueueCursor { queue: "QUEUE#flags#open".into(), pk: "RISK#FLAGS".into(), sk: "FLAG#x".into(), at: "t#x".into() };
+        let cursor = QueueCursor {
+            queue: "QUEUE#flags#open".into(),
+            pk: "RISK#FLAGS".into(),
+            sk: "FLAG#x".into(),
+            at: "t#x".into(),
+        };
         let text = encode(&cursor);
         assert_eq!(decode(&text, "QUEUE#flags#open").unwrap().sk, "FLAG#x");
         assert!(decode(&text, "QUEUE#adjustments").is_err(), "another queue's cursor");

@@ -714,7 +714,8 @@ impl Flags for MemoryLedger {
 /// A page of `items` (sorted by `place`), after the cursor's place: the cursor is the last
 /// item's place.
 fn memory_page<T>(items: Vec<T>, page: PageRequest<'_>, place: impl Fn(&T) -> String) -> QueuePage<T> {
-    let mut after: Vec<T> = items.into_iter().filter(|item| page.cursor.is_none_or(|cursor| place(item).as_str() > cursor)).collect();
+    let mut after: Vec<T> =
+        items.into_iter().filter(|item| page.cursor.is_none_or(|cursor| place(item).as_str() > cursor)).collect();
     let next_cursor = (after.len() > page.limit as usize).then(|| {
         after.truncate(page.limit as usize);
         after.last().map(&place)

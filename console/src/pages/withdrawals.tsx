@@ -1,0 +1,66 @@
+import { Chip } from '@mui/material';
+import {
+  BooleanInput,
+  Datagrid,
+  List,
+  Pagination,
+  TextField,
+  useRecordContext,
+  useTranslate,
+  type RaRecord,
+} from 'react-admin';
+import { MoneyField } from '../components/MoneyField';
+import { TimeField } from '../components/TimeField';
+
+/** Overdue (pending longer than a day, what the WithdrawalsOverdue alarm counts): marked red. */
+const Overdue = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  if (!record) return null;
+  return record.overdue ? (
+    <Chip
+      size="small"
+      color="error"
+      label={translate('console.withdrawal.overdue')}
+      data-testid="withdrawal-overdue"
+      data-overdue="true"
+    />
+  ) : (
+    <Chip size="small" variant="outlined" label={translate('console.withdrawal.on_time')} data-overdue="false" />
+  );
+};
+
+const filters = [<BooleanInput key="overdue" source="overdue" label="console.withdrawal.overdue_only" alwaysOn />];
+
+const overdueRow = (record: RaRecord) =>
+  record.overdue ? { backgroundColor: 'rgba(211, 47, 47, 0.08)' } : {};
+
+/**
+ * `GET /ops/v1/withdrawals/pending?overdue=`: the withdrawals the payments system has not
+ * resolved yet, oldest first (the server's order), a page at a time by cursor; overdue ones
+ * marked, or listed alone. A row opens its user.
+ */
+export const WithdrawalList = () => (
+  <List
+    filters={filters}
+    perPage={25}
+    pagination={<Pagination rowsPerPageOptions={[25, 50, 100]} />}
+    exporter={false}
+    actions={false}
+    empty={false}
+    title="console.withdrawal.title"
+  >
+    <Datagrid
+      bulkActionButtons={false}
+      rowSx={overdueRow}
+      rowClick={(_id, _resource, record) => `/users/${encodeURIComponent(String(record.user))}/show`}
+    >
+      <TimeField source="requested_at" sortable={false} />
+      <TextField source="withdrawal_id" sortable={false} />
+      <TextField source="user" sortable={false} />
+      <MoneyField source="amount_cents" sortable={false} />
+      <TextField source="destination" sortable={false} />
+      <Overdue label="resources.withdrawals.fields.overdue" />
+    </Datagrid>
+  </List>
+);
