@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -104,6 +104,10 @@ preflight:
 ## make deploy: sam deploy --guided (after make build)
 deploy: build
 	PATH="$(CURDIR)/.local/venv/bin:$$PATH" sam deploy --guided
+
+## make deploy-console STACK=<stack>: the operators' console onto a deployed stack (docs/DEPLOY.md)
+deploy-console:
+	.local/venv/bin/python scripts/deploy_console.py --stack $(STACK)
 
 ## make bench: the benchmarks (not part of make test); rewrites BENCHMARKS.md and bench/results/
 bench:

@@ -218,6 +218,9 @@ class Stack:
                 separator, items = argument
                 items = self.resolve(items)
                 return separator.join(str(item) for item in (items if isinstance(items, list) else [items]))
+            if key == "Fn::Split":
+                separator, text = argument
+                return str(self.resolve(text)).split(separator)
             if key == "Fn::Select":
                 index, items = argument
                 return self.resolve(items)[int(self.resolve(index))]

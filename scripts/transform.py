@@ -123,9 +123,11 @@ def check_translated(name, output):
     schedules = [n for n, r in resources.items() if r["Type"] == "AWS::Scheduler::Schedule"]
     if len(schedules) != 4:
         problems.append(f"{len(schedules)} schedules, expected 4 (two settle, reconciliation, trial balance)")
-    buckets = [r for r in resources.values() if r["Type"] == "AWS::S3::Bucket"]
-    if len(buckets) != 1 or "aws:kms" not in json.dumps(buckets[0]):
-        problems.append("the reports bucket is missing or not encrypted")
+    buckets = {n: r for n, r in resources.items() if r["Type"] == "AWS::S3::Bucket"}
+    if sorted(buckets) != ["ConsoleBucket", "ReportsBucket"]:
+        problems.append(f"buckets {sorted(buckets)}, expected the reports' and the console's")
+    elif "aws:kms" not in json.dumps(buckets["ReportsBucket"]) or "AES256" not in json.dumps(buckets["ConsoleBucket"]):
+        problems.append("the reports bucket (KMS) or the console's (SSE-S3, which CloudFront's OAC reads) is not encrypted")
     problems += check_events_pipe(name, resources)
     invoke_configs = [r for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
     if len(invoke_configs) != 3 or not all("OnFailure" in json.dumps(config) for config in invoke_configs):

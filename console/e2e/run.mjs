@@ -5,22 +5,26 @@
 //   API_URL      the local API (default http://127.0.0.1:3000): the app's routes (withdrawals,
 //                a 接龙 game's packets and grabs), the operators' routes the setup and the checks
 //                call beside the browser, and POST /local/ops-token for their tokens
-//   LOCAL_BIN    the local binary (default ../target/debug/local): `topup`, `token` and
-//                `trial-balance` for the setup and the checks, run with this process's environment
+//   LOCAL_BIN    the local binary (default ../target/debug/local): `topup`, `token`, `ops-token`
+//                and `trial-balance` for the setup and the checks, run with this process's environment
 //                (AWS_ENDPOINT_URL_DYNAMODB, TABLE_NAME, BUSINESS_TIME_ZONE etc. of the running
 //                stack, exported by the caller)
 //   CHROMIUM     the browser (default /usr/bin/chromium)
 //   SCREENSHOTS=1  also save the main pages as ../docs/console/*.png
+//
+// The OIDC sign-in's test serves the built console (console/dist, `npm run build`) itself, beside
+// a stand-in OIDC provider, both on free ports of 127.0.0.1, the API's /ops/* proxied to API_URL.
 //
 // node's own test runner: `node --test e2e/run.mjs` (npm run test:e2e) prints "# pass N" / "# fail N".
 // Bounded: 120 s a test (--test-timeout), 240 s in all; each step waits 15 s at most.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -790,5 +794,251 @@ test('a 401 signs out: a token the API refuses brings the sign-in page back', as
   await page.goto(`${CONSOLE_URL}holds`);
   await page.waitForURL((url) => url.pathname.endsWith('/login'));
   await page.locator('input[name=operator]').waitFor();
+  assertClean();
+});
+
+/** Starts `handler` on a free port of 127.0.0.1; answers its origin and a close() for t.after. */
+async function serve(handler) {
+  const server = createServer((req, res) => {
+    Promise.resolve(handler(req, res)).catch((error) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end(String(error?.stack ?? error));
+    });
+  });
+  await new Promise((listening) => server.listen(0, '127.0.0.1', listening));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    close: () =>
+      new Promise((closed) => {
+        server.closeAllConnections();
+        server.close(closed);
+      }),
+  };
+}
+
+/** A request's body, as text. */
+async function bodyOf(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+test('7: OIDC sign-in: the company account button, through the provider and back; the ID token is the bearer; sign-out', async (t) => {
+  const dist = join(here, 'dist');
+  assert.ok(existsSync(join(dist, 'index.html')), 'the built console (npm run build) in console/dist');
+
+  // The ID token: an operator's token the local API's authorizer accepts. It is used as the
+  // provider's id_token: its `iss` is the discovery's issuer and its `aud` the console's client id
+  // when it has them (the local API's tokens name neither: the stand-in's origin and a client id
+  // of the test's then). oidc-client-ts reads the id_token's claims (sub, and nonce when it sent
+  // one) and does not check its signature: the API does.
+  const operator = 'olga';
+  const roles = ['risk', 'finance'];
+  const idToken = local('ops-token', operator, roles.join(','));
+  const claims = JSON.parse(Buffer.from(idToken.split('.')[1], 'base64url').toString('utf8'));
+  assert.equal(claims.sub, operator);
+  assert.deepEqual(claims['cognito:groups'], roles);
+  const clientId = (Array.isArray(claims.aud) ? claims.aud[0] : claims.aud) ?? 'e2e-console';
+
+  // The stand-in OIDC provider. Its requests are kept for the checks.
+  const seen = { authorize: [], token: [], jwks: 0, logout: [] };
+  const codes = new Map();
+  let consoleBase = '';
+  const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*' };
+  const provider = await serve(async (req, res) => {
+    const url = new URL(req.url, 'http://stand-in');
+    const json = (status, value) => {
+      res.writeHead(status, { ...cors, 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(JSON.stringify(value));
+    };
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { ...cors, 'access-control-allow-methods': 'GET, POST' });
+      return res.end();
+    }
+    switch (url.pathname) {
+      case '/.well-known/openid-configuration':
+        return json(200, {
+          issuer: claims.iss ?? provider.origin,
+          authorization_endpoint: `${provider.origin}/authorize`,
+          token_endpoint: `${provider.origin}/token`,
+          jwks_uri: `${provider.origin}/jwks`,
+          end_session_endpoint: `${provider.origin}/logout`,
+          response_types_supported: ['code'],
+          subject_types_supported: ['public'],
+          id_token_signing_alg_values_supported: ['HS256'],
+          code_challenge_methods_supported: ['S256'],
+          scopes_supported: ['openid', 'email', 'profile'],
+        });
+      case '/authorize': {
+        // auto-approves: back to redirect_uri with a code and the state
+        const query = Object.fromEntries(url.searchParams);
+        seen.authorize.push(query);
+        const code = randomUUID();
+        codes.set(code, query);
+        const back = new URL(query.redirect_uri);
+        back.searchParams.set('code', code);
+        back.searchParams.set('state', query.state);
+        res.writeHead(302, { location: back.href });
+        return res.end();
+      }
+      case '/token': {
+        const form = Object.fromEntries(new URLSearchParams((await bodyOf(req)).toString('utf8')));
+        seen.token.push({ form, authorization: req.headers.authorization });
+        const asked = codes.get(form.code);
+        codes.delete(form.code);
+        const challenge = form.code_verifier && createHash('sha256').update(form.code_verifier).digest('base64url');
+        if (
+          form.grant_type !== 'authorization_code' ||
+          !asked ||
+          form.client_id !== asked.client_id ||
+          form.redirect_uri !== asked.redirect_uri ||
+          challenge !== asked.code_challenge
+        ) {
+          return json(400, { error: 'invalid_grant' });
+        }
+        return json(200, {
+          id_token: idToken,
+          access_token: `stand-in-access-${randomUUID()}`,
+          token_type: 'Bearer',
+          expires_in: 3600,
+        });
+      }
+      case '/jwks':
+        seen.jwks += 1;
+        return json(200, { keys: [] });
+      case '/logout': {
+        const query = Object.fromEntries(url.searchParams);
+        seen.logout.push(query);
+        const back = new URL(query.post_logout_redirect_uri ?? consoleBase);
+        if (query.state) back.searchParams.set('state', query.state);
+        res.writeHead(302, { location: back.href });
+        return res.end();
+      }
+      default:
+        return json(404, { error: 'not_found' });
+    }
+  });
+  t.after(provider.close);
+
+  // The built console as CloudFront serves it in AWS: config.json the deploy writes, csp.txt with
+  // the provider's origin in connect-src, /ops/* to the API on the same origin, index.html for
+  // page paths.
+  const csp = CSP.replace("connect-src 'self'", `connect-src 'self' ${provider.origin}`);
+  assert.notEqual(csp, CSP, "csp.txt's connect-src 'self'");
+  const config = {
+    signIn: 'oidc',
+    apiBase: '',
+    authority: provider.origin,
+    clientId,
+    rolesClaim: 'cognito:groups',
+    businessTimeZone,
+  };
+  const proxied = [];
+  const site = await serve(async (req, res) => {
+    const url = new URL(req.url, 'http://console');
+    if (url.pathname.startsWith('/ops/')) {
+      const headers = { ...req.headers };
+      for (const name of ['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'accept-encoding']) {
+        delete headers[name];
+      }
+      const body = ['GET', 'HEAD'].includes(req.method) ? undefined : await bodyOf(req);
+      const answer = await fetch(`${API_URL}${req.url}`, {
+        method: req.method,
+        headers,
+        body,
+        signal: AbortSignal.timeout(STEP_MS),
+      });
+      proxied.push({ method: req.method, path: url.pathname, status: answer.status, authorization: req.headers.authorization });
+      const out = Object.fromEntries(
+        [...answer.headers].filter(([name]) => !['content-encoding', 'content-length', 'transfer-encoding', 'connection'].includes(name)),
+      );
+      res.writeHead(answer.status, out);
+      return res.end(Buffer.from(await answer.arrayBuffer()));
+    }
+    if (url.pathname === '/console/config.json') {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      return res.end(JSON.stringify(config));
+    }
+    if (!url.pathname.startsWith('/console/') && url.pathname !== '/console') {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      return res.end('not found');
+    }
+    const wanted = resolve(dist, `.${decodeURIComponent(url.pathname.slice('/console'.length)) || '/'}`);
+    const inside = wanted.startsWith(`${dist}${sep}`);
+    const file = inside && existsSync(wanted) && statSync(wanted).isFile() ? wanted : join(dist, 'index.html');
+    res.writeHead(200, {
+      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+      'content-security-policy': csp,
+      'cache-control': 'no-cache',
+    });
+    return res.end(readFileSync(file));
+  });
+  t.after(site.close);
+  consoleBase = `${site.origin}/console/`;
+
+  const { page, problems, assertClean } = await session(t);
+
+  // signed out: the sign-in page, one button for the company account
+  await page.goto(consoleBase);
+  await page.waitForURL((url) => url.pathname === '/console/login');
+  const button = page.locator('[data-submit=sign-in-oidc]');
+  assert.equal((await button.innerText()).trim(), '使用公司账号登录');
+  assert.equal(await page.locator('input[name=operator]').count(), 0, 'no local form');
+
+  // through the provider (authorize, token) and back: the operator's name and roles
+  await button.click();
+  await page.getByText(`${operator} (${roles.join(', ')})`).first().waitFor();
+  const back = new URL(page.url());
+  assert.match(back.pathname, /^\/console\/?$/, 'on the dashboard');
+  assert.equal(back.search, '', 'the code and state gone from the URL');
+
+  assert.equal(seen.authorize.length, 1);
+  const asked = seen.authorize[0];
+  assert.equal(asked.client_id, clientId);
+  assert.equal(asked.redirect_uri, consoleBase);
+  assert.equal(asked.response_type, 'code');
+  assert.equal(asked.scope, 'openid email profile');
+  assert.equal(asked.code_challenge_method, 'S256');
+  assert.ok(asked.code_challenge && asked.state, 'PKCE and a state');
+  assert.equal(seen.token.length, 1, 'one code exchange');
+  assert.equal(seen.token[0].form.client_secret, undefined, 'no client secret');
+  assert.equal(seen.token[0].authorization, undefined, 'no client authentication');
+
+  // a page that calls the API: 200 through the same origin, the ID token the bearer
+  const [holds] = await Promise.all([
+    page.waitForResponse((response) => new URL(response.url()).pathname === '/ops/v1/holds'),
+    page.goto(`${consoleBase}holds`),
+  ]);
+  assert.equal(holds.status(), 200);
+  await page.locator('#react-admin-title').filter({ hasText: /\S/ }).waitFor();
+  const calls = proxied.filter((call) => call.path === '/ops/v1/holds');
+  assert.ok(calls.length > 0 && calls.every((call) => call.status === 200), JSON.stringify(calls));
+  assert.ok(calls.every((call) => call.authorization === `Bearer ${idToken}`), 'the ID token is the bearer');
+  assert.equal(await page.locator('.MuiSnackbar-root').filter({ hasText: /401|403|forbidden/i }).count(), 0);
+
+  // sign out: on to the provider's end_session_endpoint and back to the sign-in page
+  await page.locator('.RaUserMenu-userButton').click();
+  await page.locator('li.logout').click();
+  await page.waitForURL((url) => url.pathname === '/console/login');
+  await page.locator('[data-submit=sign-in-oidc]').waitFor();
+  assert.equal(seen.logout.length, 1, 'the provider signed out too');
+  assert.equal(seen.logout[0].id_token_hint, idToken);
+  assert.equal(seen.logout[0].post_logout_redirect_uri, consoleBase);
+  const stored = await page.evaluate(() => Object.keys(sessionStorage).filter((key) => key.startsWith('oidc.user')));
+  assert.deepEqual(stored, [], 'the user forgotten');
+  t.diagnostic(`jwks fetched ${seen.jwks} time(s) (oidc-client-ts checks no signature)`);
+  assert.deepEqual(problems, []);
   assertClean();
 });

@@ -7,9 +7,9 @@ import PaymentsIcon from '@mui/icons-material/Payments';
 import PersonSearchIcon from '@mui/icons-material/PersonSearch';
 import { lazy, useMemo, type ReactNode } from 'react';
 import { BrowserRouter, Route } from 'react-router-dom';
-import { Admin, CustomRoutes, Layout, Menu, Resource, defaultTheme, type RaThemeOptions } from 'react-admin';
+import { Admin, AuthCallback, CustomRoutes, Layout, Menu, Resource, defaultTheme, type RaThemeOptions } from 'react-admin';
 import { makeClient } from './api/client';
-import { currentToken, makeAuthProvider } from './authProvider';
+import { makeAuth } from './authProvider';
 import { BusinessTimeZoneProvider, dayIn } from './businessDay';
 import type { ConsoleConfig } from './config';
 import { makeDataProvider } from './dataProvider';
@@ -63,15 +63,19 @@ const ConsoleMenu = () => (
 const ConsoleLayout = ({ children }: { children: ReactNode }) => <Layout menu={ConsoleMenu}>{children}</Layout>;
 
 export const App = ({ config }: { config: ConsoleConfig }) => {
-  const authProvider = useMemo(() => makeAuthProvider(config), [config]);
+  const { authProvider, token } = useMemo(() => makeAuth(config), [config]);
   const dataProvider = useMemo(
-    () => makeDataProvider(makeClient(config.apiBase, currentToken), () => dayIn(config.businessTimeZone)),
-    [config],
+    () => makeDataProvider(makeClient(config.apiBase, token), () => dayIn(config.businessTimeZone)),
+    [config, token],
   );
   const Login = useMemo(() => () => <LoginPage config={config} />, [config]);
   return (
-    // Real paths under /console/ (the server answers index.html for any page of it).
-    <BrowserRouter basename="/console">
+    // Real paths under /console/ (the server answers index.html for any page of it). Navigations
+    // are not transitions: react-admin's sign-out (LogoutOnMount, for a signed-out visit of any
+    // page but /login) navigates and clears its queries at once, and a navigation left pending as
+    // a transition loses to the re-render that clearing causes, again and again (seconds of a
+    // sign-out loop before the sign-in page shows).
+    <BrowserRouter basename="/console" useTransitions={false}>
     <BusinessTimeZoneProvider zone={config.businessTimeZone}>
     <Admin
       title="console.title"
@@ -81,6 +85,8 @@ export const App = ({ config }: { config: ConsoleConfig }) => {
       dataProvider={dataProvider}
       i18nProvider={i18nProvider}
       loginPage={Login}
+      // `oidc`: the provider's answer, handed here from /console/ (oidcAuth's routeSignInAnswer)
+      authCallbackPage={AuthCallback}
       theme={theme}
       requireAuth
       disableTelemetry

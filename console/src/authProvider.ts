@@ -1,15 +1,26 @@
 import type { AuthProvider } from 'react-admin';
 import type { ConsoleConfig } from './config';
+import { unexpired } from './jwt';
+import { makeOidcAuth } from './oidcAuth';
 
 /** The operators' roles (openapi.yaml's `operators` security scheme). */
 export const ROLES = ['support', 'finance', 'risk', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
+/**
+ * The sign-in of a stage: react-admin's authProvider and the bearer token every call of the API
+ * carries (null when signed out).
+ */
+export type ConsoleAuth = {
+  authProvider: AuthProvider;
+  token: () => string | null | Promise<string | null>;
+};
+
 const TOKEN = 'ops.token';
 const OPERATOR = 'ops.operator';
 const ROLES_KEY = 'ops.roles';
 
-/** The signed-in operator's token, kept for this tab only (sessionStorage). */
+/** The signed-in operator's token (`local`), kept for this tab only (sessionStorage). */
 export function currentToken(): string | null {
   return sessionStorage.getItem(TOKEN);
 }
@@ -20,39 +31,29 @@ function forget() {
   sessionStorage.removeItem(ROLES_KEY);
 }
 
-/** The `exp` claim of a JWT (seconds), if it can be read; the server verifies the rest. */
-function expiry(token: string): number | undefined {
-  try {
-    const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
-    const claims = JSON.parse(atob(payload)) as { exp?: unknown };
-    return typeof claims.exp === 'number' ? claims.exp : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function signedIn(): boolean {
   const token = currentToken();
-  if (!token) return false;
-  const exp = expiry(token);
-  return exp === undefined || exp * 1000 > Date.now();
+  return token !== null && unexpired(token);
 }
 
 export type LocalSignIn = { operator: string; roles: Role[] };
 
 /**
- * Sign-in and its checks. `local`: the operator's name and roles go to `POST {apiBase}/local/ops-token`
- * (the local API's stand-in for the operators' identity provider), the token it answers is kept in
- * sessionStorage and sent on every call. `oidc` is the switch for AWS, not implemented yet.
+ * Sign-in and its checks, by config.json's `signIn`. `local`: the operator's name and roles go to
+ * `POST {apiBase}/local/ops-token` (the local API's stand-in for the operators' identity
+ * provider), the token it answers is kept in sessionStorage and sent on every call. `oidc`: the
+ * operators' identity provider (./oidcAuth.ts), its ID token sent on every call.
  * A 401 from any call signs out; a 403 does not (the server's message is shown instead).
  */
-export function makeAuthProvider(config: ConsoleConfig): AuthProvider {
+export function makeAuth(config: ConsoleConfig): ConsoleAuth {
+  if (config.signIn === 'oidc') return makeOidcAuth(config);
+  return { authProvider: makeLocalAuthProvider(config.apiBase), token: currentToken };
+}
+
+function makeLocalAuthProvider(apiBase: string): AuthProvider {
   return {
     async login(params: LocalSignIn) {
-      if (config.signIn !== 'local') {
-        throw new Error('console.login.oidc_not_implemented');
-      }
-      const response = await fetch(`${config.apiBase}/local/ops-token`, {
+      const response = await fetch(`${apiBase}/local/ops-token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ operator: params.operator, roles: params.roles }),

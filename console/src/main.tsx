@@ -2,11 +2,13 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
 import { loadConfig } from './config';
+import { routeSignInAnswer } from './oidcAuth';
 
 const root = document.getElementById('root')!;
 
 loadConfig()
   .then((config) => {
+    if (config.signIn === 'oidc') routeSignInAnswer();
     createRoot(root).render(
       <StrictMode>
         <App config={config} />

@@ -140,6 +140,13 @@ UNIQUE_NAMES = {
     # within its API; https://docs.aws.amazon.com/apigateway/latest/api/API_CreateDomainName.html.
     "AWS::ApiGatewayV2::Stage": Name("StageName", (("ApiId", None),), "its API"),
     "AWS::ApiGatewayV2::DomainName": Name("DomainName", (), "account + Region"),
+    # CloudFront is global: https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateOriginAccessControl.html
+    # (OriginAccessControlAlreadyExists), API_CreateResponseHeadersPolicy.html
+    # (ResponseHeadersPolicyAlreadyExists), API_CreateFunction.html (FunctionAlreadyExists): one
+    # name per account, every Region's stacks alike. A dotted property is nested.
+    "AWS::CloudFront::OriginAccessControl": Name("OriginAccessControlConfig.Name", (), "account (every Region)"),
+    "AWS::CloudFront::ResponseHeadersPolicy": Name("ResponseHeadersPolicyConfig.Name", (), "account (every Region)"),
+    "AWS::CloudFront::Function": Name("Name", (), "account (every Region)"),
     # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html ("must be
     # unique within the VPC"); the default VPC when none is given.
     "AWS::EC2::SecurityGroup": Name("GroupName", (("VpcId", "default-vpc"),), "its VPC"),
@@ -152,6 +159,7 @@ NAMED_BY_AWS = {
     "AWS::ApiGatewayV2::Route": "id generated", "AWS::ApiGatewayV2::Integration": "id generated",
     "AWS::ApiGatewayV2::Authorizer": "id generated", "AWS::ApiGatewayV2::ApiMapping": "id generated",
     "AWS::CloudWatch::AnomalyDetector": "no name",
+    "AWS::CloudFront::Distribution": "id generated",
     # https://docs.aws.amazon.com/cognito-user-identity-pools/latest/APIReference/API_CreateUserPool.html,
     # API_CreateUserPoolClient.html: PoolName and ClientName are labels; ids are generated.
     "AWS::Cognito::UserPool": "UserPoolName is not unique (UserPoolId is generated)",
@@ -232,9 +240,13 @@ def physical_names(stack):
             raise AssertionError(f"{logical_id}: {kind} is in neither UNIQUE_NAMES nor NAMED_BY_AWS; add it to one")
         spec = UNIQUE_NAMES[kind]
         properties = resource.get("Properties", {})
-        if properties.get(spec.property) is None:
+        *outer, leaf = spec.property.split(".")
+        named = properties
+        for part in outer:
+            named = named.get(part, {})
+        if named.get(leaf) is None:
             continue  # named by CloudFormation
-        for variant in variants(properties[spec.property]):
+        for variant in variants(named[leaf]):
             name = stack.resolve(variant)
             if name is cfn.NO_VALUE:
                 continue

@@ -5,13 +5,17 @@ export type ApiClient = Client<paths>;
 
 /**
  * The typed client of openapi.yaml (generated types in ./schema.d.ts): every call carries
- * `Authorization: Bearer <the signed-in operator's token>`.
+ * `Authorization: Bearer <the signed-in operator's token>` (`local`: the local API's; `oidc`: the
+ * provider's ID token).
  */
-export function makeClient(apiBase: string, token: () => string | null): ApiClient {
+export function makeClient(
+  apiBase: string,
+  token: () => string | null | Promise<string | null>,
+): ApiClient {
   const client = createClient<paths>({ baseUrl: apiBase || window.location.origin });
   const bearer: Middleware = {
-    onRequest({ request }) {
-      const value = token();
+    async onRequest({ request }) {
+      const value = await token();
       if (value) request.headers.set('Authorization', `Bearer ${value}`);
       return request;
     },

@@ -1,5 +1,7 @@
 import LoginIcon from '@mui/icons-material/Login';
-import { Alert, Box, CardContent, Typography } from '@mui/material';
+import { Box, Button, CardContent, CircularProgress, Typography } from '@mui/material';
+import { useState } from 'react';
+import { useLocation } from 'react-router-dom';
 import {
   CheckboxGroupInput,
   Form,
@@ -21,8 +23,52 @@ const atLeastOne = (value: unknown) =>
   Array.isArray(value) && value.length > 0 ? undefined : 'console.login.roles_required';
 
 /**
+ * `oidc`: one button, to the operators' identity provider; back from it, on to the page the
+ * operator was headed for (react-admin's location state when it sent them here).
+ */
+const CompanySignIn = () => {
+  const login = useLogin();
+  const notify = useNotify();
+  const translate = useTranslate();
+  const location = useLocation();
+  const [leaving, setLeaving] = useState(false);
+  const state = location.state as { nextPathname?: unknown; nextSearch?: unknown } | null;
+  const next =
+    typeof state?.nextPathname === 'string'
+      ? `${state.nextPathname}${typeof state.nextSearch === 'string' ? state.nextSearch : ''}`
+      : undefined;
+  return (
+    <>
+      <Button
+        variant="contained"
+        fullWidth
+        startIcon={leaving ? <CircularProgress size={18} color="inherit" /> : <LoginIcon />}
+        disabled={leaving}
+        data-submit="sign-in-oidc"
+        onClick={async () => {
+          setLeaving(true);
+          try {
+            await login({ next });
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            notify(message, { type: 'error', messageArgs: { _: message } });
+          } finally {
+            setLeaving(false);
+          }
+        }}
+      >
+        {translate('console.login.oidc_sign_in')}
+      </Button>
+      <Typography variant="caption" color="text.secondary" component="p" sx={{ mt: 1 }}>
+        {translate('console.login.oidc_hint')}
+      </Typography>
+    </>
+  );
+};
+
+/**
  * The sign-in. `local`: an operator's name and roles, exchanged for a token by the local API's
- * `POST /local/ops-token`. `oidc` (AWS): not implemented yet, said so.
+ * `POST /local/ops-token`. `oidc` (AWS): the company's identity provider, one button.
  */
 export const LoginPage = ({ config }: { config: ConsoleConfig }) => {
   const login = useLogin();
@@ -67,7 +113,7 @@ export const LoginPage = ({ config }: { config: ConsoleConfig }) => {
             <SaveButton label="console.login.sign_in" icon={<LoginIcon />} alwaysEnable fullWidth data-submit="sign-in" />
           </Form>
         ) : (
-          <Alert severity="warning">{translate('console.login.oidc_not_implemented')}</Alert>
+          <CompanySignIn />
         )}
       </CardContent>
     </Login>

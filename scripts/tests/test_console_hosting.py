@@ -1,0 +1,183 @@
+"""The operators' console as the stack serves it in AWS, checked on the SAM transform's output.
+
+CloudFront serves the console's files from a private bucket and the operators' API on the same
+origin: the default behaviour reads the bucket through Origin Access Control (the bucket policy
+lets only that distribution read, only the console's files), `/ops/*` goes to the HTTP API,
+uncached, with every viewer header but Host (the operators' bearer token among them), for every
+method the operators' API has. Its Content-Security-Policy is console/csp.txt, the one the local
+gateway sends, with only the operators' provider added to connect-src: the stack's pool (its
+issuer's host and its sign-in domain) or another issuer's host and the origins a deployment
+names. The stack's pool sends a signed-in operator back to the console only once its URL is
+given (a reference to the distribution would close a circle through the API's authorizer).
+"""
+
+import logging
+import os
+import pathlib
+import sys
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+
+import cfn  # noqa: E402
+
+try:  # needs samtranslator: only in .local/venv
+    import transform
+    from samtranslator.yaml_helper import yaml_parse
+except ImportError:
+    transform = None
+
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+SSO = {
+    "OperatorsJwtIssuer": "https://sso.example.com/oauth2/default",
+    "OperatorsJwtAudience": "console-client",
+    "OperatorsSignInOrigins": "https://login.example.com",
+}
+
+
+def stack(parameters):
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    template = yaml_parse((ROOT / "template.yaml").read_text())
+    output = transform.transform(transform.packaged(template), parameters, transform.NoManagedPolicies())
+    return cfn.Stack(output, parameters)
+
+
+def directives(policy):
+    """{directive: [sources]} of a Content-Security-Policy."""
+    parsed = {}
+    for part in policy.split(";"):
+        words = part.split()
+        if words:
+            parsed[words[0]] = words[1:]
+    return parsed
+
+
+def ops_paths():
+    """The paths of openapi.yaml's operators' routes."""
+    from samtranslator.yaml_helper import yaml_parse as parse
+
+    spec = parse((ROOT / "openapi.yaml").read_text())
+    return {
+        path: {method for method, operation in item.items() if "operators" in operation.get("tags", [])}
+        for path, item in spec["paths"].items()
+        if any("operators" in operation.get("tags", []) for operation in item.values())
+    }
+
+
+@unittest.skipIf(transform is None, "needs .local/venv (samtranslator)")
+class ConsoleHosting(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.own_pool = stack({})
+        cls.sso = stack(SSO)
+
+    def distribution(self, stack):
+        (name,) = stack.created("AWS::CloudFront::Distribution")
+        return stack.properties(name)["DistributionConfig"]
+
+    def test_the_bucket_is_read_only_by_the_distribution_through_origin_access_control(self):
+        stack = self.own_pool
+        config = self.distribution(stack)
+        origins = {origin["Id"]: origin for origin in config["Origins"]}
+        default = config["DefaultCacheBehavior"]
+        console = origins[default["TargetOriginId"]]
+        self.assertEqual(console["DomainName"], "ConsoleBucket.RegionalDomainName")
+        self.assertEqual(console["OriginAccessControlId"], "ConsoleOriginAccessControl.Id")
+        self.assertEqual(default["ViewerProtocolPolicy"], "redirect-to-https")
+        self.assertEqual(default["AllowedMethods"], ["GET", "HEAD"])
+        self.assertEqual(stack.properties("ConsoleOriginAccessControl")["OriginAccessControlConfig"]["SigningBehavior"], "always")
+        bucket = stack.properties("ConsoleBucket")
+        self.assertTrue(all(bucket["PublicAccessBlockConfiguration"].values()), bucket)
+        policy = stack.properties("ConsoleBucketPolicy")["PolicyDocument"]["Statement"]
+        allows = [s for s in policy if s["Effect"] == "Allow"]
+        self.assertEqual(len(allows), 1, policy)
+        (allow,) = allows
+        self.assertEqual(allow["Principal"], {"Service": "cloudfront.amazonaws.com"})
+        self.assertEqual(allow["Action"], "s3:GetObject")
+        self.assertEqual(allow["Resource"], "arn:aws:s3:::consolebucket/console/*")
+        self.assertEqual(
+            allow["Condition"]["StringEquals"]["AWS:SourceArn"],
+            "arn:aws:cloudfront::123456789012:distribution/ConsoleDistribution",
+        )
+
+    def test_the_operators_api_is_on_the_same_origin_uncached_with_its_token(self):
+        stack = self.own_pool
+        config = self.distribution(stack)
+        origins = {origin["Id"]: origin for origin in config["Origins"]}
+        (behaviour,) = [b for b in config["CacheBehaviors"] if b["PathPattern"] == "/ops/*"]
+        api = origins[behaviour["TargetOriginId"]]
+        (http_api,) = stack.created("AWS::ApiGatewayV2::Api")
+        self.assertEqual(api["DomainName"], f"{stack.resource_ref(http_api)}.execute-api.us-east-1.amazonaws.com")
+        self.assertEqual(api["CustomOriginConfig"]["OriginProtocolPolicy"], "https-only")
+        self.assertEqual(behaviour["CachePolicyId"], CACHING_DISABLED)
+        self.assertEqual(behaviour["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST)
+        methods = {method for methods in ops_paths().values() for method in methods}
+        self.assertTrue(ops_paths(), "openapi.yaml has operators' routes")
+        self.assertTrue(all(path.startswith("/ops/") for path in ops_paths()), "every operators' route is under /ops/")
+        self.assertLessEqual({m.upper() for m in methods}, set(behaviour["AllowedMethods"]))
+
+    def test_the_pages_send_console_csp_txt_with_only_the_operators_provider_added(self):
+        local = directives((ROOT / "console" / "csp.txt").read_text().strip())
+        added = {
+            "own pool": (self.own_pool, ["https://cognito-idp.us-east-1.amazonaws.com", "https://OperatorsUserPoolDomain.auth.us-east-1.amazoncognito.com"]),
+            "another issuer": (self.sso, ["https://sso.example.com", "https://login.example.com"]),
+        }
+        for case, (stack, origins) in added.items():
+            with self.subTest(case):
+                config = stack.properties("ConsoleHeaders")["ResponseHeadersPolicyConfig"]
+                served = directives(config["SecurityHeadersConfig"]["ContentSecurityPolicy"]["ContentSecurityPolicy"])
+                self.assertEqual(served, {**local, "connect-src": local["connect-src"] + origins})
+                self.assertTrue(config["SecurityHeadersConfig"]["ContentSecurityPolicy"]["Override"])
+                behaviour = self.distribution(stack)["DefaultCacheBehavior"]
+                self.assertEqual(behaviour["ResponseHeadersPolicyId"], "ConsoleHeaders")
+
+    def test_the_stack_pool_signs_in_to_the_console_once_its_url_is_given(self):
+        client = self.own_pool.properties("OperatorsUserPoolClient")
+        self.assertNotIn("CallbackURLs", client, "no console URL given: no OAuth sign-in yet")
+        url = "https://d111111abcdef8.cloudfront.net/console/"
+        client = stack({"OperatorsConsoleCallbackUrl": url}).properties("OperatorsUserPoolClient")
+        self.assertEqual((client["CallbackURLs"], client["AllowedOAuthFlows"]), ([url], ["code"]))
+        self.assertIn("openid", client["AllowedOAuthScopes"])
+        self.assertFalse(client.get("GenerateSecret"), "a browser keeps no secret: PKCE")
+
+    def test_the_outputs_name_what_the_console_config_needs(self):
+        outputs = self.sso.template["Outputs"]
+        for name in ("ConsoleUrl", "ConsoleBucketName", "ConsoleDistributionId", "OperatorsIssuer", "OperatorsConsoleClientId"):
+            self.assertIn(name, outputs)
+        self.assertEqual(self.sso.resolve(outputs["OperatorsIssuer"]["Value"]), SSO["OperatorsJwtIssuer"])
+        self.assertEqual(self.sso.resolve(outputs["OperatorsConsoleClientId"]["Value"]), "console-client")
+        script = (ROOT / "scripts" / "deploy_console.py").read_text()
+        for name in ("ConsoleBucketName", "ConsoleDistributionId", "OperatorsIssuer", "OperatorsConsoleClientId"):
+            self.assertIn(name, script, "scripts/deploy_console.py reads every output it needs")
+
+
+class ConsoleConfig(unittest.TestCase):
+    def test_config_json_is_what_console_config_ts_reads(self):
+        import deploy_console
+
+        outputs = {"OperatorsIssuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc", "OperatorsConsoleClientId": "c1"}
+        config = deploy_console.console_config(outputs, {"BusinessTimeZone": "Asia/Shanghai", "OperatorsRolesClaim": ""})
+        self.assertEqual(
+            config,
+            {"signIn": "oidc", "apiBase": "", "authority": outputs["OperatorsIssuer"], "clientId": "c1",
+             "rolesClaim": "cognito:groups", "businessTimeZone": "Asia/Shanghai"},
+        )
+        config_ts = (ROOT / "console" / "src" / "config.ts").read_text()
+        for field in config:
+            self.assertIn(field, config_ts, f"console/src/config.ts reads {field}")
+
+    def test_the_page_is_checked_every_time_and_hashed_assets_kept(self):
+        import deploy_console
+
+        self.assertEqual(deploy_console.cache_control("index.html"), "no-cache")
+        self.assertEqual(deploy_console.cache_control("config.json"), "no-cache")
+        self.assertIn("immutable", deploy_console.cache_control("assets/index-3f9a.js"))
+        self.assertEqual(deploy_console.content_type("assets/index-3f9a.js"), "text/javascript")
+
+
+if __name__ == "__main__":
+    unittest.main()
