@@ -787,6 +787,69 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
   ada.assertClean();
 });
 
+test('5b: a packet\'s page sets Redis beside the ledger: its grab row, both amounts, nothing pending, no differences', async (t) => {
+  const sender = `${RUN}-sides-sender`;
+  const grabber = `${RUN}-sides-grabber`;
+  topup(sender, 1_000);
+  const sent = await api('POST', '/packets', {
+    token: local('token', sender),
+    idempotencyKey: randomUUID(),
+    body: { total_cents: 300, count: 2 },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  const packet = sent.body.packet_id;
+  const grab = await api('POST', `/packets/${packet}/grab`, { token: local('token', grabber), body: {} });
+  assert.equal(grab.status, 200, JSON.stringify(grab.body));
+  const amount = grab.body.amount_cents;
+
+  // GET /ops/v1/packets/{packet_id}/sides, once settle (every second) wrote the grab
+  const samToken = await opsToken('sam', ['support']);
+  const path = `/ops/v1/packets/${encodeURIComponent(packet)}/sides`;
+  const first = await api('GET', path, { token: samToken });
+  if (first.status === 404 && first.body?.message === 'Not Found') {
+    t.diagnostic(`${path}: no such route in this API yet: the sides check skipped`);
+    return;
+  }
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  const sides = await until(STEP_MS, `the grab of ${packet} persisted`, async () => {
+    const answer = await api('GET', path, { token: samToken });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const rows = answer.body.grabs;
+    return rows.length === 1 && !rows[0].pending && rows[0].ledger_cents !== null ? answer.body : null;
+  }, 250);
+  assert.deepEqual(sides.differences, [], JSON.stringify(sides));
+  assert.equal(sides.quarantined_at, null);
+
+  // the console: both sides, the grab row with the ledger's and Redis's amount, the all-clear line
+  const sam = await session(t);
+  await signIn(sam.page, 'sam', ['support']);
+  const { page } = sam;
+  await page.goto(`${CONSOLE_URL}packets/${encodeURIComponent(packet)}/show`);
+  const section = page.locator('[data-testid=packet-sides]');
+  await section.waitFor();
+  assert.equal(await section.getAttribute('data-differences'), '0', await section.innerText());
+  assert.equal(await section.getAttribute('data-quarantined'), 'false');
+  assert.equal(await page.locator('[data-testid=packet-sides-ledger][data-present=true]').count(), 1, 'the ledger side');
+  assert.equal(await page.locator('[data-testid=packet-sides-live][data-present=true]').count(), 1, 'the Redis side');
+  const rows = page.locator('[data-testid=packet-sides-grabs] tbody tr');
+  await rows.filter({ hasText: grabber }).waitFor();
+  assert.equal(await rows.count(), 1, 'one grab row');
+  assert.equal(cents(await rows.locator('.sides-ledger-cents').innerText()), amount, "the ledger's amount");
+  assert.equal(cents(await rows.locator('.sides-live-cents').innerText()), amount, "Redis's amount");
+  assert.equal(await rows.locator('[data-testid=grab-pending]').count(), 0, 'nothing pending');
+  const result = page.locator('[data-testid=packet-sides-result]');
+  assert.equal((await result.innerText()).trim(), '两边一致，无差异');
+  assert.equal(await page.locator('[data-testid=packet-quarantine]').count(), 0, 'no quarantine banner');
+  assert.equal(await page.locator('[data-action=release-packet]').count(), 0, 'nothing to release');
+  await shot(page, 'packet-sides');
+  sam.assertClean();
+});
+
+// A quarantined packet's banner and its release by finance (data-action=release-packet,
+// data-dialog=release-packet, data-submit=release-packet) are not tested end to end: nothing in
+// the local stack sets a packet aside on demand (no route; `local quarantine` runs a settle pass
+// and lists the quarantined ones, it quarantines none).
+
 test('a 401 signs out: a token the API refuses brings the sign-in page back', async (t) => {
   const { page, assertClean } = await session(t);
   await signIn(page, 'sam', ['support']);

@@ -23,6 +23,8 @@ export type FlagResolved = Schemas['FlagResolved'];
 export type TrialBalance = Schemas['TrialBalance'];
 export type Statement = Schemas['Statement'];
 export type Reconciliation = Schemas['Reconciliation'];
+export type PacketSides = Schemas['PacketSides'];
+export type PacketReleased = Schemas['PacketReleased'];
 
 /** The lists the server pages by cursor, each walked whole by `everyPage`. */
 export type PagedResource = 'adjustments' | 'withdrawals' | 'flags';
@@ -46,6 +48,10 @@ export type ConsoleDataProvider = DataProvider & {
   /** The statement as the server's CSV, its text untouched. */
   statementCsv(user: string, day: string): Promise<string>;
   reconcile(asOf?: string): Promise<Reconciliation>;
+  /** A packet as Redis and the ledger each hold it, with what differs and its quarantine. */
+  packetSides(packetId: string): Promise<PacketSides>;
+  /** Takes a packet out of quarantine (finance or admin; the server decides), audited. */
+  releasePacket(packetId: string, reason: string): Promise<PacketReleased>;
   /** Every page of a paged list (at most `maxPages` of 100), for counts and sums. */
   everyPage(resource: PagedResource, filter?: Record<string, unknown>, maxPages?: number): Promise<Walked>;
   /** The stack's currency (from the last answer, else from the holds list). */
@@ -65,6 +71,8 @@ type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
  * | movements      | getManyReference(user): GET …/users/{user}/movements     | at#kind#ref    |
  * | user_packets   | getManyReference(user, role): GET …/users/{user}/packets | packet_id      |
  * | packets        | getOne: GET /ops/v1/packets/{packet_id}                  | packet_id      |
+ * |                | packetSides: GET …/packets/{packet_id}/sides             |                |
+ * |                | releasePacket: POST …/packets/{packet_id}/release        |                |
  * | holds          | getList: GET /ops/v1/holds                               | the user       |
  * | flags          | getList(status): GET /ops/v1/flags                       | flag_id        |
  * | audit          | getList(day): GET /ops/v1/audit/{day}                    | day#index      |
@@ -208,6 +216,7 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
 
   const reference = (value: string) => ({ path: { reference: value } });
   const flag = (value: string) => ({ path: { flag_id: value } });
+  const packet = (value: string) => ({ path: { packet_id: value } });
 
   async function manyReference(resource: string, params: GetManyReferenceParams): Promise<GetListResult> {
     const owner = String(params.id);
@@ -350,6 +359,9 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
           parseAs: 'text',
         }),
       ),
+    packetSides: (packetId) => call(client.GET('/ops/v1/packets/{packet_id}/sides', { params: packet(packetId) })),
+    releasePacket: (packetId, reason) =>
+      call(client.POST('/ops/v1/packets/{packet_id}/release', { params: packet(packetId), body: { reason } })),
     reconcile: (asOf) => call(client.POST('/ops/v1/reconciliations', { body: asOf ? { as_of: asOf } : {} })),
     everyPage(resource, filter, maxPages = 20) {
       switch (resource) {

@@ -57,6 +57,8 @@ pub struct Functions {
 pub struct Operators {
     /// Its ledger.
     pub ledger: DynamoLedger,
+    /// The live store (a packet's Redis side, its quarantine).
+    pub live: Arc<RedisStore>,
     /// Where its reports go.
     pub reports: red_packets::adapters::ReportDirectory,
     /// The claim holding an operator's roles.
@@ -169,9 +171,13 @@ async fn operators_route(State(functions): State<Arc<Functions>>, request: Reque
     };
     let operators = &functions.operators;
     invoke_as(&functions, &operators.authorizer, route_key, None, request, |event| async move {
-        let clock = operators.clock.as_ref();
-        Ok(funds::ops_api::handle_api(&operators.ledger, clock, &operators.reports, &operators.roles_claim, &event)
-            .await)
+        let api = funds::ops_api::OpsApi {
+            ledger: &operators.ledger,
+            live: operators.live.as_ref(),
+            reports: &operators.reports,
+            roles_claim: &operators.roles_claim,
+        };
+        Ok(funds::ops_api::handle_api(&api, operators.clock.as_ref(), &event).await)
     })
     .await
 }

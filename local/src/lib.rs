@@ -52,10 +52,11 @@ pub async fn functions_with_clock(
         send: send::SendService::with_clock(ledger_of("send"), store.clone(), config, clock.clone()),
         grab: grab::GrabService::with_clock(store.clone(), ledger_of("grab"), config, clock.clone()),
         query: query::QueryService::with_clock(store.clone(), ledger_of("query"), clock.clone()),
-        settler: Settler::new(store, ledger_of("settle")).with_clock(clock.clone()),
+        settler: Settler::new(store.clone(), ledger_of("settle")).with_clock(clock.clone()),
         authorizer,
         operators: gateway::Operators {
             ledger: ledger_of("operator"),
+            live: store.clone(),
             reports: ReportDirectory::new(std::env::var("REPORTS_DIR").unwrap_or_else(|_| "reports".into())),
             roles_claim: config.operator_roles_claim.clone(),
             clock: clock.clone(),

@@ -537,3 +537,75 @@ async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_fi
     let (status, refused) = api.as_operator("fay", &["finance"], "POST", "/ops/v1/reconciliations", Some(&later)).await;
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("as_of")), "{refused}");
 }
+
+/// A packet as Redis and the ledger each hold it: a grab Redis acknowledged and settle has not
+/// persisted yet is pending, not a difference; a packet set aside in quarantine says since when,
+/// and a finance operator's release takes it out, in the audit trail.
+#[tokio::test]
+async fn a_packets_two_sides_are_shown_and_a_quarantined_packet_is_released_once() {
+    use red_packets::ports::SettleIndex;
+    let api = serve().await;
+    let (sender, grabber) = (fresh("sally"), fresh("gus"));
+    api.top_up(&sender, 1_000).await;
+    let sent = api
+        .http
+        .post(format!("{}/packets", api.base))
+        .bearer_auth(api.users.token(&sender, 600))
+        .header("idempotency-key", PacketId::random().to_string())
+        .json(&json!({ "total_cents": 300, "count": 3 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 201);
+    let id = sent.json::<Value>().await.unwrap()["packet_id"].as_str().unwrap().to_owned();
+    let grabbed = api
+        .http
+        .post(format!("{}/packets/{id}/grab", api.base))
+        .bearer_auth(api.users.token(&grabber, 600))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(grabbed.status(), 200);
+
+    let sides = format!("/ops/v1/packets/{id}/sides");
+    let (status, both) = api.as_operator("sam", &["support"], "GET", &sides, None).await;
+    assert_eq!(status, 200, "{both}");
+    assert_eq!(
+        (both["ledger"]["status"].as_str(), both["ledger"]["grabs"].as_u64()),
+        (Some("open"), Some(0)),
+        "{both}"
+    );
+    assert_eq!(
+        (both["live"]["grabs"].as_u64(), both["live"]["remaining_count"].as_u64()),
+        (Some(1), Some(2)),
+        "{both}"
+    );
+    let row = &both["grabs"][0];
+    assert_eq!(
+        (row["user"].as_str(), &row["ledger_cents"], row["pending"].as_bool()),
+        (Some(grabber.as_str()), &Value::Null, Some(true))
+    );
+    assert_eq!(both["differences"], json!([]), "a grab not persisted yet is no difference: {both}");
+    assert_eq!(both["quarantined_at"], Value::Null);
+
+    let packet = PacketId::parse(&id).unwrap();
+    let live = api.functions.operators.live.as_ref();
+    live.quarantine(&packet, 0, SystemClock.now_ms()).await.unwrap();
+    let (_, held) = api.as_operator("sam", &["support"], "GET", &sides, None).await;
+    assert!(held["quarantined_at"].is_string(), "{held}");
+    let release = format!("/ops/v1/packets/{id}/release");
+    let reason = json!({ "reason": "the ledger's grab items explain it, ticket 88" });
+    let (status, released) = api.as_operator("fay", &["finance"], "POST", &release, Some(&reason)).await;
+    assert_eq!((status, released["released"].as_bool()), (200, Some(true)), "{released}");
+    let (_, again) = api.as_operator("fay", &["finance"], "POST", &release, Some(&reason)).await;
+    assert_eq!(again["released"].as_bool(), Some(false), "out of quarantine already: {again}");
+    let (_, free) = api.as_operator("sam", &["support"], "GET", &sides, None).await;
+    assert_eq!(free["quarantined_at"], Value::Null, "{free}");
+    let steps = steps_on(&api, &id).await;
+    assert_eq!(steps[0], ("packet_released".to_owned(), "fay".to_owned()), "{steps:?}");
+
+    let unknown = format!("/ops/v1/packets/{}/sides", PacketId::random());
+    let (status, _) = api.as_operator("sam", &["support"], "GET", &unknown, None).await;
+    assert_eq!(status, 404, "neither store holds it");
+}

@@ -274,6 +274,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ops/v1/packets/{packet_id}/sides": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A packet as Redis and the ledger each hold it, side by side, with what differs
+         * @description Any operator role. Each grab by its place in grab order with the ledger's amount and Redis's (`pending`: acknowledged by Redis and not persisted yet, which settle does next), each side's state and sums, every difference in a sentence, and when settle set the packet aside in quarantine (`quarantined_at`), if it did. 404 when neither store holds it.
+         */
+        get: operations["opsPacketSides"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/packets/{packet_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a packet out of quarantine, so settle settles it again
+         * @description Role finance or admin. The release is in the audit trail (`packet_released`, the signed-in operator and the reason) before Redis releases the packet; settle's next pass finalises it, or sets it aside again when the ledger still does not explain it. `released` is false when it was not in quarantine.
+         */
+        post: operations["opsReleasePacket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ops/v1/holds": {
         parameters: {
             query?: never;
@@ -974,6 +1014,43 @@ export interface components {
             unchecked_wallets?: string[];
             currency: components["schemas"]["Currency"];
         };
+        PacketSides: {
+            packet_id: string;
+            /** @description When settle set it aside (RFC 3339); null when it is not in quarantine. */
+            quarantined_at: string | null;
+            /** @description The ledger's record; null when it holds none. */
+            ledger: {
+                /** @enum {string} */
+                status: "open" | "finished" | "expired" | "cancelled";
+                grabs: number;
+                grabbed_cents: components["schemas"]["Cents"];
+                refund_cents?: components["schemas"]["Cents"];
+            } | null;
+            /** @description Redis's live state; null when it holds none (finalised and lapsed, or lost). */
+            live: {
+                open: boolean;
+                frozen: boolean;
+                cancelled: boolean;
+                remaining_count: number;
+                grabs: number;
+                grabbed_cents: components["schemas"]["Cents"];
+                persisted: number;
+            } | null;
+            grabs: {
+                seq: number;
+                user: string;
+                ledger_cents: number | null;
+                live_cents: number | null;
+                pending: boolean;
+            }[];
+            differences: string[];
+            currency: components["schemas"]["Currency"];
+        };
+        PacketReleased: {
+            packet_id: string;
+            /** @description False when it was not in quarantine. */
+            released: boolean;
+        };
         /** @description An answer of API Gateway itself, before or instead of a function's: 401 (the JWT authorizer), 403 (a missing scope), 404 (no such route), 429 (throttling), 500 and 503 (a function that failed, timed out or could not be reached). Its shape tells it apart from every answer of the app, which is an `Error`. */
         GatewayMessage: {
             /**
@@ -1643,6 +1720,67 @@ export interface operations {
                     "application/json": components["schemas"]["PacketView"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsPacketSides: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
+                packet_id: components["parameters"]["PacketId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The two sides. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PacketSides"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsReleasePacket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
+                packet_id: components["parameters"]["PacketId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Reason"];
+            };
+        };
+        responses: {
+            /** @description Whether it was released. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PacketReleased"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["OperatorForbidden"];
             404: components["responses"]["NotFound"];

@@ -1,5 +1,5 @@
 import { Typography } from '@mui/material';
-import { useRecordContext, type FieldProps } from 'react-admin';
+import { useRecordContext, useTranslate, type FieldProps } from 'react-admin';
 import { formatMoney, OUT_KINDS, type Currency } from '../money';
 
 type MoneyFieldProps = FieldProps & {
@@ -9,12 +9,22 @@ type MoneyFieldProps = FieldProps & {
   variant?: 'body2' | 'h6' | 'h5';
 };
 
-/** An amount in minor units with the answer's currency (`record.currency`): "15.00 CNY". */
+/**
+ * An amount in minor units with the answer's currency (`record.currency`): "15.00 CNY"; no amount:
+ * `emptyText` (translated) when given, else nothing.
+ */
 export const MoneyField = (props: MoneyFieldProps) => {
-  const { source, signedByKind, currency, className, variant = 'body2' } = props;
+  const { source, signedByKind, currency, className, variant = 'body2', emptyText } = props;
   const record = useRecordContext(props);
+  const translate = useTranslate();
   const value = source ? (record?.[source] as unknown) : undefined;
-  if (typeof value !== 'number') return null;
+  if (typeof value !== 'number') {
+    return emptyText ? (
+      <Typography component="span" variant={variant} className={className}>
+        {translate(emptyText, { _: emptyText })}
+      </Typography>
+    ) : null;
+  }
   const cents = signedByKind && OUT_KINDS.has(String(record?.kind)) ? -value : value;
   return (
     <Typography component="span" variant={variant} className={className} data-cents={cents} sx={{ whiteSpace: 'nowrap' }}>

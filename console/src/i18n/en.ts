@@ -127,6 +127,25 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       title: 'Packet %{id}',
       statuses: { open: 'Open', finished: 'Finished', expired: 'Expired', cancelled: 'Cancelled' },
       kinds: { lucky: 'Lucky', fixed: 'Fixed' },
+      sides: {
+        title: 'Redis vs ledger',
+        ledger: 'Ledger',
+        live: 'Redis (live state)',
+        no_ledger: 'The ledger holds no record of this packet',
+        no_live: 'Redis holds none of it (settled and lapsed, or lost)',
+        grabs: 'Grab by grab (in grab order)',
+        no_grabs: 'No grab yet',
+        pending: 'Pending',
+        differences: 'Differences',
+        no_differences: 'The two sides agree: no differences',
+        quarantined: 'In quarantine since %{at}: settle set this packet aside and will not settle it by itself',
+        release: 'Release',
+        release_title: 'Release packet %{id} from quarantine',
+        release_help:
+          "Settle's next pass settles it again, or sets it aside again when the ledger still does not explain it. The release and its reason go to the audit trail.",
+        released: 'Packet %{id} released from quarantine',
+        not_quarantined: 'Packet %{id} was not in quarantine: nothing changed',
+      },
     },
     dashboard: {
       title: 'Dashboard',
@@ -225,6 +244,26 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
         amount_cents: 'Amount',
         grabbed_at: 'At',
       },
+    },
+    packet_ledger: {
+      name: 'Ledger |||| Ledger',
+      fields: { status: 'Status', grabs: 'Grabs', grabbed_cents: 'Grabbed', refund_cents: 'Refund' },
+    },
+    packet_live: {
+      name: 'Redis |||| Redis',
+      fields: {
+        open: 'Open',
+        frozen: 'Frozen',
+        cancelled: 'Cancelled',
+        remaining_count: 'Shares left',
+        grabs: 'Grabs',
+        grabbed_cents: 'Grabbed',
+        persisted: 'Grabs persisted',
+      },
+    },
+    packet_grabs: {
+      name: 'Grab |||| Grabs',
+      fields: { seq: '#', user: 'User', ledger_cents: 'Ledger', live_cents: 'Redis', pending: 'Status' },
     },
     holds: {
       name: 'Hold |||| Holds',

@@ -17,11 +17,14 @@ use red_packets::domain::validate::parse_json;
 use red_packets::domain::Invalid;
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, json_response, respond};
-use red_packets::ports::{Adjustments, AuditTrail, Books, Flags, Holds, Ledger, ReportSink, Wallets, Withdrawals};
+use red_packets::ports::{
+    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, ReportSink, SettleIndex, Wallets, Withdrawals,
+};
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
 
 use crate::handler::handle;
+use crate::ops_api::OpsApi;
 
 /// The signed caller of a function URL request: its IAM ARN (a user, or an assumed role's
 /// session, `arn:aws:sts::<account>:assumed-role/<role>/<session>`).
@@ -63,21 +66,20 @@ pub fn signed_by(mut payload: Value, signer: &str) -> Result<Value, Invalid> {
 /// The operator binary's handler: a request under `/ops/v1` is the operators' REST API (API
 /// Gateway's routes behind the operators' JWT authorizer, [`crate::ops_api`]); any other is the
 /// signed function URL's, for automation signing with its own AWS identity.
-pub async fn handle_request<L, R>(
-    ledger: &L,
+pub async fn handle_request<L, R, S>(
+    api: &OpsApi<'_, L, R, S>,
     clock: &dyn Clock,
-    reports: &R,
-    roles_claim: &str,
     request: Request,
 ) -> Result<Response<Body>, Error>
 where
     L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
     R: ReportSink,
+    S: SettleIndex,
 {
     if crate::ops_api::is_ops_request(&request) {
-        return Ok(crate::ops_api::handle_api(ledger, clock, reports, roles_claim, &request).await);
+        return Ok(crate::ops_api::handle_api(api, clock, &request).await);
     }
-    handle_url(ledger, clock, reports, request).await
+    handle_url(api.ledger, clock, api.reports, request).await
 }
 
 /// The Lambda handler of the operators' function URL: 200 with the funds answer, 400 naming

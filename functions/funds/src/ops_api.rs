@@ -14,18 +14,21 @@ use lambda_http::http::{Method, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::{Context, LambdaEvent};
-use red_packets::clock::parse_rfc3339;
+use red_packets::clock::{parse_rfc3339, rfc3339};
+use red_packets::domain::audit::Attribution;
 use red_packets::domain::history::Role as HistoryRole;
 use red_packets::domain::operators::{Operator, OpsAction};
 use red_packets::domain::risk::HoldScope;
+use red_packets::domain::sides::compare;
 use red_packets::domain::validate::parse_json;
 use red_packets::domain::withdrawal::{Withdrawal, OVERDUE_AFTER_MS};
 use red_packets::domain::{PacketId, UserId};
 use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
 use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
 use red_packets::ports::{
-    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, PageRequest, ReportSink, Wallets, Withdrawals,
+    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, PageRequest, ReportSink, SettleIndex, Wallets, Withdrawals,
 };
+use red_packets::settle::release_packets;
 use red_packets::{ApiError, Clock};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -43,6 +46,8 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("POST /ops/v1/users/{user}/hold", OpsAction::PlaceHold),
     ("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
     ("GET /ops/v1/packets/{packet_id}", OpsAction::ReadPacket),
+    ("GET /ops/v1/packets/{packet_id}/sides", OpsAction::ReadPacket),
+    ("POST /ops/v1/packets/{packet_id}/release", OpsAction::ReleasePacket),
     ("GET /ops/v1/holds", OpsAction::ListHolds),
     ("GET /ops/v1/users/{user}/statements/{day}", OpsAction::ReadStatement),
     ("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
@@ -180,34 +185,42 @@ struct ResolutionBody {
     note: String,
 }
 
+/// What the operators' API works on: the ledger, the live store (a packet's Redis side and its
+/// quarantine), where reports go, and the claim that holds an operator's roles.
+pub struct OpsApi<'a, L, R, S> {
+    /// The ledger.
+    pub ledger: &'a L,
+    /// The live store.
+    pub live: &'a S,
+    /// Where the funds payloads' reports go (the API itself files none).
+    pub reports: &'a R,
+    /// `OPERATOR_ROLES_CLAIM`.
+    pub roles_claim: &'a str,
+}
+
 /// The Lambda handler of the operators' API: every outcome an HTTP response in the API's two
 /// error shapes.
-pub async fn handle_api<L, R>(
-    ledger: &L,
-    clock: &dyn Clock,
-    reports: &R,
-    roles_claim: &str,
-    request: &Request,
-) -> Response<Body>
+pub async fn handle_api<L, R, S>(api: &OpsApi<'_, L, R, S>, clock: &dyn Clock, request: &Request) -> Response<Body>
 where
     L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
     R: ReportSink,
+    S: SettleIndex,
 {
-    respond(answer(ledger, clock, reports, roles_claim, request).await)
+    respond(answer(api, clock, request).await)
 }
 
-async fn answer<L, R>(
-    ledger: &L,
+async fn answer<L, R, S>(
+    api: &OpsApi<'_, L, R, S>,
     clock: &dyn Clock,
-    reports: &R,
-    roles_claim: &str,
     request: &Request,
 ) -> Result<Response<Body>, ApiError>
 where
     L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
     R: ReportSink,
+    S: SettleIndex,
 {
-    let operator = operator(request, roles_claim)?;
+    let (ledger, reports) = (api.ledger, api.reports);
+    let operator = operator(request, api.roles_claim)?;
     let matched = route(request.method(), request.uri().path()).ok_or(ApiError::NotFound)?;
     let (action, key, parameter) = (matched.action, matched.key, matched.parameter());
     if !operator.may(action) {
@@ -219,7 +232,20 @@ where
     let query = request.query_string_parameters();
     let payload = match action {
         OpsAction::ReadUser => return read_user(ledger, key, user_of(parameter)?, request).await,
+        OpsAction::ReadPacket if key.ends_with("/sides") => {
+            let id = parameter.as_deref().and_then(PacketId::parse).ok_or(ApiError::NotFound)?;
+            return read_sides(ledger, api.live, &id).await;
+        }
         OpsAction::ReadPacket => return read_packet(ledger, clock, parameter.as_deref()).await,
+        OpsAction::ReleasePacket => {
+            let id = parameter.as_deref().and_then(PacketId::parse).ok_or(ApiError::NotFound)?;
+            let body: ReasonBody = parse_json(json_body(request)?)?;
+            let by = Attribution { operator: operator.subject.clone(), reason: body.reason };
+            by.validate()?;
+            let released = release_packets(api.live, ledger, clock, std::slice::from_ref(&id), &by).await?;
+            tracing::info!(packet_id = %id, operator = %by.operator, reason = %by.reason, released, "packet released");
+            return Ok(json_response(StatusCode::OK, &json!({ "packet_id": id, "released": released == 1 })));
+        }
         OpsAction::ReadStatement => {
             let day = matched.parameters.get(1).cloned().unwrap_or_default();
             return read_statement(ledger, clock, &user_of(parameter)?, &day, report_format(request)?).await;
@@ -413,6 +439,30 @@ async fn read_packet<L: Ledger>(ledger: &L, clock: &dyn Clock, id: Option<&str>)
     let recorded = ledger.ledger_packet(&id).await?.ok_or(ApiError::NotFound)?;
     let view = recorded.view(&recorded.packet.sender, clock.now_ms());
     Ok(money_response(StatusCode::OK, &view, ledger_currency(ledger)))
+}
+
+/// How many of the quarantined packets [`read_sides`] looks through for one (quarantine is for
+/// the few packets whose books cannot balance; settle's summary lists at most as many).
+const QUARANTINE_SCANNED: usize = 1_000;
+
+/// A packet as Redis and the ledger each hold it, side by side with their differences
+/// ([`compare`]), and whether it is in quarantine; 404 when neither holds it.
+async fn read_sides<L: Ledger, S: SettleIndex>(
+    ledger: &L,
+    live: &S,
+    id: &PacketId,
+) -> Result<Response<Body>, ApiError> {
+    let recorded = ledger.ledger_packet(id).await?;
+    let state = live.snapshot(id).await?;
+    if recorded.is_none() && state.is_none() {
+        return Err(ApiError::NotFound);
+    }
+    let quarantined_at =
+        live.quarantined(QUARANTINE_SCANNED).await?.into_iter().find(|(held, _)| held == id).map(|(_, at)| rfc3339(at));
+    let sides = compare(recorded.as_ref(), state.as_ref());
+    let answer = json!({ "packet_id": id, "quarantined_at": quarantined_at, "ledger": sides.ledger, "live": sides.live,
+                         "grabs": sides.grabs, "differences": sides.differences });
+    Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)))
 }
 
 /// A user as an investigation reads them: their balance and a page of movements (`…/movements`

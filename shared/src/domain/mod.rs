@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod reference;
 pub mod risk;
 pub mod settlement;
+pub mod sides;
 pub mod split;
 pub mod validate;
 pub mod wallet;

@@ -79,6 +79,8 @@ pub enum OpsAction {
     ReadTrialBalance,
     /// Reconcile the ledger now.
     Reconcile,
+    /// Take a packet out of quarantine.
+    ReleasePacket,
 }
 
 impl OpsAction {
@@ -102,7 +104,8 @@ impl OpsAction {
             OpsAction::ApproveAdjustment
             | OpsAction::RejectAdjustment
             | OpsAction::ReadTrialBalance
-            | OpsAction::Reconcile => &[Finance, Admin],
+            | OpsAction::Reconcile
+            | OpsAction::ReleasePacket => &[Finance, Admin],
         }
     }
 }

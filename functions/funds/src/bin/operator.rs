@@ -1,11 +1,11 @@
-//! Lambda entry point of `operator` (`OperatorFunction`): operators' adjustments (proposed by
-//! one, approved by another) and the audit trail, behind its function URL with `AWS_IAM`; the
-//! signed caller is the operator. A binary of its own, so that its invokers and its role are its
-//! own: no money in, no withdrawal's word.
+//! Lambda entry point of `operator` (`OperatorFunction`): the operators' API (`/ops/v1`, behind
+//! the operators' JWT authorizer) and, for automation, its function URL with `AWS_IAM`. A binary
+//! of its own, so that its invokers and its role are its own: no money in, no withdrawal's word.
 
+use funds::ops_api::OpsApi;
 use lambda_http::{service_fn, Error};
 use metrics_cloudwatch_embedded::lambda::service::run_http;
-use red_packets::adapters::DynamoLedger;
+use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::{telemetry, Config, SystemClock};
 
 #[tokio::main]
@@ -13,8 +13,8 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
-    let reports = funds::reports::Reports::from_env()?;
-    let roles_claim = config.operator_roles_claim.as_str();
-    let handle = |request| funds::operator::handle_request(&ledger, &SystemClock, &reports, roles_claim, request);
+    let (live, reports) = (RedisStore::new(&config), funds::reports::Reports::from_env()?);
+    let api = OpsApi { ledger: &ledger, live: &live, reports: &reports, roles_claim: &config.operator_roles_claim };
+    let handle = |request| funds::operator::handle_request(&api, &SystemClock, request);
     run_http(telemetry::metrics("operator")?, service_fn(handle)).await
 }
