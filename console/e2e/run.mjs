@@ -514,6 +514,21 @@ test('2: risk holds money out (403 account_held, nothing debited), lifts it from
   assert.equal(answer.status, 201, JSON.stringify(answer.body));
   assert.equal(answer.body.balance_cents, 9_000);
   assert.equal(await openUser(rita.page, user), 9_000);
+
+  // the user's page, its audit section (审计记录): the hold placed and lifted, by rita, with their
+  // reasons, under the labels the audit page gives those actions (read through an index: polled)
+  const trail = rita.page.locator('[data-testid=user-audit]');
+  const entry = (label, reason) =>
+    trail.locator('tbody tr').filter({ hasText: label }).filter({ has: rita.page.locator('td', { hasText: /^rita$/ }) }).filter({ hasText: reason });
+  await until(STEP_MS, "the hold placed and lifted by rita, on the user's audit trail", async () => {
+    await openUser(rita.page, user);
+    await rita.page.getByRole('tab', { name: '审计记录' }).click();
+    await entry('解除冻结', 'e2e: cleared').first().waitFor({ timeout: 3_000 }).catch(() => {});
+    return (
+      (await entry('冻结账户', 'e2e: suspicious payout').count()) === 1 &&
+      (await entry('解除冻结', 'e2e: cleared').count()) === 1
+    );
+  });
   rita.assertClean();
 });
 

@@ -100,6 +100,8 @@ export const App = ({ config }: { config: ConsoleConfig }) => {
       <Resource name="packets" show={PacketShow} />
       <Resource name="movements" />
       <Resource name="user_packets" />
+      <Resource name="user_flags" />
+      <Resource name="user_audit" />
       <CustomRoutes>
         <Route path="/reports" element={<ReportsPage />} />
       </CustomRoutes>

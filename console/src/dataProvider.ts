@@ -70,6 +70,8 @@ type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
  * | users          | getOne: GET /ops/v1/users/{user}                         | the user       |
  * | movements      | getManyReference(user): GET …/users/{user}/movements     | at#kind#ref    |
  * | user_packets   | getManyReference(user, role): GET …/users/{user}/packets | packet_id      |
+ * | user_flags     | getManyReference(user): GET …/users/{user}/flags         | flag_id        |
+ * | user_audit     | getManyReference(user): GET …/users/{user}/audit         | at#action#subject#n |
  * | packets        | getOne: GET /ops/v1/packets/{packet_id}                  | packet_id      |
  * |                | packetSides: GET …/packets/{packet_id}/sides             |                |
  * |                | releasePacket: POST …/packets/{packet_id}/release        |                |
@@ -80,8 +82,8 @@ type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
  * |                | create: POST /ops/v1/adjustments                         |                |
  * | withdrawals    | getList(overdue): GET /ops/v1/withdrawals/pending        | withdrawal_id  |
  *
- * The server pages movements, packets, flags, pending adjustments and pending withdrawals by
- * cursor: page n is reached through the cursors of the pages before it (kept here), and answered
+ * The server pages movements, packets, flags (a user's too), a user's audit entries, pending
+ * adjustments and pending withdrawals by cursor: page n is reached through the cursors of the pages before it (kept here), and answered
  * with `pageInfo` (no total); their order is the server's. The lists the server answers whole
  * (holds, audit) are sorted, filtered and paged here. `businessToday` is the audit's default day.
  */
@@ -247,6 +249,33 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
           (item, page) => ({ ...item, id: item.packet_id, role, currency: page.currency }),
         );
       }
+      case 'user_flags':
+        // `others`: the users the flag names beside this one
+        return cursorPage(
+          `user_flags|${owner}`,
+          params,
+          (cursor, limit) =>
+            call(client.GET('/ops/v1/users/{user}/flags', { params: { ...user(owner), query: { limit, cursor } } })),
+          (item, page) => ({
+            ...item,
+            id: item.flag_id,
+            others: item.users.filter((named) => named !== owner),
+            currency: page.currency,
+          }),
+        );
+      case 'user_audit':
+        // an entry has no id of its own: its instant, action and subject, and its place in the page
+        return cursorPage(
+          `user_audit|${owner}`,
+          params,
+          (cursor, limit) =>
+            call(client.GET('/ops/v1/users/{user}/audit', { params: { ...user(owner), query: { limit, cursor } } })),
+          (item, page) => ({
+            ...item,
+            id: `${item.at}#${item.action}#${item.subject}#${page.items.indexOf(item)}`,
+            currency: page.currency,
+          }),
+        );
       default:
         throw new Error(`${resource}: no such list of a user`);
     }
@@ -276,6 +305,8 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
         }
         case 'movements':
         case 'user_packets':
+        case 'user_flags':
+        case 'user_audit':
           if (!params.filter?.user) return { data: [], total: 0 };
           return manyReference(resource, { ...params, target: 'user', id: params.filter.user } as GetManyReferenceParams);
         default:

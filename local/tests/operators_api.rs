@@ -25,8 +25,14 @@ struct Api {
 }
 
 async fn serve() -> Api {
+    serve_with(|_| {}).await
+}
+
+/// [`serve`] on a configuration of the test's own making (a table and Redis keys of its own).
+async fn serve_with(tweak: impl FnOnce(&mut Config)) -> Api {
     let mut config = Config::from_env().expect("configuration");
     config.funds = Funds::Wallet;
+    tweak(&mut config);
     let users = LocalAuthorizer::new("users-of-this-test");
     let mut functions = local::functions(&config, users.clone()).await.expect("services of make test");
     let operators = LocalAuthorizer::new("operators-of-this-test");
@@ -544,7 +550,14 @@ async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_fi
 #[tokio::test]
 async fn a_packets_two_sides_are_shown_and_a_quarantined_packet_is_released_once() {
     use red_packets::ports::SettleIndex;
-    let api = serve().await;
+    // A table and Redis keys of its own: the released packet is settle's work, due now, and the
+    // suites' settle runs (FUNDS=none among them) must not finalise a packet sent with the wallet.
+    let own = PacketId::random().as_str()[..8].to_owned();
+    let api = serve_with(|config| {
+        config.table_name = format!("RedPackets-sides-{own}");
+        config.redis.key_prefix = format!("sides{own}");
+    })
+    .await;
     let (sender, grabber) = (fresh("sally"), fresh("gus"));
     api.top_up(&sender, 1_000).await;
     let sent = api
@@ -608,4 +621,53 @@ async fn a_packets_two_sides_are_shown_and_a_quarantined_packet_is_released_once
     let unknown = format!("/ops/v1/packets/{}/sides", PacketId::random());
     let (status, _) = api.as_operator("sam", &["support"], "GET", &unknown, None).await;
     assert_eq!(status, 404, "neither store holds it");
+}
+
+/// A user's page reads the flags naming them and the audit entries concerning them, every day's,
+/// newest first, each flag as it stands now.
+#[tokio::test]
+async fn a_users_flags_and_audit_entries_are_read_newest_first() {
+    use red_packets::domain::patterns::{Finding, FlagRule, RiskFlag};
+    use red_packets::ports::RiskLedger;
+    let api = serve().await;
+    let (user, other) = (fresh("rina"), fresh("otis"));
+    api.top_up(&user, 1_000).await;
+    let ids: Vec<String> = (0..2).map(|n| format!("cycle-{}-{n}", &PacketId::random().as_str()[..12])).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let finding = Finding {
+            users: vec![UserId::from_claim(&user).unwrap(), UserId::from_claim(&other).unwrap()],
+            chat_id: None,
+            packets: vec![PacketId::random()],
+            amount_cents: 500,
+            detail: "money back and forth".into(),
+        };
+        let flag = RiskFlag::raised(id.clone(), FlagRule::Cycle, finding, format!("2026-11-2{n}T00:00:00.000Z"));
+        assert!(api.functions.operators.ledger.raise_flag(&flag).await.unwrap());
+    }
+    let resolve = json!({ "outcome": "dismissed", "note": "family" });
+    let path = format!("/ops/v1/flags/{}/resolve", ids[0]);
+    assert_eq!(api.as_operator("rita", &["risk"], "POST", &path, Some(&resolve)).await.0, 200);
+    let flags = all_pages(&api, &["support"], &format!("/ops/v1/users/{user}/flags"), 1).await;
+    let seen: Vec<(&str, &str)> =
+        flags.iter().map(|flag| (flag["flag_id"].as_str().unwrap(), flag["status"].as_str().unwrap())).collect();
+    assert_eq!(seen, [(ids[1].as_str(), "open"), (ids[0].as_str(), "dismissed")], "newest first, as they stand");
+    assert_eq!(all_pages(&api, &["support"], &format!("/ops/v1/users/{other}/flags"), 10).await.len(), 2);
+
+    let hold = json!({ "scope": "grab", "reason": "watching" });
+    let held = format!("/ops/v1/users/{user}/hold");
+    assert_eq!(api.as_operator("rita", &["risk"], "POST", &held, Some(&hold)).await.0, 200);
+    let lift = json!({ "reason": "cleared" });
+    assert_eq!(api.as_operator("rita", &["risk"], "POST", &format!("{held}/lift"), Some(&lift)).await.0, 200);
+    let reference = format!("case-{}", &PacketId::random().as_str()[..12]);
+    let proposal = json!({ "reference": reference, "user": user, "direction": "credit", "amount_cents": 50, "reason": "goodwill" });
+    assert_eq!(api.as_operator("sam", &["support"], "POST", "/ops/v1/adjustments", Some(&proposal)).await.0, 200);
+    let entries = all_pages(&api, &["support"], &format!("/ops/v1/users/{user}/audit"), 2).await;
+    let steps: Vec<(&str, &str)> =
+        entries.iter().map(|entry| (entry["action"].as_str().unwrap(), entry["actor"].as_str().unwrap())).collect();
+    assert_eq!(
+        steps,
+        [("adjustment_proposed", "sam"), ("hold_lifted", "rita"), ("hold_placed", "rita")],
+        "newest first, through pages of two: {entries:?}"
+    );
+    assert!(entries.iter().all(|entry| entry["user"] == user.as_str()));
 }

@@ -424,6 +424,14 @@ pub trait Holds: Send + Sync {
 /// Risk flags, as operators see them: listed, and resolved once each (the resolution in the
 /// audit trail, in the same write).
 pub trait Flags: Send + Sync {
+    /// A page of the flags naming `user`, newest first (each as it stands now), read through
+    /// their mentions in the user's partition of the history index.
+    fn flags_of_user(
+        &self,
+        user: &UserId,
+        page: PageRequest<'_>,
+    ) -> impl Future<Output = Result<QueuePage<RiskFlag>, StoreError>> + Send;
+
     /// A page of the flags of `status`, oldest first, read through an index keyed by status.
     fn flags(
         &self,
@@ -496,6 +504,14 @@ pub trait RiskLedger: Send + Sync {
 pub trait AuditTrail: Send + Sync {
     /// Every entry of business day `day` (`YYYY-MM-DD`), in time order.
     fn audit_of_day(&self, day: &str) -> impl Future<Output = Result<Vec<AuditEntry>, StoreError>> + Send;
+
+    /// A page of the entries concerning `user` (their holds, adjustments, withdrawals' words),
+    /// every day's, newest first.
+    fn audit_of_user(
+        &self,
+        user: &UserId,
+        page: PageRequest<'_>,
+    ) -> impl Future<Output = Result<QueuePage<AuditEntry>, StoreError>> + Send;
 
     /// Records `entry`, made at `at_ms`, on its own (an action whose write is elsewhere: a
     /// release from quarantine, in the live store). The ledger's own actions write theirs in

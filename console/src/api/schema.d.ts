@@ -214,6 +214,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ops/v1/users/{user}/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The risk flags naming a user, newest first, each as it stands now
+         * @description Any operator role. Read through the user's mentions in the history index, a page at a time.
+         */
+        get: operations["opsUserFlags"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/users/{user}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit entries concerning a user, every day's, newest first
+         * @description Any operator role. Their holds placed and lifted, the adjustments of their wallet (proposed, approved, rejected, withdrawn) and the payments system's word on their withdrawals, who did each, when and why; a page at a time.
+         */
+        get: operations["opsUserAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ops/v1/users/{user}/hold": {
         parameters: {
             query?: never;
@@ -920,6 +960,13 @@ export interface components {
             /** @description The operator (their verified identity) or the payments system. */
             actor: string;
             reason: string;
+            /** @description The user the step concerns, where it concerns one (a hold's, an adjustment's, a withdrawal's). */
+            user?: string;
+        };
+        AuditPage: {
+            items: components["schemas"]["AuditEntry"][];
+            next_cursor: string | null;
+            currency: components["schemas"]["Currency"];
         };
         AuditDay: {
             day: string;
@@ -1623,6 +1670,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryPage"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsUserFlags: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100 (default 20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the page before. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
+                user: components["parameters"]["OpsUser"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of flags. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlagList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsUserAudit: {
+        parameters: {
+            query?: {
+                /** @description 1 to 100 (default 20). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the page before. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The user's id (their token's `sub`, at most 256 bytes). */
+                user: components["parameters"]["OpsUser"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

@@ -30,6 +30,17 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       movements: 'Movements',
       sent: 'Packets sent',
       received: 'Packets received',
+      movements_help:
+        'Newest first. A withdrawal is a movement too (kind "Withdrawal"), its status its state now: pending, paid or failed (a failed one is followed by a "Withdrawal returned" giving the money back).',
+      flags: 'Flags',
+      flags_help: 'The risk flags naming this user, newest first, each with its status now.',
+      no_flags: 'No risk flag names this user',
+      flags_page: 'Flags page',
+      open_flags: 'Open on the flags page',
+      audit: 'Audit trail',
+      audit_help:
+        "The audit entries concerning this user, every day's, newest first: holds placed and lifted, adjustments, withdrawals' outcomes; who did each, when and why.",
+      no_audit: 'No audit entry concerns this user',
     },
     hold: {
       place: 'Place hold',
@@ -215,6 +226,14 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
         grabbed_at: 'Grabbed at',
         revoked_cents: 'Revoked',
       },
+    },
+    user_flags: {
+      name: 'Risk flag |||| Risk flags',
+      fields: { rule: 'Rule', others: 'Other users named', status: 'Status', assignee: 'Assignee', raised_at: 'Raised at' },
+    },
+    user_audit: {
+      name: 'Audit entry |||| Audit trail',
+      fields: { at: 'At', action: 'Action', actor: 'Actor', subject: 'Subject', reason: 'Reason' },
     },
     packets: {
       name: 'Packet |||| Packets',

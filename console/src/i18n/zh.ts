@@ -82,6 +82,16 @@ export const zh = {
       movements: '资金流水',
       sent: '发出的红包',
       received: '收到的红包',
+      movements_help:
+        '最新的在前。提现也是一条资金流水（类型“提现”），状态列是它现在的状态：处理中、已支付或失败（失败时另有一条“提现退回”把钱退回）。',
+      flags: '风险标记',
+      flags_help: '涉及此用户的风险标记，最新的在前，状态为当前状态。',
+      no_flags: '没有涉及此用户的风险标记',
+      flags_page: '风险标记页',
+      open_flags: '在风险标记页查看',
+      audit: '审计记录',
+      audit_help: '与此用户有关的审计记录（各营业日的），最新的在前：冻结与解除、调账、提现结果，谁在何时、为何操作。',
+      no_audit: '没有与此用户有关的审计记录',
     },
     hold: {
       place: '冻结账户',
@@ -267,6 +277,14 @@ export const zh = {
         grabbed_at: '抢到时间',
         revoked_cents: '被撤回金额',
       },
+    },
+    user_flags: {
+      name: '风险标记 |||| 风险标记',
+      fields: { rule: '规则', others: '涉及的其他用户', status: '状态', assignee: '负责人', raised_at: '标记时间' },
+    },
+    user_audit: {
+      name: '审计记录 |||| 审计记录',
+      fields: { at: '时间', action: '操作', actor: '操作人', subject: '对象', reason: '原因' },
     },
     packets: {
       name: '红包 |||| 红包',

@@ -1,6 +1,7 @@
 import AddCardIcon from '@mui/icons-material/AddCard';
 import SearchIcon from '@mui/icons-material/Search';
-import { Box, Card, CardContent, Divider, Typography } from '@mui/material';
+import { Box, Card, CardContent, Divider, Link as MuiLink, Typography } from '@mui/material';
+import { Link } from 'react-router-dom';
 import {
   CreateButton,
   Datagrid,
@@ -15,6 +16,7 @@ import {
   SimpleShowLayout,
   Tab,
   TabbedShowLayout,
+  TextArrayField,
   TextField,
   TextInput,
   Title,
@@ -28,7 +30,15 @@ import {
 import { TimeField } from '../components/TimeField';
 import { MoneyField } from '../components/MoneyField';
 import { LiftHoldButton, PlaceHoldButton } from '../components/HoldButtons';
-import { HOLD_SCOPES, MOVEMENT_KINDS, MOVEMENT_STATUSES, PACKET_STATUSES } from '../components/choices';
+import {
+  AUDIT_ACTIONS,
+  FLAG_RULES,
+  FLAG_STATUSES,
+  HOLD_SCOPES,
+  MOVEMENT_KINDS,
+  MOVEMENT_STATUSES,
+  PACKET_STATUSES,
+} from '../components/choices';
 
 /** The users' page: a user id, then that user's page. */
 export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
@@ -148,14 +158,102 @@ const PacketList = ({ role }: { role: 'sent' | 'received' }) => (
   </ReferenceManyField>
 );
 
-const EmptyText = () => {
+const EmptyText = ({ message = 'console.common.none' }: { message?: string }) => {
   const translate = useTranslate();
   return (
     <Typography variant="body2" sx={{ p: 2 }} color="text.secondary">
-      {translate('console.common.none')}
+      {translate(message)}
     </Typography>
   );
 };
+
+/** What a section lists, said above it. */
+const SectionHelp = ({ message }: { message: string }) => {
+  const translate = useTranslate();
+  return (
+    <Typography variant="body2" color="text.secondary" component="p" sx={{ mb: 1 }}>
+      {translate(message)}
+    </Typography>
+  );
+};
+
+/** `…/movements`: newest first; a withdrawal is a movement with its state. */
+const UserMovements = () => (
+  <Box data-testid="user-movements">
+    <SectionHelp message="console.users.movements_help" />
+    <ReferenceManyField
+      reference="movements"
+      target="user"
+      perPage={20}
+      pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
+    >
+      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText />}>
+        <TimeField source="at" sortable={false} />
+        <SelectField source="kind" choices={MOVEMENT_KINDS} sortable={false} />
+        <MoneyField source="amount_cents" signedByKind sortable={false} />
+        <TextField source="reference" sortable={false} emptyText="—" />
+        <TextField source="packet_id" sortable={false} emptyText="—" />
+        <SelectField source="status" choices={MOVEMENT_STATUSES} sortable={false} emptyText="—" />
+      </Datagrid>
+    </ReferenceManyField>
+  </Box>
+);
+
+/** A flag's place on the flags page: its status's list (the flags page lists one status at a time). */
+const FlagsPageLink = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  if (!record) return null;
+  const filter = encodeURIComponent(JSON.stringify({ status: record.status }));
+  return (
+    <MuiLink component={Link} to={`/flags?filter=${filter}`} variant="body2" sx={{ whiteSpace: 'nowrap' }}>
+      {translate('console.users.open_flags')}
+    </MuiLink>
+  );
+};
+
+/** `…/flags`: the risk flags naming the user, newest first, each as it stands now. */
+const UserFlags = () => (
+  <Box data-testid="user-flags">
+    <SectionHelp message="console.users.flags_help" />
+    <ReferenceManyField
+      reference="user_flags"
+      target="user"
+      perPage={20}
+      pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
+    >
+      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText message="console.users.no_flags" />}>
+        <SelectField source="rule" choices={FLAG_RULES} sortable={false} />
+        <TextArrayField source="others" sortable={false} emptyText="—" />
+        <SelectField source="status" choices={FLAG_STATUSES} sortable={false} />
+        <TextField source="assignee" sortable={false} emptyText="—" />
+        <TimeField source="raised_at" sortable={false} />
+        <FlagsPageLink label="console.users.flags_page" />
+      </Datagrid>
+    </ReferenceManyField>
+  </Box>
+);
+
+/** `…/audit`: the audit entries concerning the user, every day's, newest first. */
+const UserAudit = () => (
+  <Box data-testid="user-audit">
+    <SectionHelp message="console.users.audit_help" />
+    <ReferenceManyField
+      reference="user_audit"
+      target="user"
+      perPage={20}
+      pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
+    >
+      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText message="console.users.no_audit" />}>
+        <TimeField source="at" sortable={false} />
+        <SelectField source="action" choices={AUDIT_ACTIONS} sortable={false} />
+        <TextField source="actor" sortable={false} />
+        <TextField source="subject" sortable={false} />
+        <TextField source="reason" sortable={false} />
+      </Datagrid>
+    </ReferenceManyField>
+  </Box>
+);
 
 /** A user as an investigation reads them: `GET /ops/v1/users/{user}` and its pages. */
 export const UserShow = () => (
@@ -168,27 +266,19 @@ export const UserShow = () => (
     <Divider />
     <TabbedShowLayout syncWithLocation={false}>
       <Tab label="console.users.movements">
-        <ReferenceManyField
-          reference="movements"
-          target="user"
-          perPage={20}
-          pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
-        >
-          <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText />}>
-            <TimeField source="at" sortable={false} />
-            <SelectField source="kind" choices={MOVEMENT_KINDS} sortable={false} />
-            <MoneyField source="amount_cents" signedByKind sortable={false} />
-            <TextField source="reference" sortable={false} emptyText="—" />
-            <TextField source="packet_id" sortable={false} emptyText="—" />
-            <SelectField source="status" choices={MOVEMENT_STATUSES} sortable={false} emptyText="—" />
-          </Datagrid>
-        </ReferenceManyField>
+        <UserMovements />
       </Tab>
       <Tab label="console.users.sent">
         <PacketList role="sent" />
       </Tab>
       <Tab label="console.users.received">
         <PacketList role="received" />
+      </Tab>
+      <Tab label="console.users.flags">
+        <UserFlags />
+      </Tab>
+      <Tab label="console.users.audit">
+        <UserAudit />
       </Tab>
     </TabbedShowLayout>
   </Show>

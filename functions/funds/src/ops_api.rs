@@ -43,6 +43,8 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("GET /ops/v1/users/{user}", OpsAction::ReadUser),
     ("GET /ops/v1/users/{user}/movements", OpsAction::ReadUser),
     ("GET /ops/v1/users/{user}/packets", OpsAction::ReadUser),
+    ("GET /ops/v1/users/{user}/flags", OpsAction::ReadUser),
+    ("GET /ops/v1/users/{user}/audit", OpsAction::ReadUser),
     ("POST /ops/v1/users/{user}/hold", OpsAction::PlaceHold),
     ("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
     ("GET /ops/v1/packets/{packet_id}", OpsAction::ReadPacket),
@@ -466,8 +468,10 @@ async fn read_sides<L: Ledger, S: SettleIndex>(
 }
 
 /// A user as an investigation reads them: their balance and a page of movements (`…/movements`
-/// pages on), their hold in force if any, or a page of the packets they sent or received.
-async fn read_user<L: Ledger + Wallets + Holds>(
+/// pages on; a withdrawal is a movement with its state), their hold in force if any, or a page
+/// of the packets they sent or received, of the flags naming them, or of the audit entries
+/// concerning them (every day's, newest first).
+async fn read_user<L: Ledger + Wallets + Holds + Flags + AuditTrail>(
     ledger: &L,
     key: &str,
     user: UserId,
@@ -476,6 +480,12 @@ async fn read_user<L: Ledger + Wallets + Holds>(
     let query = request.query_string_parameters();
     let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
     let currency = ledger_currency(ledger);
+    if key.ends_with("/flags") {
+        return Ok(money_response(StatusCode::OK, &ledger.flags_of_user(&user, asked).await?, currency));
+    }
+    if key.ends_with("/audit") {
+        return Ok(money_response(StatusCode::OK, &ledger.audit_of_user(&user, asked).await?, currency));
+    }
     if key.ends_with("/packets") {
         let role = query
             .first("role")

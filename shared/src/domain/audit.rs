@@ -5,6 +5,8 @@
 //! is no action without its entry, and no entry for an action refused.
 
 use serde::{Deserialize, Serialize};
+
+use super::ids::UserId;
 use sha2::{Digest, Sha256};
 
 use super::adjustment::operator_ok;
@@ -73,6 +75,10 @@ pub struct AuditEntry {
     pub actor: String,
     /// Why: the operator's reason, or the payments system's reference.
     pub reason: String,
+    /// The user the step concerns, where it concerns one (a hold's, an adjustment's, a
+    /// withdrawal's): their page lists it ([`AuditTrail::audit_of_user`](crate::ports::AuditTrail::audit_of_user)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserId>,
 }
 
 /// Who acts, and why: what an operator gives with a release.

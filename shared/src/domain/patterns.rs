@@ -540,6 +540,7 @@ impl FlagAssignment {
             subject: self.flag_id.clone(),
             actor: self.operator.clone(),
             reason: format!("to {}", self.assignee),
+            user: None,
         }
     }
 }
@@ -570,6 +571,7 @@ impl FlagResolution {
             subject: self.flag_id.clone(),
             actor: self.operator.clone(),
             reason: format!("{}: {}", self.outcome.as_str(), self.note),
+            user: None,
         }
     }
 }

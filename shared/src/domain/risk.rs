@@ -237,6 +237,7 @@ impl Hold {
                 Some(expires) => format!("{} until {expires}: {}", self.scope.as_str(), self.reason),
                 None => format!("{}: {}", self.scope.as_str(), self.reason),
             },
+            user: Some(self.user.clone()),
         }
     }
 }
@@ -250,6 +251,7 @@ impl LiftRequest {
             subject: self.user.to_string(),
             actor: self.operator.clone(),
             reason: self.reason.clone(),
+            user: Some(self.user.clone()),
         }
     }
 }

@@ -33,35 +33,6 @@ mod packet;
 mod run;
 mod summary;
 
-/// Takes `ids` out of quarantine (an operator explained them, `by`); the next pass settles them
-/// again. Each release is an entry of the audit trail, written before Redis releases the packet,
-/// so no release goes unrecorded: a run that fails between the two leaves the entry of a
-/// release the operator's retry then makes (the entry records the operator's act; the summary
-/// says what was in quarantine). Returns how many were in quarantine. Settle's `release` request
-/// and the operators' API (`POST /ops/v1/packets/{packet_id}/release`) both release through it.
-pub async fn release_packets<S: SettleIndex, L: AuditTrail>(
-    store: &S,
-    ledger: &L,
-    clock: &dyn Clock,
-    ids: &[PacketId],
-    by: &Attribution,
-) -> Result<u32, StoreError> {
-    let mut released = 0;
-    for id in ids {
-        let now_ms = clock.now_ms();
-        let entry = AuditEntry {
-            at: rfc3339(now_ms),
-            action: AuditAction::PacketReleased,
-            subject: id.to_string(),
-            actor: by.operator.clone(),
-            reason: by.reason.clone(),
-        };
-        ledger.record(entry, now_ms).await?;
-        released += u32::from(store.release(id).await?);
-    }
-    Ok(released)
-}
-
 #[cfg(test)]
 mod tests;
 
@@ -273,4 +244,34 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
     pub async fn quarantined(&self) -> Result<Vec<PacketId>, StoreError> {
         Ok(self.store.quarantined(QUARANTINE_LISTED).await?.into_iter().map(|(id, _)| id).collect())
     }
+}
+
+/// Takes `ids` out of quarantine (an operator explained them, `by`); the next pass settles them
+/// again. Each release is an entry of the audit trail, written before Redis releases the packet,
+/// so no release goes unrecorded: a run that fails between the two leaves the entry of a
+/// release the operator's retry then makes (the entry records the operator's act; the summary
+/// says what was in quarantine). Returns how many were in quarantine. Settle's `release` request
+/// and the operators' API (`POST /ops/v1/packets/{packet_id}/release`) both release through it.
+pub async fn release_packets<S: SettleIndex, L: AuditTrail>(
+    store: &S,
+    ledger: &L,
+    clock: &dyn Clock,
+    ids: &[PacketId],
+    by: &Attribution,
+) -> Result<u32, StoreError> {
+    let mut released = 0;
+    for id in ids {
+        let now_ms = clock.now_ms();
+        let entry = AuditEntry {
+            at: rfc3339(now_ms),
+            action: AuditAction::PacketReleased,
+            subject: id.to_string(),
+            actor: by.operator.clone(),
+            reason: by.reason.clone(),
+            user: None,
+        };
+        ledger.record(entry, now_ms).await?;
+        released += u32::from(store.release(id).await?);
+    }
+    Ok(released)
 }

@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::items::{
-    adjustment_pk, audit_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, AuditItem, MovementItem,
-    NewMovement, Queue, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, WITHDRAWAL,
+    adjustment_pk, audit_pk, history_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, AuditItem,
+    MovementItem, NewMovement, Queue, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, USER_AUDIT_PREFIX, WITHDRAWAL,
 };
+use super::queues::Order;
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
@@ -228,6 +229,7 @@ impl Withdrawals for DynamoLedger {
             subject: id.clone(),
             actor: PAYMENTS_SYSTEM.into(),
             reason: format!("payout {} for {} of {}", resolution.reference, pending.amount_cents, pending.user),
+            user: Some(pending.user.clone()),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
@@ -296,6 +298,7 @@ impl Adjustments for DynamoLedger {
             subject: proposal.reference.clone(),
             actor: proposal.proposer.clone(),
             reason: adjustment_reason(&item),
+            user: Some(proposal.user.clone()),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         let (item, applied) = match self.transact(items).await? {
@@ -377,6 +380,7 @@ impl Adjustments for DynamoLedger {
             subject: reference.clone(),
             actor: approval.approver.clone(),
             reason: adjustment_reason(&proposed),
+            user: Some(proposed.user.clone()),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match proposed.direction {
@@ -504,6 +508,7 @@ impl Adjustments for DynamoLedger {
             subject: reference.clone(),
             actor: closing.operator.clone(),
             reason: closing.reason.clone(),
+            user: Some(proposed.user.clone()),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match self.transact(items).await? {
@@ -564,6 +569,15 @@ impl AuditTrail for DynamoLedger {
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(entries.into_iter().map(|(_, entry)| entry).collect())
+    }
+
+    async fn audit_of_user(&self, user: &UserId, page: PageRequest<'_>) -> Result<QueuePage<AuditEntry>, StoreError> {
+        let items: QueuePage<AuditItem> =
+            self.index_page(history_pk(user), Some(USER_AUDIT_PREFIX), Order::NewestFirst, page).await?;
+        Ok(QueuePage {
+            items: items.items.into_iter().map(|item| item.entry).collect(),
+            next_cursor: items.next_cursor,
+        })
     }
 
     /// One put, after the release it records (Redis holds the quarantine).

@@ -3,6 +3,8 @@
 //! queue while its `history_pk` names it; the write that takes it out (an approval, a
 //! resolution) removes or moves that key in the same transaction, so a page reads only what
 //! still waits. The index is eventually consistent: an item may show for a moment after it left.
+//! A user's audit entries and flag mentions are read the same way from their own partition
+//! (`USER#<user>`, the sort keys `AUDIT#…` and `FLAG#…`), newest first.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -45,32 +47,46 @@ impl DynamoLedger {
         queue: Queue,
         page: PageRequest<'_>,
     ) -> Result<QueuePage<T>, StoreError> {
-        let queue_pk = queue.pk();
-        let start = page.cursor.map(|cursor| decode(cursor, &queue_pk)).transpose()?.map(|cursor| {
-            [("pk", cursor.pk), ("sk", cursor.sk), ("history_pk", queue_pk.clone()), ("history_sk", cursor.at)]
+        self.index_page(queue.pk(), None, Order::OldestFirst, page).await
+    }
+
+    /// A page of the history index's `partition` (its sort keys starting with `prefix`, if
+    /// given), in `order`, as `T`.
+    pub(super) async fn index_page<T: DeserializeOwned>(
+        &self,
+        partition: String,
+        prefix: Option<&str>,
+        order: Order,
+        page: PageRequest<'_>,
+    ) -> Result<QueuePage<T>, StoreError> {
+        let start = page.cursor.map(|cursor| decode(cursor, &partition)).transpose()?.map(|cursor| {
+            [("pk", cursor.pk), ("sk", cursor.sk), ("history_pk", partition.clone()), ("history_sk", cursor.at)]
                 .into_iter()
                 .map(|(name, value)| (name.to_owned(), AttributeValue::S(value)))
                 .collect()
         });
-        let answer = self
+        let mut query = self
             .client()?
             .query()
             .table_name(&self.table)
             .index_name(HISTORY_INDEX)
-            .key_condition_expression("history_pk = :queue")
-            .expression_attribute_values(":queue", AttributeValue::S(queue_pk.clone()))
-            .scan_index_forward(true)
+            .expression_attribute_values(":partition", AttributeValue::S(partition.clone()))
+            .scan_index_forward(order == Order::OldestFirst)
             .limit(page.limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(unavailable)?;
+            .set_exclusive_start_key(start);
+        query = match prefix {
+            Some(prefix) => query
+                .key_condition_expression("history_pk = :partition AND begins_with(history_sk, :prefix)")
+                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned())),
+            None => query.key_condition_expression("history_pk = :partition"),
+        };
+        let answer = query.send().await.map_err(unavailable)?;
         let text = |item: &std::collections::HashMap<String, AttributeValue>, name: &str| {
             item.get(name).and_then(|value| value.as_s().ok()).cloned().unwrap_or_default()
         };
         let next_cursor = answer.last_evaluated_key().map(|last| {
             encode(&QueueCursor {
-                queue: queue_pk.clone(),
+                queue: partition.clone(),
                 pk: text(last, "pk"),
                 sk: text(last, "sk"),
                 at: text(last, "history_sk"),
@@ -79,6 +95,15 @@ impl DynamoLedger {
         let items = answer.items.unwrap_or_default().into_iter().map(from_item).collect::<Result<_, _>>()?;
         Ok(QueuePage { items, next_cursor })
     }
+}
+
+/// Which end of an index partition a page starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Order {
+    /// A queue: what waits longest first.
+    OldestFirst,
+    /// A user's trail: the latest first.
+    NewestFirst,
 }
 
 #[cfg(test)]

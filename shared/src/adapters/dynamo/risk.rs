@@ -14,7 +14,11 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::items::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, Queue, FLAGS_PK};
+use super::items::{
+    chat_count_pk, chat_log_pk, flag_sk, history_pk, pair_pk, ChatLogItem, FlagItem, FlagMentionItem, Queue, FLAGS_PK,
+    USER_FLAG_PREFIX,
+};
+use super::queues::Order;
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
@@ -154,7 +158,14 @@ impl RiskLedger for DynamoLedger {
         Ok(item.map(FlagItem::flag))
     }
 
+    /// The user's mentions first (idempotent puts), then the flag, once: a failure between them
+    /// leaves mentions of a flag not raised yet, which the user's page skips and the event's
+    /// redelivery completes; never a flag its users' pages miss.
     async fn raise_flag(&self, flag: &RiskFlag) -> Result<bool, StoreError> {
+        for mention in FlagMentionItem::of(flag) {
+            let put = self.client()?.put_item().table_name(&self.table).set_item(Some(to_item(&mention)));
+            put.send().await.map_err(unavailable)?;
+        }
         let put = self
             .client()?
             .put_item()
@@ -176,6 +187,16 @@ impl RiskLedger for DynamoLedger {
 }
 
 impl Flags for DynamoLedger {
+    async fn flags_of_user(&self, user: &UserId, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
+        let mentions: QueuePage<FlagMentionItem> =
+            self.index_page(history_pk(user), Some(USER_FLAG_PREFIX), Order::NewestFirst, page).await?;
+        let mut flags = Vec::with_capacity(mentions.items.len());
+        for mention in &mentions.items {
+            flags.extend(self.flag(&mention.flag_id).await?);
+        }
+        Ok(QueuePage { items: flags, next_cursor: mentions.next_cursor })
+    }
+
     async fn flags(&self, status: FlagStatus, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
         let page = self.queue_page::<FlagItem>(Queue::Flags(status), page).await?;
         Ok(QueuePage { items: page.items.into_iter().map(FlagItem::flag).collect(), next_cursor: page.next_cursor })

@@ -568,7 +568,8 @@ impl Withdrawals for MemoryLedger {
             .cloned()
             .collect();
         pending.sort_by(|a, b| (&a.requested_at, &a.withdrawal_id).cmp(&(&b.requested_at, &b.withdrawal_id)));
-        Ok(memory_page(pending, page, |withdrawal| format!("{}#{}", withdrawal.requested_at, withdrawal.withdrawal_id)))
+        let place = |withdrawal: &Withdrawal| format!("{}#{}", withdrawal.requested_at, withdrawal.withdrawal_id);
+        Ok(memory_page(pending, page, place, Order::OldestFirst))
     }
 }
 
@@ -665,11 +666,18 @@ impl RiskLedger for MemoryLedger {
 }
 
 impl Flags for MemoryLedger {
+    async fn flags_of_user(&self, user: &UserId, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
+        let state = self.state()?;
+        let mut flags: Vec<RiskFlag> = state.flags.values().filter(|flag| flag.users.contains(user)).cloned().collect();
+        flags.sort_by(|a, b| (&b.raised_at, &b.flag_id).cmp(&(&a.raised_at, &a.flag_id)));
+        Ok(memory_page(flags, page, |flag| format!("{}#{}", flag.raised_at, flag.flag_id), Order::NewestFirst))
+    }
+
     async fn flags(&self, status: FlagStatus, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
         let state = self.state()?;
         let mut flags: Vec<RiskFlag> = state.flags.values().filter(|flag| flag.status == status).cloned().collect();
         flags.sort_by(|a, b| (&a.raised_at, &a.flag_id).cmp(&(&b.raised_at, &b.flag_id)));
-        Ok(memory_page(flags, page, |flag| format!("{}#{}", flag.raised_at, flag.flag_id)))
+        Ok(memory_page(flags, page, |flag| format!("{}#{}", flag.raised_at, flag.flag_id), Order::OldestFirst))
     }
 
     async fn assign_flag(&self, assignment: &FlagAssignment, now_ms: Millis) -> Result<FlagResolved, StoreError> {
@@ -711,11 +719,23 @@ impl Flags for MemoryLedger {
     }
 }
 
-/// A page of `items` (sorted by `place`), after the cursor's place: the cursor is the last
-/// item's place.
-fn memory_page<T>(items: Vec<T>, page: PageRequest<'_>, place: impl Fn(&T) -> String) -> QueuePage<T> {
-    let mut after: Vec<T> =
-        items.into_iter().filter(|item| page.cursor.is_none_or(|cursor| place(item).as_str() > cursor)).collect();
+/// Which way a page of [`memory_page`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    OldestFirst,
+    NewestFirst,
+}
+
+/// A page of `items` (sorted by `place` in `order`), past the cursor's place: the cursor is the
+/// last item's place.
+fn memory_page<T>(items: Vec<T>, page: PageRequest<'_>, place: impl Fn(&T) -> String, order: Order) -> QueuePage<T> {
+    let past = |item: &T| {
+        page.cursor.is_none_or(|cursor| match order {
+            Order::OldestFirst => place(item).as_str() > cursor,
+            Order::NewestFirst => place(item).as_str() < cursor,
+        })
+    };
+    let mut after: Vec<T> = items.into_iter().filter(past).collect();
     let next_cursor = (after.len() > page.limit as usize).then(|| {
         after.truncate(page.limit as usize);
         after.last().map(&place)
@@ -727,6 +747,19 @@ impl AuditTrail for MemoryLedger {
     async fn audit_of_day(&self, day: &str) -> Result<Vec<AuditEntry>, StoreError> {
         let state = self.state()?;
         Ok(state.audit.iter().filter(|(of, _)| of == day).map(|(_, entry)| entry.clone()).collect())
+    }
+
+    async fn audit_of_user(&self, user: &UserId, page: PageRequest<'_>) -> Result<QueuePage<AuditEntry>, StoreError> {
+        let state = self.state()?;
+        let mut entries: Vec<AuditEntry> = state
+            .audit
+            .iter()
+            .filter(|(_, entry)| entry.user.as_ref() == Some(user))
+            .map(|(_, entry)| entry.clone())
+            .collect();
+        let place = |entry: &AuditEntry| format!("{}#{}#{}", entry.at, entry.action.as_str(), entry.subject);
+        entries.sort_by_key(|entry| std::cmp::Reverse(place(entry)));
+        Ok(memory_page(entries, page, place, Order::NewestFirst))
     }
 
     async fn record(&self, entry: AuditEntry, at_ms: Millis) -> Result<(), StoreError> {

@@ -12,7 +12,7 @@ use crate::domain::wallet::LedgerEvent;
 use crate::domain::withdrawal::{Withdrawal, WithdrawalStatus};
 use crate::domain::{Cents, UserId};
 
-use super::Queue;
+use super::{history_pk, Queue};
 
 /// The prefix of a withdrawal's partition (`WITHDRAWAL#<id>`).
 pub const WITHDRAWAL_PREFIX: &str = "WITHDRAWAL#";
@@ -189,14 +189,26 @@ pub struct AuditItem {
     pub sk: String,
     #[serde(flatten)]
     pub entry: AuditEntry,
+    /// `USER#<user>` when the entry concerns a user: their page reads their entries through the
+    /// history index (sort key `AUDIT#<at>#<action>#<subject>`), every day's together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_sk: Option<String>,
 }
+
+/// The history index's sort key prefix of a user's audit entries.
+pub const USER_AUDIT_PREFIX: &str = "AUDIT#";
 
 impl AuditItem {
     /// The item of `entry`, on its business day `day`.
     pub fn new(entry: AuditEntry, day: &str) -> Self {
+        let sk = format!("{}#{}#{}", entry.at, entry.action.as_str(), entry.subject);
         AuditItem {
             pk: audit_pk(day, audit_shard(&entry.subject)),
-            sk: format!("{}#{}#{}", entry.at, entry.action.as_str(), entry.subject),
+            history_pk: entry.user.as_ref().map(history_pk),
+            history_sk: entry.user.as_ref().map(|_| format!("{USER_AUDIT_PREFIX}{sk}")),
+            sk,
             entry,
         }
     }

@@ -47,12 +47,14 @@ use crate::domain::UserId;
 
 pub use corrections::{
     adjustment_pk, audit_pk, withdrawal_pk, AdjustmentItem, AuditItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX,
-    WITHDRAWAL, WITHDRAWAL_PREFIX,
+    USER_AUDIT_PREFIX, WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
 pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
-pub use risk::{chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FLAGS_PK};
+pub use risk::{
+    chat_count_pk, chat_log_pk, flag_sk, pair_pk, ChatLogItem, FlagItem, FlagMentionItem, FLAGS_PK, USER_FLAG_PREFIX,
+};
 pub use send::{daily_limit_pk, idempotency_pk, DailySendsItem, IdempotencyItem, IDEM, LIMIT};
 pub use wallet::{
     grab_movement_sk, topup_pk, wallet_pk, BalanceItem, MovementItem, NewMovement, TopupItem, BALANCE, MOVE_PREFIX,

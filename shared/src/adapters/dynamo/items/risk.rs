@@ -11,7 +11,7 @@ use crate::domain::risk::HoldScope;
 use crate::domain::wallet::{EventType, LedgerEvent};
 use crate::domain::{Cents, ChatId, PacketId, UserId};
 
-use super::Queue;
+use super::{history_pk, Queue};
 
 /// The flags' partition.
 pub const FLAGS_PK: &str = "RISK#FLAGS";
@@ -22,6 +22,37 @@ pub const FLAG_PREFIX: &str = "FLAG#";
 /// `FLAG#<id>`.
 pub fn flag_sk(flag_id: &str) -> String {
     format!("{FLAG_PREFIX}{flag_id}")
+}
+
+/// The history index's sort key prefix of a user's flag mentions.
+pub const USER_FLAG_PREFIX: &str = "FLAG#";
+
+/// A flag's mention of one user it names (`RISK#MENTION#<flag id>` / `USER#<user>`), in the
+/// history index under that user (`USER#<user>` / `FLAG#<raised at>#<flag id>`): their page lists
+/// the flags naming them, each read from its flag item (its status now).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlagMentionItem {
+    pub pk: String,
+    pub sk: String,
+    pub flag_id: String,
+    pub history_pk: String,
+    pub history_sk: String,
+}
+
+impl FlagMentionItem {
+    /// One mention per user `flag` names.
+    pub fn of(flag: &RiskFlag) -> Vec<Self> {
+        flag.users
+            .iter()
+            .map(|user| FlagMentionItem {
+                pk: format!("RISK#MENTION#{}", flag.flag_id),
+                sk: history_pk(user),
+                flag_id: flag.flag_id.clone(),
+                history_pk: history_pk(user),
+                history_sk: format!("{USER_FLAG_PREFIX}{}#{}", flag.raised_at, flag.flag_id),
+            })
+            .collect()
+    }
 }
 
 /// `RISK#CHAT#<chat>`, the partition of a chat's log (sort key `LOG`).
