@@ -1,20 +1,12 @@
 import type { AuthProvider } from 'react-admin';
 import type { ConsoleConfig } from './config';
+import type { ConsoleAuth } from './consoleAuth';
 import { unexpired } from './jwt';
 import { makeOidcAuth } from './oidcAuth';
 
 /** The operators' roles (openapi.yaml's `operators` security scheme). */
 export const ROLES = ['support', 'finance', 'risk', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
-
-/**
- * The sign-in of a stage: react-admin's authProvider and the bearer token every call of the API
- * carries (null when signed out).
- */
-export type ConsoleAuth = {
-  authProvider: AuthProvider;
-  token: () => string | null | Promise<string | null>;
-};
 
 const TOKEN = 'ops.token';
 const OPERATOR = 'ops.operator';

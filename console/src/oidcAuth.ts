@@ -1,6 +1,6 @@
 import { UserManager, WebStorageStateStore, type User } from 'oidc-client-ts';
 import type { AuthProvider } from 'react-admin';
-import type { ConsoleAuth } from './authProvider';
+import type { ConsoleAuth } from './consoleAuth';
 import type { OidcConfig } from './config';
 import { claimsOf, unexpired } from './jwt';
 
