@@ -5,19 +5,17 @@
 //! authorizer's stand-in. Neither exists in AWS, where the operators' provider signs people in.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::Path as UrlPath;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, LOCATION};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::Json;
 use red_packets::domain::operators::{Operator, Role};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::gateway::Functions;
+use crate::auth::LocalAuthorizer;
 
 /// The console's Content-Security-Policy: scripts, styles' files, images and calls from its own
 /// origin only (styles inline too, which its components set), never framed.
@@ -108,16 +106,16 @@ pub struct SignIn {
     roles: Vec<Role>,
 }
 
-/// `POST /local/ops-token`: `{"token"}` for the operator and roles asked; 400 naming `operator`
-/// when the name is not one an operator may have.
-pub async fn ops_token(State(functions): State<Arc<Functions>>, Json(sign_in): Json<SignIn>) -> Response {
+/// `POST /local/ops-token`: `{"token"}` for the operator and roles asked, signed by the operators'
+/// authorizer's stand-in; 400 naming `operator` when the name is not one an operator may have.
+pub fn ops_token(authorizer: &LocalAuthorizer, sign_in: SignIn) -> Response {
     let roles: Vec<&str> = sign_in.roles.iter().map(|role| role.as_str()).collect();
     if Operator::from_claims(&sign_in.operator, None).is_none() {
         let error = json!({ "error": { "code": "invalid_request", "field": "operator",
                                        "message": "operator must be 1..=256 of [A-Za-z0-9_.:@/+=,-]" } });
         return answer(StatusCode::BAD_REQUEST, "application/json", error.to_string().into_bytes());
     }
-    let token = functions.operators.authorizer.operator_token(&sign_in.operator, &roles, TOKEN_SECONDS);
+    let token = authorizer.operator_token(&sign_in.operator, &roles, TOKEN_SECONDS);
     answer(StatusCode::OK, "application/json", json!({ "token": token }).to_string().into_bytes())
 }
 

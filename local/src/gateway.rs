@@ -92,7 +92,7 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/me/wallet", get(wallet_route))
         .route("/me/withdrawals", post(withdraw_route))
         .route("/ops/v1/{*rest}", axum::routing::any(operators_route))
-        .route("/local/ops-token", post(crate::console::ops_token))
+        .route("/local/ops-token", post(ops_token_route))
         .route("/console", get(crate::console::to_index))
         .route("/console/", get(crate::console::file))
         .route("/console/{*path}", get(crate::console::file))
@@ -161,6 +161,14 @@ async fn wallet_route(State(functions): State<Arc<Functions>>, request: Request)
 
 async fn withdraw_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
     invoke(&functions, ROUTES[6], None, request, |event| send::handle(&functions.send, event)).await
+}
+
+/// `POST /local/ops-token`: the local sign-in, with the operators' authorizer's stand-in.
+async fn ops_token_route(
+    State(functions): State<Arc<Functions>>,
+    axum::Json(sign_in): axum::Json<crate::console::SignIn>,
+) -> Response {
+    crate::console::ops_token(&functions.operators.authorizer, sign_in)
 }
 
 /// `/ops/v1/…`: the route API Gateway would match (a 404 of its own for any other), through the
