@@ -339,7 +339,7 @@ pub async fn ours_work(
         let (store, packets, ledger, passphrase) =
             (store.clone(), packets.clone(), ledger.clone(), access.passphrase.clone());
         Box::pin(async move {
-            let attempt = GrabAttempt { user: UserId::from_claim(&user).expect("user"), passphrase };
+            let attempt = GrabAttempt { user: UserId::from_claim(&user).expect("user"), passphrase, member_of: None };
             let outcome = packets::grab(&store, &ledger, &packets[packet], &attempt, &SystemClock).await.expect("grab");
             matches!(outcome, GrabOutcome::Grabbed { .. })
         })
@@ -386,7 +386,7 @@ pub async fn ours_coalesced(config: &Config, ledger: DynamoLedger) -> DesignResu
 pub async fn ours_phrase(config: &Config, ledger: DynamoLedger) -> DesignResult {
     let probe = RedisStore::new(config).connection().await.expect("Redis");
     let phrase = Passphrase::new("恭喜发财").expect("a phrase");
-    let access = Access { recipients: None, passphrase: Some(config.passphrase_key.digest(&phrase)) };
+    let access = Access { passphrase: Some(config.passphrase_key.digest(&phrase)), ..Access::default() };
     measure("ours_phrase", probe, |_| {
         let store = Arc::new(RedisStore::new(config).without_coalescing());
         ours_work(store, ledger.clone(), access.clone(), PACKETS, SHARES)

@@ -1,7 +1,8 @@
 //! `grab.lua` against the library's model of a live packet ([`LiveState`], which the in-memory
 //! live store runs on: one model, two uses), on the real Redis: packets open to all, for
-//! recipients only, with a passphrase or both; random sequences of grabs (repeats, strangers,
-//! right, wrong and missing passphrases among them), batches of grabs in one `grab_many.lua`
+//! recipients only, for a chat's members only, with a passphrase, or several of these; random
+//! sequences of grabs (repeats, strangers, right, wrong and missing passphrases, membership
+//! tickets for the packet's chat, for another and none among them), batches of grabs in one `grab_many.lua`
 //! call (the coalescer's), clock moves, closes, cancels, persisted marks and re-syncs from the
 //! ledger's state, on packets open at once and scheduled ones (grabs before their opening among
 //! the steps), each answer compared with what the model says (a batch's with the same grabs
@@ -22,8 +23,8 @@ use red_packets::domain::grab::{GrabAttempt, LoggedGrab};
 use red_packets::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets::domain::live::{Gate, LiveGrab, LiveState};
 use red_packets::domain::{
-    Access, Cents, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms, PassphraseDigest,
-    Seed, UserId,
+    Access, Cents, ChatId, GrabOutcome, Packet, PacketId, PacketKind, PacketSpec, PacketStatus, PacketTerms,
+    PassphraseDigest, Seed, UserId,
 };
 use red_packets::ports::{Frozen, LiveStore, PacketImage, SettleIndex};
 use red_packets::Config;
@@ -39,10 +40,23 @@ enum Phrase {
     Wrong,
 }
 
+/// The chat a grab's verified membership ticket names, if it carries one.
+#[derive(Debug, Clone, Copy)]
+enum Ticket {
+    None,
+    /// For the packet's chat.
+    Ours,
+    /// For another chat.
+    Other,
+}
+
+/// What a grab carries: a passphrase and a ticket.
+type Carried = (Phrase, Ticket);
+
 #[derive(Debug, Clone)]
 enum Step {
-    /// User `n` grabs after the clock moved `advance_ms`, carrying `phrase`.
-    Grab { user: u8, advance_ms: i64, phrase: Phrase },
+    /// User `n` grabs after the clock moved `advance_ms`, carrying a passphrase and a ticket.
+    Grab { user: u8, advance_ms: i64, phrase: Phrase, ticket: Ticket },
     /// Settle's close at the current time.
     Close,
     /// The sender cancels at the current time.
@@ -53,11 +67,15 @@ enum Step {
     Resync,
     /// Users grab together after the clock moved `advance_ms`: one `grab_many.lua` call, the
     /// coalescer's batch.
-    Batch { advance_ms: i64, grabs: Vec<(u8, Phrase)> },
+    Batch { advance_ms: i64, grabs: Vec<(u8, Carried)> },
 }
 
 fn phrase() -> impl Strategy<Value = Phrase> {
     prop_oneof![Just(Phrase::Right), Just(Phrase::Wrong), Just(Phrase::None)]
+}
+
+fn ticket() -> impl Strategy<Value = Ticket> {
+    prop_oneof![2 => Just(Ticket::Ours), 1 => Just(Ticket::Other), 1 => Just(Ticket::None)]
 }
 
 /// How far the clock moves before a grab: mostly not at all, sometimes half the packet's
@@ -68,17 +86,13 @@ fn advance_ms() -> impl Strategy<Value = i64> {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        10 => (
-            0u8..12,
-            advance_ms(),
-            prop_oneof![Just(Phrase::Right), Just(Phrase::Wrong), Just(Phrase::None)],
-        )
-            .prop_map(|(user, advance_ms, phrase)| Step::Grab { user, advance_ms, phrase }),
+        10 => (0u8..12, advance_ms(), phrase(), ticket())
+            .prop_map(|(user, advance_ms, phrase, ticket)| Step::Grab { user, advance_ms, phrase, ticket }),
         1 => Just(Step::Close),
         1 => Just(Step::Cancel),
         1 => (0usize..20).prop_map(Step::Persist),
         1 => Just(Step::Resync),
-        3 => (advance_ms(), proptest::collection::vec((0u8..12, phrase()), 2..10))
+        3 => (advance_ms(), proptest::collection::vec((0u8..12, (phrase(), ticket())), 2..10))
             .prop_map(|(advance_ms, grabs)| Step::Batch { advance_ms, grabs }),
     ]
 }
@@ -99,20 +113,37 @@ fn carried(phrase: Phrase) -> Option<PassphraseDigest> {
     }
 }
 
+/// The chat of a members-only packet.
+fn our_chat() -> ChatId {
+    ChatId::parse("family:2026").unwrap()
+}
+
+/// A grab by user `n` carrying `phrase` and `ticket`.
+fn attempt(n: u8, (phrase, ticket): Carried) -> GrabAttempt {
+    let member_of = match ticket {
+        Ticket::None => None,
+        Ticket::Ours => Some(our_chat()),
+        Ticket::Other => ChatId::parse("office"),
+    };
+    GrabAttempt { user: user(n), passphrase: carried(phrase), member_of }
+}
+
 /// Users as a `sub` may name them: colons, spaces and more than ASCII.
 fn user(n: u8) -> UserId {
     UserId::from_claim(&format!("user:{n} 用户 {n}")).unwrap()
 }
 
-/// Who may grab: `recipients` (a bit per user 0..8, none for a packet open to all) and a
-/// passphrase or not.
-fn access(recipients: Option<u8>, passphrase: bool) -> Access {
+/// Who may grab: `recipients` (a bit per user 0..8, none for a packet open to all), a passphrase
+/// or not, and the members of [`our_chat`] only or not.
+fn access(recipients: Option<u8>, passphrase: bool, members_only: bool) -> Access {
     let recipients = recipients.map(|bits| {
         let mut users: Vec<UserId> = (0..8).filter(|n| bits & (1 << n) != 0).map(user).collect();
         users.sort();
         users
     });
-    Access { recipients, passphrase: passphrase.then(|| digest("芝麻开门")) }
+    Access {
+        recipients, passphrase: passphrase.then(|| digest("芝麻开门")), members_of: members_only.then(our_chat)
+    }
 }
 
 /// A scheduled packet's opening: grabs in the first 20 s of a case are too early.
@@ -129,6 +160,11 @@ fn scheduled_packet(count: u32, kind: PacketKind, opens_at_ms: Option<i64>) -> P
         ..PacketSpec::open_to_all(PacketTerms::new(kind, u64::from(count) * 100, count), (LIFETIME_MS / 1000) as u32)
     };
     Packet::new(PacketId::random(), UserId::from_claim("sender").unwrap(), &spec, Seed::random(), START_MS)
+}
+
+/// A grab by `name` carrying `phrase`.
+fn phrase_grab(name: &str, phrase: &str) -> GrabAttempt {
+    GrabAttempt { passphrase: Some(digest(phrase)), ..GrabAttempt::by(UserId::from_claim(name).unwrap()) }
 }
 
 fn store() -> RedisStore {
@@ -159,20 +195,22 @@ fn ledger_of(model: &LiveState, now_ms: i64) -> LedgerPacket {
 /// What the ledger must answer for `user`, from the model: the passphrase is not the ledger's to
 /// test, so the model's answer to the right phrase with no wrong try counted; a share to hand
 /// out is the live store's to give (`None`).
-fn ledger_expects(model: &LiveState, user: &UserId, now_ms: i64) -> Option<GrabOutcome> {
+fn ledger_expects(model: &LiveState, attempt: &GrabAttempt, now_ms: i64) -> Option<GrabOutcome> {
     let mut unlocked = model.clone();
     unlocked.wrong_tries.clear();
-    let right = GrabAttempt { user: user.clone(), passphrase: model.packet.access.passphrase.clone() };
+    let right = GrabAttempt { passphrase: model.packet.access.passphrase.clone(), ..attempt.clone() };
     match unlocked.grab(&right, now_ms) {
         LiveGrab::Decided { outcome: GrabOutcome::Grabbed { .. }, .. } | LiveGrab::Resyncing => None,
         LiveGrab::Decided { outcome, .. } => Some(outcome),
     }
 }
 
-/// The ledger's answer for `user` in the model's state, once held to what the model implies.
-fn ledger_answer(model: &LiveState, user: &UserId, now_ms: i64) -> Result<Option<GrabOutcome>, TestCaseError> {
-    let said = ledger_of(model, now_ms).grab_outcome(&GrabAttempt::by(user.clone()), now_ms);
-    prop_assert_eq!(said, ledger_expects(model, user, now_ms), "the ledger's answer");
+/// The ledger's answer for `attempt` (its passphrase left out: not the ledger's to test) in the
+/// model's state, once held to what the model implies.
+fn ledger_answer(model: &LiveState, attempt: &GrabAttempt, now_ms: i64) -> Result<Option<GrabOutcome>, TestCaseError> {
+    let asked = GrabAttempt { passphrase: None, ..attempt.clone() };
+    let said = ledger_of(model, now_ms).grab_outcome(&asked, now_ms);
+    prop_assert_eq!(said, ledger_expects(model, attempt, now_ms), "the ledger's answer");
     Ok(said)
 }
 
@@ -201,6 +239,7 @@ async fn run(
     steps: &[Step],
 ) -> Result<(), TestCaseError> {
     let mut packet = scheduled_packet(count, kind, scheduled.then_some(OPENS_AT_MS));
+    packet.terms.chat_id = Some(our_chat());
     packet.access = access;
     store.load(&packet, &packet.shares()).await.expect("the test Redis (make test) is reachable");
     let mut model = LiveState::new(&packet, &packet.shares());
@@ -209,10 +248,10 @@ async fn run(
     let mut now_ms = START_MS;
     for (n, step) in steps.iter().enumerate() {
         match step {
-            Step::Grab { user: n_user, advance_ms, phrase } => {
+            Step::Grab { user: n_user, advance_ms, phrase, ticket } => {
                 now_ms += advance_ms;
-                let attempt = GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) };
-                let said = ledger_answer(&model, &attempt.user, now_ms).map_err(|error| at_step(error, n, steps))?;
+                let attempt = attempt(*n_user, (*phrase, *ticket));
+                let said = ledger_answer(&model, &attempt, now_ms).map_err(|error| at_step(error, n, steps))?;
                 let answer = scripts::grab(&mut conn, &keys, &attempt, now_ms).await.unwrap();
                 prop_assert!(
                     ledger_agrees(&answer, said),
@@ -226,16 +265,13 @@ async fn run(
             }
             Step::Batch { advance_ms, grabs } => {
                 now_ms += advance_ms;
-                let batch: Vec<GrabAttempt> = grabs
-                    .iter()
-                    .map(|(n_user, phrase)| GrabAttempt { user: user(*n_user), passphrase: carried(*phrase) })
-                    .collect();
+                let batch: Vec<GrabAttempt> =
+                    grabs.iter().map(|(n_user, carried)| attempt(*n_user, *carried)).collect();
                 let answers = scripts::grab_many(&mut conn, &keys, now_ms, &batch).await.unwrap();
                 let mut one_by_one: Vec<ScriptGrab> = Vec::new();
                 let mut ledger_says = Vec::new();
                 for attempt in &batch {
-                    let said =
-                        ledger_answer(&model, &attempt.user, now_ms).map_err(|error| at_step(error, n, steps))?;
+                    let said = ledger_answer(&model, attempt, now_ms).map_err(|error| at_step(error, n, steps))?;
                     ledger_says.push(said);
                     one_by_one.push(model.grab(attempt, now_ms).into());
                 }
@@ -277,7 +313,7 @@ async fn run(
                 let frozen = store.freeze(&packet.id, &token).await.unwrap();
                 let cancelled = model.gate == Gate::Cancelled;
                 prop_assert_eq!(frozen, Frozen::Log { grabs: model.freeze(&token), partial: false });
-                if model.packet.access.recipients.is_none() && model.packet.access.passphrase.is_none() {
+                if model.packet.access.is_open_to_all() {
                     let fresh = GrabAttempt::by(user(200));
                     let answer = scripts::grab(&mut conn, &keys, &fresh, now_ms).await.unwrap();
                     prop_assert_eq!(answer, model.grab(&fresh, now_ms).into(), "no fresh grab while frozen");
@@ -314,13 +350,14 @@ proptest! {
         lucky in any::<bool>(),
         recipients in proptest::option::of(1u8..=255),
         passphrase in any::<bool>(),
+        members_only in any::<bool>(),
         scheduled in any::<bool>(),
         steps in proptest::collection::vec(step(), 1..40),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let store = store();
         let kind = if lucky { PacketKind::Lucky } else { PacketKind::Fixed };
-        runtime.block_on(run(&store, count, kind, scheduled, access(recipients, passphrase), &steps))?;
+        runtime.block_on(run(&store, count, kind, scheduled, access(recipients, passphrase, members_only), &steps))?;
     }
 }
 
@@ -380,13 +417,14 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     gated.access = Access {
         recipients: Some(vec![UserId::from_claim("bob").unwrap(), UserId::from_claim("carol").unwrap()]),
         passphrase: Some(digest("芝麻开门")),
+        members_of: None,
     };
     store.load(&gated, &gated.shares()).await.unwrap();
     let keys = store.keys(&gated.id);
     let attempts = [
-        ("a member with the phrase", GrabAttempt { user: user_named("bob"), passphrase: Some(digest("芝麻开门")) }),
-        ("a stranger", GrabAttempt { user: user_named("mallory"), passphrase: Some(digest("芝麻开门")) }),
-        ("a wrong phrase", GrabAttempt { user: user_named("carol"), passphrase: Some(digest("open sesame")) }),
+        ("a member with the phrase", phrase_grab("bob", "芝麻开门")),
+        ("a stranger", phrase_grab("mallory", "芝麻开门")),
+        ("a wrong phrase", phrase_grab("carol", "open sesame")),
     ];
     let mut gated_commands = Vec::new();
     for (_, attempt) in &attempts {

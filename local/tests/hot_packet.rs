@@ -280,8 +280,7 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
         let (store, ledger, id) = (store.clone(), ledger.clone(), id.clone());
         let clock = if n % 2 == 0 { before.clone() } else { at.clone() };
         tokio::spawn(async move {
-            let attempt =
-                GrabAttempt { user: UserId::from_claim(&format!("deadline-u{n}")).unwrap(), passphrase: None };
+            let attempt = GrabAttempt::by(UserId::from_claim(&format!("deadline-u{n}")).unwrap());
             (clock.now_ms(), red_packets::packets::grab(&store, &ledger, &id, &attempt, clock.as_ref()).await.unwrap())
         })
     });
@@ -297,7 +296,7 @@ async fn no_grab_in_a_batch_is_judged_before_its_own_clock_reading() {
     }
     let (script_runs, _, _) = script_runs_and_fast_paths(&store).await;
     assert!(script_runs < GRABS as u64, "grabs went to Redis in batches: {script_runs} script runs");
-    let alone = GrabAttempt { user: UserId::from_claim("deadline-alone").unwrap(), passphrase: None };
+    let alone = GrabAttempt::by(UserId::from_claim("deadline-alone").unwrap());
     let paid_alone = red_packets::packets::grab(&store, &ledger, &id, &alone, before.as_ref()).await.unwrap();
     assert!(matches!(paid_alone, GrabOutcome::Grabbed { .. }), "a grab reading T - 1 alone is paid: {paid_alone:?}");
     let refused_early = outcomes.iter().filter(|(read, outcome)| *read < deadline && *outcome == GrabOutcome::Expired);

@@ -8,9 +8,10 @@
 --                            (expires_at while open, 0 once closed, -1 once cancelled,
 --                            'F:<token>' while settle re-syncs it, see freeze.lua),
 --                            persisted, opens_at (only on a scheduled packet: epoch ms),
---                            gate (only on a packet with recipients or a passphrase:
---                            '1' or '0' for recipients-only or not, then the passphrase's digest
---                            if any), one field '+<user>' per recipient, '!<user>' = wrong
+--                            chat_id (only on a packet sent into a chat), gate (only on a
+--                            packet with recipients, a passphrase or members only: a digit, 1
+--                            for recipients-only plus 2 for members of chat_id only, then the
+--                            passphrase's digest if any), one field '+<user>' per recipient, '!<user>' = wrong
 --                            passphrases tried, and ':<user>' = '<seq>:<amount>:<left>:<at_ms>'
 --                            per user who grabbed
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken, '<seq>:<amount>:<left>', in seq
@@ -20,7 +21,9 @@
 --                            'pending' while one caller asks it, then 'absent' or 'recorded'
 -- ARGV[1]  the caller's grab field, ':<user>' (the user is the caller's verified `sub`)
 -- ARGV[2]  now, epoch milliseconds
--- ARGV[3]  the digest of the passphrase the grab carried; absent for none
+-- ARGV[3]  the digest of the passphrase the grab carried; '' or absent for none
+-- ARGV[4]  the chat the grab's membership ticket admits the caller to (verified by the caller,
+--          domain/membership.rs); absent for none
 --
 -- Two constants are the library's, written here rather than passed with every call (each
 -- argument is a value Redis builds and frees; scripts.rs's tests hold them equal):
@@ -44,7 +47,7 @@
 --                                                        caller marks the packet for settle,
 --                                                        once per batch of grabs, not per grab
 --   integer 3 sold out; 4 expired (at or after expires_at, or closed, with shares left);
---           8 not eligible (not a recipient); 9 wrong or missing passphrase (counted);
+--           8 not eligible (not a recipient, or no ticket for the packet's chat); 9 wrong or missing passphrase (counted);
 --           10 too many wrong passphrases; 11 cancelled by the sender;
 --           12 settle is re-syncing the packet from the ledger: try again shortly;
 --           5 not in Redis, the ledger said lately there is no such packet;
@@ -90,8 +93,9 @@ local gate = packet[4]
 if gate then
   local user = string.sub(ARGV[1], 2)
   local wrong_tries_field = '!' .. user
-  local caller = redis.call('HMGET', KEYS[1], '+' .. user, wrong_tries_field)
-  if string.byte(gate) == 49 and not caller[1] then
+  local caller = redis.call('HMGET', KEYS[1], '+' .. user, wrong_tries_field, 'chat_id')
+  local rules = string.byte(gate) - 48
+  if (rules % 2 == 1 and not caller[1]) or (rules >= 2 and ARGV[4] ~= caller[3]) then
     return 8
   end
   if #gate > 1 then

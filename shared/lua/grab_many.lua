@@ -3,7 +3,8 @@
 -- coalescer's batch (adapters/redis/coalesce.rs). Each user, in the batch's order, gets exactly
 -- the answer grab.lua would give the same grabs made one by one at the batch's instant
 -- (local/tests/grab_script.rs holds both to the library's rule, domain::grab_rule::decide), with grab.lua's checks in
--- grab.lua's order: already grabbed, unknown (the lookup lease), not open yet, not a recipient,
+-- grab.lua's order: already grabbed, unknown (the lookup lease), not open yet, not a recipient
+-- or not a member of the packet's chat by ticket,
 -- too many wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
 -- saves is the commands: every user's fields are read in one HMGET, the shares taken in one
 -- LPOP, the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
@@ -14,10 +15,12 @@
 -- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
 -- ARGV[1]  now, epoch milliseconds: the batch's one instant, the latest clock reading among its
 --          grabs (each read its clock before it queued, so none is judged before its own time)
--- ARGV[2]  the batch's grabs, one line each, in order: '<digest><grab field>\n', where digest
---          is the passphrase's (64 hex digits) or nothing for none, and the grab field
---          ':<user>' (the caller's verified `sub`; it holds no control character, so no
---          newline, and the line's first ':' starts it, since a digest is hex)
+-- ARGV[2]  the batch's grabs, one line each, in order: '<digest><grab field>\n', or
+--          '<digest><grab field>\t<chat>\n' for a grab whose membership ticket admits the caller
+--          to <chat> (verified by the caller), where digest is the passphrase's (64 hex digits)
+--          or nothing for none, and the grab field ':<user>' (the caller's verified `sub`; it
+--          holds no control character, so no tab or newline, and the line's first ':' starts
+--          it, since a digest is hex)
 --
 -- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
 --
@@ -36,24 +39,24 @@
 
 local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
 local tonumber, byte = tonumber, string.byte
-local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate', 'opens_at')
-local open_until, persisted, gate, opens_at = packet[1], packet[2], packet[3], packet[4]
+local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate', 'opens_at', 'chat_id')
+local open_until, persisted, gate, opens_at, chat = packet[1], packet[2], packet[3], packet[4], packet[5]
 -- Every user's grab field; and, on a packet with a gate, its recipient and wrong-try fields
 -- and the digest it carried (a packet open to all reads no digest).
 local per_user = gate and 3 or 1
 local now = ARGV[1]
-local grabbers, digests, fields = {}, {}, nil
+local grabbers, digests, tickets, fields = {}, {}, {}, nil
 local grabs = 0
 if gate then
   fields = {}
-  for digest, grabber in string.gmatch(ARGV[2], '(%x*)(:[^\n]*)\n') do
+  for digest, grabber, ticket in string.gmatch(ARGV[2], '(%x*)(:[^\t\n]*)\t?([^\n]*)\n') do
     grabs = grabs + 1
-    grabbers[grabs], digests[grabs] = grabber, digest
+    grabbers[grabs], digests[grabs], tickets[grabs] = grabber, digest, ticket
     local user = string.sub(grabber, 2)
     fields[3 * grabs - 2], fields[3 * grabs - 1], fields[3 * grabs] = grabber, '+' .. user, '!' .. user
   end
 else
-  for grabber in string.gmatch(ARGV[2], '%x*(:[^\n]*)\n') do
+  for grabber in string.gmatch(ARGV[2], '%x*(:[^\t\n]*)[^\n]*\n') do
     grabs = grabs + 1
     grabbers[grabs] = grabber
   end
@@ -72,7 +75,8 @@ local expired = open_until and not closed and tonumber(now) >= tonumber(open_unt
 -- A scheduled packet, open, before its opening: grab.lua's 'W<opens_at>' for every fresh grab.
 local not_yet = opens_at and tonumber(now) < tonumber(opens_at) and (tonumber(open_until) or 0) > 0
   and 'W' .. opens_at
-local recipients_only = gate and byte(gate) == 49
+local rules = gate and byte(gate) - 48 or 0
+local recipients_only, members_only = rules % 2 == 1, rules >= 2
 local secret = gate and #gate > 1 and string.sub(gate, 2)
 local verdict = false            -- the lookup's, once read
 local granted, granted_at = 0, {} -- the batch's fresh grabs, and each one's answer index
@@ -107,7 +111,7 @@ for i = 1, grabs do
     answers[i] = not_yet
   else
     local refused = nil
-    if recipients_only and not read[3 * i - 1] then
+    if (recipients_only and not read[3 * i - 1]) or (members_only and tickets[i] ~= chat) then
       refused = 8
     elseif secret then
       local tried = tonumber(read[3 * i] or 0) + (wrong[grabber] or 0)

@@ -9,10 +9,11 @@
 --                            the sender cancelled; 0 for one closed, as close.lua sets it;
 --                            freeze.lua sets 'F:<token>') and persisted (log entries
 --                            the ledger holds) first, as grab.lua reads them; then sender,
---                            kind, split, greeting and opens_at (each only when set), seed,
---                            total_cents, count, created_at, expires_at; for a packet with
---                            recipients or a passphrase, gate ('1' recipients-only or '0', then
---                            the passphrase's digest if any), recipients (their JSON array) and
+--                            kind, split, greeting, opens_at and chat_id (each only when set),
+--                            seed, total_cents, count, created_at, expires_at; for a packet with
+--                            recipients, a passphrase or members only, gate (a digit: 1 for
+--                            recipients-only plus 2 for members of chat_id only, then the
+--                            passphrase's digest if any), recipients (their JSON array) and
 --                            '+<user>' = 1 per recipient; and ':<user>' =
 --                            '<seq>:<amount>:<left>:<at_ms>' per grab
 -- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
@@ -29,7 +30,7 @@
 --          created_at, expires_at, split, greeting and opens_at when set); expires_at (epoch
 --          ms); cancelled (true when the sender cancelled it); closed (true when it is closed to
 --          grabs); recipients (a JSON array as a string) and passphrase (the digest), each
---          only when set
+--          only when set; members_only (true when only members of chat_id may grab)
 -- ARGV[3]  'replace' only: the token of the re-sync's freeze (freeze.lua); '' for 'add'
 -- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order ([] at
 --          send); or 'staged': the grabs and the pool are in KEYS[4..6]
@@ -81,9 +82,10 @@ for _, pair in ipairs(packet.plain) do
 end
 local recipients = type(packet.recipients) == 'string' and cjson.decode(packet.recipients) or {}
 local passphrase = type(packet.passphrase) == 'string' and packet.passphrase or ''
-if #recipients > 0 or passphrase ~= '' then
+local members_only = packet.members_only == true
+if #recipients > 0 or passphrase ~= '' or members_only then
   fields[#fields + 1] = 'gate'
-  fields[#fields + 1] = (#recipients > 0 and '1' or '0') .. passphrase
+  fields[#fields + 1] = tostring((#recipients > 0 and 1 or 0) + (members_only and 2 or 0)) .. passphrase
 end
 if #recipients > 0 then
   fields[#fields + 1] = 'recipients'

@@ -6,6 +6,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::clock::Millis;
+use crate::domain::membership::{MembershipKeys, MAX_KEYS, MIN_KEY_LEN};
 use crate::domain::patterns::RiskRules;
 use crate::domain::risk::{GrabRate, RateCounting};
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
@@ -70,6 +71,11 @@ pub struct Config {
     /// The secret passphrases are hashed under (`PASSPHRASE_KEY`; the template generates one
     /// per deployment in Secrets Manager; local runs use a fixed development key).
     pub passphrase_key: PassphraseKey,
+    /// The keys membership tickets are signed with (`MEMBERSHIP_KEYS`: one, or two during a
+    /// rotation, comma-separated, the signing one first; the template generates one per
+    /// deployment in Secrets Manager, shared with the host app's chat server; local runs use a
+    /// fixed development key).
+    pub membership_keys: MembershipKeys,
     /// Replica acknowledgement of grabs; `None` when `GRAB_WAIT_REPLICAS` is 0.
     pub grab_wait: Option<ReplicaWait>,
     /// How many shard keys index open packets for settle.
@@ -195,6 +201,7 @@ impl Config {
             daily,
             business_day,
             passphrase_key: PassphraseKey::new(&env.text("PASSPHRASE_KEY", LOCAL_PASSPHRASE_KEY)),
+            membership_keys: membership_keys(&env)?,
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
             settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
@@ -244,6 +251,18 @@ fn risk_rules<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<RiskRul
         hold_on_flag,
     })
 }
+
+/// `MEMBERSHIP_KEYS`, or the local development key; the value is never echoed in an error.
+fn membership_keys<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<MembershipKeys, ConfigError> {
+    MembershipKeys::parse(&env.text("MEMBERSHIP_KEYS", LOCAL_MEMBERSHIP_KEY)).ok_or_else(|| {
+        let reason = format!("expected 1 to {MAX_KEYS} comma-separated keys of {MIN_KEY_LEN} bytes or more");
+        ConfigError::new("MEMBERSHIP_KEYS", "<redacted>", reason)
+    })
+}
+
+/// The membership key of local runs and tests (the local chat server's stand-in signs with it),
+/// when `MEMBERSHIP_KEYS` is not set.
+pub const LOCAL_MEMBERSHIP_KEY: &str = "local-dev-membership-key";
 
 /// The passphrase key of local runs and tests, when `PASSPHRASE_KEY` is not set.
 pub const LOCAL_PASSPHRASE_KEY: &str = "local-dev-passphrase-key";

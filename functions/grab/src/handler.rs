@@ -4,7 +4,9 @@
 //! recipient or a wrong passphrase, 429 after too many wrong ones, 409 sold out, 410 expired
 //! or cancelled, 404 unknown packet, 401 without identity, 503 when Redis cannot be reached.
 //! The body may carry `{"passphrase": "…"}`: it is digested under the deployment's key here
-//! and only the digest goes to Redis.
+//! and only the digest goes to Redis. A `Membership-Ticket` header is verified here, with no
+//! store read (`domain::membership`): only the chat it admits the caller to goes to Redis,
+//! where a `members_only` packet compares it with its own chat.
 //! A packet Redis no longer holds (settled and retired, or lost) is answered from the ledger by
 //! `packets::grab`, one caller per id at a time, so a flood of grabs on unknown ids costs one
 //! DynamoDB read per id per minute, however many arrive at once.
@@ -15,9 +17,10 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::clock::rfc3339;
 use red_packets::domain::grab::GrabAttempt;
+use red_packets::domain::membership::{MembershipKeys, TicketRefusal};
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_grab_request;
-use red_packets::domain::{Cents, GrabOutcome, PacketId, PassphraseKey, UserId};
+use red_packets::domain::{Cents, ChatId, GrabOutcome, PacketId, PassphraseKey, UserId};
 use red_packets::holds::HoldCheck;
 use red_packets::http::{caller, money_response, optional_json_body, packet_id, respond};
 use red_packets::packets;
@@ -27,17 +30,18 @@ use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
 /// What the grab handler needs: the live store, the ledger (read only), the passphrase key,
-/// the holds in force and a clock.
+/// the membership keys, the holds in force and a clock.
 pub struct GrabService<S, L> {
     store: S,
     ledger: L,
     passphrase_key: PassphraseKey,
+    membership_keys: MembershipKeys,
     holds: Option<HoldCheck>,
     clock: Arc<dyn Clock>,
 }
 
 impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
-    /// A service with `config`'s passphrase key and holds refresh, and the system clock.
+    /// A service with `config`'s passphrase and membership keys and holds refresh, and the system clock.
     pub fn new(store: S, ledger: L, config: &Config) -> Self {
         Self::with_clock(store, ledger, config, Arc::new(SystemClock))
     }
@@ -45,7 +49,8 @@ impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
     /// A service reading time from `clock`.
     pub fn with_clock(store: S, ledger: L, config: &Config, clock: Arc<dyn Clock>) -> Self {
         let (passphrase_key, holds) = (config.passphrase_key.clone(), Some(HoldCheck::new(config.hold_refresh)));
-        GrabService { store, ledger, passphrase_key, holds, clock }
+        let membership_keys = config.membership_keys.clone();
+        GrabService { store, ledger, passphrase_key, membership_keys, holds, clock }
     }
 
     /// The same service without the hold check: the grab path as it was before the risk
@@ -103,8 +108,12 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         Some(body) => parse_grab_request(body)?,
         None => None,
     };
-    let attempt =
-        GrabAttempt { user: user.clone(), passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)) };
+    let membership = membership(service, request, &user, now_ms);
+    let attempt = GrabAttempt {
+        user: user.clone(),
+        passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)),
+        member_of: membership.as_ref().ok().cloned(),
+    };
     let outcome = packets::grab(&service.store, &service.ledger, &packet_id, &attempt, service.clock.as_ref()).await?;
     let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
         GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
@@ -119,7 +128,13 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
         GrabOutcome::Cancelled => return Err(ApiError::Cancelled),
-        GrabOutcome::NotEligible => return Err(ApiError::NotEligible),
+        GrabOutcome::NotEligible => {
+            return Err(match membership {
+                Ok(_) => ApiError::NotEligible,
+                Err(None) => ApiError::NotEligibleWithoutTicket("the grab carried no Membership-Ticket"),
+                Err(Some(refusal)) => ApiError::NotEligibleWithoutTicket(refusal.reason()),
+            })
+        }
         GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
         GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),
         GrabOutcome::NotFound => return Err(ApiError::NotFound),
@@ -139,6 +154,19 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         already_grabbed,
     };
     Ok(money_response(StatusCode::OK, &body, service.ledger.currency()))
+}
+
+/// The chat the request's `Membership-Ticket` admits the caller to at `now_ms`; `Err(None)`
+/// when it carries none, `Err(Some(why))` when the ticket admits nobody.
+fn membership<S, L>(
+    service: &GrabService<S, L>,
+    request: &Request,
+    user: &UserId,
+    now_ms: i64,
+) -> Result<ChatId, Option<TicketRefusal>> {
+    let ticket = request.headers().get("membership-ticket").ok_or(None)?;
+    let ticket = ticket.to_str().map_err(|_| Some(TicketRefusal::Malformed))?;
+    service.membership_keys.verify(ticket, user, now_ms).map_err(Some)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Who may grab a packet: its recipients, when it names them, and its passphrase, when it has
-//! one. Pure: no I/O.
+//! Who may grab a packet: its recipients, when it names them, the members of its chat, when it
+//! is sent `members_only` (each grab proving membership with a ticket: `membership.rs`), and its
+//! passphrase, when it has one. Pure: no I/O.
 //!
 //! A passphrase is never kept in clear: it is NFC-normalised (so the same words typed on two
 //! keyboards match) and hashed with HMAC-SHA256 under the deployment's secret `PASSPHRASE_KEY`.
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use unicode_normalization::UnicodeNormalization;
 
-use super::ids::UserId;
+use super::ids::{ChatId, UserId};
 
 /// Longest passphrase, in characters (after NFC).
 pub const MAX_PASSPHRASE_CHARS: usize = 32;
@@ -93,24 +94,35 @@ impl PassphraseDigest {
     }
 }
 
-/// Who may grab: everybody, or the recipients the sender named; with or without a passphrase.
+/// Who may grab: everybody, the recipients the sender named, or the members of a chat; with or
+/// without a passphrase.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Access {
     /// The only users who may grab, sorted and distinct; `None` for anybody.
     pub recipients: Option<Vec<UserId>>,
     /// The passphrase's digest, when a grab must carry it.
     pub passphrase: Option<PassphraseDigest>,
+    /// The chat whose members alone may grab (the packet's `chat_id`, sent `members_only`): a
+    /// grab must carry a membership ticket for it; `None` for no such rule.
+    pub members_of: Option<ChatId>,
 }
 
 impl Access {
-    /// True when `user` is one of the recipients, or the packet names none.
+    /// True when `user` is one of the recipients, or the packet names none: who may grab as far
+    /// as the packet alone tells (a packet's view says it as `eligible`).
     pub fn admits(&self, user: &UserId) -> bool {
         self.recipients.as_ref().is_none_or(|recipients| recipients.binary_search(user).is_ok())
     }
 
+    /// True when `user`, a member of `member_of` by a verified ticket (or of no chat), may grab:
+    /// [`Access::admits`] them, and for a members-only packet, the ticket's chat is its chat.
+    pub fn admits_member(&self, user: &UserId, member_of: Option<&ChatId>) -> bool {
+        self.admits(user) && self.members_of.as_ref().is_none_or(|chat| member_of == Some(chat))
+    }
+
     /// True for a packet anybody may grab without a passphrase.
     pub fn is_open_to_all(&self) -> bool {
-        self.recipients.is_none() && self.passphrase.is_none()
+        self.recipients.is_none() && self.passphrase.is_none() && self.members_of.is_none()
     }
 }
 
@@ -178,9 +190,24 @@ mod tests {
     #[test]
     fn recipients_admit_only_themselves() {
         let user = |name: &str| UserId::from_claim(name).unwrap();
-        let chat = Access { recipients: Some(vec![user("bob"), user("carol")]), passphrase: None };
+        let chat = Access { recipients: Some(vec![user("bob"), user("carol")]), ..Access::default() };
         assert!(chat.admits(&user("carol")) && !chat.admits(&user("mallory")));
         assert!(Access::default().admits(&user("anyone")));
         assert!(Access::default().is_open_to_all() && !chat.is_open_to_all());
+    }
+
+    #[test]
+    fn a_members_only_packet_admits_a_ticket_for_its_own_chat_only() {
+        let user = |name: &str| UserId::from_claim(name).unwrap();
+        let family = ChatId::parse("family").unwrap();
+        let office = ChatId::parse("office").unwrap();
+        let members = Access { members_of: Some(family.clone()), ..Access::default() };
+        assert!(members.admits_member(&user("bob"), Some(&family)));
+        assert!(!members.admits_member(&user("bob"), Some(&office)));
+        assert!(!members.admits_member(&user("bob"), None));
+        assert!(members.admits(&user("bob")) && !members.is_open_to_all());
+        assert!(Access::default().admits_member(&user("bob"), Some(&office)), "a ticket is not needed elsewhere");
+        let both = Access { recipients: Some(vec![user("carol")]), ..members };
+        assert!(!both.admits_member(&user("bob"), Some(&family)) && both.admits_member(&user("carol"), Some(&family)));
     }
 }

@@ -5,23 +5,26 @@
 use serde::{Deserialize, Serialize};
 
 use super::access::PassphraseDigest;
-use super::ids::UserId;
+use super::ids::{ChatId, UserId};
 use super::money::Cents;
 use crate::clock::Millis;
 
-/// Who grabs, and the digest of the passphrase their grab carried, if any.
+/// Who grabs, the digest of the passphrase their grab carried, if any, and the chat a verified
+/// membership ticket admits them to, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrabAttempt {
     /// The caller.
     pub user: UserId,
     /// The digest of the passphrase the grab body carried.
     pub passphrase: Option<PassphraseDigest>,
+    /// The chat the grab's membership ticket admits the caller to, verified (`membership.rs`).
+    pub member_of: Option<ChatId>,
 }
 
 impl GrabAttempt {
-    /// A grab by `user` carrying no passphrase.
+    /// A grab by `user` carrying no passphrase and no ticket.
     pub fn by(user: UserId) -> Self {
-        GrabAttempt { user, passphrase: None }
+        GrabAttempt { user, passphrase: None, member_of: None }
     }
 }
 

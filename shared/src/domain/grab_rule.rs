@@ -54,7 +54,7 @@ pub enum GrabDecision {
 /// copy for speed (`local/tests/grab_script.rs` holds them to it, and the ledger's answers too).
 /// A repeat gets its share; an open packet before its opening is not open yet (before who may
 /// grab: a try at the passphrase before the opening counts nothing, and the answer costs no
-/// more than a sold-out one); then who may grab; the passphrase (locked, then wrong);
+/// more than a sold-out one); then who may grab (a recipient, a member of the chat by ticket); the passphrase (locked, then wrong);
 /// cancelled; frozen; then no share left is sold out, a packet closed or past its expiry is
 /// expired; else the next share.
 pub fn decide(state: &GrabState<'_>, attempt: &GrabAttempt, now_ms: Millis) -> GrabDecision {
@@ -68,7 +68,7 @@ pub fn decide(state: &GrabState<'_>, attempt: &GrabAttempt, now_ms: Millis) -> G
         }
     }
     let access = &state.packet.access;
-    if !access.admits(user) {
+    if !access.admits_member(user, attempt.member_of.as_ref()) {
         return GrabDecision::Answer(GrabOutcome::NotEligible);
     }
     if let Some(wrong_tries) = state.wrong_tries {
@@ -122,7 +122,7 @@ mod tests {
         ) -> GrabState<'a> {
             GrabState { packet, grabs, remaining_count, standing, wrong_tries }
         }
-        let carol = GrabAttempt { user: user("carol"), passphrase: Some(right) };
+        let carol = GrabAttempt { user: user("carol"), passphrase: Some(right), member_of: None };
         let answer = GrabDecision::Answer;
         let cases = [
             (

@@ -13,6 +13,7 @@ pub mod invalid;
 pub mod ledger;
 pub mod limits;
 pub mod live;
+pub mod membership;
 pub mod money;
 pub mod operators;
 pub mod packet;

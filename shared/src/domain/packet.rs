@@ -86,12 +86,23 @@ pub struct PacketSpec {
     /// The passphrase's keyed digest, when grabs must carry it (never the phrase itself).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passphrase: Option<PassphraseDigest>,
+    /// Only members of the chat (`terms.chat_id`, which validation requires) may grab, each
+    /// grab with a membership ticket. Left out of the fingerprint when false, as before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub members_only: bool,
 }
 
 impl PacketSpec {
     /// A spec on `terms` that anybody may grab, with no passphrase, for `expires_in_seconds`.
     pub fn open_to_all(terms: PacketTerms, expires_in_seconds: u32) -> Self {
-        PacketSpec { terms, expires_in_seconds, opens_at_ms: None, recipients: None, passphrase: None }
+        PacketSpec {
+            terms,
+            expires_in_seconds,
+            opens_at_ms: None,
+            recipients: None,
+            passphrase: None,
+            members_only: false,
+        }
     }
 
     /// SHA-256 of the spec's JSON, hex: two requests with the same fingerprint ask for the same
@@ -182,7 +193,11 @@ impl Packet {
             created_at_ms: now_ms,
             opens_at_ms,
             expires_at_ms: opens_at_ms.unwrap_or(now_ms) + Millis::from(spec.expires_in_seconds) * 1000,
-            access: Access { recipients: spec.recipients.clone(), passphrase: spec.passphrase.clone() },
+            access: Access {
+                recipients: spec.recipients.clone(),
+                passphrase: spec.passphrase.clone(),
+                members_of: spec.terms.chat_id.clone().filter(|_| spec.members_only),
+            },
         }
     }
 
@@ -274,6 +289,7 @@ impl Packet {
             settled: refund_cents.is_some(),
             refund_cents,
             has_passphrase: self.access.passphrase.is_some(),
+            members_only: self.access.members_of.is_some(),
             eligible: self.access.admits(viewer),
             recipients: if viewer == &self.sender { self.access.recipients.clone() } else { None },
             split_version: self.split_version.number(),
@@ -352,6 +368,9 @@ pub struct PacketView {
     pub refund_cents: Option<Cents>,
     /// True when a grab must carry the passphrase.
     pub has_passphrase: bool,
+    /// True when only members of `chat_id` may grab, each with a membership ticket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub members_only: bool,
     /// True when the viewer may grab it (a recipient, or a packet naming none).
     pub eligible: bool,
     /// The recipients, shown to the sender only; absent for a packet naming none.

@@ -25,6 +25,7 @@ struct SendRequest {
     recipients: Option<Vec<String>>,
     passphrase: Option<String>,
     chat_id: Option<String>,
+    members_only: Option<bool>,
 }
 
 /// Parses and validates a send body arriving at `now_ms` against `limits`, applying DESIGN.md's
@@ -141,6 +142,10 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
             Invalid::field("chat_id", format!("chat_id must be 1 to {} of A-Z a-z 0-9 _ . : @ -", ChatId::MAX_LEN))
         })?),
     };
+    let members_only = request.members_only.unwrap_or(false);
+    if members_only && chat_id.is_none() {
+        return Err(Invalid::field("members_only", "members_only needs the chat_id whose members may grab"));
+    }
     let opens_at_ms = request.opens_at.as_deref().map(|text| opens_at(text, limits, now_ms)).transpose()?;
     let recipients = request.recipients.map(|names| recipients(names, count, limits)).transpose()?;
     let passphrase = match request.passphrase.as_deref() {
@@ -156,6 +161,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
         opens_at_ms,
         recipients,
         passphrase,
+        members_only,
     })
 }
 
@@ -260,6 +266,14 @@ mod tests {
         let parse = |body: &str| parse_send_request(body.as_bytes(), &Limits::default(), &key(), NOW_MS).unwrap();
         let in_chat = parse(r#"{"total_cents":100,"count":3,"chat_id":"family-2026:a@b.c_d"}"#);
         assert_eq!(in_chat.terms.chat_id.as_ref().map(ChatId::as_str), Some("family-2026:a@b.c_d"));
+        assert!(!in_chat.members_only);
+        let members = parse(r#"{"total_cents":100,"count":3,"chat_id":"family","members_only":true}"#);
+        assert!(members.members_only);
+        assert_ne!(members.fingerprint(), parse(r#"{"total_cents":100,"count":3,"chat_id":"family"}"#).fingerprint());
+        assert_eq!(
+            parse(r#"{"total_cents":100,"count":3,"chat_id":"family","members_only":false}"#).fingerprint(),
+            parse(r#"{"total_cents":100,"count":3,"chat_id":"family"}"#).fingerprint()
+        );
         let none = parse(r#"{"total_cents":100,"count":3}"#);
         assert_eq!(none.fingerprint(), parse(r#"{"total_cents":100,"count":3,"chat_id":null}"#).fingerprint());
         assert_ne!(none.fingerprint(), in_chat.fingerprint(), "another chat is another packet");
@@ -310,6 +324,8 @@ mod tests {
             (r#"{"total_cents":100,"count":1,"chat_id":""}"#, "chat_id"),
             (r#"{"total_cents":100,"count":1,"chat_id":"a chat"}"#, "chat_id"),
             (r#"{"total_cents":100,"count":1,"chat_id":7}"#, "chat_id"),
+            (r#"{"total_cents":100,"count":1,"members_only":true}"#, "members_only"),
+            (r#"{"total_cents":100,"count":1,"chat_id":"family","members_only":"yes"}"#, "members_only"),
         ];
         for (body, field) in cases {
             assert_eq!(field_of(body).as_deref(), Some(field), "{body}");

@@ -58,6 +58,9 @@ pub struct LoadFields<'a> {
     /// The passphrase's digest, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passphrase: Option<&'a str>,
+    /// True when only members of its chat (`chat_id`) may grab.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub members_only: bool,
 }
 
 impl<'a> LoadFields<'a> {
@@ -85,7 +88,28 @@ impl<'a> LoadFields<'a> {
             closed,
             recipients: recipients.map(|recipients| serde_json::to_string(recipients).expect("user ids serialize")),
             passphrase: packet.access.passphrase.as_ref().map(PassphraseDigest::as_str),
+            members_only: packet.access.members_of.is_some(),
         }
+    }
+}
+
+/// What the packet hash's `gate` field says beyond the passphrase's digest that follows it: its
+/// first character is `'0'` plus 1 for recipients only, plus 2 for members of its chat only
+/// (load.lua writes it, grab.lua and grab_many.lua read it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Gate {
+    /// Only the recipients may grab.
+    pub recipients_only: bool,
+    /// Only members of the packet's chat may grab, by ticket.
+    pub members_only: bool,
+}
+
+impl Gate {
+    /// The gate of a `gate` field (none: no gate); `None` for a first character out of `0..=3`.
+    pub fn of(field: Option<&str>) -> Option<Self> {
+        let Some(first) = field.and_then(|field| field.bytes().next()) else { return Some(Gate::default()) };
+        let bits = first.checked_sub(b'0').filter(|bits| *bits <= 3)?;
+        Some(Gate { recipients_only: bits & 1 == 1, members_only: bits & 2 == 2 })
     }
 }
 
@@ -101,10 +125,13 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         .field("recipients")
         .map(|json| serde_json::from_str::<Vec<UserId>>(json).map_err(|_| corrupt("recipients")))
         .transpose()?;
+    let gate = Gate::of(raw.field("gate")).ok_or_else(|| corrupt("gate"))?;
     let passphrase = match raw.field("gate").unwrap_or("").get(1..) {
         None | Some("") => None,
         Some(digest) => Some(PassphraseDigest::parse(digest).ok_or_else(|| corrupt("gate"))?),
     };
+    let chat_id = raw.field("chat_id").map(|chat| ChatId::parse(chat).ok_or_else(|| corrupt("chat_id"))).transpose()?;
+    let members_of = if gate.members_only { Some(chat_id.clone().ok_or_else(|| corrupt("chat_id"))?) } else { None };
     let packet = Packet {
         id: id.clone(),
         sender: UserId::from_claim(text("sender")).ok_or_else(|| corrupt("sender"))?,
@@ -114,10 +141,7 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
             greeting: raw.field("greeting").map(str::to_owned),
             total_cents: parsed(raw, "total_cents").ok_or_else(|| corrupt("total_cents"))?,
             count: parsed(raw, "count").ok_or_else(|| corrupt("count"))?,
-            chat_id: raw
-                .field("chat_id")
-                .map(|chat| ChatId::parse(chat).ok_or_else(|| corrupt("chat_id")))
-                .transpose()?,
+            chat_id,
         },
         seed: Seed::from_hex(text("seed")).ok_or_else(|| corrupt("seed"))?,
         split_version: match raw.field("split_version") {
@@ -131,7 +155,7 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         created_at_ms: number("created_at")?,
         opens_at_ms: raw.field("opens_at").map(|_| number("opens_at")).transpose()?,
         expires_at_ms: number("expires_at")?,
-        access: Access { recipients, passphrase },
+        access: Access { recipients, passphrase, members_of },
     };
     let grabs = raw
         .log

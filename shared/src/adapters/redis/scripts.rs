@@ -472,8 +472,14 @@ pub async fn grab<C: ConnectionLike>(
     let mut invocation = GRAB.prepare_invoke();
     invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).key(&keys.lookup);
     invocation.arg(PacketKeys::grabber_field(&attempt.user)).arg(now_ms);
-    if let Some(digest) = &attempt.passphrase {
-        invocation.arg(digest.as_str());
+    match (&attempt.passphrase, &attempt.member_of) {
+        (None, None) => {}
+        (Some(digest), None) => {
+            invocation.arg(digest.as_str());
+        }
+        (passphrase, Some(chat)) => {
+            invocation.arg(passphrase.as_ref().map_or("", |digest| digest.as_str())).arg(chat.as_str());
+        }
     }
     read_grab_answer(invocation.invoke_async(conn).await?)
 }
@@ -505,13 +511,18 @@ pub async fn grab_many<C: ConnectionLike, A: Borrow<GrabAttempt>>(
     answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
 }
 
-/// `grab_many.lua`'s ARGV[2]: a line per grab, `<digest><grab field>\n` (the digest empty for
-/// none; a `sub` never holds a control character, so never a newline).
+/// `grab_many.lua`'s ARGV[2]: a line per grab, `<digest><grab field>\n`, with `\t<chat>` before
+/// the newline when a membership ticket admits the caller to a chat (the digest empty for none;
+/// a `sub` never holds a control character, so never a tab or a newline).
 fn batch_lines<A: Borrow<GrabAttempt>>(attempts: &[A]) -> String {
     let mut lines = String::with_capacity(attempts.len() * 96);
     for attempt in attempts.iter().map(Borrow::borrow) {
         let passphrase = attempt.passphrase.as_ref().map_or("", |digest| digest.as_str());
-        let _ = writeln!(lines, "{passphrase}{}", PacketKeys::grabber_field(&attempt.user));
+        let _ = write!(lines, "{passphrase}{}", PacketKeys::grabber_field(&attempt.user));
+        if let Some(chat) = &attempt.member_of {
+            let _ = write!(lines, "\t{}", chat.as_str());
+        }
+        lines.push('\n');
     }
     lines
 }
@@ -613,6 +624,7 @@ mod tests {
             recipients: Some(vec![UserId::from_claim("bob").unwrap()]),
             passphrase: PassphraseDigest::parse(&"ab".repeat(32)),
             opens_at_ms: Some(60_000),
+            members_only: true,
             ..PacketSpec::open_to_all(terms, 60)
         };
         let packet = Packet::new(PacketId::random(), UserId::from_claim("alice").unwrap(), &spec, Seed::random(), 1);
@@ -691,12 +703,13 @@ mod tests {
     #[test]
     fn a_batch_goes_as_one_line_per_grab_and_its_answers_read_as_grab_lua_replies() {
         let grab = |user: &str, passphrase: Option<&str>| GrabAttempt {
-            user: UserId::from_claim(user).unwrap(),
             passphrase: passphrase.map(|hex| PassphraseDigest::parse(hex).unwrap()),
+            ..GrabAttempt::by(UserId::from_claim(user).unwrap())
         };
         let digest = "ab".repeat(32);
-        let lines = batch_lines(&[grab("alice", None), grab("bob: 7 x", Some(&digest))]);
-        assert_eq!(lines, format!(":alice\n{digest}:bob: 7 x\n"));
+        let member = GrabAttempt { member_of: crate::domain::ChatId::parse("family:1"), ..grab("carol", None) };
+        let lines = batch_lines(&[grab("alice", None), grab("bob: 7 x", Some(&digest)), member]);
+        assert_eq!(lines, format!(":alice\n{digest}:bob: 7 x\n:carol\tfamily:1\n"));
 
         let entry = "3:125:7:1700000000000";
         assert_eq!(batch_answer(entry), Value::BulkString(entry.into()));

@@ -90,6 +90,9 @@ pub struct PacketItem {
     /// The passphrase's keyed digest (never the phrase).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passphrase_digest: Option<PassphraseDigest>,
+    /// True when only members of its chat may grab (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub members_only: bool,
     /// Set once the sender cancelled it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_at: Option<String>,
@@ -138,6 +141,7 @@ impl PacketItem {
             settled_at: None,
             recipients: packet.access.recipients.clone(),
             passphrase_digest: packet.access.passphrase.clone(),
+            members_only: packet.access.members_of.is_some(),
             cancelled_at: None,
             cancelled_at_ms: None,
             event: Some(LedgerEvent::of_packet(
@@ -172,7 +176,11 @@ impl PacketItem {
             created_at_ms: self.created_at_ms,
             opens_at_ms: self.opens_at_ms,
             expires_at_ms: self.expires_at_ms,
-            access: Access { recipients: self.recipients.clone(), passphrase: self.passphrase_digest.clone() },
+            access: Access {
+                recipients: self.recipients.clone(),
+                passphrase: self.passphrase_digest.clone(),
+                members_of: self.chat_id.clone().filter(|_| self.members_only),
+            },
         })
     }
 }
