@@ -15,11 +15,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The headers a browser may send (template.yaml's `CorsConfiguration.AllowHeaders`).
-pub const ALLOW_HEADERS: &[&str] = &["authorization", "content-type", "idempotency-key"];
+pub const ALLOW_HEADERS: &[&str] =
+    &["authorization", "content-type", "idempotency-key", "if-none-match", "membership-ticket"];
 /// The methods of the API's routes (`AllowMethods`).
 pub const ALLOW_METHODS: &[&str] = &["GET", "OPTIONS", "POST"];
-/// The answer headers a page may read (`ExposeHeaders`): a send's `Location`, a 503's `Retry-After`.
-pub const EXPOSE_HEADERS: &[&str] = &["location", "retry-after"];
+/// The answer headers a page may read (`ExposeHeaders`): a send's `Location`, a 503's `Retry-After`,
+/// a read's `ETag` (for its next poll's `If-None-Match`).
+pub const EXPOSE_HEADERS: &[&str] = &["etag", "location", "retry-after"];
 /// How long a browser may keep a preflight's answer, in seconds (`MaxAge`).
 pub const MAX_AGE_SECONDS: u32 = 600;
 

@@ -49,6 +49,8 @@ pub struct Functions {
     pub operators: Operators,
     /// The stage's throttling.
     pub throttle: Throttle,
+    /// The keys the local chat server's stand-in signs membership tickets with.
+    pub membership_keys: red_packets::domain::membership::MembershipKeys,
     /// The API's CORS configuration.
     pub cors: Cors,
 }
@@ -93,6 +95,11 @@ pub fn router(functions: Arc<Functions>) -> Router {
         .route("/me/withdrawals", post(withdraw_route))
         .route("/ops/v1/{*rest}", axum::routing::any(operators_route))
         .route("/local/ops-token", post(ops_token_route))
+        .route("/local/app-token", post(app_token_route))
+        .route("/local/membership-ticket", post(membership_ticket_route))
+        .route("/app", get(crate::app::to_index))
+        .route("/app/", get(crate::app::file))
+        .route("/app/{*path}", get(crate::app::file))
         .route("/console", get(crate::console::to_index))
         .route("/console/", get(crate::console::file))
         .route("/console/{*path}", get(crate::console::file))
@@ -169,6 +176,23 @@ async fn ops_token_route(
     axum::Json(sign_in): axum::Json<crate::console::SignIn>,
 ) -> Response {
     crate::console::ops_token(&functions.operators.authorizer, sign_in)
+}
+
+/// `POST /local/app-token`: the app's local sign-in, with the JWT authorizer's stand-in.
+async fn app_token_route(
+    State(functions): State<Arc<Functions>>,
+    axum::Json(sign_in): axum::Json<crate::app::SignIn>,
+) -> Response {
+    crate::app::app_token(&functions.authorizer, sign_in)
+}
+
+/// `POST /local/membership-ticket`: the host app's chat server's stand-in.
+async fn membership_ticket_route(
+    State(functions): State<Arc<Functions>>,
+    axum::Json(request): axum::Json<crate::app::TicketRequest>,
+) -> Response {
+    let now_s = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or_default();
+    crate::app::membership_ticket(&functions.membership_keys, now_s, request)
 }
 
 /// `/ops/v1/…`: the route API Gateway would match (a 404 of its own for any other), through the

@@ -4,6 +4,7 @@
 //! and the bus's risk function fed from the table's stream (every `WATCH_EVENTS_EVERY_SECONDS`,
 //! default 1; 0 turns it off).
 
+pub mod app;
 pub mod auth;
 pub mod call_proxy;
 pub mod calls;
@@ -14,6 +15,7 @@ pub mod pipe;
 pub mod probe;
 pub mod rie;
 pub mod sam_local;
+pub mod site;
 pub mod throttle;
 pub mod tls_front;
 pub mod write_meter;
@@ -62,6 +64,7 @@ pub async fn functions_with_clock(
             clock: clock.clone(),
             authorizer: LocalAuthorizer::operators_from_env(),
         },
+        membership_keys: config.membership_keys.clone(),
         cors: cors::Cors::from_env(),
         throttle: Throttle::from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
     })

@@ -40,7 +40,7 @@ async fn an_allowed_origin_gets_its_preflight_answered_and_its_answers_marked() 
     assert_eq!(header(&answer, "access-control-allow-origin").as_deref(), Some("https://h5.example.com"));
     assert_eq!(header(&answer, "access-control-allow-methods").as_deref(), Some("GET,OPTIONS,POST"));
     let allowed = header(&answer, "access-control-allow-headers").unwrap();
-    for needed in ["authorization", "content-type", "idempotency-key"] {
+    for needed in ["authorization", "content-type", "idempotency-key", "if-none-match", "membership-ticket"] {
         assert!(allowed.contains(needed), "{needed} in {allowed}");
     }
     assert_eq!(header(&answer, "access-control-max-age").as_deref(), Some("600"));

@@ -1,6 +1,8 @@
 //! Who may grab, through the real handlers on the real Redis and DynamoDB Local: exclusive
-//! and chat packets (recipients), passphrases and their lock, the sender's cancel racing a
-//! storm of grabs, and the daily sender limits under concurrent sends.
+//! and chat packets (recipients), members-only chat packets and their membership tickets
+//! (expired, for another chat or user, forged, across a key rotation, and after Redis lost the
+//! packet), passphrases and their lock, the sender's cancel racing a storm of grabs, and the
+//! daily sender limits under concurrent sends.
 
 mod support;
 
@@ -12,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use futures::future::join_all;
 use rand::seq::SliceRandom;
 use red_packets::adapters::DynamoLedger;
-use red_packets::domain::{BusinessDay, PacketId, PacketStatus};
+use red_packets::config::LOCAL_MEMBERSHIP_KEY;
+use red_packets::domain::membership::MembershipKeys;
+use red_packets::domain::{BusinessDay, ChatId, PacketId, PacketStatus, UserId};
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
 use support::stack::Stack;
@@ -83,6 +87,85 @@ async fn a_chat_packet_under_a_storm_pays_only_its_members() {
     assert_eq!(summary.finalised, 1, "{summary:?}");
     let recorded = stack.assert_settled_books(&id, &paid).await;
     assert_eq!(recorded.status, PacketStatus::Finished);
+}
+
+/// The ticket the host app's chat server would sign with `keys`, for `user` in `chat`, valid for
+/// `seconds` from the stack's clock (negative: expired that long ago).
+fn ticket(stack: &Stack, keys: &str, chat: &str, user: &str, seconds: i64) -> String {
+    let keys = MembershipKeys::parse(keys).unwrap();
+    let expires_at = (stack.clock.now_ms() / 1000 + seconds) as u64;
+    keys.sign(&ChatId::parse(chat).unwrap(), &UserId::from_claim(user).unwrap(), expires_at)
+}
+
+/// A chat's members-only packet pays a grab with a valid ticket for its chat and its caller,
+/// and refuses, taking nothing, a grab with none, an expired one, one for another chat or user,
+/// or one signed with a key the stack does not hold, each saying why; the refusals stand when
+/// Redis lost the packet and it is reloaded from the ledger.
+#[tokio::test]
+async fn a_members_only_packet_pays_a_ticket_for_its_chat_and_caller_alone() {
+    let stack = Stack::new("members").await;
+    let ours = LOCAL_MEMBERSHIP_KEY;
+    let body = json!({ "total_cents": 600, "count": 3, "chat_id": "family", "members_only": true });
+    let id = stack.send("alice", body).await;
+    assert_eq!(stack.view(&id, "bob").await.1["members_only"], true);
+
+    let refusals = [
+        ("carol", None, "the grab carried no Membership-Ticket"),
+        ("carol", Some(ticket(&stack, ours, "family", "carol", -1)), "the membership ticket has expired"),
+        ("carol", Some(ticket(&stack, ours, "family", "dave", 300)), "issued to another user"),
+        ("carol", Some(ticket(&stack, "someone-elses-key-123", "family", "carol", 300)), "not signed with a key"),
+        ("carol", Some("not-a-ticket".to_owned()), "malformed"),
+        ("carol", Some(ticket(&stack, ours, "office", "carol", 300)), "the membership ticket is for another chat"),
+    ];
+    for (user, carried, why) in &refusals {
+        let (status, body) = stack.grab_with_ticket(&id, user, carried.as_deref()).await;
+        assert_eq!((status, code(&body)), (403, "not_eligible"), "{why}: {body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(why), "{why}: {body}");
+    }
+    let (status, body) = stack.grab_with_ticket(&id, "bob", Some(&ticket(&stack, ours, "family", "bob", 300))).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, view) = stack.view(&id, "alice").await;
+    assert_eq!(
+        (view["grab_count"].as_u64(), view["remaining_count"].as_u64()),
+        (Some(1), Some(2)),
+        "refusals take nothing"
+    );
+
+    // Redis loses the packet: reloaded from the ledger, it is members-only still.
+    stack.settle().await;
+    stack.empty_redis(&[&id]).await;
+    let (status, body) = stack.grab(&id, "erin").await;
+    assert_eq!((status, code(&body)), (403, "not_eligible"), "reloaded without its gate? {body}");
+    let (status, body) = stack.grab_with_ticket(&id, "erin", Some(&ticket(&stack, ours, "family", "erin", 300))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = stack.grab_with_ticket(&id, "bob", None).await;
+    assert_eq!(status, 200, "a repeat needs no ticket: the share is the caller's already");
+}
+
+/// A key rotation: with the new key beside the old (`MEMBERSHIP_KEYS=<new>,<old>`), tickets
+/// signed with either pass, so chat servers can move to the new key without a refusal; once
+/// the old key is removed, its tickets are refused.
+#[tokio::test]
+async fn a_key_rotation_keeps_both_keys_tickets_until_the_old_one_goes() {
+    let (old, new) = ("membership-key-old-0001", "membership-key-new-0002");
+    let stack_with = |keys: String| {
+        let mut config = Config::from_env().expect("configuration");
+        config.membership_keys = MembershipKeys::parse(&keys).unwrap();
+        Stack::with_config("rotation", config)
+    };
+    let during = stack_with(format!("{new},{old}")).await;
+    let body = json!({ "total_cents": 400, "count": 4, "chat_id": "family", "members_only": true });
+    let id = during.send("alice", body.clone()).await;
+    for (user, key) in [("bob", old), ("carol", new)] {
+        let (status, body) = during.grab_with_ticket(&id, user, Some(&ticket(&during, key, "family", user, 300))).await;
+        assert_eq!(status, 200, "{user}, signed with {key}: {body}");
+    }
+    let after = stack_with(new.to_owned()).await;
+    let id = after.send("alice", body).await;
+    let (status, body) = after.grab_with_ticket(&id, "bob", Some(&ticket(&after, old, "family", "bob", 300))).await;
+    assert_eq!((status, code(&body)), (403, "not_eligible"), "{body}");
+    let (status, _) = after.grab_with_ticket(&id, "bob", Some(&ticket(&after, new, "family", "bob", 300))).await;
+    assert_eq!(status, 200);
 }
 
 /// Passphrases: missing, wrong and NFC-equivalent right ones; the sixth wrong try is locked

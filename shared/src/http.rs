@@ -1,7 +1,7 @@
 //! HTTP glue shared by the handlers: identity, path and header parsing, JSON bodies, and the one
 //! place where an [`ApiError`] becomes a response.
 
-use lambda_http::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -104,6 +104,38 @@ pub fn money_response(status: StatusCode, value: &impl Serialize, currency: Curr
         currency: Currency,
     }
     json_response(status, &InCurrency { value, currency })
+}
+
+/// `response` (a 200 of a read) with its `ETag`, a strong validator of its bytes (the first 128
+/// bits of their SHA-256, hex, quoted), and `Cache-Control: private, no-cache`; a `304` with no
+/// body instead when `request`'s `If-None-Match` names that tag (or `*`). The answer was built
+/// all the same: what a 304 saves is the bytes on the wire and the client's parsing, not the
+/// reads behind it (BENCHMARKS.md, "Conditional polls").
+pub fn conditional(request: &Request, response: Response<Body>) -> Response<Body> {
+    use sha2::{Digest, Sha256};
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let digest = Sha256::digest(response.body().as_ref());
+    let tag = format!("\"{}\"", hex::encode(&digest[..16]));
+    let matches =
+        request.headers().get_all(IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
+            value
+                .split(',')
+                .map(|candidate| candidate.trim().trim_start_matches("W/"))
+                .any(|candidate| candidate == tag || candidate == "*")
+        });
+    let mut response = if matches {
+        let mut unchanged = Response::new(Body::Empty);
+        *unchanged.status_mut() = StatusCode::NOT_MODIFIED;
+        unchanged
+    } else {
+        response
+    };
+    let headers = response.headers_mut();
+    headers.insert(ETAG, HeaderValue::from_str(&tag).expect("hex in quotes is a header value"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    response
 }
 
 #[derive(Serialize)]

@@ -130,9 +130,9 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         GrabOutcome::Cancelled => return Err(ApiError::Cancelled),
         GrabOutcome::NotEligible => {
             return Err(match membership {
-                Ok(_) => ApiError::NotEligible,
-                Err(None) => ApiError::NotEligibleWithoutTicket("the grab carried no Membership-Ticket"),
-                Err(Some(refusal)) => ApiError::NotEligibleWithoutTicket(refusal.reason()),
+                Ok(_) => ApiError::NotEligibleBecause("not a recipient, or the membership ticket is for another chat"),
+                Err(None) => ApiError::NotEligibleBecause("the grab carried no Membership-Ticket"),
+                Err(Some(refusal)) => ApiError::NotEligibleBecause(refusal.reason()),
             })
         }
         GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),

@@ -1,14 +1,15 @@
 //! `GET /packets/{packet_id}?grabs_from=`: the packet view, live from Redis while the packet is
 //! open, from the ledger once settled, with a page of its grabs. `GET /me/packets?role=sent|received&limit&cursor`: the
 //! caller's own history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and
-//! its movements, newest first.
+//! its movements, newest first. Each answers an `ETag`, and `304` with no body to an
+//! `If-None-Match` naming it (`http::conditional`): a poll that finds nothing changed.
 
 use std::sync::Arc;
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
-use red_packets::http::{caller, money_response, packet_id, page_limit, respond};
+use red_packets::http::{caller, conditional, money_response, packet_id, page_limit, respond};
 use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
 use red_packets::{ApiError, Clock, SystemClock};
@@ -60,7 +61,7 @@ async fn packet<S: LiveStore, L: Ledger>(
     let now_ms = service.clock.now_ms();
     let from = grabs_from(request)?;
     let view = current_view(&service.store, &service.ledger, &id, &viewer, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(money_response(StatusCode::OK, &view.page(from), service.ledger.currency()))
+    Ok(conditional(request, money_response(StatusCode::OK, &view.page(from), service.ledger.currency())))
 }
 
 /// The `grabs_from` query parameter: the first grab of the page (1 for the first, the default).
@@ -85,7 +86,7 @@ async fn history<S: LiveStore, L: Ledger>(
         .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
     let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
     let page = service.ledger.history(&user, role, asked).await?;
-    Ok(money_response(StatusCode::OK, &page, service.ledger.currency()))
+    Ok(conditional(request, money_response(StatusCode::OK, &page, service.ledger.currency())))
 }
 
 async fn wallet<S: LiveStore, L: Ledger>(
@@ -96,7 +97,7 @@ async fn wallet<S: LiveStore, L: Ledger>(
     let cursor = request.query_string_parameters_ref().and_then(|query| query.first("cursor").map(str::to_owned));
     let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
     let page = service.ledger.wallet(&user, asked).await?;
-    Ok(money_response(StatusCode::OK, &page, service.ledger.currency()))
+    Ok(conditional(request, money_response(StatusCode::OK, &page, service.ledger.currency())))
 }
 
 #[cfg(test)]
@@ -180,6 +181,69 @@ mod tests {
                 None => assert_eq!((status, body["error"]["field"].as_str()), (400, Some("grabs_from")), "{query}"),
             }
         }
+    }
+
+    /// A poll with the view's `ETag` is a 304 with no body until a grab changes the view; the
+    /// history and the wallet answer the same way, and a tag from another answer changes nothing.
+    #[tokio::test]
+    async fn a_poll_with_the_answers_etag_is_304_until_it_changes() {
+        let service = service_with(Funds::None);
+        let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 300, 3), 60);
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("alice").unwrap(),
+            &spec,
+            Seed::random(),
+            service.clock.now_ms(),
+        );
+        service.ledger.record_packet(&packet, None).await.unwrap();
+        service.store.load(&packet, &packet.shares()).await.unwrap();
+        let mut view: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut view, packet.id.as_str());
+        let poll = |event: &Value, tag: Option<&str>| {
+            let mut event = event.clone();
+            if let Some(tag) = tag {
+                event["headers"]["if-none-match"] = Value::String(tag.to_owned());
+            }
+            let request = events::to_request(&event).unwrap();
+            async { handle(&service, request).await.unwrap() }
+        };
+        let etag = |response: &Response<Body>| response.headers()["etag"].to_str().unwrap().to_owned();
+        let first = poll(&view, None).await;
+        assert_eq!(
+            (first.status(), first.headers()["cache-control"].to_str().unwrap()),
+            (StatusCode::OK, "private, no-cache")
+        );
+        let tag = etag(&first);
+        assert!(tag.len() == 34 && tag.starts_with('"') && tag.ends_with('"'), "{tag}");
+        let unchanged = poll(&view, Some(&format!("\"other\", {tag}"))).await;
+        assert_eq!(
+            (unchanged.status(), unchanged.body().as_ref().len(), etag(&unchanged)),
+            (StatusCode::NOT_MODIFIED, 0, tag.clone())
+        );
+        assert_eq!(poll(&view, Some("\"0123\"")).await.status(), StatusCode::OK, "another tag gets the answer");
+        let bob = UserId::from_claim("bob").unwrap();
+        let attempt = red_packets::domain::grab::GrabAttempt::by(bob);
+        service.store.try_grab(&packet.id, &attempt, service.clock.as_ref()).await.unwrap();
+        let changed = poll(&view, Some(&tag)).await;
+        assert_eq!(changed.status(), StatusCode::OK, "a grab changed the view");
+        assert_ne!(etag(&changed), tag);
+
+        let history: Value = serde_json::from_str(HISTORY_EVENT).unwrap();
+        let tag = etag(&poll(&history, None).await);
+        assert_eq!(poll(&history, Some(&tag)).await.status(), StatusCode::NOT_MODIFIED);
+        let wallets = service_with(Funds::Wallet);
+        let wallet: Value = serde_json::from_str(WALLET_EVENT).unwrap();
+        let answer = |tag: Option<String>| {
+            let mut event = wallet.clone();
+            if let Some(tag) = tag {
+                event["headers"]["if-none-match"] = Value::String(tag);
+            }
+            let request = events::to_request(&event).unwrap();
+            async { handle(&wallets, request).await.unwrap() }
+        };
+        let tag = etag(&answer(None).await);
+        assert_eq!(answer(Some(tag)).await.status(), StatusCode::NOT_MODIFIED);
     }
 
     #[tokio::test]

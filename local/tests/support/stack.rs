@@ -198,6 +198,15 @@ impl Stack {
         reply(grab::handle(&self.functions.grab, request(&event)).await).await
     }
 
+    /// A grab carrying `ticket` in its `Membership-Ticket` header, or none.
+    pub async fn grab_with_ticket(&self, id: &str, user: &str, ticket: Option<&str>) -> (u16, Value) {
+        let mut event = event_by(GRAB_EVENT, user, Some(id));
+        if let Some(ticket) = ticket {
+            event["headers"]["membership-ticket"] = Value::String(ticket.to_owned());
+        }
+        reply(grab::handle(&self.functions.grab, request(&event)).await).await
+    }
+
     /// `POST /packets/{id}/cancel` by `user`.
     pub async fn cancel(&self, id: &str, user: &str) -> (u16, Value) {
         let event = event_by(CANCEL_EVENT, user, Some(id));
