@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -25,6 +25,11 @@ token:
 ## (the same run as make test's browser tests, on services of its own)
 console-screenshots:
 	SCREENSHOTS=1 scripts/console-e2e.sh
+
+## make app-screenshots: the H5 app's pages in Chromium at a phone's size, saved as docs/app/*.png
+## (the same run as make test's: the SDK's tests, then the app's browser test, on services of its own)
+app-screenshots:
+	SCREENSHOTS=1 scripts/app-e2e.sh
 
 ## make ops-token OP=anna ROLES=support,finance: an operator's bearer token for the local
 ## operators' API (/ops/v1), roles among support, finance, risk and admin

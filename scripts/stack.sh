@@ -160,13 +160,26 @@ install_browser() {
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
 }
 
+install_packages() {
+  # An npm package of the repository ($1: console, sdk or app), installed as its lock says.
+  local stamp="$root/$1/node_modules/.installed-from-lock"
+  cmp -s "$root/$1/package-lock.json" "$stamp" 2>/dev/null && return
+  log "installing $1/'s packages (npm ci in $1/)"
+  (cd "$root/$1" && npm ci --no-audit --no-fund --silent >/dev/null)
+  cp "$root/$1/package-lock.json" "$stamp"
+}
+
 install_console() {
-  # The operators' console's packages (console/package-lock.json), installed as locked.
-  local stamp="$root/console/node_modules/.installed-from-lock"
-  cmp -s "$root/console/package-lock.json" "$stamp" 2>/dev/null && return
-  log "installing the console's packages (npm ci in console/)"
-  (cd "$root/console" && npm ci --no-audit --no-fund --silent >/dev/null)
-  cp "$root/console/package-lock.json" "$stamp"
+  # The operators' console's packages (console/package-lock.json).
+  install_packages console
+}
+
+install_app() {
+  # The TypeScript SDK (its install builds it: its `prepare`), then the H5 app on it, whose
+  # lock names the SDK as file:../sdk. The same TypeScript, Vite and playwright-core versions as
+  # the console's.
+  install_packages sdk
+  install_packages app
 }
 
 install_valkey() {
@@ -209,6 +222,7 @@ install_all() {
   # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
   (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local && install_browser) & pids+=($!)
   install_console & pids+=($!)
+  install_app & pids+=($!)
   (install_sam && install_valkey && install_verifier && install_build_tools) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)

@@ -142,11 +142,19 @@ verifier_log=".local/$name/split-verifier.log"
 AWS_CALL_LOG="$calls" TEST_PASS=redis nice -n 19 .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local \
   --test fairness >"$verifier_log" 2>&1 &
 verifier=$!
-# The operators' console in Chromium (scripts/console-e2e.sh: its build, then node's test runner
-# driving the browser against a local API of its own on these services) beside the SAM stage too.
+# The pages in Chromium beside the SAM stage too, one browser suite after the other (each its
+# build, then node's test runner against a local API of its own on these services): the
+# operators' console (scripts/console-e2e.sh), then the app team's kit (scripts/app-e2e.sh: the
+# SDK's tests over HTTP, then the H5 app in a phone's viewport).
 console_log=".local/$name/console-e2e.log"
-nice -n 5 scripts/console-e2e.sh >"$console_log" 2>&1 &
-console=$!
+app_log=".local/$name/app-e2e.log"
+(
+  status=0
+  nice -n 5 scripts/console-e2e.sh >"$console_log" 2>&1 || status=1
+  nice -n 5 scripts/app-e2e.sh >"$app_log" 2>&1 || status=$((status + 2))
+  exit "$status"
+) &
+pages=$!
 scripts/sam-local.sh test 2>&1 | tee -a "$log"
 stage "the README's sam local invoke commands, as printed, against make run"
 scripts/sam-local.sh readme "$name-readme"
@@ -160,11 +168,13 @@ status=0
 wait "$verifier" || status=$?
 tee -a "$log" <"$verifier_log"
 [ "$status" = 0 ] || { echo "the split's verifier failed"; exit 1; }
-stage "the operators' console in Chromium (run beside the two stages above)"
+stage "the operators' console, the SDK and the H5 app in Chromium (run beside the two stages above)"
 status=0
-wait "$console" || status=$?
+wait "$pages" || status=$?
 tee -a "$log" <"$console_log"
-[ "$status" = 0 ] || { echo "the console's browser tests failed"; exit 1; }
+tee -a "$log" <"$app_log"
+[ $((status & 1)) = 0 ] || { echo "the console's browser tests failed"; exit 1; }
+[ $((status & 2)) = 0 ] || { echo "the SDK's tests or the app's browser tests failed"; exit 1; }
 # cargo's "test result:" lines, and node's test runner's "# pass N" / "# fail N" (the console's).
 summary=$(awk '/^test result:/ { passed += $4; failed += $6 } /^# pass / { passed += $3 } /^# fail / { failed += $3 }
   END { printf "%d passed, %d failed", passed, failed }' "$log")
