@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -125,6 +125,10 @@ bench-campaign:
 ## make bench-controls: the risk controls off and on (the grab rate, 1,000 holds in force): the grab handler's Redis CPU and latency at concurrency 1 and 256; pattern detection's cost per event and false flags on ordinary chats (BENCH_PATTERNS_ONLY=1 alone): bench/results/controls.json, BENCHMARKS.md
 bench-controls:
 	BENCH_CONTROLS_ONLY=1 scripts/bench.sh
+
+## make bench-kit: what the app team's kit costs the server: membership tickets on the single-call grab path (Redis CPU, p50), and a 304 against a full answer on the packet view, history and wallet (latency, bytes, Redis commands, DynamoDB calls): bench/results/kit.json, BENCHMARKS.md
+bench-kit:
+	BENCH_KIT_ONLY=1 scripts/bench.sh
 
 ## make bench-fairness: the fairness simulation alone (no services): every grab position's share and best-luck chance per rule and split version, into bench/results/ and BENCHMARKS.md
 bench-fairness:

@@ -55,7 +55,7 @@ pub async fn load_packet(store: &RedisStore, kind: PacketKind, total_cents: u64,
     load_packet_with(store, kind, total_cents, count, Access::default()).await
 }
 
-/// [`load_packet`] for a packet with `access` (recipients, a passphrase).
+/// [`load_packet`] for a packet with `access` (recipients, a passphrase, a chat's members only).
 pub async fn load_packet_with(
     store: &RedisStore,
     kind: PacketKind,
@@ -63,10 +63,12 @@ pub async fn load_packet_with(
     count: u32,
     access: Access,
 ) -> Packet {
+    let terms = PacketTerms { chat_id: access.members_of.clone(), ..PacketTerms::new(kind, total_cents, count) };
     let spec = PacketSpec {
         recipients: access.recipients,
         passphrase: access.passphrase,
-        ..PacketSpec::open_to_all(PacketTerms::new(kind, total_cents, count), 86_400)
+        members_only: access.members_of.is_some(),
+        ..PacketSpec::open_to_all(terms, 86_400)
     };
     let sender = UserId::from_claim("bench-sender").expect("user");
     let packet = Packet::new(PacketId::random(), sender, &spec, Seed::random(), SystemClock.now_ms());

@@ -19,6 +19,7 @@ mod grab_path;
 mod harness;
 mod hot_key;
 mod hot_packet;
+mod kit;
 mod patterns;
 mod redis_benchmark;
 mod report;
@@ -139,6 +140,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(&path, serde_json::to_string_pretty(&measured)?)?;
         bench::render::write(&workspace)?;
         println!("{}", serde_json::to_string_pretty(&measured["patterns"])?);
+        return Ok(());
+    }
+    if std::env::var_os("BENCH_KIT_ONLY").is_some() {
+        // `make bench-kit`: what membership tickets cost a grab, and a 304 against a full
+        // answer, into bench/results/kit.json.
+        step("membership tickets on the single-call grab path, 5 rounds each; polls with and without ETags");
+        let kit = kit::measure(&config, &ledger).await;
+        let measured = serde_json::json!({ "machine": report::Machine::detect(), "kit": kit });
+        std::fs::create_dir_all(&results_dir)?;
+        std::fs::write(results_dir.join("kit.json"), serde_json::to_string_pretty(&measured)?)?;
+        bench::render::write(&workspace)?;
+        println!("{}", serde_json::to_string_pretty(&measured)?);
         return Ok(());
     }
     if std::env::var_os("BENCH_CONTROLS_ONLY").is_some() {

@@ -1,0 +1,189 @@
+// 零钱: the balance, its movements newest first (paged back by cursor), and a withdrawal to a
+// bound card or account (the payments system's token for it). One Idempotency-Key per withdrawal
+// the user means, kept with its draft in sessionStorage as the send's is.
+import { Button, ErrorBlock, Input, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
+import { useCallback, useEffect, useState } from 'react';
+import { useNavigate } from 'react-router-dom';
+import { newIdempotencyKey, useClient, useErrorText, type Movement, type WalletPage as Page } from '../api';
+import { Shell } from '../components/Shell';
+import { formatTime, useI18n } from '../i18n';
+import { DEFAULT_CURRENCY, formatDigits, formatMoney, OUT_KINDS, parseMoney } from '../money';
+
+const DRAFT_KEY = 'app.withdrawDraft';
+const DESTINATION = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+function keyFor(body: string): string {
+  try {
+    const held = JSON.parse(sessionStorage.getItem(DRAFT_KEY) ?? 'null') as { body: string; key: string } | null;
+    if (held && held.body === body && typeof held.key === 'string') return held.key;
+  } catch {
+    // a new key
+  }
+  const key = newIdempotencyKey();
+  sessionStorage.setItem(DRAFT_KEY, JSON.stringify({ body, key }));
+  return key;
+}
+
+export function WalletPage() {
+  const client = useClient();
+  const errorText = useErrorText();
+  const { t, locale } = useI18n();
+  const navigate = useNavigate();
+  const [page, setPage] = useState<Page | null>(null);
+  const [items, setItems] = useState<Movement[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [error, setError] = useState('');
+  const [amount, setAmount] = useState('');
+  const [destination, setDestination] = useState('');
+  const [withdrawing, setWithdrawing] = useState(false);
+  const [formError, setFormError] = useState('');
+
+  const first = useCallback(async () => {
+    setError('');
+    try {
+      const { data } = await client.wallet({ limit: 20 });
+      setPage(data);
+      setItems(data.items);
+      setCursor(data.next_cursor);
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setLoading(false);
+    }
+  }, [client, errorText]);
+
+  useEffect(() => {
+    void first();
+  }, [first]);
+
+  const more = async () => {
+    if (!cursor) return;
+    setLoading(true);
+    try {
+      const { data } = await client.wallet({ limit: 20, cursor });
+      setItems((held) => [...held, ...data.items]);
+      setCursor(data.next_cursor);
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setLoading(false);
+    }
+  };
+
+  const currency = page?.currency ?? DEFAULT_CURRENCY;
+
+  const withdraw = async () => {
+    setFormError('');
+    const cents = parseMoney(amount, currency);
+    if (cents === undefined || cents < 1) return setFormError(t.amountInvalid);
+    const to = destination.trim();
+    if (!DESTINATION.test(to)) return setFormError(t.withdrawDestinationInvalid);
+    const request = { amount_cents: cents, destination: to };
+    setWithdrawing(true);
+    try {
+      const receipt = await client.withdraw(request, { idempotencyKey: keyFor(JSON.stringify(request)) });
+      sessionStorage.removeItem(DRAFT_KEY);
+      setAmount('');
+      Toast.show({ content: t.withdrawn(formatMoney(receipt.amount_cents, receipt.currency)), position: 'bottom' });
+      await first();
+    } catch (failure) {
+      setFormError(errorText(failure));
+    } finally {
+      setWithdrawing(false);
+    }
+  };
+
+  return (
+    <Shell title={t.tabWallet}>
+      <PullToRefresh onRefresh={first}>
+        <div className="wallet">
+          <section className="balance-card">
+            <div className="balance-label">{t.walletTitle}</div>
+            {page ? (
+              <div className="balance" data-testid="wallet-balance" data-cents={page.balance_cents}>
+                <span className="balance-symbol">{currency.code === 'CNY' ? '¥' : currency.code}</span>
+                <span className="balance-digits">{formatDigits(page.balance_cents, currency)}</span>
+              </div>
+            ) : (
+              <div className="balance">{loading ? <SpinLoading color="#f5c76e" /> : '—'}</div>
+            )}
+          </section>
+
+          <form
+            className="withdraw-card"
+            onSubmit={(event) => {
+              event.preventDefault();
+              void withdraw();
+            }}
+          >
+            <h3>{t.withdraw}</h3>
+            <label className="form-row">
+              <span className="form-row-label">{t.withdrawAmount}</span>
+              <Input name="withdraw_amount" inputMode="decimal" placeholder="0.00" value={amount} onChange={setAmount} className="form-row-input" maxLength={12} />
+              <span className="form-row-unit">{t.yuan}</span>
+            </label>
+            <label className="form-row">
+              <span className="form-row-label">{t.withdrawDestination}</span>
+              <Input name="destination" placeholder={t.withdrawDestinationPlaceholder} value={destination} onChange={setDestination} className="form-row-input" maxLength={64} />
+            </label>
+            {formError && (
+              <p className="form-error" role="alert" data-testid="withdraw-error">
+                {formError}
+              </p>
+            )}
+            <Button block type="submit" color="danger" loading={withdrawing} data-submit="withdraw">
+              {t.withdrawSubmit}
+            </Button>
+          </form>
+
+          <h3 className="section-title">{t.movements}</h3>
+          {error && <ErrorBlock status="disconnected" title={error} description="" />}
+          {!error && !loading && items.length === 0 && <ErrorBlock status="empty" title={t.movementsEmpty} description="" />}
+          {items.length > 0 && (
+            <List className="movements" data-testid="movements">
+              {items.map((item, index) => {
+                const out = OUT_KINDS.has(item.kind);
+                const signed = out ? -item.amount_cents : item.amount_cents;
+                return (
+                  <List.Item
+                    key={`${item.at}-${item.kind}-${index}`}
+                    data-testid="movement"
+                    data-kind={item.kind}
+                    data-cents={signed}
+                    data-packet={item.packet_id ?? ''}
+                    description={formatTime(item.at, locale, true)}
+                    extra={
+                      <span className={`movement-amount ${out ? 'out' : 'in'}`}>{formatMoney(signed, currency, true)}</span>
+                    }
+                    onClick={item.packet_id ? () => navigate(`/p/${item.packet_id}`) : undefined}
+                    arrowIcon={item.packet_id ? undefined : false}
+                  >
+                    <span>{t.kinds[item.kind] ?? item.kind}</span>
+                    {item.kind === 'withdrawal' && item.status && (
+                      <Tag className="movement-status" color={item.status === 'failed' ? 'danger' : item.status === 'paid' ? 'success' : 'warning'} fill="outline">
+                        {t.withdrawalStatus[item.status] ?? item.status}
+                      </Tag>
+                    )}
+                  </List.Item>
+                );
+              })}
+            </List>
+          )}
+          {loading && items.length > 0 && (
+            <div className="center pad">
+              <SpinLoading color="primary" />
+            </div>
+          )}
+          {!loading && cursor && (
+            <div className="pad">
+              <Button block fill="outline" color="danger" onClick={more} data-action="more">
+                {t.loadMore}
+              </Button>
+            </div>
+          )}
+        </div>
+      </PullToRefresh>
+    </Shell>
+  );
+}
