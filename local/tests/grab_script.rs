@@ -442,6 +442,25 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
         "a grab's 4 and the caller's HMGET; HMGET HMGET refuses; HMGET HMGET HINCRBY counts a wrong try"
     );
 
+    // A members-only packet: the ticket's chat is compared in the same second HMGET, which reads
+    // the packet's chat beside the caller's fields; nothing else is read for it, here or before.
+    let mut members = crate::packet(5, PacketKind::Lucky);
+    members.terms.chat_id = Some(our_chat());
+    members.access = Access { members_of: Some(our_chat()), ..Access::default() };
+    store.load(&members, &members.shares()).await.unwrap();
+    let keys = store.keys(&members.id);
+    let with_ticket = GrabAttempt { member_of: Some(our_chat()), ..GrabAttempt::by(user_named("bob")) };
+    let without = GrabAttempt::by(user_named("carol"));
+    let mut members_commands = Vec::new();
+    for attempt in [&with_ticket, &without] {
+        let before = local::probe::redis_commands_executed(&store).await.unwrap();
+        scripts::grab(&mut conn, &keys, attempt, START_MS).await.unwrap();
+        let after = local::probe::redis_commands_executed(&store).await.unwrap();
+        members_commands.push(after - before);
+    }
+    eprintln!("figure: grab.lua commands on a members-only packet (a ticket, none): {members_commands:?}");
+    assert_eq!(members_commands, [6, 3], "a gated packet's costs: the chat rides in the caller's HMGET");
+
     // A campaign's packet before its opening answers from the first HMGET: cheaper than a
     // sold-out answer on an open packet (HMGET, then an LPOP that finds the pool empty).
     let campaign = scheduled_packet(2, PacketKind::Lucky, Some(OPENS_AT_MS));

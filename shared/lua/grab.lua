@@ -47,7 +47,7 @@
 --                                                        caller marks the packet for settle,
 --                                                        once per batch of grabs, not per grab
 --   integer 3 sold out; 4 expired (at or after expires_at, or closed, with shares left);
---           8 not eligible (not a recipient, or no ticket for the packet's chat); 9 wrong or missing passphrase (counted);
+--           8 not eligible (not a recipient); 13 not a member (no ticket for the packet's chat); 9 wrong or missing passphrase (counted);
 --           10 too many wrong passphrases; 11 cancelled by the sender;
 --           12 settle is re-syncing the packet from the ledger: try again shortly;
 --           5 not in Redis, the ledger said lately there is no such packet;
@@ -95,8 +95,11 @@ if gate then
   local wrong_tries_field = '!' .. user
   local caller = redis.call('HMGET', KEYS[1], '+' .. user, wrong_tries_field, 'chat_id')
   local rules = string.byte(gate) - 48
-  if (rules % 2 == 1 and not caller[1]) or (rules >= 2 and ARGV[4] ~= caller[3]) then
+  if rules % 2 == 1 and not caller[1] then
     return 8
+  end
+  if rules >= 2 and ARGV[4] ~= caller[3] then
+    return 13
   end
   if #gate > 1 then
     if tonumber(caller[2] or 0) >= WRONG_TRIES_ALLOWED then

@@ -111,8 +111,10 @@ for i = 1, grabs do
     answers[i] = not_yet
   else
     local refused = nil
-    if (recipients_only and not read[3 * i - 1]) or (members_only and tickets[i] ~= chat) then
+    if recipients_only and not read[3 * i - 1] then
       refused = 8
+    elseif members_only and tickets[i] ~= chat then
+      refused = 13
     elseif secret then
       local tried = tonumber(read[3 * i] or 0) + (wrong[grabber] or 0)
       if tried >= WRONG_TRIES_ALLOWED then

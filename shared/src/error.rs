@@ -31,11 +31,11 @@ pub enum ApiError {
     /// 403: the packet names its recipients and the caller is not one.
     #[error("this packet is for its recipients only")]
     NotEligible,
-    /// 403 `not_eligible` too, for a grab that carried a membership ticket or none: why (none
-    /// carried, why the one carried admits nobody, or another chat's), so the app team sees what
-    /// to fix.
-    #[error("this packet is for its recipients or its chat's members only: {0}")]
-    NotEligibleBecause(&'static str),
+    /// 403 `not_eligible` too: the packet is for its chat's members only, and why the grab's
+    /// ticket did not admit the caller (none carried, why the one carried admits nobody, or
+    /// another chat's), so the app team sees what to fix.
+    #[error("this packet is for its chat's members only: {0}")]
+    NotAMember(&'static str),
     /// 403: an operator holds the caller's account from this action (docs/RISK.md).
     #[error("your account is on hold from {}: contact support", action)]
     AccountHeld {
@@ -138,7 +138,7 @@ impl ApiError {
             ApiError::Forbidden
             | ApiError::RoleRequired(_)
             | ApiError::NotEligible
-            | ApiError::NotEligibleBecause(_)
+            | ApiError::NotAMember(_)
             | ApiError::WrongPassphrase
             | ApiError::AccountHeld { .. } => 403,
             ApiError::NotFound | ApiError::NoWallets => 404,
@@ -159,7 +159,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::InsufficientFunds => "insufficient_funds",
             ApiError::Forbidden | ApiError::RoleRequired(_) => "forbidden",
-            ApiError::NotEligible | ApiError::NotEligibleBecause(_) => "not_eligible",
+            ApiError::NotEligible | ApiError::NotAMember(_) => "not_eligible",
             ApiError::WrongPassphrase => "wrong_passphrase",
             ApiError::AccountHeld { .. } => "account_held",
             ApiError::NotFound | ApiError::NoWallets => "not_found",

@@ -41,6 +41,8 @@ export interface paths {
          *     opening in the error's `opens_at` and the seconds until it in `Retry-After`. Before all
          *     of these, 403 `account_held` when an operator holds the caller from grabbing, and 429
          *     `grab_rate_limited` past the caller's grab rate across packets (docs/RISK.md).
+         *     A packet sent `members_only` answers 403 `not_eligible` to a grab without a valid
+         *     `Membership-Ticket` for its chat and the caller, and takes nothing.
          */
         post: operations["grabPacket"];
         delete?: never;
@@ -693,6 +695,11 @@ export interface components {
              * @example family-2026
              */
             chat_id?: string | null;
+            /**
+             * @description Only members of `chat_id` may grab: each grab must carry a `Membership-Ticket` the host app's chat server signed for that chat and the grabbing user (docs/CLIENTS.md, "Chat packets"). Needs `chat_id` (400 naming `members_only` without it). Null or absent: false.
+             * @default false
+             */
+            members_only: boolean | null;
         };
         GrabRequest: {
             /** @description The packet's passphrase */
@@ -719,6 +726,8 @@ export interface components {
             greeting: string | null;
             /** @description The chat the sender named; absent when none. */
             chat_id?: string;
+            /** @description True when only members of chat_id may grab, each with a membership ticket; absent when false. */
+            members_only?: boolean;
             total_cents: components["schemas"]["Cents"];
             count: number;
             remaining_cents: components["schemas"]["Cents"];
@@ -1120,6 +1129,15 @@ export interface components {
         };
     };
     responses: {
+        /** @description Nothing changed since the `ETag` in `If-None-Match`; no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description invalid_request: the request is malformed; `field` names what is wrong. */
         InvalidRequest: {
             headers: {
@@ -1205,7 +1223,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description not_eligible: the packet is for its recipients only; wrong_passphrase: the passphrase is wrong or missing; account_held: an operator holds the caller's account from grabbing (docs/RISK.md). */
+        /** @description not_eligible: the packet is for its recipients only, or for its chat's members and the grab carried no valid membership ticket for that chat and the caller (the message says which: missing, expired, for another chat or user, or not signed by a key the stack holds); wrong_passphrase: the passphrase is wrong or missing; account_held: an operator holds the caller's account from grabbing (docs/RISK.md). */
         NotEligible: {
             headers: {
                 [name: string]: unknown;
@@ -1301,6 +1319,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+        IfNoneMatch: string;
+        /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at. */
+        MembershipTicket: string;
         /** @description The user's id (their token's `sub`, at most 256 bytes). */
         OpsUser: string;
         /** @description 1 to 100 (default 20). */
@@ -1315,7 +1337,12 @@ export interface components {
         ReportFormat: "json" | "csv";
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description A strong validator of this answer's bytes ("<32 hex digits>"); send it back as `If-None-Match`. */
+        ETag: string;
+        /** @description `private, no-cache`: a client (or a browser) may keep it, and must ask again with `If-None-Match` before showing it as current. */
+        CacheControl: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1362,7 +1389,10 @@ export interface operations {
     grabPacket: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at. */
+                "Membership-Ticket"?: components["parameters"]["MembershipTicket"];
+            };
             path: {
                 /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
                 packet_id: components["parameters"]["PacketId"];
@@ -1437,7 +1467,10 @@ export interface operations {
                 /** @description The first grab of the page, in grab order (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. */
                 grabs_from?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
                 packet_id: components["parameters"]["PacketId"];
@@ -1449,12 +1482,15 @@ export interface operations {
             /** @description The packet, with a page of its grabs in grab order. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["PacketView"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["GatewayForbidden"];
@@ -1472,7 +1508,10 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page; only its owner can use it, and anything else is a 400. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1481,12 +1520,15 @@ export interface operations {
             /** @description One page. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["GatewayForbidden"];
@@ -1503,7 +1545,10 @@ export interface operations {
                 /** @description The `next_cursor` of the previous page; anything else is a 400. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1512,12 +1557,15 @@ export interface operations {
             /** @description The balance and one page of movements. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WalletPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["GatewayForbidden"];

@@ -128,12 +128,13 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
         GrabOutcome::Expired => return Err(ApiError::Expired),
         GrabOutcome::Cancelled => return Err(ApiError::Cancelled),
-        GrabOutcome::NotEligible => {
-            return Err(match membership {
-                Ok(_) => ApiError::NotEligibleBecause("not a recipient, or the membership ticket is for another chat"),
-                Err(None) => ApiError::NotEligibleBecause("the grab carried no Membership-Ticket"),
-                Err(Some(refusal)) => ApiError::NotEligibleBecause(refusal.reason()),
-            })
+        GrabOutcome::NotEligible => return Err(ApiError::NotEligible),
+        GrabOutcome::NotAMember => {
+            return Err(ApiError::NotAMember(match membership {
+                Ok(_) => "the membership ticket is for another chat",
+                Err(None) => "the grab carried no Membership-Ticket",
+                Err(Some(refusal)) => refusal.reason(),
+            }))
         }
         GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
         GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),

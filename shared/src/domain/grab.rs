@@ -58,6 +58,9 @@ pub enum GrabOutcome {
     Cancelled,
     /// The packet names its recipients and the caller is not one.
     NotEligible,
+    /// The packet is for its chat's members only and the grab carried no verified ticket for
+    /// that chat.
+    NotAMember,
     /// The packet has a passphrase and the grab carried another, or none.
     WrongPassphrase,
     /// The caller made too many wrong tries at the passphrase of this packet.

@@ -54,7 +54,7 @@ pub enum GrabDecision {
 /// copy for speed (`local/tests/grab_script.rs` holds them to it, and the ledger's answers too).
 /// A repeat gets its share; an open packet before its opening is not open yet (before who may
 /// grab: a try at the passphrase before the opening counts nothing, and the answer costs no
-/// more than a sold-out one); then who may grab (a recipient, a member of the chat by ticket); the passphrase (locked, then wrong);
+/// more than a sold-out one); then who may grab (a recipient, then a member of the chat by ticket); the passphrase (locked, then wrong);
 /// cancelled; frozen; then no share left is sold out, a packet closed or past its expiry is
 /// expired; else the next share.
 pub fn decide(state: &GrabState<'_>, attempt: &GrabAttempt, now_ms: Millis) -> GrabDecision {
@@ -68,8 +68,11 @@ pub fn decide(state: &GrabState<'_>, attempt: &GrabAttempt, now_ms: Millis) -> G
         }
     }
     let access = &state.packet.access;
-    if !access.admits_member(user, attempt.member_of.as_ref()) {
+    if !access.admits(user) {
         return GrabDecision::Answer(GrabOutcome::NotEligible);
+    }
+    if !access.admits_member_of(attempt.member_of.as_ref()) {
+        return GrabDecision::Answer(GrabOutcome::NotAMember);
     }
     if let Some(wrong_tries) = state.wrong_tries {
         let tried = wrong_tries.get(user).copied().unwrap_or(0);

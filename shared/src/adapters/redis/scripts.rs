@@ -574,6 +574,7 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
         Value::Int(6) => ScriptGrab::LookupPending,
         Value::Int(7) => ScriptGrab::AskLedger(Lookup::Recorded),
         Value::Int(8) => decided(GrabOutcome::NotEligible),
+        Value::Int(13) => decided(GrabOutcome::NotAMember),
         Value::Int(9) => decided(GrabOutcome::WrongPassphrase),
         Value::Int(10) => decided(GrabOutcome::TooManyAttempts),
         Value::Int(11) => decided(GrabOutcome::Cancelled),
@@ -679,6 +680,7 @@ mod tests {
             (Value::Int(6), ScriptGrab::LookupPending),
             (Value::Int(7), ScriptGrab::AskLedger(Lookup::Recorded)),
             (Value::Int(8), ScriptGrab::Decided { outcome: GrabOutcome::NotEligible, dirtied: false }),
+            (Value::Int(13), ScriptGrab::Decided { outcome: GrabOutcome::NotAMember, dirtied: false }),
             (Value::Int(9), ScriptGrab::Decided { outcome: GrabOutcome::WrongPassphrase, dirtied: false }),
             (Value::Int(10), ScriptGrab::Decided { outcome: GrabOutcome::TooManyAttempts, dirtied: false }),
             (Value::Int(11), ScriptGrab::Decided { outcome: GrabOutcome::Cancelled, dirtied: false }),
@@ -694,7 +696,7 @@ mod tests {
             assert_eq!(read_grab_answer(reply.clone()).unwrap(), answer, "{reply:?}");
         }
         assert_eq!(read_grab_answer(Value::Int(12)).unwrap(), ScriptGrab::Resyncing);
-        assert!(read_grab_answer(Value::Int(13)).is_err());
+        assert!(read_grab_answer(Value::Int(14)).is_err());
         assert!(read_grab_answer(Value::BulkString(b"3:125".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(b"Wsoon".to_vec())).is_err());
         assert!(read_grab_answer(Value::BulkString(format!("{entry}/x").into())).is_err());
