@@ -1319,9 +1319,9 @@ export interface components {
         };
     };
     parameters: {
-        /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+        /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
         IfNoneMatch: string;
-        /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at. */
+        /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at, whatever it holds. On a members-only packet a ticket over 1,024 bytes is malformed: 403 `not_eligible`. */
         MembershipTicket: string;
         /** @description The user's id (their token's `sub`, at most 256 bytes). */
         OpsUser: string;
@@ -1390,7 +1390,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at. */
+                /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at, whatever it holds. On a members-only packet a ticket over 1,024 bytes is malformed: 403 `not_eligible`. */
                 "Membership-Ticket"?: components["parameters"]["MembershipTicket"];
             };
             path: {
@@ -1468,7 +1468,7 @@ export interface operations {
                 grabs_from?: number;
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -1509,7 +1509,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1546,7 +1546,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds. When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;

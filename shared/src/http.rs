@@ -110,7 +110,7 @@ pub fn money_response(status: StatusCode, value: &impl Serialize, currency: Curr
 /// bits of their SHA-256, hex, quoted), and `Cache-Control: private, no-cache`; a `304` with no
 /// body instead when `request`'s `If-None-Match` names that tag (or `*`). The answer was built
 /// all the same: what a 304 saves is the bytes on the wire and the client's parsing, not the
-/// reads behind it (BENCHMARKS.md, "Conditional polls").
+/// reads behind it (BENCHMARKS.md, "The app team's kit").
 pub fn conditional(request: &Request, response: Response<Body>) -> Response<Body> {
     use sha2::{Digest, Sha256};
     if response.status() != StatusCode::OK {
