@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+scripts/stack.sh install-app
 # shellcheck source=scripts/local-api.sh
 . scripts/local-api.sh
 export FUNDS=wallet
