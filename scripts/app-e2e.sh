@@ -20,7 +20,7 @@ local_api_start app
 
 export LOCAL_BIN="$root/target/debug/local"
 echo "the SDK's tests (sdk/test) against $API_URL"
-(cd sdk && node --test --test-timeout=120000 test/*.test.mjs)
+(cd sdk && node --test --test-timeout=300000 test/*.test.mjs)
 echo "the H5 app in Chromium (app/e2e/run.mjs)"
 cd app
-APP_URL="$API_URL/app/" node --test --test-timeout=120000 e2e/run.mjs
+APP_URL="$API_URL/app/" node --test --test-timeout=300000 e2e/run.mjs
