@@ -95,7 +95,7 @@ checks=$!
 # takes every idle moment of the cores, and the passes' timing tests failed under the load.
 stage "every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
-AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model \
+AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model --skip-test fleet \
   --skip-test fairness 2>&1 | tee "$log"
 
 # Schemathesis against the local API beside the cluster pass below: the two share no Redis (the

@@ -39,11 +39,12 @@ def free_port():
 
 
 def packets(r):
-    """Packets laid out as load.lua lays them out; returns each one's four keys."""
+    """Packets laid out as load.lua lays them out; returns each one's three keys (the grab scripts'
+    KEYS)."""
     keys = []
     for p in range(PACKETS):
         tag = f"{{{random.getrandbits(128):032x}}}"
-        k = [f"rp:{tag}:packet", f"rp:{tag}:pool", f"rp:{tag}:grabs", f"rp:{tag}:lookup"]
+        k = [f"rp:{tag}:packet", f"rp:{tag}:pool", f"rp:{tag}:grabs"]
         r.hset(k[0], mapping={"open_until": 4_000_000_000_000, "persisted": 0, "sender": "sender",
                               "kind": "lucky", "seed": "ab" * 32, "total_cents": 10_000,
                               "count": SHARES, "created_at": 1_700_000_000_000,
@@ -57,7 +58,7 @@ def ours(r, run):
     """A grab.lua call per grab; returns the round's EVALSHA arguments and the pools' keys."""
     sha = r.script_load(GRAB_LUA)
     keys = packets(r)
-    calls = [(sha, 4, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000) for u in range(GRABS)]
+    calls = [(sha, 3, *keys[u % PACKETS], f":{run}-u{u}", 1_700_000_001_000) for u in range(GRABS)]
     return calls, [k[1] for k in keys]
 
 
@@ -65,7 +66,7 @@ def ours_batched(r, run):
     """A grab_many.lua call per packet at one instant, carrying its 100 grabs (a line each)."""
     sha = r.script_load(GRAB_MANY_LUA)
     keys = packets(r)
-    calls = [(sha, 4, *k, 1_700_000_001_000, "".join(f":{run}-u{u}\n" for u in range(p, GRABS, PACKETS)))
+    calls = [(sha, 3, *k, 1_700_000_001_000, "".join(f":{run}-u{u}\n" for u in range(p, GRABS, PACKETS)))
              for p, k in enumerate(keys)]
     return calls, [k[1] for k in keys]
 

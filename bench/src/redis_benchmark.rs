@@ -19,12 +19,12 @@ pub async fn evalsha(store: &RedisStore, port: u16, pipeline: u32) -> Result<f64
     let mut conn = store.connection().await.map_err(|e| e.to_string())?;
     let sha: String =
         redis::cmd("SCRIPT").arg("LOAD").arg(GRAB_LUA).query_async(&mut conn).await.map_err(|e| e.to_string())?;
-    let PacketKeys { packet: packet_key, pool, grabs, lookup } = store.keys(&packet.id);
+    let PacketKeys { packet: packet_key, pool, grabs, .. } = store.keys(&packet.id);
     let now = SystemClock.now_ms().to_string();
     let output = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-n", &REQUESTS.to_string(), "-c", "50"])
         .args(["-P", &pipeline.to_string(), "-r", "1000000000", "--csv"])
-        .args(["EVALSHA", &sha, "4", &packet_key, &pool, &grabs, &lookup])
+        .args(["EVALSHA", &sha, "3", &packet_key, &pool, &grabs])
         .args([":bench-user:__rand_int__", now.as_str()])
         .output()
         .map_err(|e| format!("redis-benchmark: {e}"))?;

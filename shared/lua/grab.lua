@@ -17,17 +17,19 @@
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken, '<seq>:<amount>:<left>', in seq
 --                            order (left: how many shares remain once this one is taken)
 -- KEYS[3]  rp:{<id>}:grabs   list: the grab log, '<seq>:<amount>:<left>:<at_ms>:<user>', in grab order
--- KEYS[4]  rp:{<id>}:lookup  string: what the ledger said of an id Redis does not hold:
---                            'pending' while one caller asks it, then 'absent' or 'recorded'
+--
+-- The id's lookup key is not among KEYS: a script whose KEYS name a key that does not exist
+-- is refused with TRYAGAIN for as long as its slot migrates between shards, and the lookup key
+-- exists only for an id Redis does not hold. Such an id answers 14, and the caller runs
+-- lookup.lua (scripts.rs's `grab` does, so its callers see lookup.lua's answers).
 -- ARGV[1]  the caller's grab field, ':<user>' (the user is the caller's verified `sub`)
 -- ARGV[2]  now, epoch milliseconds
 -- ARGV[3]  the digest of the passphrase the grab carried; '' or absent for none
 -- ARGV[4]  the chat the grab's membership ticket admits the caller to (verified by the caller,
 --          domain/membership.rs); absent for none
 --
--- Two constants are the library's, written here rather than passed with every call (each
+-- One constant is the library's, written here rather than passed with every call (each
 -- argument is a value Redis builds and frees; scripts.rs's tests hold them equal):
--- LOOKUP_LEASE_MS      how long one caller may take to ask the ledger (store.rs's LOOKUP_LEASE)
 -- WRONG_TRIES_ALLOWED  wrong passphrases allowed per user; every try after them is refused
 --                      (domain/access.rs's MAX_WRONG_PASSPHRASES)
 --
@@ -50,11 +52,7 @@
 --           8 not eligible (not a recipient); 13 not a member (no ticket for the packet's chat); 9 wrong or missing passphrase (counted);
 --           10 too many wrong passphrases; 11 cancelled by the sender;
 --           12 settle is re-syncing the packet from the ledger: try again shortly;
---           5 not in Redis, the ledger said lately there is no such packet;
---           6 not in Redis, another caller is asking the ledger right now: try again shortly;
---           7 not in Redis, the ledger recorded it lately: ask the ledger, nothing to record;
---           0 not in Redis, and this caller now holds the lookup: ask the ledger, then record
---             its verdict
+--           14 not in Redis: run lookup.lua, which says what the ledger said of the id lately
 --
 -- Cost: a fresh grab of a packet open to all is 4 commands (HMGET, LPOP, HSET, RPUSH), a
 -- repeat 2 (HMGET, LLEN): the gate comes in the same HMGET, and only a packet that has one
@@ -63,7 +61,7 @@
 -- the whole script with -OOM when it is over maxmemory (noeviction), before anything changes;
 -- the store answers repeats from a read then.
 
-local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
+local WRONG_TRIES_ALLOWED = 5
 
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate', 'opens_at')
 local prior = packet[3]
@@ -72,16 +70,7 @@ if prior then
 end
 local open_until = packet[1]
 if not open_until then
-  local verdict = redis.call('GET', KEYS[4])
-  if verdict == 'absent' then
-    return 5
-  elseif verdict == 'recorded' then
-    return 7
-  elseif verdict then
-    return 6
-  end
-  redis.call('SET', KEYS[4], 'pending', 'PX', LOOKUP_LEASE_MS)
-  return 0
+  return 14
 end
 
 local opens_at = packet[5]

@@ -12,7 +12,7 @@
 -- KEYS[1]  rp:{<id>}:packet  the packet hash, as grab.lua reads and writes it
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
 -- KEYS[3]  rp:{<id>}:grabs   the grab log
--- KEYS[4]  rp:{<id>}:lookup  what the ledger said of an id Redis does not hold
+-- (no lookup key, as in grab.lua: an id Redis does not hold answers 14 for every grab)
 -- ARGV[1]  now, epoch milliseconds: the batch's one instant, the latest clock reading among its
 --          grabs (each read its clock before it queued, so none is judged before its own time)
 -- ARGV[2]  the batch's grabs, one line each, in order: '<digest><grab field>\n', or
@@ -22,7 +22,7 @@
 --          holds no control character, so no tab or newline, and the line's first ':' starts
 --          it, since a digest is hex)
 --
--- LOOKUP_LEASE_MS and WRONG_TRIES_ALLOWED are grab.lua's constants (see there).
+-- WRONG_TRIES_ALLOWED is grab.lua's constant (see there).
 --
 -- Returns one string: one answer per line, in the batch's order, each as grab.lua returns it,
 -- with the one-element array (the grab that dirtied the packet) written '!<grab>'. Two
@@ -33,11 +33,11 @@
 -- BENCHMARKS.md).
 --
 -- Cost: two HMGETs (the packet's fields, then the users'), LLEN, LPOP, HSET and RPUSH for a
--- batch of fresh grabs (HINCRBY per wrong passphrase, GET and SET for an unknown packet),
+-- batch of fresh grabs (HINCRBY per wrong passphrase; lookup.lua after it for an unknown packet),
 -- against four commands a grab one by one. Under maxmemory the whole batch is refused (-OOM)
 -- before anything changes, as a single grab is.
 
-local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = 5000, 5
+local WRONG_TRIES_ALLOWED = 5
 local tonumber, byte = tonumber, string.byte
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate', 'opens_at', 'chat_id')
 local open_until, persisted, gate, opens_at, chat = packet[1], packet[2], packet[3], packet[4], packet[5]
@@ -78,7 +78,6 @@ local not_yet = opens_at and tonumber(now) < tonumber(opens_at) and (tonumber(op
 local rules = gate and byte(gate) - 48 or 0
 local recipients_only, members_only = rules % 2 == 1, rules >= 2
 local secret = gate and #gate > 1 and string.sub(gate, 2)
-local verdict = false            -- the lookup's, once read
 local granted, granted_at = 0, {} -- the batch's fresh grabs, and each one's answer index
 local granted_to = {}            -- grab field -> its place among the fresh grabs
 local repeats = {}               -- answer index -> {place among the fresh grabs, shares left then}
@@ -93,20 +92,7 @@ for i = 1, grabs do
   elseif prior then
     answers[i] = prior .. '/' .. left
   elseif not open_until then
-    if verdict == false then
-      verdict = redis.call('GET', KEYS[4])
-    end
-    if verdict == 'absent' then
-      answers[i] = 5
-    elseif verdict == 'recorded' then
-      answers[i] = 7
-    elseif verdict then
-      answers[i] = 6
-    else
-      redis.call('SET', KEYS[4], 'pending', 'PX', LOOKUP_LEASE_MS)
-      verdict = 'pending'
-      answers[i] = 0
-    end
+    answers[i] = 14
   elseif not_yet then
     answers[i] = not_yet
   else

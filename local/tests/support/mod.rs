@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod cluster;
 pub mod stack;
 
 use std::path::PathBuf;

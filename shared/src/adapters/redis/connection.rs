@@ -13,6 +13,28 @@ use redis::{Cmd, RedisFuture, RedisResult, Value};
 use crate::config::{RedisConfig, ReplicaWait};
 use crate::ports::StoreError;
 
+/// How the cluster client follows a cluster that reshapes under it, as the Redis Cluster
+/// specification asks: `MOVED` refreshes the slot map and retries at the new owner, `ASK` sends
+/// `ASKING` and retries at the slot's target, `TRYAGAIN` (a multi-key call while its slot's keys
+/// are split between two nodes) and a lost node wait a jittered moment and retry. The client's
+/// defaults (16 retries, the first after 1.28 s or more) would spend a grab's whole deadline on
+/// one wait, and one retry (this crate's setting before) passed a second redirect up as an
+/// error. Each call still ends at `REDIS_TIMEOUT_MS` ([`within`]), whatever retries are left.
+struct RedirectPolicy {
+    /// Redirects and retries one call may take.
+    retries: u32,
+    /// Each wait is drawn from `min_wait_ms..min(max_wait_ms, factor_ms * 2^retry)`.
+    min_wait_ms: u64,
+    max_wait_ms: u64,
+    factor_ms: u64,
+}
+
+/// 2 to 10 ms before the first retry, the bound doubling up to 2 to 50 ms: a call waiting out a
+/// `TRYAGAIN` asks again about every 26 ms, and one redirected meets the slot's new owner
+/// within milliseconds. 40 retries outlast any deadline up to a second (and keep `2^retry`
+/// within `u64`).
+const CLUSTER_REDIRECTS: RedirectPolicy = RedirectPolicy { retries: 40, min_wait_ms: 2, max_wait_ms: 50, factor_ms: 5 };
+
 /// A connection to a single Redis node or to a cluster; cheap to clone, multiplexed.
 #[derive(Clone)]
 pub enum RedisConnection {
@@ -57,7 +79,10 @@ impl RedisConnection {
             let client = ClusterClient::builder(vec![config.url.as_str()])
                 .connection_timeout(config.timeout)
                 .response_timeout(config.timeout)
-                .retries(1)
+                .retries(CLUSTER_REDIRECTS.retries)
+                .min_retry_wait(CLUSTER_REDIRECTS.min_wait_ms)
+                .max_retry_wait(CLUSTER_REDIRECTS.max_wait_ms)
+                .retry_wait_formula(CLUSTER_REDIRECTS.factor_ms, 2)
                 .build()?;
             Ok(RedisConnection::Cluster(client.get_async_connection().await?))
         } else {

@@ -1,7 +1,10 @@
 //! The Redis layout of a packet and the Lua scripts over it, each loaded once as a
 //! [`redis::Script`] (EVALSHA, falling back to EVAL on NOSCRIPT) and called only through a typed
 //! function here: no call site passes positional arguments. Every key a script touches carries
-//! the packet's hash tag and goes in KEYS.
+//! the packet's hash tag and goes in KEYS. While a slot migrates between a cluster's shards, a
+//! script whose KEYS name a key that does not exist is refused (`TRYAGAIN`) until the slot
+//! settles, so the grab scripts name only the packet's hash, pool and log: an unknown id's
+//! lookup key goes to `lookup.lua`, a call of its own.
 //!
 //! Entries are compact strings rather than JSON: a share in the pool is `<seq>:<amount>:<left>`
 //! (`left`: shares remaining once it is taken), a grabber's field `:<user>` holds
@@ -36,6 +39,11 @@ static GRAB: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_LUA));
 pub const GRAB_MANY_LUA: &str = include_str!("../../../lua/grab_many.lua");
 
 static GRAB_MANY: LazyLock<Script> = LazyLock::new(|| Script::new(GRAB_MANY_LUA));
+
+/// The source of `lookup.lua`: what a grab of an id Redis does not hold does next.
+pub const LOOKUP_LUA: &str = include_str!("../../../lua/lookup.lua");
+
+static LOOKUP: LazyLock<Script> = LazyLock::new(|| Script::new(LOOKUP_LUA));
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/load.lua")));
 static CLOSE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/close.lua")));
 static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/cancel.lua")));
@@ -461,8 +469,8 @@ impl From<LiveGrab> for ScriptGrab {
     }
 }
 
-/// Runs `grab.lua` for `attempt` at `now_ms`; a caller that claims an unknown id's lookup holds
-/// it for the store's `LOOKUP_LEASE`.
+/// Runs `grab.lua` for `attempt` at `now_ms`, then `lookup.lua` when Redis does not hold the
+/// packet; a caller that claims an unknown id's lookup holds it for the store's `LOOKUP_LEASE`.
 pub async fn grab<C: ConnectionLike>(
     conn: &mut C,
     keys: &PacketKeys,
@@ -470,7 +478,7 @@ pub async fn grab<C: ConnectionLike>(
     now_ms: Millis,
 ) -> RedisResult<ScriptGrab> {
     let mut invocation = GRAB.prepare_invoke();
-    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).key(&keys.lookup);
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs);
     invocation.arg(PacketKeys::grabber_field(&attempt.user)).arg(now_ms);
     match (&attempt.passphrase, &attempt.member_of) {
         (None, None) => {}
@@ -481,7 +489,23 @@ pub async fn grab<C: ConnectionLike>(
             invocation.arg(passphrase.as_ref().map_or("", |digest| digest.as_str())).arg(chat.as_str());
         }
     }
-    read_grab_answer(invocation.invoke_async(conn).await?)
+    match invocation.invoke_async(conn).await? {
+        Value::Int(NOT_HELD) => lookup(conn, keys).await,
+        answer => read_grab_answer(answer),
+    }
+}
+
+/// `grab.lua`'s and `grab_many.lua`'s answer for an id Redis does not hold: `lookup.lua` next.
+const NOT_HELD: i64 = 14;
+
+/// Runs `lookup.lua` for an id the grab scripts found Redis not holding: the lookup's state, as
+/// [`ScriptGrab`]; a packet loaded meanwhile is [`ScriptGrab::LookupPending`] (grab again).
+async fn lookup<C: ConnectionLike>(conn: &mut C, keys: &PacketKeys) -> RedisResult<ScriptGrab> {
+    let answer: Value = LOOKUP.key(&keys.packet).key(&keys.lookup).invoke_async(conn).await?;
+    match answer {
+        Value::Int(15) => Ok(ScriptGrab::LookupPending),
+        answer => read_grab_answer(answer),
+    }
 }
 
 /// Runs `grab_many.lua`: each of `attempts` decided in turn at `now_ms`, in one call, as
@@ -498,7 +522,6 @@ pub async fn grab_many<C: ConnectionLike, A: Borrow<GrabAttempt>>(
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)
-        .key(&keys.lookup)
         .arg(now_ms)
         .arg(batch_lines(attempts))
         .invoke_async(conn)
@@ -508,7 +531,16 @@ pub async fn grab_many<C: ConnectionLike, A: Borrow<GrabAttempt>>(
         let detail = format!("{} answers for {} grabs", answers.len(), attempts.len());
         return Err(redis::RedisError::from((redis::ErrorKind::Client, "grab_many.lua", detail)));
     }
-    answers.into_iter().map(|line| read_grab_answer(batch_answer(line))).collect()
+    let mut read = Vec::with_capacity(answers.len());
+    for line in answers {
+        // One lookup.lua per grab of an id Redis does not hold, in the batch's order: the first
+        // claims the lookup and the others find it pending, as one by one.
+        read.push(match batch_answer(line) {
+            Value::Int(NOT_HELD) => lookup(conn, keys).await?,
+            answer => read_grab_answer(answer)?,
+        });
+    }
+    Ok(read)
 }
 
 /// `grab_many.lua`'s ARGV[2]: a line per grab, `<digest><grab field>\n`, with `\t<chat>` before
@@ -724,13 +756,12 @@ mod tests {
 
     #[test]
     fn the_grab_scripts_constants_are_the_librarys() {
-        let constants = format!(
-            "local LOOKUP_LEASE_MS, WRONG_TRIES_ALLOWED = {}, {MAX_WRONG_PASSPHRASES}\n",
-            LOOKUP_LEASE.as_millis()
-        );
+        let constant = format!("local WRONG_TRIES_ALLOWED = {MAX_WRONG_PASSPHRASES}\n");
         for source in [GRAB_LUA, GRAB_MANY_LUA] {
-            assert!(source.contains(&constants), "{constants}");
+            assert!(source.contains(&constant), "{constant}");
         }
+        let lease = format!("local LOOKUP_LEASE_MS = {}\n", LOOKUP_LEASE.as_millis());
+        assert!(LOOKUP_LUA.contains(&lease), "{lease}");
         let page = format!("local LOG_PAGE = {LOG_PAGE}\n");
         for source in [include_str!("../../../lua/snapshot.lua"), include_str!("../../../lua/freeze.lua")] {
             assert!(source.contains(&page), "{page}");
@@ -749,6 +780,7 @@ mod tests {
         for source in [
             GRAB_LUA,
             GRAB_MANY_LUA,
+            LOOKUP_LUA,
             include_str!("../../../lua/load.lua"),
             include_str!("../../../lua/close.lua"),
             include_str!("../../../lua/cancel.lua"),

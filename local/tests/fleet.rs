@@ -1,0 +1,187 @@
+//! A fleet's own faults, on a Redis Cluster of the test's own, through the real handlers: a hot
+//! packet's slot moved to another shard while users grab it (online resharding), and a shard's
+//! primary killed mid-flood and its replica promoted. What a user sees (a slower grab, never an
+//! error where none is needed) and what the ledger keeps (every acknowledged grab) are the
+//! assertions; the windows, counts and latencies are printed as `figure:` lines, which
+//! RELIABILITY.md carries.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod support;
+
+use red_packets::Config;
+use serde_json::{json, Value};
+use support::cluster::{Migration, OwnCluster};
+use support::stack::Stack;
+
+/// A grab's deadline in these tests: `REDIS_TIMEOUT_MS`'s default, as deployed.
+const DEADLINE: Duration = Duration::from_millis(500);
+/// Concurrent callers, each grabbing in a loop with a pause between its grabs.
+const CALLERS: usize = 24;
+const PAUSE: Duration = Duration::from_millis(100);
+const PACKETS: usize = 6;
+const SHARES: u32 = 1_000;
+/// Grabs a packet is given at most, so none sells out mid-test.
+const BUDGET: u32 = 950;
+const DAY_MS: i64 = 24 * 3_600_000;
+
+/// One grab as its caller saw it.
+struct Answer {
+    packet: usize,
+    user: String,
+    status: u16,
+    body: Value,
+    started: Instant,
+    took: Duration,
+}
+
+fn cluster_config(cluster: &OwnCluster) -> Config {
+    let mut config = Config::from_env().expect("configuration");
+    config.redis.url = cluster.url();
+    config.redis.cluster = true;
+    config.redis.timeout = DEADLINE;
+    config.limits.max_count = SHARES;
+    config.limits.max_total_cents = 100_000;
+    config
+}
+
+/// `PACKETS` packets of `SHARES` shares, each grabbed once already (its log exists).
+async fn hot_packets(stack: &Stack) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..PACKETS {
+        let id = stack.send("brand", json!({ "total_cents": 100_000, "count": SHARES })).await;
+        let (status, body) = stack.grab(&id, "first").await;
+        assert_eq!(status, 200, "{body}");
+        ids.push(id);
+    }
+    ids
+}
+
+/// `CALLERS` callers grab `ids` round the packets until `stop`, each user once; every answer.
+fn flood(stack: &Arc<Stack>, ids: &[String], stop: &Arc<AtomicBool>) -> Vec<tokio::task::JoinHandle<Vec<Answer>>> {
+    let budgets: Arc<Vec<AtomicU32>> = Arc::new((0..ids.len()).map(|_| AtomicU32::new(1)).collect());
+    (0..CALLERS)
+        .map(|caller| {
+            let (stack, ids, stop, budgets) = (stack.clone(), ids.to_vec(), stop.clone(), budgets.clone());
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for n in 0.. {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let packet = (caller + n) % ids.len();
+                    if budgets[packet].fetch_add(1, Ordering::SeqCst) >= BUDGET {
+                        tokio::time::sleep(PAUSE).await;
+                        continue;
+                    }
+                    let user = format!("caller-{caller}-{n}");
+                    let started = Instant::now();
+                    let (status, body) = stack.grab(&ids[packet], &user).await;
+                    answers.push(Answer { packet, user, status, body, started, took: started.elapsed() });
+                    tokio::time::sleep(PAUSE).await;
+                }
+                answers
+            })
+        })
+        .collect()
+}
+
+/// The `q`-quantile of `took` among `answers`.
+fn quantile(answers: &[Answer], q: f64) -> Duration {
+    let mut took: Vec<Duration> = answers.iter().map(|answer| answer.took).collect();
+    took.sort();
+    took[((took.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Settles `ids` and checks each against the grabs acknowledged in `answers` (plus `first`'s):
+/// every acknowledged grab is recorded with its amount, nothing else, grabs + refund = total.
+async fn assert_nothing_lost(stack: &Stack, ids: &[String], answers: &[Answer]) {
+    let mut acknowledged: Vec<HashMap<String, u64>> = vec![HashMap::new(); ids.len()];
+    stack.clock.advance(DAY_MS + 60_000);
+    stack.settle_through(10).await;
+    for (packet, id) in ids.iter().enumerate() {
+        let recorded = stack.recorded(id).await;
+        let first = recorded.grabs.iter().find(|grab| grab.user.as_str() == "first").map(|grab| grab.amount_cents);
+        acknowledged[packet].insert("first".into(), first.expect("the first grab is recorded"));
+    }
+    for answer in answers.iter().filter(|answer| answer.status == 200) {
+        assert_eq!(answer.body["already_grabbed"], false, "{}", answer.body);
+        acknowledged[answer.packet].insert(answer.user.clone(), answer.body["amount_cents"].as_u64().unwrap());
+    }
+    for (id, acknowledged) in ids.iter().zip(&acknowledged) {
+        stack.assert_settled_books(id, acknowledged).await;
+    }
+}
+
+/// Each of six hot packets' slots moved to another master while 24 callers grab them: with
+/// windows of `ASK` of 0.2 s and of 1 s around one `MIGRATE` of all the slot's keys, no grab
+/// answers 503 and every acknowledged grab is settled with its amount. With the keys moved one
+/// at a time, 0.3 s apart, a grab may answer 503 only if it was under way while its packet's
+/// keys were split between the two masters (a multi-key script gets `TRYAGAIN` then, by the
+/// cluster's rules, until the last key has moved).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grabs_ride_through_a_slot_migration() {
+    let cluster = OwnCluster::start(3, false).await;
+    let plans = [
+        ("windows of 0.2 s", Migration::Whole { window: Duration::from_millis(200) }),
+        ("windows of 1 s", Migration::Whole { window: Duration::from_secs(1) }),
+        ("keys one at a time, 0.3 s apart", Migration::KeyByKey { gap: Duration::from_millis(300) }),
+    ];
+    for (name, how) in plans {
+        let stack = Arc::new(Stack::keeping_deadline("migration", cluster_config(&cluster)).await);
+        let ids = hot_packets(&stack).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let callers = flood(&stack, &ids, &stop);
+        let mut splits = Vec::new();
+        for id in &ids {
+            let moved = cluster.move_slot(cluster.slot_of(&format!("{{{id}}}")).await, how).await;
+            splits.push(moved.split);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.store(true, Ordering::SeqCst);
+        let mut answers = Vec::new();
+        for caller in callers {
+            answers.extend(caller.await.unwrap());
+        }
+
+        let unavailable: Vec<&Answer> = answers.iter().filter(|answer| answer.status == 503).collect();
+        eprintln!(
+            "figure: slot migration, {name}: {} grabs during {} slot moves, {} answered 503; p50 {:?}, p99 {:?}, max {:?}",
+            answers.len(),
+            ids.len(),
+            unavailable.len(),
+            quantile(&answers, 0.5),
+            quantile(&answers, 0.99),
+            quantile(&answers, 1.0),
+        );
+        for answer in &answers {
+            assert!(matches!(answer.status, 200 | 503), "{name}: {} {}", answer.status, answer.body);
+        }
+        match how {
+            Migration::Whole { .. } => {
+                let first = unavailable.first().map(|answer| answer.body.to_string());
+                assert!(
+                    unavailable.is_empty(),
+                    "{name}: {} grabs answered 503, the first {first:?}",
+                    unavailable.len()
+                );
+            }
+            Migration::KeyByKey { .. } => {
+                for answer in &unavailable {
+                    let (from, to) = splits[answer.packet].expect("the packet's keys were split");
+                    let ended = answer.started + answer.took;
+                    assert!(
+                        answer.started <= to && ended >= from,
+                        "{name}: a 503 outside its packet's split: {}",
+                        answer.body
+                    );
+                }
+            }
+        }
+        assert!(answers.iter().filter(|answer| answer.status == 200).count() > 100, "{name}: the flood grabbed");
+        assert_nothing_lost(&stack, &ids, &answers).await;
+    }
+}

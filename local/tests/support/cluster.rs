@@ -1,0 +1,247 @@
+//! A Redis Cluster of a test's own on loopback (`REDIS_SERVER`: Valkey in `make test`'s cluster
+//! pass), built with the cluster commands themselves: each master given a third of the slots,
+//! the nodes met, a replica per master when asked. And what a cluster's operator does to it: a
+//! slot moved to another master the way `redis-cli --cluster reshard` moves it, a primary
+//! killed, a replica promoted.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+
+/// One node of the cluster: its process, port and id.
+pub struct Node {
+    pub port: u16,
+    /// The cluster bus's port (`--cluster-port`), which `CLUSTER MEET` needs.
+    bus: u16,
+    pub id: String,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// A connection to this node alone (no redirects followed).
+    pub async fn connection(&self) -> MultiplexedConnection {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).unwrap();
+        client.get_multiplexed_async_connection().await.expect("the node answers")
+    }
+
+    /// Kills the process (SIGKILL: no goodbye, like a failed host).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+/// How a slot's keys go from one master to another while it migrates.
+#[derive(Debug, Clone, Copy)]
+pub enum Migration {
+    /// `window` of `ASK` (the slot migrating, no key moved), every key in one `MIGRATE`, then
+    /// `window` again before the slot is handed over.
+    Whole { window: Duration },
+    /// One key a `MIGRATE`, `gap` apart: the packet's keys are split between two nodes meanwhile.
+    KeyByKey { gap: Duration },
+}
+
+/// When a slot's keys were split between two masters, if ever.
+#[derive(Debug, Clone, Copy)]
+pub struct Moved {
+    pub slot: u16,
+    pub split: Option<(Instant, Instant)>,
+}
+
+/// A cluster of `masters` masters (and a replica each when asked) on free loopback ports.
+pub struct OwnCluster {
+    pub masters: Vec<Node>,
+    pub replicas: Vec<Node>,
+    dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn query<T: redis::FromRedisValue>(conn: &mut MultiplexedConnection, command: &redis::Cmd) -> T {
+    command.query_async(conn).await.unwrap_or_else(|error| panic!("{command:?}: {error}"))
+}
+
+impl OwnCluster {
+    pub async fn start(masters: usize, with_replicas: bool) -> OwnCluster {
+        let dir = std::env::temp_dir().join(format!("red-packets-cluster-{}", free_port()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spawn = |dir: &PathBuf| {
+            let (port, bus) = (free_port(), free_port());
+            let server = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+            let mut child = Command::new(server)
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--cluster-port", &bus.to_string()])
+                .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{port}.conf")])
+                .args(["--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no"])
+                .args(["--maxmemory-policy", "noeviction"])
+                .arg("--dir")
+                .arg(dir)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server (make test installs it)");
+            for _ in 0..100 {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Node { port, bus, id: String::new(), child: Some(child) };
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("redis-server did not start on {port}");
+        };
+        let mut cluster = OwnCluster {
+            masters: (0..masters).map(|_| spawn(&dir)).collect(),
+            replicas: if with_replicas { (0..masters).map(|_| spawn(&dir)).collect() } else { Vec::new() },
+            dir,
+        };
+        for node in cluster.masters.iter_mut().chain(cluster.replicas.iter_mut()) {
+            node.id = query(&mut node.connection().await, redis::cmd("CLUSTER").arg("MYID")).await;
+        }
+        let per_master = 16_384 / masters;
+        for (n, node) in cluster.masters.iter().enumerate() {
+            let last = if n + 1 == masters { 16_383 } else { (n + 1) * per_master - 1 };
+            let mut conn = node.connection().await;
+            let _: () =
+                query(&mut conn, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(n * per_master).arg(last)).await;
+        }
+        let mut first = cluster.masters[0].connection().await;
+        for node in cluster.masters.iter().chain(&cluster.replicas).skip(1) {
+            let mut meet = redis::cmd("CLUSTER");
+            meet.arg("MEET").arg("127.0.0.1").arg(node.port).arg(node.bus);
+            let _: () = query(&mut first, &meet).await;
+        }
+        let everyone = cluster.masters.len() + cluster.replicas.len();
+        cluster
+            .wait_until("every node knows every other", |info, _| {
+                info.contains(&format!("cluster_known_nodes:{everyone}"))
+            })
+            .await;
+        for (replica, master) in cluster.replicas.iter().zip(&cluster.masters) {
+            let mut conn = replica.connection().await;
+            let _: () = query(&mut conn, redis::cmd("CLUSTER").arg("REPLICATE").arg(&master.id)).await;
+        }
+        cluster.wait_until("the cluster is ok", |info, _| info.contains("cluster_state:ok")).await;
+        for replica in &cluster.replicas {
+            let mut conn = replica.connection().await;
+            for attempt in 0.. {
+                let info: String = query(&mut conn, redis::cmd("INFO").arg("replication")).await;
+                if info.contains("master_link_status:up") {
+                    break;
+                }
+                assert!(attempt < 200, "replica {} never linked to its master: {info}", replica.port);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        cluster
+    }
+
+    /// The seed URL a client is given (`REDIS_URL`).
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.masters[0].port)
+    }
+
+    /// Waits (up to 20 s) until `ready(CLUSTER INFO, node)` holds on every running node.
+    pub async fn wait_until(&self, what: &str, ready: impl Fn(&str, &Node) -> bool) {
+        for node in self.masters.iter().chain(&self.replicas).filter(|node| node.child.is_some()) {
+            let mut conn = node.connection().await;
+            let mut waited = 0;
+            loop {
+                let info: String = query(&mut conn, redis::cmd("CLUSTER").arg("INFO")).await;
+                if ready(&info, node) {
+                    break;
+                }
+                assert!(waited < 400, "{what}: not on node {}: {info}", node.port);
+                waited += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+
+    /// The slot `key` hashes to.
+    pub async fn slot_of(&self, key: &str) -> u16 {
+        query(&mut self.masters[0].connection().await, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
+    }
+
+    /// The running master that serves `slot` now, by its own view.
+    pub async fn owner_of(&self, slot: u16) -> usize {
+        for (n, node) in self.masters.iter().enumerate().filter(|(_, node)| node.child.is_some()) {
+            let nodes: String = query(&mut node.connection().await, redis::cmd("CLUSTER").arg("NODES")).await;
+            if serves(nodes.lines().find(|line| line.contains("myself")).unwrap(), slot) {
+                return n;
+            }
+        }
+        panic!("no running master serves slot {slot}");
+    }
+
+    /// Moves `slot` from the master serving it to the next one, keys and all, as
+    /// `redis-cli --cluster reshard` does: `IMPORTING` on the target, `MIGRATING` on the
+    /// source, the keys `MIGRATE`d as `how` says, then `SETSLOT … NODE` on the target, the
+    /// source and the others.
+    pub async fn move_slot(&self, slot: u16, how: Migration) -> Moved {
+        let from = self.owner_of(slot).await;
+        let to = (from + 1) % self.masters.len();
+        let (source, target) = (&self.masters[from], &self.masters[to]);
+        let (mut source_conn, mut target_conn) = (source.connection().await, target.connection().await);
+        let setslot = |state: &str, id: &str| redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).clone();
+        let _: () = query(&mut target_conn, &setslot("IMPORTING", &source.id)).await;
+        let _: () = query(&mut source_conn, &setslot("MIGRATING", &target.id)).await;
+        let mut split = None;
+        if let Migration::Whole { window } = how {
+            tokio::time::sleep(window).await;
+        }
+        loop {
+            let keys: Vec<String> =
+                query(&mut source_conn, redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(1_000)).await;
+            if keys.is_empty() {
+                break;
+            }
+            let batches: Vec<Vec<String>> = match how {
+                Migration::Whole { .. } => vec![keys],
+                Migration::KeyByKey { .. } => keys.into_iter().map(|key| vec![key]).collect(),
+            };
+            for batch in batches {
+                let mut migrate = redis::cmd("MIGRATE");
+                migrate.arg("127.0.0.1").arg(target.port).arg("").arg(0).arg(5_000).arg("KEYS").arg(&batch);
+                let _: String = query(&mut source_conn, &migrate).await;
+                if let Migration::KeyByKey { gap } = how {
+                    let now = Instant::now();
+                    split = Some((split.map_or(now, |(first, _)| first), now));
+                    tokio::time::sleep(gap).await;
+                }
+            }
+        }
+        if let Migration::Whole { window } = how {
+            tokio::time::sleep(window).await;
+        }
+        let _: () = query(&mut target_conn, &setslot("NODE", &target.id)).await;
+        let _: () = query(&mut source_conn, &setslot("NODE", &target.id)).await;
+        for node in self.masters.iter().enumerate().filter(|(n, node)| *n != from && *n != to && node.child.is_some()) {
+            let _: () = query(&mut node.1.connection().await, &setslot("NODE", &target.id)).await;
+        }
+        Moved { slot, split }
+    }
+}
+
+/// Whether a `CLUSTER NODES` line lists `slot` among its node's slots.
+fn serves(line: &str, slot: u16) -> bool {
+    line.split(' ').skip(8).any(|range| match range.split_once('-') {
+        Some((first, last)) => {
+            first.parse::<u16>().is_ok_and(|first| first <= slot) && last.parse::<u16>().is_ok_and(|last| slot <= last)
+        }
+        None => range.parse::<u16>() == Ok(slot),
+    })
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        for node in self.masters.iter_mut().chain(self.replicas.iter_mut()) {
+            node.kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
