@@ -52,10 +52,12 @@ pub struct Moved {
     pub split: Option<(Instant, Instant)>,
 }
 
-/// A cluster of `masters` masters (and a replica each when asked) on free loopback ports.
+/// A cluster of `masters` masters, each with `replicas` replicas, on free loopback ports.
 pub struct OwnCluster {
     pub masters: Vec<Node>,
+    /// Master `n`'s replicas are `replicas[n * per_master..(n + 1) * per_master]`.
     pub replicas: Vec<Node>,
+    per_master: usize,
     dir: PathBuf,
 }
 
@@ -68,7 +70,7 @@ async fn query<T: redis::FromRedisValue>(conn: &mut MultiplexedConnection, comma
 }
 
 impl OwnCluster {
-    pub async fn start(masters: usize, with_replicas: bool) -> OwnCluster {
+    pub async fn start(masters: usize, per_master: usize) -> OwnCluster {
         let dir = std::env::temp_dir().join(format!("red-packets-cluster-{}", free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         let spawn = |dir: &PathBuf| {
@@ -78,7 +80,7 @@ impl OwnCluster {
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--cluster-port", &bus.to_string()])
                 .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{port}.conf")])
                 .args(["--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no"])
-                .args(["--maxmemory-policy", "noeviction"])
+                .args(["--maxmemory-policy", "noeviction", "--cluster-allow-replica-migration", "no"])
                 .arg("--dir")
                 .arg(dir)
                 .stdout(Stdio::null())
@@ -96,18 +98,19 @@ impl OwnCluster {
         };
         let mut cluster = OwnCluster {
             masters: (0..masters).map(|_| spawn(&dir)).collect(),
-            replicas: if with_replicas { (0..masters).map(|_| spawn(&dir)).collect() } else { Vec::new() },
+            replicas: (0..masters * per_master).map(|_| spawn(&dir)).collect(),
+            per_master,
             dir,
         };
         for node in cluster.masters.iter_mut().chain(cluster.replicas.iter_mut()) {
             node.id = query(&mut node.connection().await, redis::cmd("CLUSTER").arg("MYID")).await;
         }
-        let per_master = 16_384 / masters;
+        let slots_each = 16_384 / masters;
         for (n, node) in cluster.masters.iter().enumerate() {
-            let last = if n + 1 == masters { 16_383 } else { (n + 1) * per_master - 1 };
+            let last = if n + 1 == masters { 16_383 } else { (n + 1) * slots_each - 1 };
             let mut conn = node.connection().await;
             let _: () =
-                query(&mut conn, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(n * per_master).arg(last)).await;
+                query(&mut conn, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(n * slots_each).arg(last)).await;
         }
         let mut first = cluster.masters[0].connection().await;
         for node in cluster.masters.iter().chain(&cluster.replicas).skip(1) {
@@ -121,7 +124,8 @@ impl OwnCluster {
                 info.contains(&format!("cluster_known_nodes:{everyone}"))
             })
             .await;
-        for (replica, master) in cluster.replicas.iter().zip(&cluster.masters) {
+        for (n, replica) in cluster.replicas.iter().enumerate() {
+            let master = &cluster.masters[n / per_master];
             let mut conn = replica.connection().await;
             let _: () = query(&mut conn, redis::cmd("CLUSTER").arg("REPLICATE").arg(&master.id)).await;
         }
@@ -138,6 +142,11 @@ impl OwnCluster {
             }
         }
         cluster
+    }
+
+    /// Master `n`'s replicas.
+    pub fn replicas_of(&self, n: usize) -> &[Node] {
+        &self.replicas[n * self.per_master..(n + 1) * self.per_master]
     }
 
     /// The seed URL a client is given (`REDIS_URL`).
@@ -164,7 +173,8 @@ impl OwnCluster {
 
     /// The slot `key` hashes to.
     pub async fn slot_of(&self, key: &str) -> u16 {
-        query(&mut self.masters[0].connection().await, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
+        let node = self.masters.iter().find(|node| node.child.is_some()).expect("a running master");
+        query(&mut node.connection().await, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
     }
 
     /// The running master that serves `slot` now, by its own view.
