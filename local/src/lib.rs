@@ -46,6 +46,17 @@ pub async fn functions_with_clock(
     clock: Arc<dyn Clock>,
 ) -> Result<Functions, red_packets::ApiError> {
     let client = DynamoLedger::client_from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?;
+    functions_on(config, authorizer, clock, client).await
+}
+
+/// [`functions_with_clock`] on DynamoDB through `client` (tests give one whose calls meet
+/// injected faults).
+pub async fn functions_on(
+    config: &Config,
+    authorizer: LocalAuthorizer,
+    clock: Arc<dyn Clock>,
+    client: aws_sdk_dynamodb::Client,
+) -> Result<Functions, red_packets::ApiError> {
     DynamoLedger::new(client.clone(), config).ensure_table().await?;
     // Each function's own client, so that the calls each one makes can be recorded as its own.
     let ledger_of = |function| DynamoLedger::new(calls::dynamodb(client.clone(), function), config);

@@ -1,9 +1,10 @@
-//! A fleet's own faults, on a Redis Cluster of the test's own, through the real handlers: a hot
+//! A fleet's own faults, through the real handlers. On a Redis Cluster of the test's own: a hot
 //! packet's slot moved to another shard while users grab it (online resharding), and a shard's
-//! primary killed mid-flood and its replica promoted. What a user sees (a slower grab, never an
-//! error where none is needed) and what the ledger keeps (every acknowledged grab) are the
-//! assertions; the windows, counts and latencies are printed as `figure:` lines, which
-//! RELIABILITY.md carries.
+//! primary killed mid-flood and its replica promoted. On DynamoDB: throttling injected under the
+//! SDK (support/throttled.rs) on settle's writes, a send's transaction and a grab's read of the
+//! ledger. What a user sees (a slower grab, never an error where none is needed) and what the
+//! ledger keeps (every acknowledged grab, every cent once) are the assertions; the windows,
+//! counts and latencies are printed as `figure:` lines, which RELIABILITY.md carries.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -12,10 +13,13 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use red_packets::Config;
+use red_packets::domain::{Cents, Funds, TopUp, UserId};
+use red_packets::ports::Wallets;
+use red_packets::{Clock, Config};
 use serde_json::{json, Value};
 use support::cluster::{Migration, OwnCluster};
 use support::stack::Stack;
+use support::throttled::{Rule, Throttler};
 
 /// A grab's deadline in these tests: `REDIS_TIMEOUT_MS`'s default, as deployed.
 const DEADLINE: Duration = Duration::from_millis(500);
@@ -288,4 +292,180 @@ async fn grabs_ride_through_a_primary_failover() {
         }
         drop(cluster);
     }
+}
+
+/// The process's metric recorder, installed once (as each function's `main` does), so a test
+/// can read what the functions counted.
+fn recorder() -> &'static metrics_cloudwatch_embedded::Collector {
+    static RECORDER: std::sync::OnceLock<&'static metrics_cloudwatch_embedded::Collector> = std::sync::OnceLock::new();
+    RECORDER.get_or_init(|| red_packets::telemetry::metrics("fleet").expect("the recorder installs"))
+}
+
+/// `DynamoThrottles` counted since the recorder's last flush.
+fn throttles_counted() -> u64 {
+    red_packets::telemetry::flushed(recorder()).iter().filter_map(|document| document["DynamoThrottles"].as_u64()).sum()
+}
+
+/// A stack with the wallet whose functions reach DynamoDB through `throttler`.
+async fn throttled_stack(name: &str, throttler: &Arc<Throttler>) -> Stack {
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    config.redis.timeout = Duration::from_secs(5);
+    let client = red_packets::adapters::DynamoLedger::client_from_env().expect("a DynamoDB client");
+    Stack::through(name, config, throttler.wrap(client)).await
+}
+
+async fn top_up(stack: &Stack, who: &str, amount_cents: Cents) {
+    let topup = TopUp { user: UserId::from_claim(who).unwrap(), amount_cents, reference: format!("pay-{who}") };
+    assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.expect("top-up").applied);
+}
+
+async fn balance(stack: &Stack, who: &str) -> u64 {
+    let (status, wallet) = stack.wallet(who, "").await;
+    assert_eq!(status, 200, "{wallet}");
+    wallet["balance_cents"].as_u64().unwrap()
+}
+
+/// Settle under throttling: a quarter of every write settle makes throttled, and half of those
+/// to one packet's partition. Settle slows (its runs stop early and the next goes on, its pace
+/// halving for the hot partition) but never loses or pays twice: every acknowledged grab is
+/// recorded and credited once, the sender refunded once, and `DynamoThrottles` counts what the
+/// functions met.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_slows_under_throttling_and_pays_every_cent_once() {
+    let counted_before = throttles_counted();
+    let throttler = Throttler::new(Vec::new());
+    let stack = throttled_stack("throttled-settle", &throttler).await;
+    top_up(&stack, "brand", 10_000).await;
+    let hot = stack.send("brand", json!({ "total_cents": 3_000, "count": 30 })).await;
+    let cold = stack.send("brand", json!({ "total_cents": 2_000, "count": 20 })).await;
+    let mut acknowledged = [HashMap::new(), HashMap::new()];
+    for (n, (id, grabs)) in [(&hot, 25), (&cold, 12)].into_iter().enumerate() {
+        for user in 0..grabs {
+            let user = format!("fan-{user}");
+            let (status, body) = stack.grab(id, &user).await;
+            assert_eq!(status, 200, "{body}");
+            acknowledged[n].insert(user, body["amount_cents"].as_u64().unwrap());
+        }
+    }
+    let rules = ["PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem", "DeleteItem"]
+        .into_iter()
+        .map(|operation| Rule { operation, partition: String::new(), per_mille: 250, first: u64::MAX })
+        .chain([Rule { operation: "PutItem", partition: format!("PKT#{hot}"), per_mille: 500, first: u64::MAX }])
+        .collect::<Vec<_>>();
+    throttler.start(rules);
+    stack.clock.advance(DAY_MS + 60_000);
+    let mut runs = 0;
+    let finalised = |recorded: &red_packets::domain::ledger::LedgerPacket| {
+        recorded.status != red_packets::domain::PacketStatus::Open
+    };
+    while runs < 40 {
+        runs += 1;
+        let _ = stack.settle_or_stop().await;
+        if finalised(&stack.recorded(&hot).await) && finalised(&stack.recorded(&cold).await) {
+            break;
+        }
+    }
+    let throttled = throttler.throttled.load(Ordering::SeqCst);
+    throttler.stop();
+    stack.settle().await;
+    let counted = throttles_counted() - counted_before;
+    eprintln!(
+        "figure: throttling, settle: {} of {} matching writes answered ThrottlingException; both packets finalised in {runs} settle runs; DynamoThrottles counted {counted}",
+        throttled,
+        throttler.matched.load(Ordering::SeqCst),
+    );
+    assert!(throttled > 10, "the fault was met: {throttled}");
+    assert!(counted >= throttled, "every throttled answer counted: {counted} of {throttled}");
+    let mut refunds = 0;
+    for (id, acknowledged) in [&hot, &cold].into_iter().zip(&acknowledged) {
+        refunds += stack.assert_settled_books(id, acknowledged).await.refund_cents.unwrap();
+    }
+    for (user, amount) in
+        acknowledged.iter().flatten().fold(HashMap::<&String, u64>::new(), |mut sums, (user, amount)| {
+            *sums.entry(user).or_default() += amount;
+            sums
+        })
+    {
+        assert_eq!(balance(&stack, user).await, amount, "{user} credited once with what they grabbed");
+    }
+    assert_eq!(balance(&stack, "brand").await, 10_000 - 5_000 + refunds, "the sender refunded once");
+}
+
+/// A send whose transaction DynamoDB throttles past the SDK's retry answers 503 and takes
+/// nothing; the app's retry with the same `Idempotency-Key` sends one packet, paid once. Then
+/// ten sends with a third of their transactions throttled, each retried until it is sent: ten
+/// packets, ten debits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_send_is_retried_into_one_packet_paid_once() {
+    let throttler = Throttler::new(vec![Rule {
+        operation: "TransactWriteItems",
+        partition: String::new(),
+        per_mille: 1_000,
+        first: 2,
+    }]);
+    let stack = throttled_stack("throttled-send", &throttler).await;
+    top_up(&stack, "brand", 20_000).await;
+    let body = json!({ "total_cents": 1_000, "count": 5 });
+    let (status, refused) = stack.send_keyed("brand", &body, "campaign-1").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (503, Some("unavailable")), "{refused}");
+    assert_eq!(balance(&stack, "brand").await, 20_000, "a refused send takes nothing");
+    let (status, sent) = stack.send_keyed("brand", &body, "campaign-1").await;
+    assert_eq!(status, 201, "{sent}");
+    let (status, again) = stack.send_keyed("brand", &body, "campaign-1").await;
+    assert_eq!((status, &again["packet_id"]), (201, &sent["packet_id"]), "a replay answers the same packet");
+    assert_eq!(balance(&stack, "brand").await, 19_000, "paid once");
+
+    throttler.stop();
+    throttler.start(vec![Rule {
+        operation: "TransactWriteItems",
+        partition: String::new(),
+        per_mille: 333,
+        first: u64::MAX,
+    }]);
+    let (mut packets, mut unavailable) = (std::collections::HashSet::new(), 0);
+    for send in 0..10 {
+        let key = format!("burst-{send}");
+        loop {
+            let (status, answer) = stack.send_keyed("brand", &body, &key).await;
+            match status {
+                201 => {
+                    packets.insert(answer["packet_id"].as_str().unwrap().to_owned());
+                    break;
+                }
+                503 => unavailable += 1,
+                _ => panic!("{status} {answer}"),
+            }
+        }
+    }
+    eprintln!(
+        "figure: throttling, sends: a third of transactions throttled; 10 sends took {unavailable} retries after a 503, {} throttled answers in all",
+        throttler.throttled.load(Ordering::SeqCst)
+    );
+    assert_eq!(packets.len(), 10);
+    assert_eq!(balance(&stack, "brand").await, 19_000 - 10 * 1_000, "ten packets, ten debits");
+}
+
+/// A grab of a packet Redis lost reads the ledger (a query of its partition); throttled past the
+/// SDK's retry, it answers
+/// 503 (never 500, never a refusal), and the user's next tap loads the packet and grabs it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_ledger_read_on_the_grab_path_is_a_503_then_a_grab() {
+    let throttler = Throttler::new(Vec::new());
+    let stack = throttled_stack("throttled-grab", &throttler).await;
+    top_up(&stack, "brand", 5_000).await;
+    let id = stack.send("brand", json!({ "total_cents": 1_000, "count": 4 })).await;
+    stack.empty_redis(&[&id]).await;
+    throttler.start(vec![Rule { operation: "Query", partition: format!("PKT#{id}"), per_mille: 1_000, first: 2 }]);
+    let (status, refused) = stack.grab(&id, "bob").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (503, Some("unavailable")), "{refused}");
+    let (status, grabbed) = stack.grab(&id, "bob").await;
+    assert_eq!(status, 200, "{grabbed}");
+    let (status, again) = stack.grab(&id, "bob").await;
+    assert_eq!((status, &again["amount_cents"]), (200, &grabbed["amount_cents"]));
+    stack.clock.advance(DAY_MS + 60_000);
+    stack.settle().await;
+    let amount = grabbed["amount_cents"].as_u64().unwrap();
+    stack.assert_settled_books(&id, &HashMap::from([("bob".to_owned(), amount)])).await;
+    assert_eq!(balance(&stack, "bob").await, amount);
 }

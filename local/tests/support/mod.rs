@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod stack;
+pub mod throttled;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

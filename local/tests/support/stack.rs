@@ -51,13 +51,19 @@ impl Stack {
 
     /// A stack of its own on `config`, its Redis deadline (`REDIS_TIMEOUT_MS`) as given: for
     /// the tests whose subject is what a grab answers within it.
-    pub async fn keeping_deadline(name: &str, mut config: Config) -> Stack {
+    pub async fn keeping_deadline(name: &str, config: Config) -> Stack {
+        Self::through(name, config, DynamoLedger::client_from_env().expect("a DynamoDB client")).await
+    }
+
+    /// A stack of its own whose functions reach DynamoDB through `client` (one that injects
+    /// faults, say); the test's own ledger reads go straight to DynamoDB Local.
+    pub async fn through(name: &str, mut config: Config, client: aws_sdk_dynamodb::Client) -> Stack {
         // Of its own per run too: the services outlive a test run on a developer's machine.
         let run = PacketId::random().as_str()[..8].to_owned();
         config.table_name = format!("RedPackets-{name}-{run}");
         config.redis.key_prefix = format!("t-{name}-{run}");
         let clock = Arc::new(ManualClock::starting_now());
-        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), clock.clone())
+        let functions = local::functions_on(&config, LocalAuthorizer::new("test"), clock.clone(), client)
             .await
             .expect("DynamoDB Local is reachable");
         let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);

@@ -15,6 +15,12 @@
 //! failover lost, the SDK's own retries) have no reserved share. The pace counts a write when it
 //! is let go, which is when the request leaves but for the client's scheduling.
 //!
+//! The ceiling is what DynamoDB serves a partition at best. A partition split, a new table still
+//! below its warm throughput, or the SDK's retries beside settle's writes can throttle a key
+//! below it; then [`PartitionPace::throttled`] halves that key's share at once, and the share
+//! grows back to the whole ceiling over [`RECOVERY`] without another throttle: the other
+//! keys keep their pace.
+//!
 //! A write unit is one standard write of up to 1 KB; a transactional write costs two
 //! (<https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html>).
 //! [`write_units`] sizes an item as DynamoDB does: its attribute names' and values' lengths
@@ -34,6 +40,9 @@ const SLICES_PER_SECOND: u64 = 10;
 /// the writes DynamoDB sees in one calendar second were let go in up to eleven slices: with each
 /// slice an eleventh of the ceiling, no calendar second reaches DynamoDB with more than the ceiling.
 const SLICES_PER_CEILING: u32 = SLICES_PER_SECOND as u32 + 1;
+
+/// How long a throttled partition key's share takes to grow back to the whole ceiling.
+pub const RECOVERY: Duration = Duration::from_secs(10);
 
 /// Bytes in one write unit.
 const WRITE_UNIT_BYTES: usize = 1024;
@@ -79,6 +88,18 @@ pub struct PartitionPace {
     units_per_slice: u32,
     /// Per partition key: the slice it last wrote in, and the units spent in it.
     slices: Mutex<HashMap<String, (u64, u32)>>,
+    /// Per throttled partition key: its share of a slice just after its last throttle, and
+    /// that throttle's slice.
+    throttled: Mutex<HashMap<String, (u32, u64)>>,
+}
+
+/// The slice of a second `now` falls in.
+fn slice_of(now: Duration) -> u64 {
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX) / (1000 / SLICES_PER_SECOND)
+}
+
+fn now() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
 }
 
 impl PartitionPace {
@@ -86,7 +107,30 @@ impl PartitionPace {
     /// DynamoDB (each slice an eleventh of it, whole; at least one unit a slice).
     pub fn new(ceiling: u32) -> Self {
         let units_per_slice = (ceiling / SLICES_PER_CEILING).max(1);
-        PartitionPace { units_per_slice, slices: Mutex::new(HashMap::new()) }
+        PartitionPace { units_per_slice, slices: Mutex::new(HashMap::new()), throttled: Mutex::new(HashMap::new()) }
+    }
+
+    /// DynamoDB throttled a write to `partition`: its share halves from what it is now (a unit
+    /// a slice at least), and grows back linearly over [`RECOVERY`].
+    pub fn throttled(&self, partition: &str) {
+        let slice = slice_of(now());
+        let halved = (self.share(partition, slice) / 2).max(1);
+        let mut throttled = self.throttled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if throttled.len() > 4096 {
+            let recovered = slice.saturating_sub(recovery_slices());
+            throttled.retain(|_, (_, at)| *at > recovered);
+        }
+        throttled.insert(partition.to_owned(), (halved, slice));
+    }
+
+    /// `partition`'s share of slice `slice`: the ceiling's eleventh, less while it recovers
+    /// from a throttle.
+    pub fn share(&self, partition: &str, slice: u64) -> u32 {
+        let throttled = self.throttled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(&(halved, at)) = throttled.get(partition) else { return self.units_per_slice };
+        let elapsed = slice.saturating_sub(at).min(recovery_slices());
+        let regained = u64::from(self.units_per_slice.saturating_sub(halved)) * elapsed / recovery_slices();
+        halved + u32::try_from(regained).unwrap_or(u32::MAX)
     }
 
     /// What the pace lets go in one second, steadily: ten slices' shares (ten elevenths of the
@@ -101,9 +145,10 @@ impl PartitionPace {
     /// the ceiling, except by one such write's excess.
     pub async fn take(&self, partition: &str, units: u32) {
         loop {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            let now = now();
             let slice_ms = 1000 / SLICES_PER_SECOND;
-            let slice = u64::try_from(now.as_millis()).unwrap_or(u64::MAX) / slice_ms;
+            let slice = slice_of(now);
+            let share = self.share(partition, slice);
             {
                 let mut slices = self.slices.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if slices.len() > 4096 {
@@ -111,9 +156,9 @@ impl PartitionPace {
                 }
                 let (last, spent) = slices.entry(partition.to_owned()).or_insert((slice, 0));
                 // What earlier slices spent beyond their share, less what the slices since repaid.
-                let repaid = u64::from(self.units_per_slice).saturating_mul(slice.saturating_sub(*last));
+                let repaid = u64::from(share).saturating_mul(slice.saturating_sub(*last));
                 let owed = u32::try_from(u64::from(*spent).saturating_sub(repaid)).unwrap_or(u32::MAX);
-                if owed == 0 || owed + units <= self.units_per_slice {
+                if owed == 0 || owed + units <= share {
                     (*last, *spent) = (slice, owed + units);
                     return;
                 }
@@ -122,6 +167,11 @@ impl PartitionPace {
             tokio::time::sleep(next.saturating_sub(now)).await;
         }
     }
+}
+
+/// [`RECOVERY`] in slices.
+fn recovery_slices() -> u64 {
+    RECOVERY.as_secs() * SLICES_PER_SECOND
 }
 
 #[cfg(test)]
@@ -153,5 +203,35 @@ mod tests {
         }
         // 25 slices of 100 ms on each key, side by side: the first may begin late in its slice.
         assert!(started.elapsed() >= Duration::from_millis(2_300), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_throttled_key_halves_its_share_and_grows_it_back() {
+        let pace = PartitionPace::new(1_100);
+        let at = slice_of(now());
+        assert_eq!(pace.share("PKT#hot", at), 100);
+        pace.throttled("PKT#hot");
+        let halved = pace.share("PKT#hot", at);
+        assert!((50..=55).contains(&halved), "halved at once: {halved}");
+        pace.throttled("PKT#hot");
+        assert!(pace.share("PKT#hot", at) <= 28, "halved again on a second throttle");
+        assert_eq!(pace.share("PKT#cold", at), 100, "another key keeps its pace");
+        let later = slice_of(now()) + recovery_slices() / 2;
+        assert!((55..=70).contains(&pace.share("PKT#hot", later)), "half way back: {}", pace.share("PKT#hot", later));
+        assert_eq!(pace.share("PKT#hot", slice_of(now()) + recovery_slices()), 100, "whole again after RECOVERY");
+    }
+
+    #[tokio::test]
+    async fn a_throttled_key_is_let_go_more_slowly() {
+        let pace = PartitionPace::new(110);
+        for _ in 0..8 {
+            pace.throttled("PKT#a");
+        }
+        let started = std::time::Instant::now();
+        for _ in 0..5 {
+            pace.take("PKT#a", 2).await;
+        }
+        // A unit a slice now: five writes of two units span at least eight slices.
+        assert!(started.elapsed() >= Duration::from_millis(700), "{:?}", started.elapsed());
     }
 }

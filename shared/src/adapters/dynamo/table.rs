@@ -156,7 +156,10 @@ impl DynamoLedger {
     /// (as DynamoDB returns it on a failed condition). A failed write is [`write_failed`]. Only
     /// settle writes this way, to a packet's partition, so the write goes in settle's pace: it
     /// waits until its partition key has room for its units in this slice of a second
-    /// ([`PartitionPace`]); a refused condition costs the same units, so it is paced too.
+    /// ([`PartitionPace`]); a refused condition costs the same units, so it is paced too. A write
+    /// DynamoDB still throttles after the SDK's retry halves its key's pace and goes again in
+    /// it, [`THROTTLED_WRITES_RETRIED`] times at most: settle slows on a hot key, the others
+    /// keep their pace, and a key that stays throttled stops the run (the next one goes on).
     pub(super) async fn put_if_new_in_pace<T: Serialize + DeserializeOwned>(
         &self,
         item: &T,
@@ -166,24 +169,32 @@ impl DynamoLedger {
             Some(AttributeValue::S(pk)) => pk.clone(),
             _ => String::new(),
         };
-        self.partition_pace.take(&partition, write_units(&item)).await;
-        let written = self
-            .client()?
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match written {
-            Ok(_) => Ok(PutIfNew::Written),
-            Err(error) => match error.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
-                    Ok(PutIfNew::Taken(failed.item().cloned().map(from_item).transpose()?))
-                }
-                _ => Err(write_failed(error)),
-            },
+        let mut throttled = 0;
+        loop {
+            self.partition_pace.take(&partition, write_units(&item)).await;
+            let written = self
+                .client()?
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+                .await;
+            return match written {
+                Ok(_) => Ok(PutIfNew::Written),
+                Err(error) => match error.as_service_error() {
+                    Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                        Ok(PutIfNew::Taken(failed.item().cloned().map(from_item).transpose()?))
+                    }
+                    Some(service) if is_throttling(service.code()) && throttled < THROTTLED_WRITES_RETRIED => {
+                        throttled += 1;
+                        self.partition_pace.throttled(&partition);
+                        continue;
+                    }
+                    _ => Err(write_failed(error)),
+                },
+            };
         }
     }
 
@@ -221,6 +232,15 @@ pub(super) enum PutIfNew<T> {
     Written,
     /// The key was taken: the item in its place, when DynamoDB returned it.
     Taken(Option<T>),
+}
+
+/// How many times settle's paced write goes again after DynamoDB throttled it (past the SDK's
+/// own retry), each time in its key's halved pace.
+pub(super) const THROTTLED_WRITES_RETRIED: u32 = 4;
+
+/// Whether an error code is one of DynamoDB's throttling answers.
+pub(super) fn is_throttling(code: Option<&str>) -> bool {
+    code.is_some_and(|code| super::metered::THROTTLING_CODES.contains(&code))
 }
 
 /// DynamoDB could not be reached, or failed to answer.
