@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine replay restore-report release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -73,6 +73,16 @@ SETTLE_ENV = $(FUNDS_ENV) REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$${LOCAL_RED
 ## make quarantine: a settle run on make run's stack; its summary lists the packets in quarantine
 quarantine:
 	@$(SETTLE_ENV) cargo run -q -p local -- quarantine
+
+## make replay: after the ledger was restored from a backup, settle every packet make run's Redis
+## holds again from its first grab (docs/OPERATIONS.md, "Restoring the ledger")
+replay:
+	@$(SETTLE_ENV) cargo run -q -p local -- replay
+
+## make restore-report FROM=<table before> TO=<restored table>: what the restore lost, item by item
+## (lost, changed, rewritten, extra: JSON lines with ids, then counts); exit 1 when it lost money
+restore-report:
+	@$(FUNDS_ENV) cargo run -q -p local -- restore-report $(FROM) $(TO)
 
 ## make release ID=<packet id> OPERATOR=<name> REASON="<why>": take a packet out of quarantine (once
 ## explained); settle tries it again, and the day's audit trail names who released it and why

@@ -13,6 +13,7 @@ pub mod cors;
 pub mod gateway;
 pub mod pipe;
 pub mod probe;
+pub mod restore_report;
 pub mod rie;
 pub mod sam_local;
 pub mod site;

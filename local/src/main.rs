@@ -8,12 +8,14 @@
 //! `local funds <payload|file>` hands the funds function any payload (a withdrawal's
 //! resolution, an adjustment's proposal or approval: `events/` holds samples);
 //! `local quarantine` lists the packets settle set aside and `local release <id>…` takes them
-//! out to be settled again.
+//! out to be settled again; `local replay` settles every packet Redis holds again from its first
+//! grab (after the ledger was restored) and `local restore-report <before> <after>` lists what
+//! a restore lost (docs/OPERATIONS.md, "Restoring the ledger").
 
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>...";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>... | local replay | local restore-report <before-table> <after-table>";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -76,6 +78,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::funds_from_env(serde_json::from_str(&text)?).await
         }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
+        Some("replay") => local::settle_from_env(serde_json::json!({ "replay": true })).await,
+        Some("restore-report") => {
+            let before = args.next().ok_or(USAGE)?;
+            local::restore_report::run(&before, &args.next().ok_or(USAGE)?).await
+        }
         Some("release") => {
             let (mut operator, mut reason, mut ids) = (None, None, Vec::new());
             while let Some(arg) = args.next() {

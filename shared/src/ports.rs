@@ -573,6 +573,12 @@ pub trait SettleIndex: LiveStore {
     /// it, or another re-sync froze the packet since): nothing changed.
     fn resync(&self, image: PacketImage<'_>, token: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// After the ledger was restored from a backup: every packet of `shard` Redis still holds
+    /// (indexed, or retired with its keys not yet lapsed) is to be settled again from its first
+    /// grab: its persisted mark back to 0, marked dirty, indexed by its expiry, its keys kept.
+    /// The ledger's conditional writes take what it lacks and refuse what it holds. How many.
+    fn replay_held(&self, shard: u32) -> impl Future<Output = Result<u32, StoreError>> + Send;
+
     /// Takes a finalised packet out of `shard`'s work and lets its keys lapse shortly; once they
     /// should have lapsed (after `now_ms`), settle looks once more, in case a failover brought
     /// them back (see [`SettleIndex::packets_with_work`]).

@@ -41,8 +41,9 @@ impl From<SettleFailure> for Diagnostic {
 }
 
 /// The Lambda handler: `{"shards": [from, to]}` (inclusive), `{}` or `null` for every shard;
-/// `"release": [ids]` takes packets out of quarantine first. The summary lists the packets in
-/// quarantine after the run.
+/// `"release": [ids]` takes packets out of quarantine first; `"replay": true` (after the ledger
+/// was restored from a backup) settles every packet Redis holds again from its first grab. The
+/// summary lists the packets in quarantine after the run.
 pub async fn handle<S: SettleIndex + SettleCursor, L: SettleLedger>(
     settler: &Settler<S, L>,
     event: LambdaEvent<Value>,
@@ -78,6 +79,10 @@ async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
         Some(by) => settler.release(&request.release, by).await.map_err(unavailable)?,
         None => 0,
     };
+    let replayed = match request.replay {
+        true => settler.replay(shards.clone()).await.map_err(unavailable)?,
+        false => 0,
+    };
     let drained = settler.drain(shards, deadline_ms, settler.drain_until(deadline_ms)).await;
     match &drained {
         Ok(summary) => record(summary, started.elapsed()),
@@ -86,6 +91,7 @@ async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
     }
     let mut summary = drained?;
     summary.released += released;
+    summary.replayed += replayed;
     summary.in_quarantine = settler.quarantined().await.map_err(unavailable)?;
     Ok(summary)
 }

@@ -80,6 +80,17 @@ impl Stack {
         Stack { config, clock: self.clock.clone(), functions: Arc::new(functions), ledger: self.ledger.clone() }
     }
 
+    /// The same Redis and clock on another table (a restored ledger the stack is pointed at).
+    pub async fn on_table(&self, table: &str) -> Stack {
+        let mut config = self.config.clone();
+        config.table_name = table.to_owned();
+        let functions = local::functions_with_clock(&config, LocalAuthorizer::new("test"), self.clock.clone())
+            .await
+            .expect("DynamoDB Local is reachable");
+        let ledger = DynamoLedger::new(DynamoLedger::client_from_env().expect("a DynamoDB client"), &config);
+        Stack { config, clock: self.clock.clone(), functions: Arc::new(functions), ledger }
+    }
+
     /// The same packets, table, Redis and clock under another `SETTLE_SHARDS` (a redeploy).
     pub async fn with_settle_shards(&self, shards: u32) -> Stack {
         let mut config = self.config.clone();

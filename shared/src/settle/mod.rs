@@ -104,6 +104,11 @@ pub struct SettleRequest {
     /// Why (required with `release`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// After the ledger was restored from a backup (docs/OPERATIONS.md, "Restoring the
+    /// ledger"): every packet Redis still holds is settled again from its first grab, before the
+    /// run ([`SettleIndex::replay_held`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay: bool,
 }
 
 impl SettleRequest {
@@ -233,6 +238,16 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
             Some([from, to]) => from.min(last)..=to.min(last),
             None => 0..=last,
         }
+    }
+
+    /// Marks every packet Redis holds in `shards` to be settled again from its first grab (the
+    /// ledger was restored from a backup): how many.
+    pub async fn replay(&self, shards: RangeInclusive<u32>) -> Result<u32, StoreError> {
+        let mut replayed = 0;
+        for shard in shards {
+            replayed += self.store.replay_held(shard).await?;
+        }
+        Ok(replayed)
     }
 
     /// Takes `ids` out of quarantine (an operator explained them, `by`): [`release_packets`].

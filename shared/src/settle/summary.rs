@@ -56,6 +56,10 @@ pub struct SettleSummary {
     /// Packets taken out of quarantine: by the request, or by the recovery sweep to be tried again.
     #[serde(default)]
     pub released: u32,
+    /// Packets marked to be settled again from their first grab by a `replay` request (after
+    /// the ledger was restored from a backup).
+    #[serde(default)]
+    pub replayed: u32,
     /// The packets in quarantine after the run (the oldest [`QUARANTINE_LISTED`]), for operators.
     #[serde(default)]
     pub in_quarantine: Vec<PacketId>,

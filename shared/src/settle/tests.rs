@@ -238,3 +238,21 @@ async fn a_run_past_its_deadline_starts_nothing_and_the_next_resumes() {
     assert_eq!((summary.packets, summary.stopped_early), (0, true));
     assert_eq!(world.settled().await.finalised, 1);
 }
+
+#[tokio::test]
+async fn a_replay_settles_every_held_packet_again_and_pays_nothing_twice() {
+    let world = World::new(Funds::None);
+    let packet = world.send(3).await;
+    world.grab(&packet, "bob").await;
+    world.grab(&packet, "carol").await;
+    assert_eq!(world.settled().await.grabs_persisted, 2);
+    assert_eq!(world.settled().await.packets, 0, "persisted: no work left");
+
+    assert_eq!(world.settler.replay(0..=3).await.unwrap(), 1, "the one packet the live store holds");
+    let replayed = world.settled().await;
+    assert_eq!((replayed.packets, replayed.mismatches, replayed.failed), (1, 0, 0), "{replayed:?}");
+    let recorded = world.ledger().ledger_packet(&packet.id).await.unwrap().unwrap();
+    assert_eq!(recorded.grabs.len(), 2, "the ledger's writes refused what it held: no grab twice");
+    world.expire();
+    assert_eq!(world.settled().await.refunded_cents, 100, "refunded once");
+}

@@ -173,6 +173,19 @@ impl SettleIndex for MemoryStore {
         Ok(true)
     }
 
+    async fn replay_held(&self, shard: u32) -> Result<u32, StoreError> {
+        let mut state = self.state();
+        let held: Vec<PacketId> =
+            state.index.get(&shard).map(|index| index.keys().cloned().collect()).unwrap_or_default();
+        for id in &held {
+            if let Some(live) = state.packets.get_mut(id) {
+                live.persisted = 0;
+            }
+            state.dirty.entry(shard).or_default().insert(id.clone());
+        }
+        Ok(u32::try_from(held.len()).unwrap_or(u32::MAX))
+    }
+
     /// Out of the index, and its state gone at once (Redis lets its keys lapse shortly).
     async fn retire(&self, id: &PacketId, shard: u32, _now_ms: Millis) -> Result<(), StoreError> {
         let mut state = self.state();

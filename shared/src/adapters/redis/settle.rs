@@ -158,6 +158,33 @@ impl SettleIndex for RedisStore {
         Ok(())
     }
 
+    async fn replay_held(&self, shard: u32) -> Result<u32, StoreError> {
+        let mut conn = self.connection().await?;
+        let mut listed = redis::pipe();
+        listed.cmd("ZRANGE").arg(self.settle_index_key(shard)).arg(0).arg(-1);
+        listed.cmd("ZRANGE").arg(self.settle_retired_key(shard)).arg(0).arg(-1);
+        let (indexed, retired): (Vec<String>, Vec<String>) = self.run(listed.query_async(&mut conn)).await?;
+        let mut replayed = 0;
+        for id in indexed.iter().chain(&retired).filter_map(|id| PacketId::parse(id)) {
+            let keys = self.keys(&id);
+            let expires_at: Option<Millis> =
+                self.run(redis::Cmd::hget(&keys.packet, "expires_at").query_async(&mut conn)).await?;
+            let Some(expires_at) = expires_at else { continue };
+            // One key per command: in cluster mode every command stays within its key's slot.
+            for key in [&keys.packet, &keys.pool, &keys.grabs] {
+                self.run(redis::Cmd::persist(key).query_async::<()>(&mut conn)).await?;
+            }
+            self.run(redis::Cmd::hset(&keys.packet, "persisted", 0).query_async::<()>(&mut conn)).await?;
+            let mut index = redis::pipe();
+            index.zadd(self.settle_index_key(shard), id.as_str(), expires_at);
+            index.sadd(self.settle_dirty_key(shard), id.as_str());
+            index.zrem(self.settle_retired_key(shard), id.as_str());
+            self.run(index.query_async::<()>(&mut conn)).await?;
+            replayed += 1;
+        }
+        Ok(replayed)
+    }
+
     /// Takes a finalised packet out of settle index `shard`, lets its keys expire shortly, and
     /// lists it among the retired until a minute after they should have.
     async fn retire(&self, id: &PacketId, shard: u32, now_ms: Millis) -> Result<(), StoreError> {
