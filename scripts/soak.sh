@@ -8,6 +8,7 @@
 # and a DynamoDB Local of its own, with settle on its local schedule (every second, the default). Afterwards it
 # waits for every packet to expire and settle, checks every invariant of DESIGN.md and that the
 # API's memory stayed flat, reconciles the whole ledger (invariant 8), prints the report and writes bench/results/soak-<seconds>s.json.
+# Then the fleet's own faults, long: a whole shard resharded and failovers in a row (fleet.rs).
 # Exits non-zero on any error or violation. Stops what it started, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,3 +52,11 @@ target/release/local reconcile | tail -12
 echo "randomized failovers: ${SOAK_RECOVERY_SEEDS:-500} seeds"
 FUNDS=none RECOVERY_SEEDS=${SOAK_RECOVERY_SEEDS:-500} cargo test --locked -p local --test recovery randomized -- --nocapture 2>&1 \
   | grep -E "figure|seed .* failed|test result"
+
+# A fleet's own faults, long (local/tests/fleet.rs's ignored tests; `make test` runs the short
+# ones): every slot of one shard moved to another under a flood of grabs (FLEET_SLOTS, default
+# 5,461), and a hot packet's primary killed round the shards (FLEET_FAILOVERS, default 6), each
+# on a Valkey cluster of its own.
+echo "the fleet's own faults, long: a shard's every slot moved, ${FLEET_FAILOVERS:-6} failovers"
+REDIS_SERVER=$(scripts/stack.sh valkey-server) FUNDS=none cargo test --locked -p local --test fleet -- --ignored \
+  --nocapture 2>&1 | grep -E "figure|panicked|test result"

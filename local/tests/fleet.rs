@@ -592,3 +592,116 @@ async fn a_ledger_restored_from_backup_is_replayed_from_redis_and_its_losses_rep
     let short = books.differences.iter().find(|difference| difference.subject == "books").unwrap();
     assert!(short.what.contains(&format!("balances {}", 10_000 + erin)), "{}", short.what);
 }
+
+/// A whole number from the environment (the soak's knobs), else `default`.
+fn knob(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+/// `make soak`'s long version of the migration: every slot of the first master (5,461, or
+/// `FLEET_SLOTS`) moved to the second one after another, as a rebalance does, while 24 callers
+/// grab six packets whose slots are among them. No grab answers 503; nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "make soak: minutes long"]
+async fn every_slot_of_a_shard_moves_under_a_flood() {
+    let cluster = OwnCluster::start(3, 0).await;
+    let stack = Arc::new(Stack::keeping_deadline("reshard", cluster_config(&cluster)).await);
+    let mut ids = Vec::new();
+    while ids.len() < PACKETS {
+        let id = stack.send("brand", json!({ "total_cents": 100_000, "count": 1_000 })).await;
+        if cluster.owner_of(cluster.slot_of(&format!("{{{id}}}")).await).await == 0 {
+            let (status, body) = stack.grab(&id, "first").await;
+            assert_eq!(status, 200, "{body}");
+            ids.push(id);
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let callers = flood(&stack, &ids, 1_000, &stop);
+    let slots: Vec<u16> = (0..16_384 / 3).take(knob("FLEET_SLOTS", 5_461) as usize).map(|slot| slot as u16).collect();
+    let started = Instant::now();
+    cluster.move_slots(&slots, 0, 1, Migration::Whole { window: Duration::ZERO }).await;
+    let took = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let mut answers = Vec::new();
+    for caller in callers {
+        answers.extend(caller.await.unwrap());
+    }
+    let unavailable = answers.iter().filter(|answer| answer.status == 503).count();
+    eprintln!(
+        "figure: resharding, {} slots moved in {took:?}: {} grabs, {unavailable} answered 503; p50 {:?}, p99 {:?}, max {:?}",
+        slots.len(),
+        answers.len(),
+        quantile(&answers, 0.5),
+        quantile(&answers, 0.99),
+        quantile(&answers, 1.0),
+    );
+    assert_eq!(unavailable, 0);
+    assert_nothing_lost(&stack, &ids, &answers).await;
+}
+
+/// `make soak`'s long version of the failover: a hot packet's primary killed `FLEET_FAILOVERS`
+/// times (default 6), round the shards, during one flood, each time a replica promoted and the
+/// killed node restarted (it rejoins as a replica, as ElastiCache replaces a failed node), with
+/// `GRAB_WAIT_REPLICAS=1` and two replicas a shard: no acknowledged grab lost, and each
+/// failover's window stated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "make soak: minutes long"]
+async fn failovers_in_a_row_lose_no_acknowledged_grab() {
+    let mut cluster = OwnCluster::start(3, 2).await;
+    let mut config = cluster_config(&cluster);
+    config.grab_wait = Some(red_packets::config::ReplicaWait { replicas: 1, timeout: Duration::from_millis(400) });
+    let stack = Arc::new(Stack::keeping_deadline("failovers", config).await);
+    let ids = hot_packets(&stack, 1_000).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let callers = flood(&stack, &ids, 1_000, &stop);
+    // The slots of packets on each shard: the failovers go round the shards.
+    let mut slots = Vec::new();
+    for id in &ids {
+        let slot = cluster.slot_of(&format!("{{{id}}}")).await;
+        let shard = cluster.owner_of(slot).await;
+        if !slots.iter().any(|&(_, known)| known == shard) {
+            slots.push((slot, shard));
+        }
+    }
+    let mut windows = Vec::new();
+    for failover in 0..knob("FLEET_FAILOVERS", 6) as usize {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let slot = slots[failover % slots.len()].0;
+        let primary = cluster.primary_of(slot).await.expect("a primary serves the hot slot");
+        let killed = Instant::now();
+        cluster.node_mut(primary).kill();
+        let mut promoted = None;
+        for _ in 0..750 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if cluster.primary_of(slot).await.is_some() {
+                promoted = Some(killed.elapsed());
+                break;
+            }
+        }
+        if promoted.is_none() {
+            let node = cluster.masters.iter().chain(&cluster.replicas).find(|node| node.running()).unwrap();
+            let nodes: String =
+                redis::cmd("CLUSTER").arg("NODES").query_async(&mut node.connection().await).await.unwrap();
+            eprintln!("killed {primary}, slot {slot}:\n{nodes}");
+        }
+        windows.push(
+            promoted.unwrap_or_else(|| panic!("failover {}: no replica was promoted within 15 s", windows.len() + 1)),
+        );
+        cluster.node_mut(primary).spawn();
+        cluster.wait_until("the cluster is ok again", |info, _| info.contains("cluster_state:ok")).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut answers = Vec::new();
+    for caller in callers {
+        answers.extend(caller.await.unwrap());
+    }
+    let unavailable = answers.iter().filter(|answer| answer.status == 503).count();
+    let lost = acknowledged_but_not_recorded(&stack, &ids, &answers).await;
+    eprintln!(
+        "figure: {} failovers in a row, GRAB_WAIT_REPLICAS=1: promotions {windows:?} after each kill; {} grabs, {unavailable} answered 503; {lost} acknowledged grabs lost",
+        windows.len(),
+        answers.len(),
+    );
+    assert_eq!(lost, 0, "with replica acknowledgement no acknowledged grab is lost in any failover");
+}

@@ -16,10 +16,44 @@ pub struct Node {
     /// The cluster bus's port (`--cluster-port`), which `CLUSTER MEET` needs.
     bus: u16,
     pub id: String,
+    /// Where its `nodes-<port>.conf` lives: a restarted node rejoins the cluster from it.
+    dir: PathBuf,
     child: Option<Child>,
 }
 
 impl Node {
+    /// Starts the process (again, after [`Node::kill`]: it rejoins as its `nodes.conf` says, a
+    /// replica of whichever primary took its slots meanwhile).
+    pub fn spawn(&mut self) {
+        let server = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let (port, bus) = (self.port.to_string(), self.bus.to_string());
+        let mut child = Command::new(server)
+            .args(["--bind", "127.0.0.1", "--port", &port, "--cluster-port", &bus])
+            .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{port}.conf")])
+            .args(["--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no"])
+            .args(["--maxmemory-policy", "noeviction", "--cluster-allow-replica-migration", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (make test installs it)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                self.child = Some(child);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not start on {port}");
+    }
+
+    /// Whether the process runs.
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// A connection to this node alone (no redirects followed).
     pub async fn connection(&self) -> MultiplexedConnection {
         let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).unwrap();
@@ -74,27 +108,10 @@ impl OwnCluster {
         let dir = std::env::temp_dir().join(format!("red-packets-cluster-{}", free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         let spawn = |dir: &PathBuf| {
-            let (port, bus) = (free_port(), free_port());
-            let server = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-            let mut child = Command::new(server)
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--cluster-port", &bus.to_string()])
-                .args(["--cluster-enabled", "yes", "--cluster-config-file", &format!("nodes-{port}.conf")])
-                .args(["--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no"])
-                .args(["--maxmemory-policy", "noeviction", "--cluster-allow-replica-migration", "no"])
-                .arg("--dir")
-                .arg(dir)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("redis-server (make test installs it)");
-            for _ in 0..100 {
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Node { port, bus, id: String::new(), child: Some(child) };
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("redis-server did not start on {port}");
+            let mut node =
+                Node { port: free_port(), bus: free_port(), id: String::new(), dir: dir.clone(), child: None };
+            node.spawn();
+            node
         };
         let mut cluster = OwnCluster {
             masters: (0..masters).map(|_| spawn(&dir)).collect(),
@@ -188,52 +205,87 @@ impl OwnCluster {
         panic!("no running master serves slot {slot}");
     }
 
-    /// Moves `slot` from the master serving it to the next one, keys and all, as
-    /// `redis-cli --cluster reshard` does: `IMPORTING` on the target, `MIGRATING` on the
-    /// source, the keys `MIGRATE`d as `how` says, then `SETSLOT … NODE` on the target, the
-    /// source and the others.
+    /// Moves `slot` from the master serving it to the next one, keys and all: [`Self::move_slots`].
     pub async fn move_slot(&self, slot: u16, how: Migration) -> Moved {
         let from = self.owner_of(slot).await;
-        let to = (from + 1) % self.masters.len();
+        self.move_slots(&[slot], from, (from + 1) % self.masters.len(), how).await.remove(0)
+    }
+
+    /// Moves `slots` from master `from` to master `to`, one after another, as
+    /// `redis-cli --cluster reshard` does: `IMPORTING` on the target, `MIGRATING` on the source,
+    /// the keys `MIGRATE`d as `how` says, then `SETSLOT … NODE` on the target, the source and the
+    /// others.
+    pub async fn move_slots(&self, slots: &[u16], from: usize, to: usize, how: Migration) -> Vec<Moved> {
         let (source, target) = (&self.masters[from], &self.masters[to]);
         let (mut source_conn, mut target_conn) = (source.connection().await, target.connection().await);
-        let setslot = |state: &str, id: &str| redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).clone();
-        let _: () = query(&mut target_conn, &setslot("IMPORTING", &source.id)).await;
-        let _: () = query(&mut source_conn, &setslot("MIGRATING", &target.id)).await;
-        let mut split = None;
-        if let Migration::Whole { window } = how {
-            tokio::time::sleep(window).await;
+        let mut others = Vec::new();
+        for (_, node) in self.masters.iter().enumerate().filter(|(n, node)| *n != from && *n != to && node.running()) {
+            others.push(node.connection().await);
         }
-        loop {
-            let keys: Vec<String> =
-                query(&mut source_conn, redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(1_000)).await;
-            if keys.is_empty() {
-                break;
+        let mut moved = Vec::new();
+        for &slot in slots {
+            let setslot =
+                |state: &str, id: &str| redis::cmd("CLUSTER").arg("SETSLOT").arg(slot).arg(state).arg(id).clone();
+            let _: () = query(&mut target_conn, &setslot("IMPORTING", &source.id)).await;
+            let _: () = query(&mut source_conn, &setslot("MIGRATING", &target.id)).await;
+            let mut split = None;
+            if let Migration::Whole { window } = how {
+                tokio::time::sleep(window).await;
             }
-            let batches: Vec<Vec<String>> = match how {
-                Migration::Whole { .. } => vec![keys],
-                Migration::KeyByKey { .. } => keys.into_iter().map(|key| vec![key]).collect(),
-            };
-            for batch in batches {
-                let mut migrate = redis::cmd("MIGRATE");
-                migrate.arg("127.0.0.1").arg(target.port).arg("").arg(0).arg(5_000).arg("KEYS").arg(&batch);
-                let _: String = query(&mut source_conn, &migrate).await;
-                if let Migration::KeyByKey { gap } = how {
-                    let now = Instant::now();
-                    split = Some((split.map_or(now, |(first, _)| first), now));
-                    tokio::time::sleep(gap).await;
+            loop {
+                let keys: Vec<String> =
+                    query(&mut source_conn, redis::cmd("CLUSTER").arg("GETKEYSINSLOT").arg(slot).arg(1_000)).await;
+                if keys.is_empty() {
+                    break;
+                }
+                let batches: Vec<Vec<String>> = match how {
+                    Migration::Whole { .. } => vec![keys],
+                    Migration::KeyByKey { .. } => keys.into_iter().map(|key| vec![key]).collect(),
+                };
+                for batch in batches {
+                    let mut migrate = redis::cmd("MIGRATE");
+                    migrate.arg("127.0.0.1").arg(target.port).arg("").arg(0).arg(5_000).arg("KEYS").arg(&batch);
+                    let _: String = query(&mut source_conn, &migrate).await;
+                    if let Migration::KeyByKey { gap } = how {
+                        let now = Instant::now();
+                        split = Some((split.map_or(now, |(first, _)| first), now));
+                        tokio::time::sleep(gap).await;
+                    }
                 }
             }
+            if let Migration::Whole { window } = how {
+                tokio::time::sleep(window).await;
+            }
+            let _: () = query(&mut target_conn, &setslot("NODE", &target.id)).await;
+            let _: () = query(&mut source_conn, &setslot("NODE", &target.id)).await;
+            for conn in &mut others {
+                let _: () = query(conn, &setslot("NODE", &target.id)).await;
+            }
+            moved.push(Moved { slot, split });
         }
-        if let Migration::Whole { window } = how {
-            tokio::time::sleep(window).await;
+        moved
+    }
+
+    /// The port of the running node that serves `slot` as a primary now, by its own view (a
+    /// promoted replica among them); none while no running node does.
+    pub async fn primary_of(&self, slot: u16) -> Option<u16> {
+        for node in self.masters.iter().chain(&self.replicas).filter(|node| node.running()) {
+            let nodes: String = query(&mut node.connection().await, redis::cmd("CLUSTER").arg("NODES")).await;
+            let own = nodes.lines().find(|line| line.contains("myself")).unwrap();
+            if own.split(' ').nth(2).is_some_and(|flags| flags.contains("master")) && serves(own, slot) {
+                return Some(node.port);
+            }
         }
-        let _: () = query(&mut target_conn, &setslot("NODE", &target.id)).await;
-        let _: () = query(&mut source_conn, &setslot("NODE", &target.id)).await;
-        for node in self.masters.iter().enumerate().filter(|(n, node)| *n != from && *n != to && node.child.is_some()) {
-            let _: () = query(&mut node.1.connection().await, &setslot("NODE", &target.id)).await;
-        }
-        Moved { slot, split }
+        None
+    }
+
+    /// The node on `port`, master or replica.
+    pub fn node_mut(&mut self, port: u16) -> &mut Node {
+        self.masters
+            .iter_mut()
+            .chain(self.replicas.iter_mut())
+            .find(|node| node.port == port)
+            .expect("a node of the cluster")
     }
 }
 
