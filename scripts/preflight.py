@@ -339,11 +339,16 @@ def rate_sum(throttles, order=()):
     return sum(value * count for value, count in groups.values()), " + ".join(parts) or "no routes"
 
 
-def cache_nodes(text):
-    """Nodes the replication group of CacheMode nodes holds: shards x (1 primary + replicas)."""
+def cache_nodes(text, waits_for_replicas=False):
+    """Nodes the replication group of CacheMode nodes holds: shards x (1 primary + replicas). The
+    replicas are a number, or `!If [WaitsForReplicas, <with>, <without>]` (GrabWaitReplicas > 0)."""
     shards = re.search(r"^\s+NumNodeGroups:\s*(\d+)", text, re.M)
     replicas = re.search(r"^\s+ReplicasPerNodeGroup:\s*(\d+)", text, re.M)
-    return int(shards.group(1) if shards else 2) * (1 + int(replicas.group(1) if replicas else 1))
+    chosen = re.search(r"^\s+ReplicasPerNodeGroup:\s*!If \[WaitsForReplicas, (\d+), (\d+)\]", text, re.M)
+    count = int(replicas.group(1)) if replicas else 1
+    if chosen:
+        count = int(chosen.group(1) if waits_for_replicas else chosen.group(2))
+    return int(shards.group(1) if shards else 2) * (1 + count)
 
 
 # --- The parameters about to be deployed. --------------------------------------------------
@@ -574,7 +579,7 @@ def compare(params, template_text, facts):
     stage = p.get("Stage", "prod")
     if p.get("CacheMode") == "nodes":
         used, limit = facts["ec_nodes_used"].value, facts["ec_nodes"].value
-        new = 0 if exists else cache_nodes(template_text)
+        new = 0 if exists else cache_nodes(template_text, p.get("GrabWaitReplicas", "0") not in ("", "0"))
         have = None if used is None or limit is None else limit
         checks.append(Check(DEPLOY, "ElastiCache nodes per Region", "elasticache L-DFE45DF3", have,
                             (used or 0) + new,

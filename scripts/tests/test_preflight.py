@@ -255,6 +255,8 @@ class ElastiCache(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertEqual([(c.quota, c.have, c.need) for c in raised(checks)], [("elasticache L-DFE45DF3", 300, 302)])
         self.assertEqual(preflight.cache_nodes(TEMPLATE), 4)
+        chosen = "      NumNodeGroups: 2\n      ReplicasPerNodeGroup: !If [WaitsForReplicas, 2, 1]\n"
+        self.assertEqual((preflight.cache_nodes(chosen), preflight.cache_nodes(chosen, True)), (4, 6))
 
 
 class ManagedInstances(unittest.TestCase):
