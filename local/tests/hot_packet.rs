@@ -123,15 +123,15 @@ async fn command_calls(store: &RedisStore) -> HashMap<String, (u64, u64)> {
 
 /// How many times a grab script ran, how many of those runs were coalesced batches, and how
 /// many grabs took the fast path (its `HMGET` alone). Every user here is new to an open
-/// packet: `grab.lua` reads with one `HMGET` and no `LLEN`, `grab_many.lua` with two `HMGET`s
-/// (the packet's fields, the users') and one `LLEN`.
+/// packet: `grab.lua` reads with one `HMGET` and no `LINDEX`, `grab_many.lua` with two `HMGET`s
+/// (the packet's fields, the users') and one `LINDEX` (the pool's head: how many shares are left).
 async fn script_runs_and_fast_paths(store: &RedisStore) -> (u64, u64, u64) {
     let calls = command_calls(store).await;
     let count = |name: &str| calls.get(name).copied().unwrap_or_default();
     let (evalsha, evalsha_failed) = count("evalsha");
     // A NOSCRIPT answer fails the EVALSHA; the EVAL that follows runs the script.
     let script_runs = evalsha - evalsha_failed + count("eval").0;
-    let batches = count("llen").0;
+    let batches = count("lindex").0;
     (script_runs, batches, count("hmget").0.saturating_sub(script_runs + batches))
 }
 

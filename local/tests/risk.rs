@@ -147,7 +147,7 @@ async fn the_coalesced_path_limits_each_user_alike() {
     assert!(by_user.values().all(|counts| *counts == (2, 1)), "two shares and one refusal each: {by_user:?}");
 
     assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "every grab request counted once");
-    assert!(calls(&mut conn, "llen").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
+    assert!(calls(&mut conn, "lindex").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
     let taken: u64 = join_all(packets.iter().map(|id| stack.view(id, "alice")))
         .await
         .iter()
@@ -222,7 +222,7 @@ async fn counted_alongside_the_coalesced_path_refuses_once_a_count_is_past_the_l
         assert_eq!(*status, 200, "{user}: every grab in flight is served: {body}");
     }
     assert_eq!(calls(&mut conn, "incr").await, (USERS * 3) as u64, "every grab request counted once");
-    assert!(calls(&mut conn, "llen").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
+    assert!(calls(&mut conn, "lindex").await > 0, "some grabs went to Redis in batches (grab_many.lua)");
 
     for (_, (status, body)) in &fan_out(&stack, USERS, &packets[3..]).await {
         assert_eq!((*status, body["error"]["code"].as_str()), (429, Some("grab_rate_limited")), "{body}");

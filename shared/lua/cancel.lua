@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed, -1 once
 --          cancelled, 'F:<token>' while settle re-syncs it)
--- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
+-- KEYS[2]  rp:{<id>}:pool (the shares not yet taken, then two '~': none left at a '~' head)
 -- ARGV[1]  now, epoch milliseconds
 --
 -- Returns 0 when Redis holds no such packet; 1 when it is cancelled (now, or by an earlier
@@ -20,7 +20,8 @@ end
 if string.byte(open_until) == 70 then
   return 4
 end
-if redis.call('LLEN', KEYS[2]) == 0 then
+local head = redis.call('LINDEX', KEYS[2], 0)
+if not head or head == '~' then
   return 2
 end
 if open_until == '0' or tonumber(ARGV[1]) >= tonumber(open_until) then

@@ -4,7 +4,7 @@
 --
 -- KEYS[1]  rp:{<id>}:packet (open_until: expires_at while open, 0 once closed, -1 once
 --          cancelled, 'F:<token>' while settle re-syncs it: left as it is)
--- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
+-- KEYS[2]  rp:{<id>}:pool (the shares not yet taken, then two '~': none left at a '~' head)
 -- ARGV[1]  now, epoch milliseconds
 -- ARGV[2]  'force': close it whatever its state, also while open or re-synced (quarantine); ''
 --
@@ -26,7 +26,8 @@ end
 if string.byte(open_until) == 70 then
   return 1
 end
-if tonumber(ARGV[1]) < tonumber(open_until) and redis.call('LLEN', KEYS[2]) > 0 then
+local head = redis.call('LINDEX', KEYS[2], 0)
+if tonumber(ARGV[1]) < tonumber(open_until) and head and head ~= '~' then
   return 1
 end
 redis.call('HSET', KEYS[1], 'open_until', 0)

@@ -8,7 +8,8 @@
 -- KEYS[1]  rp:{<id>}:packet  hash (see load.lua); open_until becomes 'F:<token>' here, which
 --                            grab.lua answers with "re-syncing, try again shortly" (12)
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken
--- KEYS[3]  rp:{<id>}:grabs   list: the grab log
+-- KEYS[3]  rp:{<id>}:grabs   list: the grab log (its head '~', if any, is returned: the caller
+--                            leaves it out, scripts.rs)
 -- ARGV[1]  the re-sync's token
 --
 -- LOG_PAGE  log entries per reply (scripts.rs's LOG_PAGE; a test holds them equal)

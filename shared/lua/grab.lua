@@ -15,13 +15,20 @@
 --                            passphrases tried, and ':<user>' = '<seq>:<amount>:<left>:<at_ms>'
 --                            per user who grabbed
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken, '<seq>:<amount>:<left>', in seq
---                            order (left: how many shares remain once this one is taken)
--- KEYS[3]  rp:{<id>}:grabs   list: the grab log, '<seq>:<amount>:<left>:<at_ms>:<user>', in grab order
+--                            order (left: how many shares remain once this one is taken), then
+--                            two '~' (load.lua): the key outlives its last share. Shares left:
+--                            the head's left + 1, 0 when the head is '~' or the list is gone
+--                            (a packet loaded before the marks)
+-- KEYS[3]  rp:{<id>}:grabs   list: the grab log, '<seq>:<amount>:<left>:<at_ms>:<user>', in grab order,
+--                            after a head '~' (load.lua, counted in `persisted`): the key exists
+--                            before the first grab
 --
--- The id's lookup key is not among KEYS: a script whose KEYS name a key that does not exist
--- is refused with TRYAGAIN for as long as its slot migrates between shards, and the lookup key
--- exists only for an id Redis does not hold. Such an id answers 14, and the caller runs
--- lookup.lua (scripts.rs's `grab` does, so its callers see lookup.lua's answers).
+-- A script whose KEYS name a key that does not exist is refused with TRYAGAIN for as long as
+-- its slot migrates between shards (and a write inside it to a missing key fails it there), so
+-- every key named here exists while the packet is held: the pool and the log carry their marks
+-- from the load on, and the lookup key, which exists only for an id Redis does not hold, is
+-- not among KEYS. Such an id answers 14, and the caller runs lookup.lua (scripts.rs's `grab`
+-- does, so its callers see lookup.lua's answers).
 -- ARGV[1]  the caller's grab field, ':<user>' (the user is the caller's verified `sub`)
 -- ARGV[2]  now, epoch milliseconds
 -- ARGV[3]  the digest of the passphrase the grab carried; '' or absent for none
@@ -55,7 +62,7 @@
 --           14 not in Redis: run lookup.lua, which says what the ledger said of the id lately
 --
 -- Cost: a fresh grab of a packet open to all is 4 commands (HMGET, LPOP, HSET, RPUSH), a
--- repeat 2 (HMGET, LLEN): the gate comes in the same HMGET, and only a packet that has one
+-- repeat 2 (HMGET, LINDEX): the gate comes in the same HMGET, and only a packet that has one
 -- reads the caller's recipient and wrong-try fields, in a second HMGET. No counter is kept and nothing is encoded:
 -- each share carries its seq and what is left after it. The `#!lua` line makes Redis refuse
 -- the whole script with -OOM when it is over maxmemory (noeviction), before anything changes;
@@ -63,10 +70,19 @@
 
 local WRONG_TRIES_ALLOWED = 5
 
+-- Shares left: the pool's head's left + 1; none at a mark or without a pool.
+local function shares_left()
+  local head = redis.call('LINDEX', KEYS[2], 0)
+  if not head or head == '~' then
+    return 0
+  end
+  return tonumber(string.match(head, ':(%d+)$')) + 1
+end
+
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', ARGV[1], 'gate', 'opens_at')
 local prior = packet[3]
 if prior then
-  return prior .. '/' .. redis.call('LLEN', KEYS[2])
+  return prior .. '/' .. shares_left()
 end
 local open_until = packet[1]
 if not open_until then
@@ -108,7 +124,7 @@ if string.byte(open_until) == 70 then
   return 12
 end
 if tonumber(ARGV[2]) >= tonumber(open_until) then
-  if redis.call('LLEN', KEYS[2]) == 0 then
+  if shares_left() == 0 then
     return 3
   end
   return 4
@@ -116,6 +132,11 @@ end
 
 local share = redis.call('LPOP', KEYS[2])
 if not share then
+  return 3
+end
+if share == '~' then
+  -- Sold out: the mark goes back (the second one kept the key meanwhile).
+  redis.call('LPUSH', KEYS[2], '~')
   return 3
 end
 local grab = share .. ':' .. ARGV[2]

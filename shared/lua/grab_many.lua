@@ -10,8 +10,8 @@
 -- LPOP, the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
 --
 -- KEYS[1]  rp:{<id>}:packet  the packet hash, as grab.lua reads and writes it
--- KEYS[2]  rp:{<id>}:pool    the shares not yet taken
--- KEYS[3]  rp:{<id>}:grabs   the grab log
+-- KEYS[2]  rp:{<id>}:pool    the shares not yet taken, then two '~' (see grab.lua)
+-- KEYS[3]  rp:{<id>}:grabs   the grab log, after its head '~' (see grab.lua)
 -- (no lookup key, as in grab.lua: an id Redis does not hold answers 14 for every grab)
 -- ARGV[1]  now, epoch milliseconds: the batch's one instant, the latest clock reading among its
 --          grabs (each read its clock before it queued, so none is judged before its own time)
@@ -32,7 +32,7 @@
 -- grab, and a string captured per line, cost 17% of a fresh grab's Redis time (see
 -- BENCHMARKS.md).
 --
--- Cost: two HMGETs (the packet's fields, then the users'), LLEN, LPOP, HSET and RPUSH for a
+-- Cost: two HMGETs (the packet's fields, then the users'), LINDEX, LPOP, HSET and RPUSH for a
 -- batch of fresh grabs (HINCRBY per wrong passphrase; lookup.lua after it for an unknown packet),
 -- against four commands a grab one by one. Under maxmemory the whole batch is refused (-OOM)
 -- before anything changes, as a single grab is.
@@ -63,7 +63,9 @@ else
   fields = grabbers
 end
 local read = redis.call('HMGET', KEYS[1], unpack(fields))
-local left = redis.call('LLEN', KEYS[2])
+-- Shares left (grab.lua's shares_left): the pool's head's left + 1; none at a mark.
+local head = redis.call('LINDEX', KEYS[2], 0)
+local left = (head and head ~= '~') and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
 -- What the packet's state decides for every grab alike, once.
 local closed = false
 if open_until == '-1' then

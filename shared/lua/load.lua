@@ -17,8 +17,11 @@
 --                            '+<user>' = 1 per recipient; and ':<user>' =
 --                            '<seq>:<amount>:<left>:<at_ms>' per grab
 -- KEYS[2]  rp:{<id>}:pool    list of '<seq>:<amount>:<left>', created here from ARGV[5..]
---                            (left: how many entries follow it)
--- KEYS[3]  rp:{<id>}:grabs   list of '<seq>:<amount>:<left>:<at_ms>:<user>', filled from ARGV[4]
+--                            (left: how many shares follow it), then two '~'
+-- KEYS[3]  rp:{<id>}:grabs   list: '~', then '<seq>:<amount>:<left>:<at_ms>:<user>' filled from
+--                            ARGV[4]; `persisted` counts the '~'. The marks keep both keys in
+--                            existence while the packet lives (grab.lua: a migrating slot refuses
+--                            a script that names a missing key)
 -- KEYS[4]  rp:{<id>}:packet:stage:<load>  staged: the ':<user>' fields of the grabs (or nothing)
 -- KEYS[5]  rp:{<id>}:pool:stage:<load>    staged: the pool, entries as KEYS[2]'s (or nothing)
 -- KEYS[6]  rp:{<id>}:grabs:stage:<load>   staged: the log, entries as KEYS[3]'s (or nothing)
@@ -35,8 +38,8 @@
 -- ARGV[4]  a JSON array of the grabs the ledger holds, as grab-log entries, in seq order ([] at
 --          send); or 'staged': the grabs and the pool are in KEYS[4..6]
 -- ARGV[5..] the shares not yet taken, '<seq>:<amount>', in the order they are handed out; or,
---          staged, what was staged: ARGV[5] grabbers (KEYS[4]'s fields), ARGV[6] shares (KEYS[5]'s
---          length), ARGV[7] grabs (KEYS[6]'s length)
+--          staged, what was staged: ARGV[5] grabbers (KEYS[4]'s fields), ARGV[6] KEYS[5]'s length
+--          (the shares and their two '~'), ARGV[7] KEYS[6]'s length (the '~' and the grabs)
 --
 -- The keys get no TTL here: they live until settle has finalised the packet and retires them
 -- (staged keys carry a TTL until they are renamed into place, which PERSIST takes off).
@@ -74,7 +77,7 @@ local hash = staged and KEYS[4] or KEYS[1]
 
 local fields = {
   'open_until', (packet.cancelled and -1) or (packet.closed and 0) or packet.expires_at,
-  'persisted', staged and redis.call('LLEN', KEYS[6]) or #grabs,
+  'persisted', staged and redis.call('LLEN', KEYS[6]) or #grabs + 1,
 }
 for _, pair in ipairs(packet.plain) do
   fields[#fields + 1] = pair[1]
@@ -104,14 +107,10 @@ end
 if staged then
   redis.call('RENAME', KEYS[4], KEYS[1])
   redis.call('PERSIST', KEYS[1])
-  if redis.call('EXISTS', KEYS[5]) == 1 then
-    redis.call('RENAME', KEYS[5], KEYS[2])
-    redis.call('PERSIST', KEYS[2])
-  end
-  if redis.call('EXISTS', KEYS[6]) == 1 then
-    redis.call('RENAME', KEYS[6], KEYS[3])
-    redis.call('PERSIST', KEYS[3])
-  end
+  redis.call('RENAME', KEYS[5], KEYS[2])
+  redis.call('PERSIST', KEYS[2])
+  redis.call('RENAME', KEYS[6], KEYS[3])
+  redis.call('PERSIST', KEYS[3])
   return 1
 end
 
@@ -132,6 +131,8 @@ end
 for first = 1, #shares, 500 do
   redis.call('RPUSH', KEYS[2], unpack(shares, first, math.min(first + 499, #shares)))
 end
+redis.call('RPUSH', KEYS[2], '~', '~')
+redis.call('RPUSH', KEYS[3], '~')
 for first = 1, #grabs, 500 do
   redis.call('RPUSH', KEYS[3], unpack(grabs, first, math.min(first + 499, #grabs)))
 end

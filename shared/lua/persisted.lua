@@ -5,23 +5,25 @@
 -- grabs settle did not record counted as recorded.
 --
 -- KEYS[1]  rp:{<id>}:packet
--- KEYS[2]  rp:{<id>}:grabs (the grab log)
--- ARGV[1]  N, how many log entries the ledger has confirmed
+-- KEYS[2]  rp:{<id>}:grabs (the grab log; a head '~' is not a grab)
+-- ARGV[1]  N, how many grabs of the log the ledger has confirmed
 -- ARGV[2]  the N-th entry's grab as settle read it: '<seq>:<amount>:<at_ms>:<user>'
 --
--- Returns the mark after the call (0 when Redis holds no such packet).
+-- Returns the mark after the call, in grabs (0 when Redis holds no such packet).
 
 local persisted = redis.call('HGET', KEYS[1], 'persisted')
 if not persisted then
   return 0
 end
-local confirmed = tonumber(ARGV[1])
+-- A log loaded since the marks starts with '~', which `persisted` counts and ARGV[1] does not.
+local head = redis.call('LINDEX', KEYS[2], 0) == '~' and 1 or 0
+local confirmed = tonumber(ARGV[1]) + head
 if confirmed > tonumber(persisted) then
   local entry = redis.call('LINDEX', KEYS[2], confirmed - 1)
   local seq, amount, at, user = string.match(entry or '', '^(%d+):(%d+):%d+:(%d+):(.*)$')
-  if entry and (seq .. ':' .. amount .. ':' .. at .. ':' .. user) == ARGV[2] then
+  if seq and (seq .. ':' .. amount .. ':' .. at .. ':' .. user) == ARGV[2] then
     redis.call('HSET', KEYS[1], 'persisted', confirmed)
-    return confirmed
+    return confirmed - head
   end
 end
-return tonumber(persisted)
+return math.max(tonumber(persisted) - head, 0)

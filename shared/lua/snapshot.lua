@@ -7,8 +7,9 @@
 -- call returns more than a page of it, whatever the packet's size (a campaign's holds 100,000).
 --
 -- KEYS[1]  rp:{<id>}:packet
--- KEYS[2]  rp:{<id>}:pool (the shares not yet taken)
--- KEYS[3]  rp:{<id>}:grabs (the grab log)
+-- KEYS[2]  rp:{<id>}:pool (the shares not yet taken, then two '~'; see grab.lua)
+-- KEYS[3]  rp:{<id>}:grabs (the grab log, after a head '~' on a packet loaded since the marks;
+--          the caller leaves it out, record.rs)
 -- ARGV     the packet hash's fields to read (adapters/redis/record.rs, SNAPSHOT_FIELDS)
 --
 -- LOG_PAGE  log entries per reply (scripts.rs's LOG_PAGE; a test holds them equal)
@@ -19,4 +20,6 @@
 
 local LOG_PAGE = 5000
 local fields = redis.call('HMGET', KEYS[1], unpack(ARGV))
-return {fields, redis.call('LLEN', KEYS[2]), redis.call('LLEN', KEYS[3]), redis.call('LRANGE', KEYS[3], 0, LOG_PAGE - 1)}
+local head = redis.call('LINDEX', KEYS[2], 0)
+local shares_left = (head and head ~= '~') and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
+return {fields, shares_left, redis.call('LLEN', KEYS[3]), redis.call('LRANGE', KEYS[3], 0, LOG_PAGE - 1)}

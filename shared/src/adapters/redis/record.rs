@@ -157,9 +157,12 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         expires_at_ms: number("expires_at")?,
         access: Access { recipients, passphrase, members_of },
     };
+    let mark = super::scripts::log_mark(&raw.log);
+    let persisted = parsed::<usize>(raw, "persisted").unwrap_or(0).saturating_sub(mark);
     let grabs = raw
         .log
         .iter()
+        .skip(mark)
         .map(|entry| parse_log_entry(entry).ok_or_else(|| corrupt("log entry")))
         .collect::<Result<Vec<_>, _>>()?;
     let open_until = raw.field("open_until");
@@ -170,7 +173,7 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         cancelled: open_until == Some("-1"),
         remaining_count: raw.shares_left,
         grabs,
-        persisted: parsed(raw, "persisted").unwrap_or(0),
+        persisted,
     })
 }
 
@@ -234,7 +237,8 @@ pub struct RawSnapshot {
     pub fields: Vec<Option<String>>,
     /// Shares not yet taken.
     pub shares_left: u32,
-    /// Every log entry, in grab order.
+    /// Every log entry, in grab order, after the log's head mark if it has one
+    /// ([`super::scripts::LIST_MARK`]).
     pub log: Vec<String>,
 }
 

@@ -151,6 +151,18 @@ pub enum Loaded {
     Staging,
 }
 
+/// The mark at the head of a packet's grab log and, twice, at the end of its pool (load.lua):
+/// it keeps both keys in existence from the load to the retirement, so no grab script names a
+/// missing key (a migrating slot refuses such a script with `TRYAGAIN`). It is no grab and no
+/// share: the readers leave it out ([`log_mark`]).
+pub const LIST_MARK: &str = "~";
+
+/// How many entries at the head of `log` are no grab: 1 for the mark a log loaded since the
+/// marks carries (which `persisted` counts too), 0 for an older one.
+pub fn log_mark(log: &[String]) -> usize {
+    usize::from(log.first().is_some_and(|head| head == LIST_MARK))
+}
+
 /// Entries (shares and grabs) one call carries at most: a packet with more is staged, a
 /// bounded command at a time, before `load.lua` renames it into place.
 pub const LOAD_CHUNK: usize = 5_000;
@@ -241,7 +253,7 @@ async fn load_once<C: ConnectionLike>(
     if large {
         stage(conn, &staged, packet.terms.count, grabs, pool, per_call).await?;
         let grabbers: HashSet<&UserId> = grabs.iter().map(|grab| &grab.user).collect();
-        invocation.arg("staged").arg(grabbers.len()).arg(pool.len()).arg(grabs.len());
+        invocation.arg("staged").arg(grabbers.len()).arg(pool.len() + 2).arg(grabs.len() + 1);
     } else {
         let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
         let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
@@ -296,6 +308,10 @@ async fn stage<C: ConnectionLike>(
     pool: &[(u32, crate::domain::Cents)],
     per_call: Duration,
 ) -> RedisResult<()> {
+    // The log's head mark first, and the pool's two marks last (load.lua).
+    let mut head = redis::pipe();
+    head.rpush(&staged.grabs, LIST_MARK).ignore().cmd("PEXPIRE").arg(&staged.grabs).arg(STAGE_TTL_MS).ignore();
+    bounded(per_call, head.exec_async(conn)).await?;
     for chunk in grabs.chunks(LOAD_CHUNK) {
         let mut fields = redis::cmd("HSET");
         fields.arg(&staged.packet);
@@ -325,7 +341,10 @@ async fn stage<C: ConnectionLike>(
         pipe.add_command(shares).cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS);
         bounded(per_call, pipe.exec_async(conn)).await?;
     }
-    Ok(())
+    let mut tail = redis::pipe();
+    tail.rpush(&staged.pool, &[LIST_MARK, LIST_MARK]).ignore();
+    tail.cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS).ignore();
+    bounded(per_call, tail.exec_async(conn)).await
 }
 
 /// Runs `freeze.lua` with `token`, then reads the rest of the frozen log a page at a time, each
@@ -349,6 +368,7 @@ pub async fn freeze<C: ConnectionLike>(
         .ok_or_else(|| unreadable(format!("the frozen log changed under its {length} entries")))?;
     let grabs = log
         .iter()
+        .skip(log_mark(&log))
         .map(|entry| parse_log_entry(entry).ok_or_else(|| unreadable(format!("unreadable {entry:?}"))))
         .collect::<RedisResult<Vec<_>>>()?;
     Ok(Frozen::Log { grabs, partial: state == 2 })
@@ -765,6 +785,28 @@ mod tests {
         let page = format!("local LOG_PAGE = {LOG_PAGE}\n");
         for source in [include_str!("../../../lua/snapshot.lua"), include_str!("../../../lua/freeze.lua")] {
             assert!(source.contains(&page), "{page}");
+        }
+    }
+
+    #[test]
+    fn a_logs_head_mark_is_no_grab() {
+        let log = |entries: &[&str]| entries.iter().map(|entry| entry.to_string()).collect::<Vec<_>>();
+        assert_eq!(log_mark(&log(&["~", "1:100:2:1700000000000:bob"])), 1, "a log loaded since the marks");
+        assert_eq!(log_mark(&log(&["~"])), 1, "no grab yet");
+        assert_eq!(log_mark(&log(&["1:100:2:1700000000000:bob"])), 0, "a log loaded before the marks");
+        assert_eq!(log_mark(&[]), 0);
+    }
+
+    #[test]
+    fn every_script_reading_the_pools_length_reads_its_head_instead() {
+        for source in [
+            GRAB_LUA,
+            GRAB_MANY_LUA,
+            include_str!("../../../lua/cancel.lua"),
+            include_str!("../../../lua/close.lua"),
+            include_str!("../../../lua/snapshot.lua"),
+        ] {
+            assert!(!source.contains("'LLEN', KEYS[2]"), "the pool's length counts its end marks: {source}");
         }
     }
 

@@ -386,8 +386,9 @@ impl RedisStore {
             let (read,) = self.run(pipe.query_async(conn)).await?;
             (read, 0)
         } else {
-            pipe.llen(&keys.pool);
-            self.run(pipe.query_async(conn)).await?
+            pipe.lindex(&keys.pool, 0);
+            let (read, head): (Fields, Option<String>) = self.run(pipe.query_async(conn)).await?;
+            (read, shares_left(head.as_deref()))
         };
         Ok(match (prior, held, gate) {
             (Some(prior), _, _) => Some(already(&prior, shares_left)?),
@@ -471,6 +472,14 @@ impl RedisStore {
         self.run(touch.query_async::<()>(conn)).await?;
         conn.replicas_acknowledge(&self.keys(id).packet, wait, self.limit()).await
     }
+}
+
+/// Shares left by the pool's head (`LINDEX 0`), as the scripts count them: the head share's
+/// `left` + 1; none at the pool's end mark or without a pool.
+fn shares_left(head: Option<&str>) -> u32 {
+    head.filter(|head| *head != super::scripts::LIST_MARK)
+        .and_then(|head| head.rsplit(':').next()?.parse::<u32>().ok())
+        .map_or(0, |left| left + 1)
 }
 
 /// `Already` from a grabber's `<seq>:<amount>:<left>:<at_ms>`.
@@ -569,5 +578,16 @@ impl LiveStore for RedisStore {
             }
         }
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shares_left_are_read_off_the_pools_head() {
+        assert_eq!(super::shares_left(Some("3:120:4")), 5, "the head's left + 1");
+        assert_eq!(super::shares_left(Some("9:50:0")), 1, "the last share");
+        assert_eq!(super::shares_left(Some("~")), 0, "the end mark: sold out");
+        assert_eq!(super::shares_left(None), 0, "no pool (a packet loaded before the marks, sold out)");
     }
 }
