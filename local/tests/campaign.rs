@@ -11,9 +11,7 @@ use std::sync::Arc;
 use local::write_meter::WriteUnitMeter;
 use red_packets::adapters::DynamoLedger;
 use red_packets::clock::{parse_rfc3339, rfc3339};
-use red_packets::domain::wallet::TopUp;
-use red_packets::domain::{Cents, Funds, PacketStatus, UserId};
-use red_packets::ports::Wallets;
+use red_packets::domain::{Funds, PacketStatus};
 use red_packets::settle::{SettleRequest, Settler};
 use red_packets::{Clock, Config};
 use serde_json::json;
@@ -27,24 +25,13 @@ async fn wallet_stack(name: &str) -> Stack {
     Stack::with_config(name, config).await
 }
 
-async fn top_up(stack: &Stack, who: &str, amount_cents: Cents) {
-    let topup = TopUp { user: UserId::from_claim(who).unwrap(), amount_cents, reference: format!("pay-{who}") };
-    assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.expect("top-up").applied);
-}
-
-async fn balance(stack: &Stack, who: &str) -> u64 {
-    let (status, wallet) = stack.wallet(who, "").await;
-    assert_eq!(status, 200, "{wallet}");
-    wallet["balance_cents"].as_u64().unwrap()
-}
-
 /// A campaign's packet sent ten minutes ahead: paid at the send; every grab before 20:00 is
 /// `not_open_yet` (from Redis, and from the ledger when Redis has lost it); served at 20:00;
 /// expired one lifetime after the opening, not after the send; the rest refunded by settle.
 #[tokio::test]
 async fn a_scheduled_packet_opens_at_its_instant_and_expires_a_lifetime_later() {
     let stack = wallet_stack("campaign-opens").await;
-    top_up(&stack, "brand", 10_000).await;
+    stack.top_up("brand", 10_000).await;
     let opens_at_ms = stack.clock.now_ms() + 10 * MINUTE_MS;
     let body = json!({ "total_cents": 3_000, "count": 3, "kind": "fixed", "expires_in_seconds": 600,
                        "opens_at": rfc3339(opens_at_ms) });
@@ -53,7 +40,7 @@ async fn a_scheduled_packet_opens_at_its_instant_and_expires_a_lifetime_later() 
     let id = sent["packet_id"].as_str().unwrap().to_owned();
     assert_eq!(sent["opens_at"].as_str().and_then(parse_rfc3339), Some(opens_at_ms));
     assert_eq!(sent["expires_at"].as_str().and_then(parse_rfc3339), Some(opens_at_ms + 10 * MINUTE_MS));
-    assert_eq!(balance(&stack, "brand").await, 7_000, "the debit is taken at the send, not at the opening");
+    assert_eq!(stack.balance("brand").await, 7_000, "the debit is taken at the send, not at the opening");
 
     let (status, early) = stack.grab(&id, "bob").await;
     assert_eq!((status, early["error"]["code"].as_str()), (409, Some("not_open_yet")), "{early}");
@@ -80,8 +67,8 @@ async fn a_scheduled_packet_opens_at_its_instant_and_expires_a_lifetime_later() 
     stack.settle().await;
     let recorded = stack.recorded(&id).await;
     assert_eq!((recorded.status, recorded.refund_cents), (PacketStatus::Expired, Some(1_000)));
-    assert_eq!(balance(&stack, "brand").await, 8_000, "the unclaimed share came back once");
-    assert_eq!(balance(&stack, "bob").await + balance(&stack, "carol").await, 2_000);
+    assert_eq!(stack.balance("brand").await, 8_000, "the unclaimed share came back once");
+    assert_eq!(stack.balance("bob").await + stack.balance("carol").await, 2_000);
 }
 
 /// Cancelled before its opening: every share comes back, and a grab at the opening is
@@ -89,13 +76,13 @@ async fn a_scheduled_packet_opens_at_its_instant_and_expires_a_lifetime_later() 
 #[tokio::test]
 async fn a_packet_cancelled_before_its_opening_refunds_everything() {
     let stack = wallet_stack("campaign-cancel").await;
-    top_up(&stack, "brand", 5_000).await;
+    stack.top_up("brand", 5_000).await;
     let opens_at_ms = stack.clock.now_ms() + 60 * MINUTE_MS;
     let body = json!({ "total_cents": 5_000, "count": 50, "opens_at": rfc3339(opens_at_ms) });
     let (status, sent) = stack.try_send("brand", &body).await;
     assert_eq!(status, 201, "{sent}");
     let id = sent["packet_id"].as_str().unwrap().to_owned();
-    assert_eq!(balance(&stack, "brand").await, 0);
+    assert_eq!(stack.balance("brand").await, 0);
 
     let (status, cancelled) = stack.cancel(&id, "brand").await;
     assert_eq!(status, 200, "{cancelled}");
@@ -109,7 +96,7 @@ async fn a_packet_cancelled_before_its_opening_refunds_everything() {
     stack.settle().await;
     let recorded = stack.recorded(&id).await;
     assert_eq!((recorded.status, recorded.refund_cents), (PacketStatus::Cancelled, Some(5_000)));
-    assert_eq!(balance(&stack, "brand").await, 5_000, "the whole packet came back");
+    assert_eq!(stack.balance("brand").await, 5_000, "the whole packet came back");
 }
 
 /// A packet of 400 shares grabbed to the last, then settled with a ceiling of 100 write units

@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use red_packets::domain::{Cents, Funds, TopUp, UserId};
-use red_packets::ports::Wallets;
-use red_packets::{Clock, Config};
+use red_packets::domain::Funds;
+use red_packets::Config;
 use serde_json::{json, Value};
 use support::cluster::{Migration, OwnCluster};
 use support::stack::Stack;
@@ -348,17 +347,6 @@ async fn throttled_stack(name: &str, throttler: &Arc<Throttler>) -> Stack {
     Stack::through(name, config, throttler.wrap(client)).await
 }
 
-async fn top_up(stack: &Stack, who: &str, amount_cents: Cents) {
-    let topup = TopUp { user: UserId::from_claim(who).unwrap(), amount_cents, reference: format!("pay-{who}") };
-    assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.expect("top-up").applied);
-}
-
-async fn balance(stack: &Stack, who: &str) -> u64 {
-    let (status, wallet) = stack.wallet(who, "").await;
-    assert_eq!(status, 200, "{wallet}");
-    wallet["balance_cents"].as_u64().unwrap()
-}
-
 /// Settle under throttling: a quarter of every write settle makes throttled, and half of those
 /// to one packet's partition. Settle slows (its runs stop early and the next goes on, its pace
 /// halving for the hot partition) but never loses or pays twice: every acknowledged grab is
@@ -369,7 +357,7 @@ async fn settle_slows_under_throttling_and_pays_every_cent_once() {
     let counted_before = throttles_counted();
     let throttler = Throttler::new(Vec::new());
     let stack = throttled_stack("throttled-settle", &throttler).await;
-    top_up(&stack, "brand", 10_000).await;
+    stack.top_up("brand", 10_000).await;
     let hot = stack.send("brand", json!({ "total_cents": 3_000, "count": 30 })).await;
     let cold = stack.send("brand", json!({ "total_cents": 2_000, "count": 20 })).await;
     let mut acknowledged = [HashMap::new(), HashMap::new()];
@@ -420,9 +408,9 @@ async fn settle_slows_under_throttling_and_pays_every_cent_once() {
             sums
         })
     {
-        assert_eq!(balance(&stack, user).await, amount, "{user} credited once with what they grabbed");
+        assert_eq!(stack.balance(user).await, amount, "{user} credited once with what they grabbed");
     }
-    assert_eq!(balance(&stack, "brand").await, 10_000 - 5_000 + refunds, "the sender refunded once");
+    assert_eq!(stack.balance("brand").await, 10_000 - 5_000 + refunds, "the sender refunded once");
 }
 
 /// A send whose transaction DynamoDB throttles past the SDK's retry answers 503 and takes
@@ -438,16 +426,16 @@ async fn a_throttled_send_is_retried_into_one_packet_paid_once() {
         first: 2,
     }]);
     let stack = throttled_stack("throttled-send", &throttler).await;
-    top_up(&stack, "brand", 20_000).await;
+    stack.top_up("brand", 20_000).await;
     let body = json!({ "total_cents": 1_000, "count": 5 });
     let (status, refused) = stack.send_keyed("brand", &body, "campaign-1").await;
     assert_eq!((status, refused["error"]["code"].as_str()), (503, Some("unavailable")), "{refused}");
-    assert_eq!(balance(&stack, "brand").await, 20_000, "a refused send takes nothing");
+    assert_eq!(stack.balance("brand").await, 20_000, "a refused send takes nothing");
     let (status, sent) = stack.send_keyed("brand", &body, "campaign-1").await;
     assert_eq!(status, 201, "{sent}");
     let (status, again) = stack.send_keyed("brand", &body, "campaign-1").await;
     assert_eq!((status, &again["packet_id"]), (201, &sent["packet_id"]), "a replay answers the same packet");
-    assert_eq!(balance(&stack, "brand").await, 19_000, "paid once");
+    assert_eq!(stack.balance("brand").await, 19_000, "paid once");
 
     throttler.stop();
     throttler.start(vec![Rule {
@@ -476,7 +464,7 @@ async fn a_throttled_send_is_retried_into_one_packet_paid_once() {
         throttler.throttled.load(Ordering::SeqCst)
     );
     assert_eq!(packets.len(), 10);
-    assert_eq!(balance(&stack, "brand").await, 19_000 - 10 * 1_000, "ten packets, ten debits");
+    assert_eq!(stack.balance("brand").await, 19_000 - 10 * 1_000, "ten packets, ten debits");
 }
 
 /// A grab of a packet Redis lost reads the ledger (a query of its partition); throttled past the
@@ -486,7 +474,7 @@ async fn a_throttled_send_is_retried_into_one_packet_paid_once() {
 async fn a_throttled_ledger_read_on_the_grab_path_is_a_503_then_a_grab() {
     let throttler = Throttler::new(Vec::new());
     let stack = throttled_stack("throttled-grab", &throttler).await;
-    top_up(&stack, "brand", 5_000).await;
+    stack.top_up("brand", 5_000).await;
     let id = stack.send("brand", json!({ "total_cents": 1_000, "count": 4 })).await;
     stack.empty_redis(&[&id]).await;
     throttler.start(vec![Rule { operation: "Query", partition: format!("PKT#{id}"), per_mille: 1_000, first: 2 }]);
@@ -500,7 +488,7 @@ async fn a_throttled_ledger_read_on_the_grab_path_is_a_503_then_a_grab() {
     stack.settle().await;
     let amount = grabbed["amount_cents"].as_u64().unwrap();
     stack.assert_settled_books(&id, &HashMap::from([("bob".to_owned(), amount)])).await;
-    assert_eq!(balance(&stack, "bob").await, amount);
+    assert_eq!(stack.balance("bob").await, amount);
 }
 
 /// Every item of `stack`'s table, as a restore to this moment would bring it back.
@@ -538,7 +526,7 @@ async fn a_ledger_restored_from_backup_is_replayed_from_redis_and_its_losses_rep
     let mut config = Config::from_env().expect("configuration");
     config.funds = Funds::Wallet;
     let live = Stack::with_config("drill", config).await;
-    top_up(&live, "alice", 10_000).await;
+    live.top_up("alice", 10_000).await;
     let early = live.send("alice", json!({ "total_cents": 1_000, "count": 5, "expires_in_seconds": 600 })).await;
     let mut grabbed = HashMap::new();
     for user in ["bob", "carol"] {
@@ -557,7 +545,7 @@ async fn a_ledger_restored_from_backup_is_replayed_from_redis_and_its_losses_rep
     let late = live.send("alice", json!({ "total_cents": 500, "count": 2 })).await;
     let (status, erin) = live.grab(&late, "erin").await;
     assert_eq!(status, 200, "{erin}");
-    top_up(&live, "frank", 300).await;
+    live.top_up("frank", 300).await;
     live.clock.advance(10 * 60_000);
     live.settle().await;
     let finalised = live.assert_settled_books(&early, &grabbed).await;
@@ -600,15 +588,15 @@ async fn a_ledger_restored_from_backup_is_replayed_from_redis_and_its_losses_rep
     assert!(findings.iter().all(|f| f.finding != "extra"), "nothing paid twice");
     eprintln!("figure: restore report: {} findings, {bookkeeping} bookkeeping items lost", findings.len());
     assert_eq!(
-        balance(&stack, "alice").await,
+        stack.balance("alice").await,
         10_000 - 1_000 + refund,
         "alice: her first packet and its refund, once; her second packet's debit is reported lost"
     );
     for (user, amount) in &grabbed {
-        assert_eq!(balance(&stack, user).await, *amount, "{user} paid once");
+        assert_eq!(stack.balance(user).await, *amount, "{user} paid once");
     }
     let erin = erin["amount_cents"].as_u64().unwrap();
-    assert_eq!(balance(&stack, "erin").await, erin, "erin's grab, which Redis held, is paid once");
+    assert_eq!(stack.balance("erin").await, erin, "erin's grab, which Redis held, is paid once");
     // Reconciliation names the rest: the books are short of the lost send's debit, less the
     // grab of it settle wrote back (erin's, which Redis held), and that grab's packet has no
     // record. Finance re-records both (docs/OPERATIONS.md); nothing else is off.

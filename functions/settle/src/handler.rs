@@ -79,10 +79,7 @@ async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
         Some(by) => settler.release(&request.release, by).await.map_err(unavailable)?,
         None => 0,
     };
-    let replayed = match request.replay {
-        true => settler.replay(shards.clone()).await.map_err(unavailable)?,
-        false => 0,
-    };
+    let replayed = if request.replay { settler.replay(shards.clone()).await.map_err(unavailable)? } else { 0 };
     let drained = settler.drain(shards, deadline_ms, settler.drain_until(deadline_ms)).await;
     match &drained {
         Ok(summary) => record(summary, started.elapsed()),

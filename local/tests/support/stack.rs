@@ -263,6 +263,22 @@ impl Stack {
         reply(query::handle(&self.functions.query, request(&event)).await).await
     }
 
+    /// A top-up of `who`'s wallet as the payments system makes it (reference `pay-<who>`).
+    pub async fn top_up(&self, who: &str, amount_cents: red_packets::domain::Cents) {
+        use red_packets::ports::Wallets;
+        use red_packets::Clock;
+        let user = red_packets::domain::UserId::from_claim(who).unwrap();
+        let topup = red_packets::domain::TopUp { user, amount_cents, reference: format!("pay-{who}") };
+        assert!(self.ledger.top_up(&topup, self.clock.now_ms()).await.expect("top-up").applied);
+    }
+
+    /// `who`'s balance, as `GET /me/wallet` answers it.
+    pub async fn balance(&self, who: &str) -> u64 {
+        let (status, wallet) = self.wallet(who, "").await;
+        assert_eq!(status, 200, "{wallet}");
+        wallet["balance_cents"].as_u64().unwrap()
+    }
+
     pub async fn recorded(&self, id: &str) -> LedgerPacket {
         self.ledger.ledger_packet(&PacketId::parse(id).unwrap()).await.unwrap().expect("the packet is in the ledger")
     }
