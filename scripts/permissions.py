@@ -34,7 +34,7 @@ operator: `lambda:InvokeFunction` with `InvokedViaFunctionUrl`, `lambda:InvokeFu
 `FunctionUrlAuthType` AWS_IAM, and no function URL anywhere else). Each managed invoke policy
 grants the invocation of its own entry point alone, the operators' under the same conditions. Which requests
 each binary takes is the code's (`FundsEntry`), run on the binaries in
-local/tests/events_on_binaries.rs. The consumers of the bus (`risk`: RiskFunction) are invoked by
+local/tests/it/events_on_binaries.rs. The consumers of the bus (`risk`: RiskFunction) are invoked by
 EventBridge alone (`events.amazonaws.com`), and only from a rule of this stack on the stack's own
 bus that targets them (`SourceArn` that rule's ARN, `rule/<bus>/<rule>`): a permission without a
 `SourceArn` would let any rule, of any account, invoke them with events of its own making. No
@@ -114,7 +114,7 @@ def load_binary_calls(directory):
     return made, foreign
 
 
-# The access key id each binary runs with under the emulator (local/tests/events_on_binaries.rs):
+# The access key id each binary runs with under the emulator (local/tests/it/events_on_binaries.rs):
 # its own name.
 BINARY_KEY_IDS = {"send", "grab", "query", "settle", "funds", "operator", "risk"}
 
@@ -173,7 +173,7 @@ def check(stack, calls, label, made_by_binaries=None):
     binaries = {binary_of(stack.resources[f]) for f in functions}
     if made_by_binaries is not None:
         for binary in sorted(binaries - set(made_by_binaries)):
-            problems.append(f"[{label}] no call of the {binary} binary itself was recorded on the wire (local/tests/events_on_binaries.rs)")
+            problems.append(f"[{label}] no call of the {binary} binary itself was recorded on the wire (local/tests/it/events_on_binaries.rs)")
     for (binary, _service, _operation, _resources) in calls:
         if binary not in binaries:
             problems.append(f"[{label}] calls recorded for a binary no function of the template runs: {binary}")

@@ -11,6 +11,10 @@ and `--jobs` binaries may run at once (the longest first), each slot with settin
 
 Which binaries: every test binary of the workspace as `cargo test --workspace` builds it (the
 same features, so nothing is built again), narrowed by `--package`, `--test` and `--skip-test`.
+An integration binary built from a folder (`tests/it/main.rs`) holds suites, one per top-level
+module (`wallet::…`): each suite runs as a binary of its own here (the same executable, filtered
+to the suite's tests), named by its module, so a suite is chosen, skipped, timed and ordered as
+a binary is, and its tests run in a process of their own as when each suite was its own binary.
 Arguments after `--` go to every binary (`--skip NAME`, say). The exit status is 1 if any failed
 or timed out.
 
@@ -66,6 +70,8 @@ class TestBinary:
     source: str
     executable: str
     package_dir: str
+    # The arguments that narrow the executable to this suite's tests (none for a whole binary).
+    filters: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -73,7 +79,8 @@ class TestBinary:
 
     @property
     def running_line(self) -> str:
-        return f"     Running {self.source} ({os.path.relpath(self.executable, ROOT)})"
+        suite = f" {self.filters[0]}" if self.filters else ""
+        return f"     Running {self.source}{suite} ({os.path.relpath(self.executable, ROOT)})"
 
 
 def test_binaries() -> list[TestBinary]:
@@ -98,8 +105,32 @@ def test_binaries() -> list[TestBinary]:
         source = os.path.relpath(target["src_path"], package_dir)
         if kind != "test":
             source = f"unittests {source}"
-        binaries.append(TestBinary(package_name(message["package_id"]), target["name"], kind, source, message["executable"], package_dir))
+        binary = TestBinary(package_name(message["package_id"]), target["name"], kind, source, message["executable"], package_dir)
+        binaries.extend(suites(binary, listed(binary)) if kind == "test" and source.endswith("/main.rs") else [binary])
     return binaries
+
+
+def listed(binary: TestBinary) -> list[str]:
+    """The names of every test in the binary (`--list --format terse`: `name: test` lines)."""
+    listing = subprocess.run(
+        [binary.executable, "--list", "--format", "terse"], cwd=binary.package_dir, stdout=subprocess.PIPE, text=True, check=True
+    )
+    return [line.rsplit(": ", 1)[0] for line in listing.stdout.splitlines() if line.endswith(": test")]
+
+
+def suites(binary: TestBinary, names: list[str]) -> list[TestBinary]:
+    """One entry per top-level module of a multi-suite binary, filtered to that module's tests by
+    the prefix `module::` (libtest's filters match substrings: a module name that also occurs
+    deeper in another suite's names is an error, ValueError, not a silent second run)."""
+    modules = sorted({name.split("::", 1)[0] for name in names if "::" in name})
+    for module in modules:
+        elsewhere = [name for name in names if f"{module}::" in name and not name.startswith(f"{module}::")]
+        if elsewhere:
+            raise ValueError(f"suite {module}'s filter would also run {elsewhere[0]}")
+    return [
+        TestBinary(binary.package, module, "test", binary.source, binary.executable, binary.package_dir, (f"{module}::",))
+        for module in modules
+    ]
 
 
 def package_name(package_id: str) -> str:
@@ -134,7 +165,7 @@ def run_one(binary: TestBinary, slot: dict[str, str], test_args: list[str], time
     started = time.monotonic()
     with tempfile.TemporaryFile(mode="w+") as output:
         child = subprocess.Popen(
-            [binary.executable, *test_args],
+            [binary.executable, *binary.filters, *test_args],
             cwd=binary.package_dir,
             env=environment,
             stdout=output,
@@ -244,7 +275,7 @@ def main() -> int:
         DURATIONS.parent.mkdir(exist_ok=True)
         previous = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         DURATIONS.write_text(json.dumps({**previous, **durations}, indent=1, sort_keys=True) + "\n")
-    print(f"{len(binaries)} test binaries, {jobs} at a time, in {time.monotonic() - started:.0f} s", flush=True)
+    print(f"{len(binaries)} test binaries and suites, {jobs} at a time, in {time.monotonic() - started:.0f} s", flush=True)
     if failed:
         print("failed: " + ", ".join(sorted(failed)), flush=True)
         return 1

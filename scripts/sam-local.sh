@@ -8,7 +8,7 @@
 #                                     (its own: a build beside make test's cargo never waits on it;
 #                                     incremental there, so --no-cached: the cache hashes the whole
 #                                     repository, target/ included, on every build)
-#   scripts/sam-local.sh test         local/tests/events_on_binaries.rs through `sam local invoke`
+#   scripts/sam-local.sh test         local/tests/it/events_on_binaries.rs through `sam local invoke`
 #                                     (SAM_LOCAL_TEMPLATE): every function with every event in
 #                                     events/ and the routes' generated events, against the
 #                                     services REDIS_URL and AWS_ENDPOINT_URL_DYNAMODB name, which

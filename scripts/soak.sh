@@ -50,13 +50,13 @@ target/release/local reconcile | tail -12
 # schedules of grabs, settles (crashed, overlapping) and failovers against this Redis and
 # DynamoDB Local (SOAK_RECOVERY_SEEDS, default 500).
 echo "randomized failovers: ${SOAK_RECOVERY_SEEDS:-500} seeds"
-FUNDS=none RECOVERY_SEEDS=${SOAK_RECOVERY_SEEDS:-500} cargo test --locked -p local --test recovery randomized -- --nocapture 2>&1 \
+FUNDS=none RECOVERY_SEEDS=${SOAK_RECOVERY_SEEDS:-500} cargo test --locked -p local --test it recovery::randomized -- --nocapture 2>&1 \
   | grep -E "figure|seed .* failed|test result"
 
-# A fleet's own faults, long (local/tests/fleet.rs's ignored tests; `make test` runs the short
+# A fleet's own faults, long (local/tests/it/fleet.rs's ignored tests; `make test` runs the short
 # ones): every slot of one shard moved to another under a flood of grabs (FLEET_SLOTS, default
 # 5,461), and a hot packet's primary killed round the shards (FLEET_FAILOVERS, default 6), each
 # on a Valkey cluster of its own.
 echo "the fleet's own faults, long: a shard's every slot moved, ${FLEET_FAILOVERS:-6} failovers"
-REDIS_SERVER=$(scripts/stack.sh valkey-server) FUNDS=none cargo test --locked -p local --test fleet -- --ignored \
+REDIS_SERVER=$(scripts/stack.sh valkey-server) FUNDS=none cargo test --locked -p local --test it -- fleet:: --ignored \
   --nocapture 2>&1 | grep -E "figure|panicked|test result"

@@ -135,7 +135,7 @@ model_log=".local/$name/recovery-model.log"
 nice -n 19 .local/venv/bin/python scripts/run_tests.py --jobs 1 --package red-packets --test recovery_model \
   >"$model_log" 2>&1 &
 model=$!
-# So does the split's verifier (local/tests/fairness.rs: 1,000 packets sent, grabbed and settled
+# So does the split's verifier (local/tests/it/fairness.rs: 1,000 packets sent, grabbed and settled
 # through the handlers, then recomputed by scripts/verify_split.py), 80 s of the first pass, most
 # of it the test process's own CPU; its calls are recorded like the first pass's.
 verifier_log=".local/$name/split-verifier.log"

@@ -257,7 +257,7 @@ def check_events_pipe(name, resources):
     that carry an event, a packet's finalisation and a withdrawal's resolution (each filter valid
     JSON), and its template
     builds every field of the event schemas. The filters and the template are applied to real
-    stream records of DynamoDB Local in local/tests/events_stream.rs; the webhook's resources
+    stream records of DynamoDB Local in local/tests/it/events_stream.rs; the webhook's resources
     exist only with a WebhookUrl."""
     problems = []
     pipes = [r for r in resources.values() if r["Type"] == "AWS::Pipes::Pipe"]

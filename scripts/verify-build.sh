@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Which binary answers which sample event (as local/tests/events_on_binaries.rs maps them).
+# Which binary answers which sample event (as local/tests/it/events_on_binaries.rs maps them).
 declare -A events=(
   [send]="send.json cancel.json withdraw.json"
   [grab]="grab.json"

@@ -45,7 +45,7 @@ pub const USERS: usize = 20_000;
 /// Concurrent callers.
 pub const CONCURRENCY: usize = 256;
 /// Write units per share settle sends to the packet's partition without the wallet: the share's
-/// claim and the grab item (`local/tests/campaign.rs` counts them).
+/// claim and the grab item (`local/tests/it/campaign.rs` counts them).
 pub const UNITS_PER_SHARE: f64 = 2.0;
 /// Rounds of the too-early and sold-out calls, in turn.
 const CPU_ROUNDS: usize = 5;

@@ -2,7 +2,7 @@
 //! the Lambda container SAM makes on a Docker daemon (the template's architecture, environment,
 //! memory and timeout), answering one event. `scripts/sam-local.sh` sets the stage in `make
 //! test` (the daemon, the arm64 base image, the debug `sam build`) and runs
-//! `local/tests/events_on_binaries.rs` through this instead of the emulator on the host.
+//! `local/tests/it/events_on_binaries.rs` through this instead of the emulator on the host.
 //!
 //! The container reaches the test's Redis and DynamoDB Local at `host.docker.internal`, which
 //! `--add-host host.docker.internal:host-gateway` points at the host's address on the Docker

@@ -100,7 +100,7 @@ class DerivedPermissions(unittest.TestCase):
         made, foreign = permissions.load_binary_calls(directory)
         self.assertEqual((made, foreign), ({"settle": {"Query"}}, []))
         problems = permissions.check(stack, permissions.load_calls(directory), "t", made)
-        self.assertEqual(problems, ["[t] no call of the grab binary itself was recorded on the wire (local/tests/events_on_binaries.rs)"])
+        self.assertEqual(problems, ["[t] no call of the grab binary itself was recorded on the wire (local/tests/it/events_on_binaries.rs)"])
 
     def test_a_call_signed_with_another_binarys_key_is_named(self):
         directory = tempfile.mkdtemp()

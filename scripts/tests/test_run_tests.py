@@ -52,6 +52,28 @@ class Selection(unittest.TestCase):
                 run_tests.selected(every, ["local"], [], ["walet"])
 
 
+class Suites(unittest.TestCase):
+    def test_one_entry_per_top_level_module_filtered_to_its_tests(self):
+        it = run_tests.TestBinary("local", "it", "test", "tests/it/main.rs", "/x/it", "/x")
+        names = ["wallet::a_top_up", "wallet::a_withdrawal", "fleet::a_failover", "support::throttled::tests::rules"]
+        found = run_tests.suites(it, names)
+        self.assertEqual([(s.target, s.filters) for s in found], [("fleet", ("fleet::",)), ("support", ("support::",)), ("wallet", ("wallet::",))])
+        self.assertEqual(found[0].key, "local/fleet")
+        self.assertIn("tests/it/main.rs fleet::", found[0].running_line)
+
+    def test_a_module_name_deeper_in_another_suite_is_refused(self):
+        it = run_tests.TestBinary("local", "it", "test", "tests/it/main.rs", "/x/it", "/x")
+        with self.assertRaisesRegex(ValueError, "suite wallet's filter would also run fleet::wallet::a"):
+            run_tests.suites(it, ["wallet::b", "fleet::wallet::a"])
+
+    def test_a_suite_runs_the_executable_with_its_filter_first(self):
+        with tempfile.TemporaryDirectory() as folder:
+            echo = binary(folder, "it", 'echo "args: $*"')
+            suite = run_tests.suites(echo, ["wallet::a"])[0]
+            _, _, output = run_tests.run_one(suite, {}, ["--skip", "x"], timeout=10)
+            self.assertIn("args: wallet:: --skip x", output)
+
+
 class Slots(unittest.TestCase):
     def test_settings_split_on_commas_and_the_first_equals_sign(self):
         self.assertEqual(

@@ -11,8 +11,6 @@
 //! from) is compared too: with the model's, and with the script's. Unknown packets' lookup
 //! states in a table test; the commands a grab costs counted by Redis.
 
-mod support;
-
 use std::collections::HashMap;
 
 use proptest::prelude::*;
@@ -392,7 +390,7 @@ async fn unknown_ids_go_through_the_lookup_states() {
 /// commands inside the script, a repeat 2.
 #[tokio::test]
 async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
-    let redis = support::OwnRedis::start();
+    let redis = crate::support::OwnRedis::start();
     let store = RedisStore::new(&redis.config());
     let packet = packet(5, PacketKind::Lucky);
     store.load(&packet, &packet.shares()).await.unwrap();
@@ -413,7 +411,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
 
     // A chat's phrase packet: the gate rides in the same HMGET, the caller's recipient and
     // wrong-try fields in a second.
-    let mut gated = crate::packet(5, PacketKind::Lucky);
+    let mut gated = self::packet(5, PacketKind::Lucky);
     gated.access = Access {
         recipients: Some(vec![UserId::from_claim("bob").unwrap(), UserId::from_claim("carol").unwrap()]),
         passphrase: Some(digest("芝麻开门")),
@@ -444,7 +442,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
 
     // A members-only packet: the ticket's chat is compared in the same second HMGET, which reads
     // the packet's chat beside the caller's fields; nothing else is read for it, here or before.
-    let mut members = crate::packet(5, PacketKind::Lucky);
+    let mut members = self::packet(5, PacketKind::Lucky);
     members.terms.chat_id = Some(our_chat());
     members.access = Access { members_of: Some(our_chat()), ..Access::default() };
     store.load(&members, &members.shares()).await.unwrap();
@@ -465,7 +463,7 @@ async fn a_fresh_grab_is_four_commands_and_a_repeat_two() {
     // sold-out answer on an open packet (HMGET, then an LPOP that finds the pool empty).
     let campaign = scheduled_packet(2, PacketKind::Lucky, Some(OPENS_AT_MS));
     store.load(&campaign, &campaign.shares()).await.unwrap();
-    let sold_out = crate::packet(1, PacketKind::Fixed);
+    let sold_out = self::packet(1, PacketKind::Fixed);
     store.load(&sold_out, &sold_out.shares()).await.unwrap();
     scripts::grab(&mut conn, &store.keys(&sold_out.id), &GrabAttempt::by(user_named("carol")), START_MS).await.unwrap();
     let mut refusals = Vec::new();
@@ -539,7 +537,7 @@ async fn a_packet_too_large_for_one_call_is_staged_and_loads_whole() {
     let _: () = redis::cmd("RPUSH").arg(&stage.pool).arg("1:5:0").query_async(&mut conn).await.unwrap();
     let fields =
         serde_json::to_string(&red_packets::adapters::redis::record::LoadFields::of(&packet, false, false)).unwrap();
-    let answer: i64 = redis::Script::new(include_str!("../../shared/lua/load.lua"))
+    let answer: i64 = redis::Script::new(include_str!("../../../shared/lua/load.lua"))
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)

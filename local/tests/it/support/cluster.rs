@@ -82,7 +82,6 @@ pub enum Migration {
 /// When a slot's keys were split between two masters, if ever.
 #[derive(Debug, Clone, Copy)]
 pub struct Moved {
-    pub slot: u16,
     pub split: Option<(Instant, Instant)>,
 }
 
@@ -261,7 +260,7 @@ impl OwnCluster {
             for conn in &mut others {
                 let _: () = query(conn, &setslot("NODE", &target.id)).await;
             }
-            moved.push(Moved { slot, split });
+            moved.push(Moved { split });
         }
         moved
     }

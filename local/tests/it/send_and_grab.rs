@@ -13,8 +13,8 @@ use red_packets::domain::PacketId;
 use red_packets::{events, Config};
 use serde_json::{json, Value};
 
-const SEND_EVENT: &str = include_str!("../../events/send.json");
-const GRAB_EVENT: &str = include_str!("../../events/grab.json");
+const SEND_EVENT: &str = include_str!("../../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 
 async fn functions() -> Arc<Functions> {
     let mut config = Config::from_env().expect("configuration");

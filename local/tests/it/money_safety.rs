@@ -3,11 +3,11 @@
 //! them, a full Redis, a poison packet, a ledger record that vanished, a restore long after the
 //! packet expired. Real handlers, real Redis, DynamoDB Local; each test on a stack of its own.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
+use crate::support::OwnRedis;
 use aws_sdk_dynamodb::types::AttributeValue;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::ledger::ShareHolder;
@@ -17,8 +17,6 @@ use red_packets::ports::{SettleCursor, Wallets};
 use red_packets::settle::Settler;
 use red_packets::Clock;
 use serde_json::{json, Value};
-use support::stack::Stack;
-use support::OwnRedis;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 

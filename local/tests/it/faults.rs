@@ -6,12 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod support;
-
+use crate::support::{grab_request, send_packet, send_request, OwnRedis};
 use local::{Functions, LocalAuthorizer};
 use red_packets::Config;
 use serde_json::{json, Value};
-use support::{grab_request, send_packet, send_request, OwnRedis};
 
 async fn functions(config: &Config) -> Functions {
     local::functions(config, LocalAuthorizer::new("faults")).await.expect("DynamoDB Local is reachable")

@@ -10,10 +10,9 @@
 //! once) and failovers over many seeds; `RECOVERY_SEEDS` sets how many (`make soak` runs more),
 //! and a failing seed prints itself with the line that reproduces it.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 
+use crate::support::stack::Stack;
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -24,7 +23,6 @@ use red_packets::ports::{SettleIndex, Wallets};
 use red_packets::settle::{FaultPoint, SettleRequest};
 use red_packets::Clock;
 use serde_json::json;
-use support::stack::Stack;
 
 /// The packet's keys as a lagging replica holds them: each key's `DUMP`, `None` where absent.
 type KeysSnapshot = Vec<(String, Option<Vec<u8>>)>;
@@ -672,7 +670,7 @@ async fn randomized_failovers_never_destroy_an_acknowledged_grab() {
     for seed in from..from + seeds {
         let failures = run_schedule(&stack, seed).await;
         if !failures.is_empty() {
-            eprintln!("seed {seed} failed (reproduce: RECOVERY_SEEDS=1 RECOVERY_SEED_FROM={seed} cargo test -p local --test recovery randomized):\n{}", failures.join("\n"));
+            eprintln!("seed {seed} failed (reproduce: RECOVERY_SEEDS=1 RECOVERY_SEED_FROM={seed} cargo test -p local --test it recovery::randomized):\n{}", failures.join("\n"));
             failed.push(seed);
         }
     }

@@ -4,13 +4,12 @@
 //! packet), passphrases and their lock, the sender's cancel racing a storm of grabs, and the
 //! daily sender limits under concurrent sends.
 
-mod support;
-
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::stack::Stack;
 use futures::future::join_all;
 use rand::seq::SliceRandom;
 use red_packets::adapters::DynamoLedger;
@@ -19,7 +18,6 @@ use red_packets::domain::membership::MembershipKeys;
 use red_packets::domain::{BusinessDay, ChatId, PacketId, PacketStatus, UserId};
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("")

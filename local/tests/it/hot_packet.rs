@@ -4,13 +4,12 @@
 //! concurrent grabs go to Redis in coalesced batches; and floods of grabs on ids Redis does not
 //! hold, counting the ledger reads they cost.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{grab_request, send_packet, OwnRedis};
 use futures::future::join_all;
 use grab::GrabService;
 use local::LocalAuthorizer;
@@ -25,7 +24,6 @@ use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
 use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
 use red_packets::Config;
 use serde_json::Value;
-use support::{grab_request, send_packet, OwnRedis};
 
 /// The real ledger, counting packet reads; it can be told to fail the next read as an
 /// unreachable DynamoDB would. Clones share the counter and the switch.

@@ -4,18 +4,16 @@
 //! holds placed and lifted by operators through their function URL, each taking effect within
 //! the stated bound (`HOLD_REFRESH_SECONDS`), recorded with its operator and reason.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::support::stack::{operator_arn, Stack};
+use crate::support::OwnRedis;
 use futures::future::join_all;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::risk::{GrabRate, RateCounting};
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
-use support::stack::{operator_arn, Stack};
-use support::OwnRedis;
 
 fn rated(mut config: Config, grabs: u32, counting: RateCounting) -> Config {
     config.grab_rate = Some(GrabRate { grabs, window_seconds: 60, counting });

@@ -22,9 +22,9 @@ use red_packets::funds::FundsEntry;
 use red_packets::{Config, SystemClock};
 use serde_json::Value;
 
-const TOPUP_EVENT: &str = include_str!("../../events/topup.json");
-const STATEMENT_EVENT: &str = include_str!("../../events/statement.json");
-const TRIAL_BALANCE_EVENT: &str = include_str!("../../events/trial-balance.json");
+const TOPUP_EVENT: &str = include_str!("../../../events/topup.json");
+const STATEMENT_EVENT: &str = include_str!("../../../events/statement.json");
+const TRIAL_BALANCE_EVENT: &str = include_str!("../../../events/trial-balance.json");
 
 /// What the stand-in received: `bucket/key` -> (content type, body).
 type Objects = Arc<Mutex<BTreeMap<String, (String, String)>>>;

@@ -5,16 +5,14 @@
 //! recomputes 1,000 settled packets of every kind and split from their revealed seeds, exactly,
 //! and refuses a view with one share or one seed digit changed.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
 use futures::stream::{self, StreamExt};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 /// Packets the verifier recomputes.
 const PACKETS: usize = 1_000;

@@ -11,14 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod support;
-
+use crate::support::cluster::{Migration, OwnCluster};
+use crate::support::stack::Stack;
+use crate::support::throttled::{Rule, Throttler};
 use red_packets::domain::Funds;
 use red_packets::Config;
 use serde_json::{json, Value};
-use support::cluster::{Migration, OwnCluster};
-use support::stack::Stack;
-use support::throttled::{Rule, Throttler};
 
 /// A grab's deadline in these tests: `REDIS_TIMEOUT_MS`'s default, as deployed.
 const DEADLINE: Duration = Duration::from_millis(500);

@@ -15,14 +15,14 @@ use red_packets::settle::{FaultPoint, SettleSummary, Settler};
 use red_packets::{events, Config};
 use serde_json::Value;
 
-const SEND_EVENT: &str = include_str!("../../../events/send.json");
-const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
-const QUERY_EVENT: &str = include_str!("../../../events/query.json");
-const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
-const CANCEL_EVENT: &str = include_str!("../../../events/cancel.json");
-const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
-const WITHDRAW_EVENT: &str = include_str!("../../../events/withdraw.json");
-const OPERATOR_EVENT: &str = include_str!("../../../events/adjustment-approve.json");
+const SEND_EVENT: &str = include_str!("../../../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../../../events/grab.json");
+const QUERY_EVENT: &str = include_str!("../../../../events/query.json");
+const HISTORY_EVENT: &str = include_str!("../../../../events/history.json");
+const CANCEL_EVENT: &str = include_str!("../../../../events/cancel.json");
+const WALLET_EVENT: &str = include_str!("../../../../events/wallet.json");
+const WITHDRAW_EVENT: &str = include_str!("../../../../events/withdraw.json");
+const OPERATOR_EVENT: &str = include_str!("../../../../events/adjustment-approve.json");
 
 /// The IAM identity operator `name` signs with (an assumed role's session).
 pub fn operator_arn(name: &str) -> String {

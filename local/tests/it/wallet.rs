@@ -4,11 +4,10 @@
 //! globally at every settle boundary (invariant 8), withdrawals and adjustments in the storm, and
 //! a difference is reported (invariant 9).
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
 use aws_sdk_dynamodb::types::AttributeValue;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
@@ -25,7 +24,6 @@ use red_packets::ports::{Adjustments, Ledger, SettleLedger, StoreError, Wallets,
 use red_packets::settle::FaultPoint;
 use red_packets::{Clock, Config};
 use serde_json::json;
-use support::stack::Stack;
 
 async fn wallet_stack(name: &str) -> Stack {
     let mut config = Config::from_env().expect("configuration");

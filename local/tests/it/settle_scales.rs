@@ -5,20 +5,18 @@
 //! reaches its grabber's history within seconds while an invocation drains. Real handlers, real
 //! Redis, DynamoDB Local.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::stack::{reply, request, Stack};
+use crate::support::OwnRedis;
 use futures::stream::{self, StreamExt};
 use local::probe::{costs, RequestCounter};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::settle::{SettleSummary, Settler};
 use serde_json::{json, Value};
-use support::stack::{reply, request, Stack};
-use support::OwnRedis;
 
 /// A settler of `stack` whose DynamoDB requests `counter` counts.
 fn counted_settler(stack: &Stack, counter: &RequestCounter) -> DeployedSettler {
@@ -91,7 +89,7 @@ async fn a_grab_whose_mark_was_lost_is_persisted_by_its_packets_expiry() {
     let id = stack.send("alice", json!({ "total_cents": 900, "count": 3, "expires_in_seconds": 60 })).await;
     assert_eq!(stack.settle().await.swept_shards, 16);
     let unmarked = grab::GrabService::new(stack.store().without_settle_marks(), stack.ledger.clone(), &stack.config);
-    let mut event: Value = serde_json::from_str(include_str!("../../events/grab.json")).unwrap();
+    let mut event: Value = serde_json::from_str(include_str!("../../../events/grab.json")).unwrap();
     red_packets::events::set_packet_id(&mut event, &id);
     red_packets::events::set_caller(&mut event, Some("bob"));
     let (status, grabbed) = reply(grab::handle(&unmarked, request(&event)).await).await;

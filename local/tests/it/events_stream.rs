@@ -4,10 +4,9 @@
 //! exactly one event per movement and per lifecycle step, each with a distinct stable id, each
 //! valid against its JSON Schema in `events/schemas/`, a packet's naming its chat.
 
-mod support;
-
 use std::collections::{BTreeMap, HashSet};
 
+use crate::support::stack::Stack;
 use local::pipe::{Pipe, StreamReader};
 use red_packets::domain::adjustment::{AdjustmentApproval, AdjustmentProposal, Direction};
 use red_packets::domain::books::LedgerItem;
@@ -17,7 +16,6 @@ use red_packets::domain::{Funds, UserId};
 use red_packets::ports::{Adjustments, Wallets, Withdrawals};
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 #[tokio::test]
 async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_step() {
@@ -82,7 +80,7 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
         *by_type.entry(detail_type.as_str()).or_default() += 1;
         assert_eq!(detail["type"], detail_type.as_str());
         assert!(ids.insert(detail["event_id"].as_str().unwrap().to_owned()), "event ids are distinct: {detail}");
-        let validator = support::event_schema(detail_type);
+        let validator = crate::support::event_schema(detail_type);
         let errors: Vec<String> = validator.iter_errors(detail).map(|error| error.to_string()).collect();
         assert!(errors.is_empty(), "{detail_type} {detail}: {errors:?}");
     }

@@ -2,17 +2,15 @@
 //! DynamoDB Local that `make test` starts. Each test runs under a Redis key prefix and a DynamoDB
 //! table of its own, with its own clock, so settle runs in one test never touch another's packets.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::settle::{FaultPoint, SettleError, Settler};
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 /// The grabs each packet acknowledged: packet -> user -> amount.
 type Acknowledged = HashMap<String, HashMap<String, u64>>;

@@ -5,14 +5,12 @@
 //! `WAIT`, `FUNCTION`/`FCALL`, `KEYS`, `CONFIG` or `CLIENT LIST` may appear, and every script
 //! call carries keys (the scripts' wrappers pass every key in `KEYS`).
 
-mod support;
-
 use std::collections::BTreeMap;
 
+use crate::support::stack::Stack;
+use crate::support::OwnRedis;
 use red_packets::domain::PacketId;
 use serde_json::json;
-use support::stack::Stack;
-use support::OwnRedis;
 
 /// Commands (and command families) ElastiCache Serverless does not offer.
 const UNSUPPORTED: &[&str] = &["wait", "waitaof", "function", "fcall", "fcall_ro", "keys", "config", "client|list"];

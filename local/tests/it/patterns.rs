@@ -7,10 +7,9 @@
 //! raises nothing twice; operators list and resolve the flag through their URL; a money cycle
 //! and a user grabbing in too many chats are flagged, and, when the stack says so, held.
 
-mod support;
-
 use std::collections::HashMap;
 
+use crate::support::stack::Stack;
 use local::pipe::{bus_event, rule_detail_types, Pipe, StreamReader};
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::patterns::{FlagRule, RiskFlag, RiskRules};
@@ -21,7 +20,6 @@ use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
 use risk::Watch;
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 /// A stack with the risk function beside it, fed from the table's stream.
 struct Watched {
@@ -77,8 +75,10 @@ impl Watched {
         for record in self.stream.read_new().await.expect("the stream") {
             let Some((detail_type, detail)) = self.pipe.publish(&record) else { continue };
             if detail_type == "RiskFlagged" {
-                let errors: Vec<String> =
-                    support::event_schema("RiskFlagged").iter_errors(&detail).map(|error| error.to_string()).collect();
+                let errors: Vec<String> = crate::support::event_schema("RiskFlagged")
+                    .iter_errors(&detail)
+                    .map(|error| error.to_string())
+                    .collect();
                 assert!(errors.is_empty(), "{detail}: {errors:?}");
                 self.published_flags.push(detail.clone());
             }
@@ -188,7 +188,7 @@ async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
     assert_eq!((status, resolved["flag_resolved"]["changed"].as_bool()), (200, Some(true)), "{resolved}");
     let (_, again) = watched.stack.operator("ben", &resolve).await;
     assert_eq!(again["flag_resolved"]["changed"].as_bool(), Some(false), "resolved once: {again}");
-    assert_eq!(again["flag_resolved"]["flag"]["resolved_by"], support::stack::operator_arn("anna"));
+    assert_eq!(again["flag_resolved"]["flag"]["resolved_by"], crate::support::stack::operator_arn("anna"));
     let (_, open) = watched.stack.operator("anna", &json!({ "flags": { "status": "open" } })).await;
     assert_eq!(open["flags"]["items"].as_array().map(Vec::len), Some(0), "{open}");
     let day = watched.stack.config.business_day.day_of(watched.stack.clock.now_ms());

@@ -4,10 +4,9 @@
 //! partition key held under their ceiling, counted from the requests (`local::write_meter`),
 //! since DynamoDB Local enforces none.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
 use local::write_meter::WriteUnitMeter;
 use red_packets::adapters::DynamoLedger;
 use red_packets::clock::{parse_rfc3339, rfc3339};
@@ -15,7 +14,6 @@ use red_packets::domain::{Funds, PacketStatus};
 use red_packets::settle::{SettleRequest, Settler};
 use red_packets::{Clock, Config};
 use serde_json::json;
-use support::stack::Stack;
 
 const MINUTE_MS: i64 = 60_000;
 

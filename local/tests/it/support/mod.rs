@@ -1,8 +1,6 @@
 //! Test support shared by the integration tests that need a Redis of their own: the server,
 //! and the sample events as requests.
 
-#![allow(dead_code)] // each test binary uses its own subset
-
 pub mod cluster;
 pub mod stack;
 pub mod throttled;
@@ -24,8 +22,8 @@ pub fn event_schema(event_type: &str) -> jsonschema::Validator {
     jsonschema::validator_for(&schema).unwrap()
 }
 
-const SEND_EVENT: &str = include_str!("../../../events/send.json");
-const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
+const SEND_EVENT: &str = include_str!("../../../../events/send.json");
+const GRAB_EVENT: &str = include_str!("../../../../events/grab.json");
 
 /// `events/send.json` with `body` and a fresh `Idempotency-Key`.
 pub fn send_request(body: Value) -> Request {

@@ -5,11 +5,10 @@
 //! adjustments = wallets + open packets + pending withdrawals) exact under live traffic of
 //! every kind, with each planted difference of the new kinds classified.
 
-mod support;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::support::stack::Stack;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use rand::{Rng, SeedableRng};
@@ -21,7 +20,6 @@ use red_packets::funds::{reconcile, Cutoff, FundsEntry};
 use red_packets::ports::Wallets;
 use red_packets::{Clock, Config};
 use serde_json::{json, Value};
-use support::stack::Stack;
 
 async fn wallet_stack(name: &str) -> Stack {
     let mut config = Config::from_env().expect("configuration");
@@ -44,7 +42,7 @@ async fn balance(stack: &Stack, who: &str) -> Cents {
     stack.ledger.balance(&user(who)).await.unwrap()
 }
 
-const OPERATOR_EVENT: &str = include_str!("../../events/adjustment-approve.json");
+const OPERATOR_EVENT: &str = include_str!("../../../events/adjustment-approve.json");
 
 /// The IAM identity an operator signs with (an assumed role's session).
 fn operator(name: &str) -> String {
