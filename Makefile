@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine replay restore-report release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine replay restore-report settings release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -78,6 +78,10 @@ quarantine:
 ## holds again from its first grab (docs/OPERATIONS.md, "Restoring the ledger")
 replay:
 	@$(SETTLE_ENV) cargo run -q -p local -- replay
+
+## make settings: DEPLOY.md's and DESIGN.md's settings table, generated again from shared/src/settings.rs
+settings:
+	@cargo run -q -p local -- settings --write
 
 ## make restore-report FROM=<table before> TO=<restored table>: what the restore lost, item by item
 ## (lost, changed, rewritten, extra: JSON lines with ids, then counts); exit 1 when it lost money

@@ -2,7 +2,8 @@
 
 use std::process::Command;
 
-use red_packets::adapters::redis::scripts::{PacketKeys, GRAB_LUA};
+use red_packets::adapters::redis::keys::PacketKeys;
+use red_packets::adapters::redis::scripts::GRAB_LUA;
 use red_packets::adapters::RedisStore;
 use red_packets::domain::PacketKind;
 use red_packets::{Clock, SystemClock};

@@ -7,13 +7,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use red_packets::settings;
 use serde::{Deserialize, Serialize};
-
-/// The secret used when `LOCAL_JWT_SECRET` is unset.
-pub const DEFAULT_SECRET: &str = "local-dev-secret";
-
-/// The secret of operators' tokens when `LOCAL_OPS_JWT_SECRET` is unset.
-pub const DEFAULT_OPS_SECRET: &str = "local-ops-secret";
 
 /// The claim local operators' tokens carry their roles in: Cognito's, the template's default
 /// `OperatorsRolesClaim`.
@@ -50,14 +45,14 @@ impl LocalAuthorizer {
         }
     }
 
-    /// From `LOCAL_JWT_SECRET`, or the documented default.
+    /// From `LOCAL_JWT_SECRET`, or its default.
     pub fn from_env() -> Self {
-        Self::new(&std::env::var("LOCAL_JWT_SECRET").unwrap_or_else(|_| DEFAULT_SECRET.to_owned()))
+        Self::new(&settings::LOCAL_JWT_SECRET.from_env().ok().flatten().unwrap_or_default())
     }
 
-    /// The operators' authorizer: from `LOCAL_OPS_JWT_SECRET`, or the documented default.
+    /// The operators' authorizer: from `LOCAL_OPS_JWT_SECRET`, or its default.
     pub fn operators_from_env() -> Self {
-        Self::new(&std::env::var("LOCAL_OPS_JWT_SECRET").unwrap_or_else(|_| DEFAULT_OPS_SECRET.to_owned()))
+        Self::new(&settings::LOCAL_OPS_JWT_SECRET.from_env().ok().flatten().unwrap_or_default())
     }
 
     /// A token for `user`, valid for `ttl_seconds`.
@@ -146,11 +141,11 @@ mod tests {
 
     #[test]
     fn an_operators_roles_reach_the_function_as_api_gateway_flattens_a_list() {
-        let operators = LocalAuthorizer::new(DEFAULT_OPS_SECRET);
+        let operators = LocalAuthorizer::operators_from_env();
         let token = operators.operator_token("anna", &["support", "finance"], 60);
         let claims = operators.verify_claims(Some(&format!("Bearer {token}"))).unwrap();
         assert_eq!((claims["sub"].as_str(), claims[OPS_ROLES_CLAIM].as_str()), ("anna", "[support finance]"));
-        let users = LocalAuthorizer::new(DEFAULT_SECRET);
+        let users = LocalAuthorizer::from_env();
         assert_eq!(users.verify(Some(&format!("Bearer {token}"))), None, "another issuer's token");
     }
 }

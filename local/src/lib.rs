@@ -16,6 +16,7 @@ pub mod probe;
 pub mod restore_report;
 pub mod rie;
 pub mod sam_local;
+pub mod settings_doc;
 pub mod site;
 pub mod throttle;
 pub mod tls_front;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory};
 use red_packets::funds::{reconcile, Cutoff, FundsEntry};
 use red_packets::ports::WRITES_LAND_WITHIN;
+use red_packets::settings;
 use red_packets::settle::Settler;
 use red_packets::{Clock, Config, SystemClock};
 use tokio::net::TcpListener;
@@ -224,15 +226,13 @@ pub async fn watch_events(config: Config, every: Duration) -> Result<(), String>
 /// Serves on 127.0.0.1:`PORT` (default 3000) until Ctrl-C or SIGTERM.
 pub async fn serve_from_env() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_env()?;
-    let port: u16 = std::env::var("PORT").ok().map(|p| p.parse()).transpose()?.unwrap_or(3000);
-    let settle_every_seconds: u64 =
-        std::env::var("SETTLE_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(1).max(1);
+    let port = u16::try_from(settings::PORT.number_from_env()?)?;
+    let settle_every_seconds = settings::SETTLE_EVERY_SECONDS.number_from_env()?;
     let functions = Arc::new(functions(&config, LocalAuthorizer::from_env()).await?);
     tokio::spawn(settle_every(functions.clone(), Duration::from_secs(settle_every_seconds)));
     // The risk function on the bus, unless WATCH_EVENTS_EVERY_SECONDS is 0 (a stream slows
     // DynamoDB Local a little).
-    let watch_every: u64 =
-        std::env::var("WATCH_EVENTS_EVERY_SECONDS").ok().map(|s| s.parse()).transpose()?.unwrap_or(1);
+    let watch_every = settings::WATCH_EVENTS_EVERY_SECONDS.number_from_env()?;
     if watch_every > 0 {
         let config = config.clone();
         tokio::spawn(async move {

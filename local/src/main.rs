@@ -10,12 +10,13 @@
 //! `local quarantine` lists the packets settle set aside and `local release <id>…` takes them
 //! out to be settled again; `local replay` settles every packet Redis holds again from its first
 //! grab (after the ledger was restored) and `local restore-report <before> <after>` lists what
-//! a restore lost (docs/OPERATIONS.md, "Restoring the ledger").
+//! a restore lost (docs/OPERATIONS.md, "Restoring the ledger"); `local settings [--write]`
+//! prints the settings' table (`--write`: into DEPLOY.md and DESIGN.md, `make settings`).
 
 use local::LocalAuthorizer;
 
 const USAGE: &str =
-    "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>... | local replay | local restore-report <before-table> <after-table>";
+    "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>... | local replay | local restore-report <before-table> <after-table> | local settings [--write]";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,6 +79,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::funds_from_env(serde_json::from_str(&text)?).await
         }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
+        Some("settings") => {
+            if args.next().as_deref() != Some("--write") {
+                print!("{}", local::settings_doc::table());
+                return Ok(());
+            }
+            for document in local::settings_doc::DOCUMENTS {
+                let text = std::fs::read_to_string(document)?;
+                let rewritten =
+                    local::settings_doc::rewritten(&text).ok_or(format!("{document}: no settings markers"))?;
+                std::fs::write(document, rewritten)?;
+            }
+            Ok(())
+        }
         Some("replay") => local::settle_from_env(serde_json::json!({ "replay": true })).await,
         Some("restore-report") => {
             let before = args.next().ok_or(USAGE)?;

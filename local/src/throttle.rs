@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use red_packets::config::ConfigError;
+use red_packets::settings::{self, Setting};
 
 /// One route setting's bucket: `rate` tokens a second, at most `burst` held.
 #[derive(Debug)]
@@ -63,20 +64,17 @@ pub struct Throttle {
 }
 
 impl Throttle {
-    /// The template's defaults (`GrabRateLimit` 5000, `GrabBurstLimit` 5000, `WithdrawRateLimit`
-    /// 100, `WithdrawBurstLimit` 200, `ApiRateLimit` 900, `ApiBurstLimit` 2000), each overridden
-    /// by `LOCAL_` and its name in capitals (`LOCAL_GRAB_RATE_LIMIT`, …).
+    /// The template's throttles, each from its local stand-in (`LOCAL_GRAB_RATE_LIMIT`, …),
+    /// whose default is the template parameter's (`GrabRateLimit`, …; `shared/src/settings.rs`).
     pub fn from_env() -> Result<Self, ConfigError> {
-        let read = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
-            match std::env::var(name) {
-                Ok(value) => value.parse().map_err(|_| ConfigError::new(name, value, "not a whole number")),
-                Err(_) => Ok(default),
-            }
+        let read = |setting: &Setting| -> Result<u32, ConfigError> {
+            let value = setting.number_from_env()?;
+            u32::try_from(value).map_err(|_| ConfigError::new(setting.name, value.to_string(), "too large"))
         };
         Ok(Throttle::new(
-            (read("LOCAL_GRAB_RATE_LIMIT", 5000)?.into(), read("LOCAL_GRAB_BURST_LIMIT", 5000)?),
-            (read("LOCAL_WITHDRAW_RATE_LIMIT", 100)?.into(), read("LOCAL_WITHDRAW_BURST_LIMIT", 200)?),
-            (read("LOCAL_API_RATE_LIMIT", 900)?.into(), read("LOCAL_API_BURST_LIMIT", 2000)?),
+            (read(&settings::LOCAL_GRAB_RATE_LIMIT)?.into(), read(&settings::LOCAL_GRAB_BURST_LIMIT)?),
+            (read(&settings::LOCAL_WITHDRAW_RATE_LIMIT)?.into(), read(&settings::LOCAL_WITHDRAW_BURST_LIMIT)?),
+            (read(&settings::LOCAL_API_RATE_LIMIT)?.into(), read(&settings::LOCAL_API_BURST_LIMIT)?),
         ))
     }
 

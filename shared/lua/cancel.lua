@@ -10,6 +10,8 @@
 -- call); 2 when every share is taken (nothing to cancel); 3 when it expired or was closed
 -- with shares left; 4 when settle is re-syncing it (nothing changed: try again shortly).
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local open_until = redis.call('HGET', KEYS[1], 'open_until')
 if not open_until then
   return 0
@@ -21,7 +23,7 @@ if string.byte(open_until) == 70 then
   return 4
 end
 local head = redis.call('LINDEX', KEYS[2], 0)
-if not head or head == '~' then
+if not head or head == LIST_MARK then
   return 2
 end
 if open_until == '0' or tonumber(ARGV[1]) >= tonumber(open_until) then

@@ -12,6 +12,8 @@
 -- (nothing changed),
 -- 2 when it is closed (now, or by an earlier call).
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local open_until = redis.call('HGET', KEYS[1], 'open_until')
 if not open_until then
   return 0
@@ -27,7 +29,7 @@ if string.byte(open_until) == 70 then
   return 1
 end
 local head = redis.call('LINDEX', KEYS[2], 0)
-if tonumber(ARGV[1]) < tonumber(open_until) and head and head ~= '~' then
+if tonumber(ARGV[1]) < tonumber(open_until) and head and head ~= LIST_MARK then
   return 1
 end
 redis.call('HSET', KEYS[1], 'open_until', 0)

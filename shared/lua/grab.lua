@@ -1,6 +1,6 @@
 #!lua
 -- grab.lua: one user grabs one share of one packet, atomically, in one round trip: the fast
--- copy of the library's one grab rule (domain::grab_rule::decide; local/tests/grab_script.rs holds
+-- copy of the library's one grab rule (domain::grab_rule::decide; local/tests/it/grab_script.rs holds
 -- them to each other): already grabbed, unknown, not open yet, not eligible, passphrase,
 -- cancelled, expired, sold out, in that order.
 --
@@ -68,12 +68,14 @@
 -- the whole script with -OOM when it is over maxmemory (noeviction), before anything changes;
 -- the store answers repeats from a read then.
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local WRONG_TRIES_ALLOWED = 5
 
 -- Shares left: the pool's head's left + 1; none at a mark or without a pool.
 local function shares_left()
   local head = redis.call('LINDEX', KEYS[2], 0)
-  if not head or head == '~' then
+  if not head or head == LIST_MARK then
     return 0
   end
   return tonumber(string.match(head, ':(%d+)$')) + 1
@@ -134,9 +136,9 @@ local share = redis.call('LPOP', KEYS[2])
 if not share then
   return 3
 end
-if share == '~' then
+if share == LIST_MARK then
   -- Sold out: the mark goes back (the second one kept the key meanwhile).
-  redis.call('LPUSH', KEYS[2], '~')
+  redis.call('LPUSH', KEYS[2], LIST_MARK)
   return 3
 end
 local grab = share .. ':' .. ARGV[2]

@@ -2,7 +2,7 @@
 -- grab_many.lua: several users grab one share each of one packet, in one call: the grab
 -- coalescer's batch (adapters/redis/coalesce.rs). Each user, in the batch's order, gets exactly
 -- the answer grab.lua would give the same grabs made one by one at the batch's instant
--- (local/tests/grab_script.rs holds both to the library's rule, domain::grab_rule::decide), with grab.lua's checks in
+-- (local/tests/it/grab_script.rs holds both to the library's rule, domain::grab_rule::decide), with grab.lua's checks in
 -- grab.lua's order: already grabbed, unknown (the lookup lease), not open yet, not a recipient
 -- or not a member of the packet's chat by ticket,
 -- too many wrong passphrases, wrong passphrase, cancelled, re-syncing, expired, sold out. What a batch
@@ -37,6 +37,8 @@
 -- against four commands a grab one by one. Under maxmemory the whole batch is refused (-OOM)
 -- before anything changes, as a single grab is.
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local WRONG_TRIES_ALLOWED = 5
 local tonumber, byte = tonumber, string.byte
 local packet = redis.call('HMGET', KEYS[1], 'open_until', 'persisted', 'gate', 'opens_at', 'chat_id')
@@ -65,7 +67,7 @@ end
 local read = redis.call('HMGET', KEYS[1], unpack(fields))
 -- Shares left (grab.lua's shares_left): the pool's head's left + 1; none at a mark.
 local head = redis.call('LINDEX', KEYS[2], 0)
-local left = (head and head ~= '~') and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
+local left = (head and head ~= LIST_MARK) and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
 -- What the packet's state decides for every grab alike, once.
 local closed = false
 if open_until == '-1' then

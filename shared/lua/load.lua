@@ -51,6 +51,8 @@
 -- nothing is changed, and the caller stages again. Whenever nothing is changed, the staged
 -- keys are dropped.
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local staged = ARGV[4] == 'staged'
 local function unchanged(answer)
   redis.call('UNLINK', KEYS[4], KEYS[5], KEYS[6])
@@ -131,8 +133,8 @@ end
 for first = 1, #shares, 500 do
   redis.call('RPUSH', KEYS[2], unpack(shares, first, math.min(first + 499, #shares)))
 end
-redis.call('RPUSH', KEYS[2], '~', '~')
-redis.call('RPUSH', KEYS[3], '~')
+redis.call('RPUSH', KEYS[2], LIST_MARK, LIST_MARK)
+redis.call('RPUSH', KEYS[3], LIST_MARK)
 for first = 1, #grabs, 500 do
   redis.call('RPUSH', KEYS[3], unpack(grabs, first, math.min(first + 499, #grabs)))
 end

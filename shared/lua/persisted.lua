@@ -11,12 +11,14 @@
 --
 -- Returns the mark after the call, in grabs (0 when Redis holds no such packet).
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local persisted = redis.call('HGET', KEYS[1], 'persisted')
 if not persisted then
   return 0
 end
 -- A log loaded since the marks starts with '~', which `persisted` counts and ARGV[1] does not.
-local head = redis.call('LINDEX', KEYS[2], 0) == '~' and 1 or 0
+local head = redis.call('LINDEX', KEYS[2], 0) == LIST_MARK and 1 or 0
 local confirmed = tonumber(ARGV[1]) + head
 if confirmed > tonumber(persisted) then
   local entry = redis.call('LINDEX', KEYS[2], confirmed - 1)

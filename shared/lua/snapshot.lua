@@ -18,8 +18,10 @@
 -- fields are the values of ARGV's fields in that order (false where unset); all false when
 -- Redis holds no such packet.
 
+-- The lists' mark, no grab and no share (keys.rs's LIST_MARK, checked there).
+local LIST_MARK = '~'
 local LOG_PAGE = 5000
 local fields = redis.call('HMGET', KEYS[1], unpack(ARGV))
 local head = redis.call('LINDEX', KEYS[2], 0)
-local shares_left = (head and head ~= '~') and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
+local shares_left = (head and head ~= LIST_MARK) and tonumber(string.match(head, ':(%d+)$')) + 1 or 0
 return {fields, shares_left, redis.call('LLEN', KEYS[3]), redis.call('LRANGE', KEYS[3], 0, LOG_PAGE - 1)}

@@ -1,35 +1,15 @@
-//! Configuration from the environment, with DESIGN.md's defaults. Read once, at start-up.
+//! Configuration from the environment, through the settings' table ([`crate::settings`]). Read
+//! once, at start-up.
 
-use std::str::FromStr;
 use std::time::Duration;
-
-use thiserror::Error;
 
 use crate::clock::Millis;
 use crate::domain::membership::{MembershipKeys, MAX_KEYS, MIN_KEY_LEN};
 use crate::domain::patterns::RiskRules;
 use crate::domain::risk::{GrabRate, RateCounting};
 use crate::domain::{BusinessDay, Currency, DailyLimits, Funds, Limits, PassphraseKey, SplitVersion};
-
-/// What settle may write to one DynamoDB partition key per second unless
-/// `SETTLE_PARTITION_WRITE_UNITS` says otherwise: DynamoDB's per-partition 1,000 less a tenth.
-pub const DEFAULT_SETTLE_PARTITION_WRITE_UNITS: u32 = 900;
-
-/// A variable that is set but unusable.
-#[derive(Debug, Error)]
-#[error("environment variable {name}={value:?} is invalid: {reason}")]
-pub struct ConfigError {
-    name: &'static str,
-    value: String,
-    reason: String,
-}
-
-impl ConfigError {
-    /// `name` is set to `value`, which cannot be used because of `reason`.
-    pub fn new(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> Self {
-        ConfigError { name, value: value.into(), reason: reason.into() }
-    }
-}
+use crate::settings::{self, Setting};
+pub use crate::settings::{ConfigError, LOCAL_MEMBERSHIP_KEY, LOCAL_PASSPHRASE_KEY};
 
 /// How to reach Redis.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,206 +95,153 @@ impl Config {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Reads configuration through `lookup` (the environment, or a map in tests).
+    /// Reads configuration through `lookup` (the environment, or a map in tests). Every
+    /// default and bound is the setting's own ([`crate::settings`]).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = Env(&lookup);
-        let defaults = Limits::default();
-        let limits = Limits {
-            max_total_cents: env.number("MAX_TOTAL_CENTS", defaults.max_total_cents, 1)?,
-            max_count: env.number_within("MAX_COUNT", defaults.max_count, 1..=Limits::LARGEST_COUNT)?,
-            min_expires_in_seconds: env.number("MIN_EXPIRES_IN_SECONDS", defaults.min_expires_in_seconds, 1)?,
-            max_expires_in_seconds: env.number("MAX_EXPIRES_IN_SECONDS", defaults.max_expires_in_seconds, 1)?,
-            default_expires_in_seconds: env.number(
-                "DEFAULT_EXPIRES_IN_SECONDS",
-                defaults.default_expires_in_seconds,
-                1,
-            )?,
-            max_recipients: env.number("MAX_RECIPIENTS", defaults.max_recipients, 1)?,
-            max_opens_ahead_seconds: env.number("MAX_OPENS_AHEAD_SECONDS", defaults.max_opens_ahead_seconds, 1)?,
-            split_version: {
-                let number = env.number_within("SPLIT_VERSION", defaults.split_version.number(), 1..=2)?;
-                SplitVersion::try_from(number)
-                    .map_err(|reason| ConfigError::new("SPLIT_VERSION", number.to_string(), reason))?
-            },
-        };
-        let daily_defaults = DailyLimits::default();
-        let daily = DailyLimits {
-            max_sends: env.number("MAX_SENDS_PER_DAY", daily_defaults.max_sends, 1)?,
-            max_sent_cents: env.number("MAX_SENT_CENTS_PER_DAY", daily_defaults.max_sent_cents, 1)?,
-        };
-        if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds).contains(&limits.default_expires_in_seconds)
-        {
-            return Err(ConfigError {
-                name: "DEFAULT_EXPIRES_IN_SECONDS",
-                value: limits.default_expires_in_seconds.to_string(),
-                reason: "must lie between MIN_EXPIRES_IN_SECONDS and MAX_EXPIRES_IN_SECONDS".into(),
-            });
-        }
-        let key_prefix = env.text("REDIS_KEY_PREFIX", "rp");
+        let limits = limits(&env)?;
+        let key_prefix = env.text(&settings::REDIS_KEY_PREFIX);
         if !key_prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) {
-            return Err(ConfigError {
-                name: "REDIS_KEY_PREFIX",
-                value: key_prefix,
-                reason: "use letters, digits and - _ . : only (braces would change cluster slots)".into(),
-            });
+            let reason = "use letters, digits and - _ . : only (braces would change cluster slots)";
+            return Err(ConfigError::new(settings::REDIS_KEY_PREFIX.name, key_prefix, reason));
         }
-        let funds = match env.raw("FUNDS") {
-            None => Funds::default(),
-            Some(value) => {
-                Funds::parse(&value).ok_or_else(|| ConfigError::new("FUNDS", value, "expected wallet or none"))?
-            }
-        };
-        let currency = match env.raw("CURRENCY") {
-            None => Currency::default(),
-            Some(code) => Currency::parse(&code).ok_or_else(|| {
-                ConfigError::new("CURRENCY", code, "not an ISO 4217 code with a minor unit (CNY, USD, JPY, …)")
-            })?,
-        };
-        let business_day = match env.raw("BUSINESS_TIME_ZONE") {
-            None => BusinessDay::default(),
-            Some(zone) => BusinessDay::parse(&zone).ok_or_else(|| {
-                ConfigError::new("BUSINESS_TIME_ZONE", zone, "not an IANA time zone (UTC, Asia/Shanghai, …)")
-            })?,
-        };
-        let replicas: u32 = env.number("GRAB_WAIT_REPLICAS", 0, 0)?;
-        let rate_grabs: u32 = env.number("USER_GRAB_LIMIT", 0, 0)?;
-        let rate_window: u32 = env.number_within("USER_GRAB_WINDOW_SECONDS", 60, 1..=3_600)?;
-        let counting = match env.raw("USER_GRAB_COUNTING") {
-            None => RateCounting::default(),
-            Some(value) => RateCounting::parse(&value)
-                .ok_or_else(|| ConfigError::new("USER_GRAB_COUNTING", value, "expected exact or alongside"))?,
-        };
-        let grab_rate =
-            (rate_grabs > 0).then_some(GrabRate { grabs: rate_grabs, window_seconds: rate_window, counting });
-        let wait_timeout: u64 = env.number("GRAB_WAIT_TIMEOUT_MS", 100, 1)?;
-        let risk_rules = risk_rules(&env)?;
+        let funds = env.parsed(&settings::FUNDS, Funds::parse, "expected wallet or none")?;
+        let currency = env.parsed(
+            &settings::CURRENCY,
+            Currency::parse,
+            "not an ISO 4217 code with a minor unit (CNY, USD, JPY, …)",
+        )?;
+        let business_day = env.parsed(
+            &settings::BUSINESS_TIME_ZONE,
+            BusinessDay::parse,
+            "not an IANA time zone (UTC, Asia/Shanghai, …)",
+        )?;
+        let replicas: u32 = env.number(&settings::GRAB_WAIT_REPLICAS)?;
+        let wait_timeout: u64 = env.number(&settings::GRAB_WAIT_TIMEOUT_MS)?;
         Ok(Config {
             redis: RedisConfig {
-                url: env.text("REDIS_URL", "redis://127.0.0.1:6379"),
-                cluster: env.flag("REDIS_CLUSTER", false)?,
-                timeout: Duration::from_millis(env.number("REDIS_TIMEOUT_MS", 500, 1)?),
+                url: env.text(&settings::REDIS_URL),
+                cluster: env.flag(&settings::REDIS_CLUSTER)?,
+                timeout: Duration::from_millis(env.number(&settings::REDIS_TIMEOUT_MS)?),
                 key_prefix,
             },
-            table_name: env.text("TABLE_NAME", "RedPackets"),
-            operator_roles_claim: env.text("OPERATOR_ROLES_CLAIM", "cognito:groups"),
+            table_name: env.text(&settings::TABLE_NAME),
+            operator_roles_claim: env.text(&settings::OPERATOR_ROLES_CLAIM),
             limits,
-            daily,
+            daily: DailyLimits {
+                max_sends: env.number(&settings::MAX_SENDS_PER_DAY)?,
+                max_sent_cents: env.number(&settings::MAX_SENT_CENTS_PER_DAY)?,
+            },
             business_day,
-            passphrase_key: PassphraseKey::new(&env.text("PASSPHRASE_KEY", LOCAL_PASSPHRASE_KEY)),
+            passphrase_key: PassphraseKey::new(&env.text(&settings::PASSPHRASE_KEY)),
             membership_keys: membership_keys(&env)?,
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
-            settle_shards: env.number("SETTLE_SHARDS", 16, 1)?,
-            settle_drain: Duration::from_secs(env.number("SETTLE_DRAIN_SECONDS", 0, 0)?),
-            settle_partition_write_units: env.number(
-                "SETTLE_PARTITION_WRITE_UNITS",
-                DEFAULT_SETTLE_PARTITION_WRITE_UNITS,
-                100,
-            )?,
+            settle_shards: env.number(&settings::SETTLE_SHARDS)?,
+            settle_drain: Duration::from_secs(env.number(&settings::SETTLE_DRAIN_SECONDS)?),
+            settle_partition_write_units: env.number(&settings::SETTLE_PARTITION_WRITE_UNITS)?,
             funds,
             currency,
-            grab_rate,
-            hold_refresh: Duration::from_secs(env.number_within("HOLD_REFRESH_SECONDS", 5, 1..=300)?),
-            risk_rules,
+            grab_rate: grab_rate(&env)?,
+            hold_refresh: Duration::from_secs(env.number(&settings::HOLD_REFRESH_SECONDS)?),
+            risk_rules: risk_rules(&env)?,
         })
     }
 }
 
-/// The `RISK_*` thresholds, each defaulting to [`RiskRules::default`]'s.
+/// The packet limits; the default lifetime must lie between the shortest and the longest.
+fn limits<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<Limits, ConfigError> {
+    let version: u8 = env.number(&settings::SPLIT_VERSION)?;
+    let limits = Limits {
+        max_total_cents: env.number(&settings::MAX_TOTAL_CENTS)?,
+        max_count: env.number(&settings::MAX_COUNT)?,
+        min_expires_in_seconds: env.number(&settings::MIN_EXPIRES_IN_SECONDS)?,
+        max_expires_in_seconds: env.number(&settings::MAX_EXPIRES_IN_SECONDS)?,
+        default_expires_in_seconds: env.number(&settings::DEFAULT_EXPIRES_IN_SECONDS)?,
+        max_recipients: env.number(&settings::MAX_RECIPIENTS)?,
+        max_opens_ahead_seconds: env.number(&settings::MAX_OPENS_AHEAD_SECONDS)?,
+        split_version: SplitVersion::try_from(version)
+            .map_err(|reason| ConfigError::new(settings::SPLIT_VERSION.name, version.to_string(), reason))?,
+    };
+    if !(limits.min_expires_in_seconds..=limits.max_expires_in_seconds).contains(&limits.default_expires_in_seconds) {
+        return Err(ConfigError::new(
+            settings::DEFAULT_EXPIRES_IN_SECONDS.name,
+            limits.default_expires_in_seconds.to_string(),
+            "must lie between MIN_EXPIRES_IN_SECONDS and MAX_EXPIRES_IN_SECONDS",
+        ));
+    }
+    Ok(limits)
+}
+
+/// One user's grab rate; `None` when `USER_GRAB_LIMIT` is 0.
+fn grab_rate<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<Option<GrabRate>, ConfigError> {
+    let grabs: u32 = env.number(&settings::USER_GRAB_LIMIT)?;
+    let window_seconds: u32 = env.number(&settings::USER_GRAB_WINDOW_SECONDS)?;
+    let counting = env.parsed(&settings::USER_GRAB_COUNTING, RateCounting::parse, "expected exact or alongside")?;
+    Ok((grabs > 0).then_some(GrabRate { grabs, window_seconds, counting }))
+}
+
+/// The `RISK_*` thresholds.
 fn risk_rules<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<RiskRules, ConfigError> {
-    let defaults = RiskRules::default();
-    let seconds = |name, default: Millis| -> Result<Millis, ConfigError> {
-        Ok(Millis::from(env.number_within::<u32>(name, (default / 1000) as u32, 1..=86_400)?) * 1000)
-    };
-    let hold_on_flag = match env.raw("RISK_HOLD_ON_FLAG").as_deref() {
-        None | Some("none") => None,
-        Some(scope) => Some(serde_json::from_value(serde_json::Value::String(scope.to_owned())).map_err(|_| {
-            ConfigError::new("RISK_HOLD_ON_FLAG", scope.to_owned(), "expected none, send, grab, money_out or all")
-        })?),
-    };
+    let seconds = |setting| -> Result<Millis, ConfigError> { Ok(env.number::<Millis>(setting)? * 1000) };
+    let hold_on_flag =
+        match env.accepted(&settings::RISK_HOLD_ON_FLAG)?.as_str() {
+            "none" => None,
+            scope => Some(serde_json::from_value(serde_json::Value::String(scope.to_owned())).map_err(|_| {
+                ConfigError::new(settings::RISK_HOLD_ON_FLAG.name, scope.to_owned(), "not a hold's scope")
+            })?),
+        };
     Ok(RiskRules {
-        chain_links: env.number_within("RISK_CHAIN_LINKS", defaults.chain_links, 0..=32)?,
-        chain_window_ms: seconds("RISK_CHAIN_WINDOW_SECONDS", defaults.chain_window_ms)?,
-        chain_tolerance_percent: env.number_within(
-            "RISK_CHAIN_TOLERANCE_PERCENT",
-            defaults.chain_tolerance_percent,
-            0..=100,
-        )?,
-        cycle_window_ms: seconds("RISK_CYCLE_WINDOW_SECONDS", defaults.cycle_window_ms)?,
-        cycle_min_each_way: env.number_within("RISK_CYCLE_MIN_EACH_WAY", defaults.cycle_min_each_way, 0..=1_000)?,
-        cycle_max_net_percent: env.number_within(
-            "RISK_CYCLE_MAX_NET_PERCENT",
-            defaults.cycle_max_net_percent,
-            0..=100,
-        )?,
-        chats_per_day: env.number_within("RISK_CHATS_PER_DAY", defaults.chats_per_day, 0..=1_000)?,
-        max_shares: env.number_within("RISK_MAX_SHARES", defaults.max_shares, 1..=100_000)?,
+        chain_links: env.number(&settings::RISK_CHAIN_LINKS)?,
+        chain_window_ms: seconds(&settings::RISK_CHAIN_WINDOW_SECONDS)?,
+        chain_tolerance_percent: env.number(&settings::RISK_CHAIN_TOLERANCE_PERCENT)?,
+        cycle_window_ms: seconds(&settings::RISK_CYCLE_WINDOW_SECONDS)?,
+        cycle_min_each_way: env.number(&settings::RISK_CYCLE_MIN_EACH_WAY)?,
+        cycle_max_net_percent: env.number(&settings::RISK_CYCLE_MAX_NET_PERCENT)?,
+        chats_per_day: env.number(&settings::RISK_CHATS_PER_DAY)?,
+        max_shares: env.number(&settings::RISK_MAX_SHARES)?,
         hold_on_flag,
     })
 }
 
 /// `MEMBERSHIP_KEYS`, or the local development key; the value is never echoed in an error.
 fn membership_keys<F: Fn(&str) -> Option<String>>(env: &Env<'_, F>) -> Result<MembershipKeys, ConfigError> {
-    MembershipKeys::parse(&env.text("MEMBERSHIP_KEYS", LOCAL_MEMBERSHIP_KEY)).ok_or_else(|| {
+    MembershipKeys::parse(&env.text(&settings::MEMBERSHIP_KEYS)).ok_or_else(|| {
         let reason = format!("expected 1 to {MAX_KEYS} comma-separated keys of {MIN_KEY_LEN} bytes or more");
-        ConfigError::new("MEMBERSHIP_KEYS", "<redacted>", reason)
+        ConfigError::new(settings::MEMBERSHIP_KEYS.name, "<redacted>", reason)
     })
 }
 
-/// The membership key of local runs and tests (the local chat server's stand-in signs with it),
-/// when `MEMBERSHIP_KEYS` is not set.
-pub const LOCAL_MEMBERSHIP_KEY: &str = "local-dev-membership-key";
-
-/// The passphrase key of local runs and tests, when `PASSPHRASE_KEY` is not set.
-pub const LOCAL_PASSPHRASE_KEY: &str = "local-dev-passphrase-key";
-
+/// The environment, read setting by setting: a blank value counts as unset.
 struct Env<'a, F: Fn(&str) -> Option<String>>(&'a F);
 
 impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
-    fn raw(&self, name: &str) -> Option<String> {
-        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    /// The value set, or the setting's default, checked against what the setting accepts.
+    fn accepted(&self, setting: &Setting) -> Result<String, ConfigError> {
+        Ok(setting.read(self.0)?.unwrap_or_default())
     }
 
-    fn text(&self, name: &str, default: &str) -> String {
-        self.raw(name).unwrap_or_else(|| default.to_owned())
+    /// A text setting's value, or its default (free text is never refused).
+    fn text(&self, setting: &Setting) -> String {
+        setting.read(self.0).ok().flatten().unwrap_or_default()
     }
 
-    fn number<T: FromStr + PartialOrd + Copy + std::fmt::Display>(
-        &self,
-        name: &'static str,
-        default: T,
-        min: T,
-    ) -> Result<T, ConfigError> {
-        let Some(value) = self.raw(name) else {
-            return Ok(default);
-        };
-        match value.parse::<T>() {
-            Ok(n) if n >= min => Ok(n),
-            _ => Err(ConfigError { name, value, reason: format!("expected a whole number >= {min}") }),
-        }
+    fn number<T: TryFrom<u64>>(&self, setting: &Setting) -> Result<T, ConfigError> {
+        let value = self.accepted(setting)?;
+        value
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| ConfigError::new(setting.name, value, "expected a whole number"))
     }
 
-    fn number_within<T: FromStr + PartialOrd + Copy + std::fmt::Display>(
-        &self,
-        name: &'static str,
-        default: T,
-        range: std::ops::RangeInclusive<T>,
-    ) -> Result<T, ConfigError> {
-        let n = self.number(name, default, *range.start())?;
-        if n > *range.end() {
-            let reason =
-                format!("expected at most {}: the largest the stores' calls are sized and tested for", range.end());
-            return Err(ConfigError { name, value: n.to_string(), reason });
-        }
-        Ok(n)
+    fn flag(&self, setting: &Setting) -> Result<bool, ConfigError> {
+        Ok(matches!(self.accepted(setting)?.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
     }
 
-    fn flag(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
-        match self.raw(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None => Ok(default),
-            Some("true" | "1" | "yes") => Ok(true),
-            Some("false" | "0" | "no") => Ok(false),
-            Some(other) => Err(ConfigError { name, value: other.to_owned(), reason: "expected true or false".into() }),
-        }
+    /// The value read by the domain's `parse`, refused with `reason` when it reads none.
+    fn parsed<T>(&self, setting: &Setting, parse: impl Fn(&str) -> Option<T>, reason: &str) -> Result<T, ConfigError> {
+        let value = self.accepted(setting)?;
+        parse(&value).ok_or_else(|| ConfigError::new(setting.name, value, reason))
     }
 }
 

@@ -31,7 +31,7 @@ pub const DEPENDENCY_UNAVAILABLE: &str = "DEPENDENCY_UNAVAILABLE";
 
 /// Every marker the code logs. Each line that needs a person carries one (every ERROR line
 /// does); `template.yaml` counts each with a metric filter and watches it with an alarm, and
-/// `docs/OPERATIONS.md` has its runbook. `local/tests/deployment.rs` holds the three together.
+/// `docs/OPERATIONS.md` has its runbook. `local/tests/it/deployment.rs` holds the three together.
 pub const MARKERS: [&str; 7] = [
     RECONCILIATION_MISMATCH,
     SETTLE_PACKET_SKIPPED,
@@ -42,9 +42,7 @@ pub const MARKERS: [&str; 7] = [
     DEPENDENCY_UNAVAILABLE,
 ];
 
-/// The metric namespace when `METRICS_NAMESPACE` is not set (the template sets
-/// `RedPackets/<stage>`).
-pub const LOCAL_METRICS_NAMESPACE: &str = "RedPackets/local";
+pub use crate::settings::LOCAL_METRICS_NAMESPACE;
 
 /// The count of execution environments' first invocations, and the properties naming each
 /// metric document's invocation.
@@ -57,7 +55,7 @@ const TRACE_ID: &str = "TraceId";
 /// `metrics_cloudwatch_embedded` flushes it after each invocation. Without a recorder (the local
 /// API, tests) the counters cost nothing and go nowhere.
 pub fn metrics(function: &'static str) -> Result<&'static metrics_cloudwatch_embedded::Collector, MetricsError> {
-    let namespace = std::env::var("METRICS_NAMESPACE").unwrap_or_else(|_| LOCAL_METRICS_NAMESPACE.to_owned());
+    let namespace = crate::settings::METRICS_NAMESPACE.from_env().ok().flatten().unwrap_or_default();
     metrics_cloudwatch_embedded::Builder::new()
         .cloudwatch_namespace(namespace)
         .with_dimension("Function", function)

@@ -557,3 +557,175 @@ fn the_templates_currencies_are_the_functions_own() {
     let default = template["Parameters"]["Currency"]["Default"].as_str().unwrap();
     assert_eq!(default, red_packets::domain::Currency::default().code(), "the template's default is the code's");
 }
+
+/// The `!Ref` target of a template value, if it is one.
+fn reference(value: &Value) -> Option<&str> {
+    match value {
+        Value::Tagged(tagged) if tagged.tag == "!Ref" => tagged.value.as_str(),
+        _ => None,
+    }
+}
+
+/// A template scalar as the environment would hold it (`"500"`, `500`, `true` alike).
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        _ => None,
+    }
+}
+
+/// Every setting is declared once, in `shared/src/settings.rs`, and every copy follows it in
+/// full: where the template sets it (the `Globals` or the functions the setting names), with
+/// the value, parameter, secret or expression it declares; each parameter's `Default`, bounds
+/// and allowed values; the template sets nothing that is not a setting, nor any setting it says
+/// it leaves alone; `local-env.json` and `make run`'s script set only settings, at their
+/// defaults; every variable the product's code reads by name is one; and the docs' tables are
+/// the generated one.
+#[test]
+fn every_setting_is_declared_once_and_the_template_docs_and_local_env_follow_it() {
+    use red_packets::settings::{named, Accepts, Deployed, SETTINGS};
+
+    let template = read("template.yaml");
+    let parameters = &template["Parameters"];
+    let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
+    let mut set_in_template: Vec<(String, String)> = Vec::new();
+    for (key, variables) in std::iter::once((Value::from("Globals"), globals.clone())).chain(
+        template["Resources"]
+            .as_mapping()
+            .unwrap()
+            .iter()
+            .map(|(id, resource)| (id.clone(), resource["Properties"]["Environment"]["Variables"].clone())),
+    ) {
+        for (name, _) in variables.as_mapping().into_iter().flatten() {
+            set_in_template.push((key.as_str().unwrap().to_owned(), name.as_str().unwrap().to_owned()));
+        }
+    }
+    for (place, name) in &set_in_template {
+        let setting = named(name).unwrap_or_else(|| panic!("{place} sets {name}, which is no setting"));
+        let expected: Vec<&str> = if setting.on.is_empty() { vec!["Globals"] } else { setting.on.to_vec() };
+        assert!(expected.contains(&place.as_str()), "{name} is set on {place}, the table says {expected:?}");
+    }
+
+    for setting in SETTINGS {
+        let name = setting.name;
+        let places: Vec<&Value> = if setting.on.is_empty() {
+            vec![&globals[name]]
+        } else {
+            setting
+                .on
+                .iter()
+                .map(|function| &template["Resources"][*function]["Properties"]["Environment"]["Variables"][name])
+                .collect()
+        };
+        let parameter_default = |parameter: &str| scalar(&parameters[parameter]["Default"]);
+        match setting.deployed {
+            Deployed::Parameter(parameter) | Deployed::ParameterDefaulting(parameter, _) => {
+                for place in &places {
+                    assert_eq!(reference(place), Some(parameter), "{name} comes from the parameter {parameter}");
+                }
+                let default = match setting.deployed {
+                    Deployed::ParameterDefaulting(_, default) => Some(default.to_owned()),
+                    _ => setting.default_text(),
+                };
+                assert_eq!(parameter_default(parameter), default, "{parameter}'s Default is {name}'s");
+                let declared = &parameters[parameter];
+                let (min, max, allowed) = (&declared["MinValue"], &declared["MaxValue"], &declared["AllowedValues"]);
+                let allowed: Option<BTreeSet<String>> =
+                    allowed.as_sequence().map(|values| values.iter().filter_map(scalar).collect());
+                match setting.accepts {
+                    Accepts::AtLeast(least) => {
+                        assert_eq!(
+                            (min.as_u64(), max.as_u64(), &allowed),
+                            (Some(least), None, &None),
+                            "{parameter}'s bounds"
+                        )
+                    }
+                    Accepts::Within(least, most) => {
+                        let listed: BTreeSet<String> = (least..=most).map(|n| n.to_string()).collect();
+                        let bounded = (min.as_u64(), max.as_u64()) == (Some(least), Some(most));
+                        assert!(bounded || allowed == Some(listed), "{parameter} allows {least} to {most}");
+                    }
+                    Accepts::OneOf(words) => {
+                        let words: BTreeSet<String> = words.iter().map(|word| word.to_string()).collect();
+                        assert_eq!(allowed, Some(words), "{parameter}'s AllowedValues are {name}'s words");
+                    }
+                    Accepts::Text | Accepts::Flag | Accepts::Described(_) => {
+                        assert!(min.is_null() && max.is_null(), "{parameter}: no numeric bounds on a text")
+                    }
+                }
+            }
+            Deployed::Value(value) => {
+                for place in &places {
+                    assert_eq!(scalar(place).as_deref(), Some(value), "the template sets {name} to {value}");
+                }
+            }
+            Deployed::Computed => {
+                for place in &places {
+                    assert!(matches!(place, Value::Tagged(_)), "{name} is an expression of the stack's: {place:?}");
+                }
+            }
+            Deployed::Secret(secret) => {
+                for place in &places {
+                    let text = format!("{place:?}");
+                    assert!(text.contains("resolve:secretsmanager") && text.contains(secret), "{name}: {text}");
+                }
+            }
+            Deployed::Locally(parameter) => {
+                assert!(set_in_template.iter().all(|(_, set)| set != name), "the template leaves {name} alone");
+                if let Some(parameter) = parameter {
+                    let default = setting.default_text().unwrap_or_default();
+                    assert_eq!(parameter_default(parameter), Some(default), "{name} stands for {parameter}");
+                }
+            }
+            Deployed::NotSet | Deployed::ByLambda => {
+                assert!(set_in_template.iter().all(|(_, set)| set != name), "the template leaves {name} alone");
+            }
+        }
+    }
+
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
+    let local_env: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace.join("local-env.json")).unwrap()).unwrap();
+    for (name, _) in local_env.as_object().unwrap().values().flat_map(|scope| scope.as_object().unwrap()) {
+        assert!(named(name).is_some(), "local-env.json sets {name}, which is no setting");
+    }
+    let run_local = std::fs::read_to_string(workspace.join("scripts/run-local.sh")).unwrap();
+    for setting in [red_packets::settings::LOCAL_REDIS_PORT, red_packets::settings::LOCAL_DYNAMODB_PORT] {
+        let read = format!("${{{}:-{}}}", setting.name, setting.default_text().unwrap());
+        assert!(run_local.contains(&read), "scripts/run-local.sh reads {read}");
+    }
+
+    let mut sources = Vec::new();
+    for dir in ["shared/src", "functions", "local/src"] {
+        rust_sources(&workspace.join(dir), &mut sources);
+    }
+    let mut read_by_name = BTreeSet::new();
+    for source in sources {
+        let text = std::fs::read_to_string(&source).unwrap();
+        for call in ["var(\"", "var_os(\"", "get(\""] {
+            for (at, _) in text.match_indices(call) {
+                let rest = &text[at + call.len()..];
+                let name = &rest[..rest.find('"').unwrap()];
+                if name.len() > 3
+                    && name.contains('_')
+                    && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    read_by_name.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    assert!(read_by_name.len() >= 15, "{read_by_name:?}");
+    for name in &read_by_name {
+        assert!(named(name).is_some(), "the code reads {name}, which is no setting of shared/src/settings.rs");
+    }
+
+    for document in local::settings_doc::DOCUMENTS {
+        let text = std::fs::read_to_string(workspace.join(document)).unwrap();
+        let generated =
+            local::settings_doc::rewritten(&text).unwrap_or_else(|| panic!("{document}: no settings markers"));
+        assert!(generated == text, "{document}'s settings table is not the generated one: run `make settings`");
+    }
+}

@@ -176,10 +176,10 @@ async fn lost_grabs(store: &red_packets::adapters::RedisStore, acknowledged: &[(
     for (id, user, amount) in acknowledged {
         let keys = store.keys(&red_packets::domain::PacketId::parse(id).unwrap());
         let user = red_packets::domain::UserId::from_claim(user).unwrap();
-        let field = red_packets::adapters::redis::scripts::PacketKeys::grabber_field(&user);
+        let field = red_packets::adapters::redis::keys::PacketKeys::grabber_field(&user);
         let recorded: Option<String> =
             redis::cmd("HGET").arg(&keys.packet).arg(field).query_async(&mut conn).await.unwrap();
-        let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::record::grab_entry);
+        let recorded_amount = recorded.as_deref().and_then(red_packets::adapters::redis::keys::grab_entry);
         if recorded_amount.map(|grab| grab.amount_cents) != Some(*amount) {
             lost += 1;
         }

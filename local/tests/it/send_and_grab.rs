@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
-use red_packets::adapters::redis::record::parse_log_entry;
+use red_packets::adapters::redis::keys::parse_log_entry;
 use red_packets::adapters::RedisStore;
 use red_packets::clock::{parse_rfc3339, ManualClock};
 use red_packets::domain::PacketId;

@@ -1,6 +1,6 @@
 //! The one rule a grab is decided by, [`decide`], over a packet's state as the live store or
 //! the ledger holds it ([`GrabState`]). `LiveState` and `LedgerPacket` call it; `grab.lua` and
-//! `grab_many.lua` are its fast copies, held to it by `local/tests/grab_script.rs`.
+//! `grab_many.lua` are its fast copies, held to it by `local/tests/it/grab_script.rs`.
 
 use std::collections::HashMap;
 
@@ -51,7 +51,7 @@ pub enum GrabDecision {
 }
 
 /// Decides one grab by `attempt` at `now_ms` on `state`: the rule `grab.lua` and `grab_many.lua`
-/// copy for speed (`local/tests/grab_script.rs` holds them to it, and the ledger's answers too).
+/// copy for speed (`local/tests/it/grab_script.rs` holds them to it, and the ledger's answers too).
 /// A repeat gets its share; an open packet before its opening is not open yet (before who may
 /// grab: a try at the passphrase before the opening counts nothing, and the answer costs no
 /// more than a sold-out one); then who may grab (a recipient, then a member of the chat by ticket); the passphrase (locked, then wrong);

@@ -27,24 +27,27 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The defaults of a deployment that sets none (the settings' defaults, `settings.rs`).
+    pub const DEFAULT: Limits = Limits {
+        max_total_cents: 20_000,
+        max_count: 100,
+        min_expires_in_seconds: 60,
+        max_expires_in_seconds: 86_400,
+        default_expires_in_seconds: 86_400,
+        max_recipients: 500,
+        max_opens_ahead_seconds: 7 * 86_400,
+        split_version: SplitVersion::CURRENT,
+    };
+
     /// The largest `MAX_COUNT` a deployment may set: the packet size the Redis load, snapshot
-    /// and re-sync are chunked for and tested at (`local/tests/campaign.rs`), and whose view is
+    /// and re-sync are chunked for and tested at (`local/tests/it/campaign.rs`), and whose view is
     /// paged (a page of 1,000 grabs).
     pub const LARGEST_COUNT: u32 = 100_000;
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_total_cents: 20_000,
-            max_count: 100,
-            min_expires_in_seconds: 60,
-            max_expires_in_seconds: 86_400,
-            default_expires_in_seconds: 86_400,
-            max_recipients: 500,
-            max_opens_ahead_seconds: 7 * 86_400,
-            split_version: SplitVersion::CURRENT,
-        }
+        Limits::DEFAULT
     }
 }
 
@@ -63,9 +66,14 @@ pub struct DailyLimits {
     pub max_sent_cents: Cents,
 }
 
+impl DailyLimits {
+    /// The defaults of a deployment that sets none (the settings' defaults, `settings.rs`).
+    pub const DEFAULT: DailyLimits = DailyLimits { max_sends: 200, max_sent_cents: 2_000_000 };
+}
+
 impl Default for DailyLimits {
     fn default() -> Self {
-        DailyLimits { max_sends: 200, max_sent_cents: 2_000_000 }
+        DailyLimits::DEFAULT
     }
 }
 

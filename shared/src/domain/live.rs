@@ -2,7 +2,7 @@
 //! grab in order and how many of them the ledger holds; and [`LiveState`], the same packet as
 //! a plain Rust state machine. `grab.lua`, `cancel.lua`, `close.lua`, `persisted.lua`,
 //! `freeze.lua` and `load.lua` are checked against it by a property test on real Redis
-//! (`local/tests/grab_script.rs`), and the in-memory live store
+//! (`local/tests/it/grab_script.rs`), and the in-memory live store
 //! (`adapters::memory::MemoryStore`) is built on it: one model, two uses.
 
 use std::collections::HashMap;

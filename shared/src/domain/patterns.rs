@@ -45,23 +45,25 @@ pub struct RiskRules {
 }
 
 impl Default for RiskRules {
-    /// The template's defaults.
     fn default() -> Self {
-        RiskRules {
-            chain_links: 5,
-            chain_window_ms: 600_000,
-            chain_tolerance_percent: 20,
-            cycle_window_ms: 3_600_000,
-            cycle_min_each_way: 5,
-            cycle_max_net_percent: 20,
-            chats_per_day: 50,
-            max_shares: 100,
-            hold_on_flag: None,
-        }
+        RiskRules::DEFAULT
     }
 }
 
 impl RiskRules {
+    /// The template's defaults (the settings' defaults, `settings.rs`).
+    pub const DEFAULT: RiskRules = RiskRules {
+        chain_links: 5,
+        chain_window_ms: 600_000,
+        chain_tolerance_percent: 20,
+        cycle_window_ms: 3_600_000,
+        cycle_min_each_way: 5,
+        cycle_max_net_percent: 20,
+        chats_per_day: 50,
+        max_shares: 100,
+        hold_on_flag: None,
+    };
+
     /// Whether a packet of `count` shares is read by the rules.
     pub fn reads(&self, count: u32) -> bool {
         count <= self.max_shares

@@ -108,7 +108,7 @@ impl SplitVersion {
     }
 
     /// The version's number, as stored and answered.
-    pub fn number(self) -> u8 {
+    pub const fn number(self) -> u8 {
         match self {
             SplitVersion::V1 => 1,
             SplitVersion::V2 => 2,

@@ -9,7 +9,7 @@
 //! shares the packet's partition key `PKT#<id>`: a 100,000-share packet settled at full speed
 //! would pass that ceiling and be throttled. [`PartitionPace`] holds settle's writes to any one
 //! partition key under `SETTLE_PARTITION_WRITE_UNITS` per second as DynamoDB sees them
-//! ([`crate::config::DEFAULT_SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth), by
+//! ([`crate::settings::SETTLE_PARTITION_WRITE_UNITS`], 900: the ceiling less a tenth), by
 //! letting go ten elevenths of it a second: a write let go at a second's end leaves in the next. The writes it leaves out (the
 //! packet's record, a cancel, the finalisation's transaction, a casualty for each grab a
 //! failover lost, the SDK's own retries) have no reserved share. The pace counts a write when it

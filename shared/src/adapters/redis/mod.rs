@@ -1,7 +1,8 @@
 //! The Redis adapter: the live, atomic side of packets.
 //!
 //! - [`connection`]: one node or a cluster, every call bounded in time, `WAIT` routing.
-//! - [`scripts`]: the packet's layout in Redis and the Lua scripts over it, behind typed wrappers.
+//! - [`keys`]: the layout, declared once: every key's name and every entry's format.
+//! - [`scripts`]: the Lua scripts over the layout, behind typed wrappers.
 //! - [`store`]: [`RedisStore`], the [`crate::ports::LiveStore`] (grabs, loads, snapshots).
 //! - `settle`: the same store's settle side (index, dirty sets, marks, retirement; where runs
 //!   stand).
@@ -10,6 +11,7 @@
 
 pub mod coalesce;
 pub mod connection;
+pub mod keys;
 pub mod rate;
 pub mod record;
 pub mod scripts;

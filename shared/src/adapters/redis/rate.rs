@@ -1,5 +1,5 @@
 //! One user's grab rate across packets ([`GrabRate`]), counted in Redis: a counter per user per
-//! window, `<prefix>:{u:<user>}:grabs:<window>`, in the user's own hash slot (the key carries
+//! window ([`grab_counter_key`]), in the user's own hash slot (the key carries
 //! the user's hash tag, so one user's counters live on one node, and users spread across the
 //! cluster). Counting is two plain commands in one round trip, `INCR` and `EXPIRE … NX` (Redis
 //! 7.0, Valkey): the counter's first count sets its lifetime, the later ones leave it. A batch of
@@ -17,14 +17,10 @@ use futures::future::try_join_all;
 use redis::RedisResult;
 
 use super::connection::RedisConnection;
+use super::keys::grab_counter_key;
 use crate::clock::Millis;
 use crate::domain::risk::GrabRate;
 use crate::domain::{GrabOutcome, UserId};
-
-/// The counter of `user`'s grabs in window `window`.
-pub fn counter_key(prefix: &str, user: &UserId, window: u64) -> String {
-    format!("{prefix}:{{u:{user}}}:grabs:{window}")
-}
 
 /// Counts one grab for each of `grabs` (a user and the grab's instant), in order: `None` for a
 /// grab within the rate, the rate's refusal for one past it. On one node every count goes in one
@@ -44,7 +40,7 @@ pub async fn count(
     let pipeline = |grabs: &[(&UserId, Millis)]| {
         let mut pipe = redis::pipe();
         for (user, now_ms) in grabs {
-            let key = counter_key(prefix, user, rate.window(*now_ms));
+            let key = grab_counter_key(prefix, user, rate.window(*now_ms));
             pipe.cmd("INCR").arg(&key).cmd("EXPIRE").arg(&key).arg(ttl).arg("NX").ignore();
         }
         pipe
@@ -148,11 +144,5 @@ mod tests {
         memo.learn(RATE, &user("d"), 60_000);
         assert!(memo.refusal(RATE, &user("d"), 60_000).is_none(), "full of current entries: not kept");
         assert!(memo.refusal(RATE, &user("b"), 60_000).is_some());
-    }
-
-    #[test]
-    fn a_counter_carries_its_users_hash_tag_and_names_its_window() {
-        let alice = UserId::from_claim("alice").unwrap();
-        assert_eq!(counter_key("rp", &alice, 29_000_000), "rp:{u:alice}:grabs:29000000");
     }
 }

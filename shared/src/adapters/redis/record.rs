@@ -10,11 +10,11 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use super::keys::parse_log_entry;
 use crate::clock::Millis;
-use crate::domain::grab::LoggedGrab;
 use crate::domain::{
-    Access, Cents, ChatId, GrabOutcome, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed,
-    SplitRule, SplitVersion, UserId,
+    Access, ChatId, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed, SplitRule,
+    SplitVersion, UserId,
 };
 use crate::ports::StoreError;
 
@@ -157,7 +157,7 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
         expires_at_ms: number("expires_at")?,
         access: Access { recipients, passphrase, members_of },
     };
-    let mark = super::scripts::log_mark(&raw.log);
+    let mark = super::keys::log_mark(&raw.log);
     let persisted = parsed::<usize>(raw, "persisted").unwrap_or(0).saturating_sub(mark);
     let grabs = raw
         .log
@@ -177,59 +177,6 @@ pub fn live_packet(id: &PacketId, raw: &RawSnapshot) -> Result<LivePacket, Store
     })
 }
 
-/// A grab-log entry: `<seq>:<amount>:<left>:<at_ms>:<user>`, `left` being what share `seq` left
-/// of a packet of `count` shares.
-pub fn log_entry(grab: &LoggedGrab, count: u32) -> String {
-    let left = count.saturating_sub(grab.seq);
-    format!("{}:{}:{left}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user)
-}
-
-/// Reads a grab-log entry back; `None` when it is not one.
-pub fn parse_log_entry(entry: &str) -> Option<LoggedGrab> {
-    let mut parts = entry.splitn(5, ':');
-    let seq = parts.next()?.parse().ok()?;
-    let amount_cents = parts.next()?.parse().ok()?;
-    let _left: u32 = parts.next()?.parse().ok()?;
-    let at_ms = parts.next()?.parse().ok()?;
-    let user = UserId::from_claim(parts.next()?)?;
-    Some(LoggedGrab { seq, user, amount_cents, at_ms })
-}
-
-/// A grabber's `<seq>:<amount>:<left>:<at_ms>`: where a Redis reply becomes a grab's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GrabEntry {
-    /// The share's number.
-    pub seq: u32,
-    /// The share taken.
-    pub amount_cents: Cents,
-    /// Shares left once it was taken.
-    pub left: u32,
-    /// When.
-    pub at_ms: Millis,
-}
-
-impl GrabEntry {
-    /// The answer to the grab that took this share just now.
-    pub fn grabbed(self) -> GrabOutcome {
-        GrabOutcome::Grabbed { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count: self.left }
-    }
-
-    /// The answer to a repeat of the grab that took this share, `remaining_count` shares left now.
-    pub fn already(self, remaining_count: u32) -> GrabOutcome {
-        GrabOutcome::Already { amount_cents: self.amount_cents, grabbed_at_ms: self.at_ms, remaining_count }
-    }
-}
-
-/// Reads a grabber's `<seq>:<amount>:<left>:<at_ms>`; `None` when it is not one.
-pub fn grab_entry(value: &str) -> Option<GrabEntry> {
-    let mut parts = value.split(':');
-    let seq = parts.next()?.parse().ok()?;
-    let amount_cents = parts.next()?.parse().ok()?;
-    let left = parts.next()?.parse().ok()?;
-    let at_ms = parts.next()?.parse().ok()?;
-    parts.next().is_none().then_some(GrabEntry { seq, amount_cents, left, at_ms })
-}
-
 /// What `snapshot.lua` read at one instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawSnapshot {
@@ -238,7 +185,7 @@ pub struct RawSnapshot {
     /// Shares not yet taken.
     pub shares_left: u32,
     /// Every log entry, in grab order, after the log's head mark if it has one
-    /// ([`super::scripts::LIST_MARK`]).
+    /// ([`super::keys::LIST_MARK`]).
     pub log: Vec<String>,
 }
 
@@ -247,38 +194,5 @@ impl RawSnapshot {
     pub fn field(&self, name: &str) -> Option<&str> {
         let index = SNAPSHOT_FIELDS.iter().position(|field| *field == name)?;
         self.fields.get(index)?.as_deref()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_log_entry_reads_back_as_the_grab_even_with_colons_in_the_user() {
-        for user in ["bob", "auth0|abc:def", "a:b:c:d"] {
-            let grab = LoggedGrab {
-                seq: 7,
-                user: UserId::from_claim(user).unwrap(),
-                amount_cents: 125,
-                at_ms: 1_700_000_000_000,
-            };
-            assert_eq!(log_entry(&grab, 10), format!("7:125:3:1700000000000:{user}"));
-            assert_eq!(parse_log_entry(&log_entry(&grab, 10)), Some(grab));
-        }
-        for bad in ["", "7:125:3:1700", "x:1:0:2:bob", "7:-1:0:2:bob", "7:1:2:bob", "{\"seq\":1}"] {
-            assert_eq!(parse_log_entry(bad), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_grabber_field_reads_back_as_amount_left_and_time() {
-        assert_eq!(
-            grab_entry("3:125:7:1700000000000"),
-            Some(GrabEntry { seq: 3, amount_cents: 125, left: 7, at_ms: 1_700_000_000_000 })
-        );
-        for bad in ["125:1700000000000", "3:125:1700000000000", "3:125:7:17:9", "3:-1:0:5", ""] {
-            assert_eq!(grab_entry(bad), None, "{bad:?}");
-        }
     }
 }

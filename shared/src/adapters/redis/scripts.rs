@@ -6,11 +6,7 @@
 //! settles, so the grab scripts name only the packet's hash, pool and log: an unknown id's
 //! lookup key goes to `lookup.lua`, a call of its own.
 //!
-//! Entries are compact strings rather than JSON: a share in the pool is `<seq>:<amount>:<left>`
-//! (`left`: shares remaining once it is taken), a grabber's field `:<user>` holds
-//! `<seq>:<amount>:<left>:<at_ms>`, and a grab-log entry is that followed by `:<user>` (the user
-//! last, so it may hold any character). `record.rs` writes and reads them, as it does the
-//! packet hash's fields.
+//! The keys and the entries' formats are `keys.rs`'s; `record.rs` reads the packet hash's fields.
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
@@ -22,7 +18,9 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{RedisResult, Script, Value};
 
-use super::record::{grab_entry, log_entry, parse_log_entry, LoadFields, RawSnapshot, SNAPSHOT_FIELDS};
+use super::keys::{grab_entry, grabber_value, log_entry, parse_log_entry, persisted_grab, share_entry, unplaced_share};
+use super::keys::{log_mark, PacketKeys, LIST_MARK};
+use super::record::{LoadFields, RawSnapshot, SNAPSHOT_FIELDS};
 use crate::clock::Millis;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::LiveGrab;
@@ -50,74 +48,6 @@ static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../
 static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/persisted.lua")));
 static FREEZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/freeze.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../../../lua/snapshot.lua")));
-
-/// The Redis keys of one packet; all share the hash tag `{<id>}`, so one slot holds them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PacketKeys {
-    /// Hash: the packet's fields, and `:<user>` = `<seq>:<amount>:<left>:<at_ms>` per grabber.
-    pub packet: String,
-    /// List: the shares not yet taken, `<seq>:<amount>:<left>`, in seq order.
-    pub pool: String,
-    /// List: the grab log, every grab as `<seq>:<amount>:<left>:<at_ms>:<user>`, in grab order;
-    /// settle persists it.
-    pub grabs: String,
-    /// String: what the ledger said of an id Redis does not hold (`pending`, `absent`, `recorded`).
-    pub lookup: String,
-}
-
-impl PacketKeys {
-    /// The keys of packet `id` under `prefix` (`REDIS_KEY_PREFIX`, `rp` by default).
-    /// Every grab builds them, so each is one allocation of its exact size (`format!` grows
-    /// its buffer as it goes: a fifth of a coalesced grab's client time in `make bench`'s flood).
-    pub fn of(prefix: &str, id: &PacketId) -> Self {
-        let key = |name: &str| {
-            let mut key = String::with_capacity(prefix.len() + id.as_str().len() + name.len() + 4);
-            for part in [prefix, ":{", id.as_str(), "}:", name] {
-                key.push_str(part);
-            }
-            key
-        };
-        PacketKeys { packet: key("packet"), pool: key("pool"), grabs: key("grabs"), lookup: key("lookup") }
-    }
-
-    /// The keys a load stages a large packet under before `load.lua` renames them into place:
-    /// each of the packet's keys with `:stage:<load>`, in the packet's slot.
-    pub fn staged(&self, load: &str) -> PacketKeys {
-        let stage = |key: &str| format!("{key}:stage:{load}");
-        PacketKeys {
-            packet: stage(&self.packet),
-            pool: stage(&self.pool),
-            grabs: stage(&self.grabs),
-            lookup: stage(&self.lookup),
-        }
-    }
-
-    /// The packet hash's field holding `user`'s grab.
-    pub fn grabber_field(user: &UserId) -> String {
-        let mut field = String::with_capacity(user.as_str().len() + 1);
-        field.push(':');
-        field.push_str(user.as_str());
-        field
-    }
-}
-
-/// The settle index key of shard `shard` under `prefix`: a sorted set of open packet ids
-/// scored by expiry, in a slot of its own.
-pub fn settle_index_key(prefix: &str, shard: u32) -> String {
-    format!("{prefix}:settle:{{{shard}}}")
-}
-
-/// `<prefix>:settle:{<shard>}:dirty`: the shard's packets with grabs settle has not persisted
-/// (a set, in the index's slot).
-pub fn settle_dirty_key(prefix: &str, shard: u32) -> String {
-    format!("{prefix}:settle:{{{shard}}}:dirty")
-}
-
-/// `<prefix>:settle:{<shard>}:retired`: the shard's finalised packets, scored by when their
-/// keys should have lapsed (a sorted set, in the index's slot).
-pub fn settle_retired_key(prefix: &str, shard: u32) -> String {
-    format!("{prefix}:settle:{{{shard}}}:retired")
-}
 
 /// How `load.lua` treats a packet Redis already holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,18 +79,6 @@ pub enum Loaded {
     /// Another caller is staging this large packet's add right now: nothing changed; ask again
     /// shortly.
     Staging,
-}
-
-/// The mark at the head of a packet's grab log and, twice, at the end of its pool (load.lua):
-/// it keeps both keys in existence from the load to the retirement, so no grab script names a
-/// missing key (a migrating slot refuses such a script with `TRYAGAIN`). It is no grab and no
-/// share: the readers leave it out ([`log_mark`]).
-pub const LIST_MARK: &str = "~";
-
-/// How many entries at the head of `log` are no grab: 1 for the mark a log loaded since the
-/// marks carries (which `persisted` counts too), 0 for an older one.
-pub fn log_mark(log: &[String]) -> usize {
-    usize::from(log.first().is_some_and(|head| head == LIST_MARK))
 }
 
 /// Entries (shares and grabs) one call carries at most: a packet with more is staged, a
@@ -202,7 +120,7 @@ pub async fn load<C: ConnectionLike>(
         LoadMode::Add => ("add", ""),
         LoadMode::Replace { token } => ("replace", token),
     };
-    let lease = format!("{}:staging", keys.packet);
+    let lease = keys.staging_lease();
     if large && mode == "add" {
         // Every grab of a packet Redis lost reloads it at once: only one stages it, under a
         // lease, and only while it is not there.
@@ -256,7 +174,7 @@ async fn load_once<C: ConnectionLike>(
         invocation.arg("staged").arg(grabbers.len()).arg(pool.len() + 2).arg(grabs.len() + 1);
     } else {
         let entries: Vec<String> = grabs.iter().map(|grab| log_entry(grab, packet.terms.count)).collect();
-        let shares: Vec<String> = pool.iter().map(|(seq, amount)| format!("{seq}:{amount}")).collect();
+        let shares: Vec<String> = pool.iter().map(|(seq, amount)| unplaced_share(*seq, *amount)).collect();
         invocation.arg(serde_json::to_string(&entries).expect("grabs serialize")).arg(shares);
     }
     let loaded: i64 = bounded(per_call, invocation.invoke_async(conn)).await?;
@@ -318,10 +236,7 @@ async fn stage<C: ConnectionLike>(
         let mut log = redis::cmd("RPUSH");
         log.arg(&staged.grabs);
         for grab in chunk {
-            let left = count.saturating_sub(grab.seq);
-            fields
-                .arg(PacketKeys::grabber_field(&grab.user))
-                .arg(format!("{}:{}:{left}:{}", grab.seq, grab.amount_cents, grab.at_ms));
+            fields.arg(PacketKeys::grabber_field(&grab.user)).arg(grabber_value(grab, count));
             log.arg(log_entry(grab, count));
         }
         let mut pipe = redis::pipe();
@@ -335,7 +250,7 @@ async fn stage<C: ConnectionLike>(
         shares.arg(&staged.pool);
         for (offset, (seq, amount)) in chunk.iter().enumerate() {
             let left = pool.len() - 1 - (first + offset);
-            shares.arg(format!("{seq}:{amount}:{left}"));
+            shares.arg(share_entry(*seq, *amount, left));
         }
         let mut pipe = redis::pipe();
         pipe.add_command(shares).cmd("PEXPIRE").arg(&staged.pool).arg(STAGE_TTL_MS);
@@ -416,7 +331,7 @@ pub async fn mark_persisted<C: ConnectionLike>(
     confirmed: usize,
     last: &LoggedGrab,
 ) -> RedisResult<usize> {
-    let last = format!("{}:{}:{}:{}", last.seq, last.amount_cents, last.at_ms, last.user);
+    let last = persisted_grab(last);
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
 }
 

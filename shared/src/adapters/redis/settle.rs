@@ -4,6 +4,7 @@
 //! hash field per shard range for the resume shard and for the recovery sweep, and the set of
 //! shard layouts packets were indexed under.
 
+use super::keys::{self, parse_sweep_state, range_field, sweep_state, SettleStateKey};
 use super::scripts::{self, LoadMode, Loaded};
 use super::store::{RedisStore, RETIRED_KEEP_MS};
 use crate::clock::Millis;
@@ -14,17 +15,17 @@ use crate::ports::{CloseOutcome, Frozen, PacketImage, SettleCursor, SettleIndex,
 impl RedisStore {
     /// The settle index key of `shard`.
     pub fn settle_index_key(&self, shard: u32) -> String {
-        scripts::settle_index_key(&self.config.key_prefix, shard)
+        keys::settle_index_key(&self.config.key_prefix, shard)
     }
 
     /// The set of packets in `shard` with grabs settle has not persisted.
     pub fn settle_dirty_key(&self, shard: u32) -> String {
-        scripts::settle_dirty_key(&self.config.key_prefix, shard)
+        keys::settle_dirty_key(&self.config.key_prefix, shard)
     }
 
     /// The set of `shard`'s retired packets, scored by when their keys should have lapsed.
     pub fn settle_retired_key(&self, shard: u32) -> String {
-        scripts::settle_retired_key(&self.config.key_prefix, shard)
+        keys::settle_retired_key(&self.config.key_prefix, shard)
     }
 
     /// Every packet indexed for settle in `shard` (open, not retired or quarantined): for
@@ -39,27 +40,22 @@ impl RedisStore {
 
     /// The quarantine index: packets settle set aside for inspection, scored by when.
     pub fn quarantine_key(&self) -> String {
-        format!("{}:settle:quarantine", self.config.key_prefix)
+        SettleStateKey::Quarantine.under(&self.config.key_prefix)
     }
 
     /// The recovery sweep's state, one field per shard range; a Redis without it is one settle
     /// has not swept, or one that lost its data.
     pub fn sweep_key(&self) -> String {
-        format!("{}:settle:sweep", self.config.key_prefix)
+        SettleStateKey::Sweep.under(&self.config.key_prefix)
     }
 
     fn settle_progress_key(&self) -> String {
-        format!("{}:settle:progress", self.config.key_prefix)
+        SettleStateKey::Progress.under(&self.config.key_prefix)
     }
 
     pub(super) fn settle_layouts_key(&self) -> String {
-        format!("{}:settle:layouts", self.config.key_prefix)
+        SettleStateKey::Layouts.under(&self.config.key_prefix)
     }
-}
-
-/// The hash field of the run over `range`.
-fn range_field(range: [u32; 2]) -> String {
-    format!("{}-{}", range[0], range[1])
 }
 
 impl SettleIndex for RedisStore {
@@ -267,16 +263,13 @@ impl SettleCursor for RedisStore {
         let mut conn = self.connection().await?;
         let read = redis::Cmd::hget(self.sweep_key(), range_field(range));
         let state: Option<String> = self.run(read.query_async(&mut conn)).await?;
-        Ok(state.and_then(|state| {
-            let (shard, due) = state.split_once(':')?;
-            Some((shard.parse().ok()?, due.parse().ok()?))
-        }))
+        Ok(state.as_deref().and_then(parse_sweep_state))
     }
 
     /// Records the recovery sweep's next shard for `range` and when it is due.
     async fn set_sweep_state(&self, range: [u32; 2], next_shard: u32, due_ms: Millis) -> Result<(), StoreError> {
         let mut conn = self.connection().await?;
-        let command = redis::Cmd::hset(self.sweep_key(), range_field(range), format!("{next_shard}:{due_ms}"));
+        let command = redis::Cmd::hset(self.sweep_key(), range_field(range), sweep_state(next_shard, due_ms));
         self.run(command.query_async::<()>(&mut conn)).await
     }
 

@@ -15,9 +15,11 @@ use tokio::sync::OnceCell;
 
 use super::coalesce::{Coalescer, Unanswered};
 use super::connection::{within, RedisConnection};
+use super::keys::PacketKeys;
+use super::keys::{grab_entry, replicas_probe_key, shares_left};
 use super::rate::{self, RefusedMemo};
-use super::record::{grab_entry, live_packet};
-use super::scripts::{self, LoadMode, Loaded, Lookup, PacketKeys, ScriptGrab};
+use super::record::live_packet;
+use super::scripts::{self, LoadMode, Loaded, Lookup, ScriptGrab};
 use super::sold_out::SoldOutMemo;
 use crate::clock::{Clock, Millis};
 use crate::config::{Config, RedisConfig, ReplicaWait};
@@ -467,19 +469,11 @@ impl RedisStore {
         id: &PacketId,
     ) -> Result<bool, StoreError> {
         let Some(wait) = self.grab_wait else { return Ok(true) };
-        let probe = format!("{}:{{{id}}}:replicas", self.config.key_prefix);
+        let probe = replicas_probe_key(&self.config.key_prefix, id);
         let touch = redis::Cmd::pset_ex(probe, crate::clock::SystemClock.now_ms(), 60_000);
         self.run(touch.query_async::<()>(conn)).await?;
         conn.replicas_acknowledge(&self.keys(id).packet, wait, self.limit()).await
     }
-}
-
-/// Shares left by the pool's head (`LINDEX 0`), as the scripts count them: the head share's
-/// `left` + 1; none at the pool's end mark or without a pool.
-fn shares_left(head: Option<&str>) -> u32 {
-    head.filter(|head| *head != super::scripts::LIST_MARK)
-        .and_then(|head| head.rsplit(':').next()?.parse::<u32>().ok())
-        .map_or(0, |left| left + 1)
 }
 
 /// `Already` from a grabber's `<seq>:<amount>:<left>:<at_ms>`.
@@ -578,16 +572,5 @@ impl LiveStore for RedisStore {
             }
         }
         Ok(outcome)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn shares_left_are_read_off_the_pools_head() {
-        assert_eq!(super::shares_left(Some("3:120:4")), 5, "the head's left + 1");
-        assert_eq!(super::shares_left(Some("9:50:0")), 1, "the last share");
-        assert_eq!(super::shares_left(Some("~")), 0, "the end mark: sold out");
-        assert_eq!(super::shares_left(None), 0, "no pool (a packet loaded before the marks, sold out)");
     }
 }
