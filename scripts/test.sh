@@ -128,6 +128,7 @@ cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
 stage "sam local invoke: each function's first event in SAM's arm64 containers, the rest on the host's binaries"
 wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
+echo "the arm64 build (begun beside the first pass) ended at $(date -r "$sam_build_log" +%T)"
 # The recovery model (pure: stateright on the domain's functions, a minute of CPU) runs niced
 # beside this stage and the next, which wait on SAM, Docker and qemu with most of a core idle;
 # in the first pass it held both cores for 70 s. Its output follows the README's commands.
