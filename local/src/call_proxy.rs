@@ -20,7 +20,6 @@ use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
-use serde_json::Value;
 
 /// The largest request or answer forwarded (DynamoDB's own limits are far below it).
 const BODY_LIMIT: usize = 64 << 20;
@@ -85,7 +84,7 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
     let path_and_query = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     let operation = operation(upstream.service, &parts.method, &parts.headers, path_and_query);
     let resources = match upstream.service {
-        "dynamodb" => crate::calls::dynamodb_resources(&serde_json::from_slice(&bytes).unwrap_or(Value::Null)),
+        "dynamodb" => crate::calls::dynamodb_resources(&bytes),
         _ => crate::calls::s3_resources(&format!("http://proxy{path_and_query}")),
     };
     let key_id = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok()).and_then(credential_key_id);

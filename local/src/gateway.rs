@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{to_bytes, Body as AxumBody};
-use axum::extract::{Path, Request, State};
+use axum::extract::{RawPathParams, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::HeaderValue;
 use axum::response::Response;
@@ -21,12 +21,13 @@ use lambda_http::{Body, Error as LambdaError};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::http::error_response;
+use red_packets::routes::{self, Function, Route, ROUTES};
 use red_packets::{events, ApiError};
 use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;
 use crate::cors::{self, Cors};
-use crate::throttle::{RouteSetting, Throttle};
+use crate::throttle::Throttle;
 
 /// API Gateway's own payload limit (10 MB): bodies up to it are read whole and reach the handler,
 /// which refuses anything over 16 KiB with its own 413, so a client always reads the answer.
@@ -71,28 +72,18 @@ pub struct Operators {
     pub authorizer: LocalAuthorizer,
 }
 
-/// The template's routes, in the form API Gateway's route keys take.
-pub const ROUTES: &[&str] = &[
-    "POST /packets",
-    "POST /packets/{packet_id}/grab",
-    "GET /packets/{packet_id}",
-    "GET /me/packets",
-    "POST /packets/{packet_id}/cancel",
-    "GET /me/wallet",
-    "POST /me/withdrawals",
-];
-
 /// The local API's router.
 pub fn router(functions: Arc<Functions>) -> Router {
     let cors = functions.cors.clone();
-    Router::new()
-        .route("/packets", post(send_route))
-        .route("/packets/{packet_id}/grab", post(grab_route))
-        .route("/packets/{packet_id}/cancel", post(cancel_route))
-        .route("/packets/{packet_id}", get(packet_route))
-        .route("/me/packets", get(history_route))
-        .route("/me/wallet", get(wallet_route))
-        .route("/me/withdrawals", post(withdraw_route))
+    let mut router = Router::new();
+    for route in ROUTES {
+        let serve = move |State(functions): State<Arc<Functions>>, parameters: RawPathParams, request: Request| {
+            let packet_id = parameters.iter().find(|(name, _)| *name == "packet_id").map(|(_, id)| id.to_owned());
+            async move { serve(&functions, route, packet_id.as_deref(), request).await }
+        };
+        router = router.route(route.path(), if route.method() == "GET" { get(serve) } else { post(serve) });
+    }
+    router
         .route("/ops/v1/{*rest}", axum::routing::any(operators_route))
         .route("/local/ops-token", post(ops_token_route))
         .route("/local/app-token", post(app_token_route))
@@ -130,44 +121,19 @@ fn unauthorized(presented: bool) -> lambda_http::Response<Body> {
     response
 }
 
-async fn send_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[0], None, request, |event| send::handle(&functions.send, event)).await
-}
-
-async fn grab_route(
-    State(functions): State<Arc<Functions>>,
-    Path(packet_id): Path<String>,
-    request: Request,
-) -> Response {
-    invoke(&functions, ROUTES[1], Some(&packet_id), request, |event| grab::handle(&functions.grab, event)).await
-}
-
-async fn cancel_route(
-    State(functions): State<Arc<Functions>>,
-    Path(packet_id): Path<String>,
-    request: Request,
-) -> Response {
-    invoke(&functions, ROUTES[4], Some(&packet_id), request, |event| send::handle(&functions.send, event)).await
-}
-
-async fn packet_route(
-    State(functions): State<Arc<Functions>>,
-    Path(packet_id): Path<String>,
-    request: Request,
-) -> Response {
-    invoke(&functions, ROUTES[2], Some(&packet_id), request, |event| query::handle(&functions.query, event)).await
-}
-
-async fn history_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[3], None, request, |event| query::handle(&functions.query, event)).await
-}
-
-async fn wallet_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[5], None, request, |event| query::handle(&functions.query, event)).await
-}
-
-async fn withdraw_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    invoke(&functions, ROUTES[6], None, request, |event| send::handle(&functions.send, event)).await
+/// A route of the app's API, through its function's handler.
+async fn serve(functions: &Functions, route: &'static Route, packet_id: Option<&str>, request: Request) -> Response {
+    match route.function {
+        Function::Send => {
+            invoke(functions, route, packet_id, request, |event| send::handle(&functions.send, event)).await
+        }
+        Function::Grab => {
+            invoke(functions, route, packet_id, request, |event| grab::handle(&functions.grab, event)).await
+        }
+        Function::Query => {
+            invoke(functions, route, packet_id, request, |event| query::handle(&functions.query, event)).await
+        }
+    }
 }
 
 /// `POST /local/ops-token`: the local sign-in, with the operators' authorizer's stand-in.
@@ -216,7 +182,7 @@ async fn operators_route(State(functions): State<Arc<Functions>>, request: Reque
 
 async fn invoke<F, Fut>(
     functions: &Functions,
-    route_key: &str,
+    route: &Route,
     packet_id: Option<&str>,
     request: Request,
     handler: F,
@@ -225,7 +191,7 @@ where
     F: FnOnce(lambda_http::Request) -> Fut,
     Fut: Future<Output = Result<lambda_http::Response<Body>, LambdaError>>,
 {
-    invoke_as(functions, &functions.authorizer, route_key, packet_id, request, handler).await
+    invoke_as(functions, &functions.authorizer, route.key, packet_id, request, handler).await
 }
 
 async fn invoke_as<F, Fut>(
@@ -282,12 +248,8 @@ async fn to_event(
     packet_id: Option<&str>,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
-    let setting = match route_key {
-        key if key == ROUTES[1] => RouteSetting::Grab,
-        key if key == ROUTES[6] => RouteSetting::Withdraw,
-        _ => RouteSetting::Default,
-    };
-    if !functions.throttle.admits(setting) {
+    let throttle = Route::keyed(route_key).map_or(routes::Throttle::Default, |route| route.throttle);
+    if !functions.throttle.admits(throttle) {
         return Err(Refused::Throttled);
     }
     let (parts, body) = request.into_parts();

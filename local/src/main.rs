@@ -45,25 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let topup = serde_json::json!({ "user": user, "amount_cents": amount_cents, "reference": reference });
             local::funds_from_env(serde_json::json!({ "topup": topup })).await
         }
-        Some("reconcile") => {
-            let (mut file, mut as_of, mut passes) = (None, None, None);
-            while let Some(flag) = args.next() {
-                let value = args.next().ok_or(USAGE)?;
-                match flag.as_str() {
-                    "--file" => file = Some(value),
-                    "--as-of" => as_of = Some(value),
-                    "--passes" => passes = Some(value.parse::<u32>()?),
-                    _ => return Err(USAGE.into()),
-                }
-            }
-            match file {
-                Some(file) => local::reconcile_file(&file, as_of.as_deref(), passes.unwrap_or(1)).await,
-                None => {
-                    let options = red_packets::funds::ReconcileOptions { as_of, passes };
-                    local::funds_from_env(serde_json::json!({ "reconcile": options })).await
-                }
-            }
-        }
+        Some("reconcile") => reconcile(args).await,
         Some("export") => local::export_from_env(&args.next().ok_or(USAGE)?).await,
         Some("trial-balance") => {
             let day = args.next().filter(|day| !day.is_empty());
@@ -79,19 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::funds_from_env(serde_json::from_str(&text)?).await
         }
         Some("quarantine") => local::settle_from_env(serde_json::json!({})).await,
-        Some("settings") => {
-            if args.next().as_deref() != Some("--write") {
-                print!("{}", local::settings_doc::table());
-                return Ok(());
-            }
-            for document in local::settings_doc::DOCUMENTS {
-                let text = std::fs::read_to_string(document)?;
-                let rewritten =
-                    local::settings_doc::rewritten(&text).ok_or(format!("{document}: no settings markers"))?;
-                std::fs::write(document, rewritten)?;
-            }
-            Ok(())
-        }
+        Some("settings") => local::settings_doc::print_or_write(args.next().as_deref() == Some("--write")),
         Some("replay") => local::settle_from_env(serde_json::json!({ "replay": true })).await,
         Some("restore-report") => {
             let before = args.next().ok_or(USAGE)?;
@@ -110,5 +80,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             local::settle_from_env(release).await
         }
         Some(_) => Err(USAGE.into()),
+    }
+}
+
+/// `local reconcile [--file <export>] [--as-of <time>] [--passes <n>]`.
+async fn reconcile(mut args: impl Iterator<Item = String>) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut file, mut as_of, mut passes) = (None, None, None);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(USAGE)?;
+        match flag.as_str() {
+            "--file" => file = Some(value),
+            "--as-of" => as_of = Some(value),
+            "--passes" => passes = Some(value.parse::<u32>()?),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    match file {
+        Some(file) => local::reconcile_file(&file, as_of.as_deref(), passes.unwrap_or(1)).await,
+        None => {
+            let options = red_packets::funds::ReconcileOptions { as_of, passes };
+            local::funds_from_env(serde_json::json!({ "reconcile": options })).await
+        }
     }
 }

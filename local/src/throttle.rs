@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use red_packets::config::ConfigError;
+use red_packets::routes::Throttle as RouteThrottle;
 use red_packets::settings::{self, Setting};
 
 /// One route setting's bucket: `rate` tokens a second, at most `burst` held.
@@ -41,17 +42,6 @@ impl TokenBucket {
             false
         }
     }
-}
-
-/// Which route setting of the template a route is throttled under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteSetting {
-    /// The grab route's own `RouteSettings`.
-    Grab,
-    /// The withdrawal route's own `RouteSettings`.
-    Withdraw,
-    /// `DefaultRouteSettings`, which every other route shares.
-    Default,
 }
 
 /// The stage's throttling: the grab route's bucket, the withdrawal route's, and the other
@@ -88,11 +78,11 @@ impl Throttle {
     }
 
     /// True when a request on a route of `setting` may go on.
-    pub fn admits(&self, setting: RouteSetting) -> bool {
+    pub fn admits(&self, setting: RouteThrottle) -> bool {
         match setting {
-            RouteSetting::Grab => self.grab.try_take(),
-            RouteSetting::Withdraw => self.withdraw.try_take(),
-            RouteSetting::Default => self.other.try_take(),
+            RouteThrottle::Grab => self.grab.try_take(),
+            RouteThrottle::Withdraw => self.withdraw.try_take(),
+            RouteThrottle::Default => self.other.try_take(),
         }
     }
 }
@@ -114,11 +104,11 @@ mod tests {
     #[test]
     fn the_grab_and_withdrawal_routes_have_buckets_of_their_own() {
         let throttle = Throttle::new((0.0, 1), (0.0, 1), (0.0, 2));
-        assert!(throttle.admits(RouteSetting::Grab));
-        assert!(!throttle.admits(RouteSetting::Grab));
-        assert!(throttle.admits(RouteSetting::Withdraw));
-        assert!(!throttle.admits(RouteSetting::Withdraw));
-        assert!(throttle.admits(RouteSetting::Default) && throttle.admits(RouteSetting::Default));
-        assert!(!throttle.admits(RouteSetting::Default));
+        assert!(throttle.admits(RouteThrottle::Grab));
+        assert!(!throttle.admits(RouteThrottle::Grab));
+        assert!(throttle.admits(RouteThrottle::Withdraw));
+        assert!(!throttle.admits(RouteThrottle::Withdraw));
+        assert!(throttle.admits(RouteThrottle::Default) && throttle.admits(RouteThrottle::Default));
+        assert!(!throttle.admits(RouteThrottle::Default));
     }
 }

@@ -5,7 +5,8 @@
 
 use thiserror::Error;
 
-use crate::domain::Invalid;
+use crate::clock::Millis;
+use crate::domain::{Cents, GrabOutcome, Invalid};
 use crate::ports::{Conflict, StoreError};
 
 /// Everything a request can end in other than success.
@@ -112,6 +113,19 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// The share a grab answers with: taken now, or (`already`) by an earlier grab of the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrabbedShare {
+    /// The share.
+    pub amount_cents: Cents,
+    /// When it was taken.
+    pub grabbed_at_ms: Millis,
+    /// Shares left.
+    pub remaining_count: u32,
+    /// True for a repeat of an earlier grab.
+    pub already: bool,
+}
+
 impl ApiError {
     /// A 400 naming `field`.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
@@ -122,6 +136,30 @@ impl ApiError {
     pub fn not_yet_open(opens_at_ms: crate::clock::Millis, now_ms: crate::clock::Millis) -> Self {
         let wait_ms = u64::try_from(opens_at_ms.saturating_sub(now_ms)).unwrap_or(0);
         ApiError::NotYetOpen { opens_at_ms, retry_after_seconds: wait_ms.div_ceil(1000).max(1) }
+    }
+
+    /// A grab's outcome as the API answers it: the share taken now or held already, or the
+    /// refusal's error. `now_ms` dates a not-yet-open packet's Retry-After; `not_a_member` says
+    /// why a members-only packet refused the caller (the ticket's verdict, known to the handler).
+    pub fn from_grab(outcome: GrabOutcome, now_ms: Millis, not_a_member: &'static str) -> Result<GrabbedShare, Self> {
+        Err(match outcome {
+            GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
+                return Ok(GrabbedShare { amount_cents, grabbed_at_ms, remaining_count, already: false })
+            }
+            GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
+                return Ok(GrabbedShare { amount_cents, grabbed_at_ms, remaining_count, already: true })
+            }
+            GrabOutcome::SoldOut => ApiError::SoldOut,
+            GrabOutcome::Expired => ApiError::Expired,
+            GrabOutcome::Cancelled => ApiError::Cancelled,
+            GrabOutcome::NotEligible => ApiError::NotEligible,
+            GrabOutcome::NotAMember => ApiError::NotAMember(not_a_member),
+            GrabOutcome::WrongPassphrase => ApiError::WrongPassphrase,
+            GrabOutcome::TooManyAttempts => ApiError::TooManyAttempts,
+            GrabOutcome::NotFound => ApiError::NotFound,
+            GrabOutcome::RateLimited { retry_after_seconds } => ApiError::GrabRateLimited { retry_after_seconds },
+            GrabOutcome::NotYetOpen { opens_at_ms } => ApiError::not_yet_open(opens_at_ms, now_ms),
+        })
     }
 
     /// A 503 for Redis.

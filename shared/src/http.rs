@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Currency, IdempotencyKey, PacketId, UserId};
 use crate::error::ApiError;
+use crate::routes::{Action, Route};
 use crate::telemetry::{DEPENDENCY_UNAVAILABLE, INTERNAL_ERROR};
 
 /// The seconds a 503's `Retry-After` asks for: drawn uniformly from this range, so that the
@@ -33,6 +34,16 @@ pub fn caller(request: &Request) -> Result<UserId, ApiError> {
     };
     let sub = sub.ok_or(ApiError::Unauthorized("a verified token with a sub claim is required"))?;
     UserId::from_claim(sub).ok_or(ApiError::Unauthorized("the token's sub claim is not a usable user id"))
+}
+
+/// The action of the route the request came by (its event's route key, [`crate::routes`]);
+/// `NotFound` for a key the API does not have, or none.
+pub fn action(request: &Request) -> Result<Action, ApiError> {
+    let key = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
+        _ => None,
+    };
+    key.and_then(Route::keyed).map(|route| route.action).ok_or(ApiError::NotFound)
 }
 
 /// The `{packet_id}` path parameter; anything that is not a well-formed id names no packet.

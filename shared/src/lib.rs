@@ -22,6 +22,7 @@ pub mod holds;
 pub mod http;
 pub mod packets;
 pub mod ports;
+pub mod routes;
 pub mod settings;
 pub mod settle;
 pub mod telemetry;

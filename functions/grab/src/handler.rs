@@ -20,7 +20,8 @@ use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::membership::{MembershipKeys, TicketRefusal};
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_grab_request;
-use red_packets::domain::{Cents, ChatId, GrabOutcome, PacketId, PassphraseKey, UserId};
+use red_packets::domain::{Cents, ChatId, PacketId, PassphraseKey, UserId};
+use red_packets::error::GrabbedShare;
 use red_packets::holds::HoldCheck;
 use red_packets::http::{caller, money_response, optional_json_body, packet_id, respond};
 use red_packets::packets;
@@ -115,37 +116,19 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         member_of: membership.as_ref().ok().cloned(),
     };
     let outcome = packets::grab(&service.store, &service.ledger, &packet_id, &attempt, service.clock.as_ref()).await?;
-    let (amount_cents, grabbed_at_ms, remaining_count, already_grabbed) = match outcome {
-        GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count } => {
-            metrics::counter!("Grabs", "outcome" => "grabbed").increment(1);
-            metrics::counter!("GrabbedCents").increment(amount_cents);
-            (amount_cents, grabbed_at_ms, remaining_count, false)
-        }
-        GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count } => {
-            metrics::counter!("Grabs", "outcome" => "already_grabbed").increment(1);
-            (amount_cents, grabbed_at_ms, remaining_count, true)
-        }
-        GrabOutcome::SoldOut => return Err(ApiError::SoldOut),
-        GrabOutcome::Expired => return Err(ApiError::Expired),
-        GrabOutcome::Cancelled => return Err(ApiError::Cancelled),
-        GrabOutcome::NotEligible => return Err(ApiError::NotEligible),
-        GrabOutcome::NotAMember => {
-            return Err(ApiError::NotAMember(match membership {
-                Ok(_) => "the membership ticket is for another chat",
-                Err(None) => "the grab carried no Membership-Ticket",
-                Err(Some(refusal)) => refusal.reason(),
-            }))
-        }
-        GrabOutcome::WrongPassphrase => return Err(ApiError::WrongPassphrase),
-        GrabOutcome::TooManyAttempts => return Err(ApiError::TooManyAttempts),
-        GrabOutcome::NotFound => return Err(ApiError::NotFound),
-        GrabOutcome::RateLimited { retry_after_seconds } => {
-            return Err(ApiError::GrabRateLimited { retry_after_seconds })
-        }
-        GrabOutcome::NotYetOpen { opens_at_ms } => {
-            return Err(ApiError::not_yet_open(opens_at_ms, service.clock.now_ms()))
-        }
+    let not_a_member = match membership {
+        Ok(_) => "the membership ticket is for another chat",
+        Err(None) => "the grab carried no Membership-Ticket",
+        Err(Some(refusal)) => refusal.reason(),
     };
+    let share = ApiError::from_grab(outcome, service.clock.now_ms(), not_a_member)?;
+    let GrabbedShare { amount_cents, grabbed_at_ms, remaining_count, already: already_grabbed } = share;
+    if already_grabbed {
+        metrics::counter!("Grabs", "outcome" => "already_grabbed").increment(1);
+    } else {
+        metrics::counter!("Grabs", "outcome" => "grabbed").increment(1);
+        metrics::counter!("GrabbedCents").increment(amount_cents);
+    }
     let body = GrabResponse {
         packet_id,
         user,

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
-use red_packets::http::{caller, conditional, money_response, packet_id, page_limit, respond};
+use red_packets::http::{action, caller, conditional, money_response, packet_id, page_limit, respond};
 use red_packets::packets::current_view;
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
+use red_packets::routes::Action;
 use red_packets::{ApiError, Clock, SystemClock};
 
 pub use red_packets::http::{DEFAULT_LIMIT, MAX_LIMIT};
@@ -35,19 +36,17 @@ impl<S: LiveStore, L: Ledger> QueryService<S, L> {
     }
 }
 
-/// The Lambda handler for both routes: a request with a `{packet_id}` is a packet view, any
-/// other the caller's history.
+/// The Lambda handler of its three routes ([`red_packets::routes`]: a packet's view, the
+/// caller's history and wallet), by the event's route key; another key is a 404.
 pub async fn handle<S: LiveStore, L: Ledger>(
     service: &QueryService<S, L>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
-    let has_packet_id = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
-    let result = if has_packet_id {
-        packet(service, &request).await
-    } else if request.uri().path().ends_with("/me/wallet") {
-        wallet(service, &request).await
-    } else {
-        history(service, &request).await
+    let result = match action(&request) {
+        Ok(Action::Packet) => packet(service, &request).await,
+        Ok(Action::Wallet) => wallet(service, &request).await,
+        Ok(Action::History) => history(service, &request).await,
+        Ok(_) | Err(_) => Err(ApiError::NotFound),
     };
     Ok(respond(result))
 }

@@ -12,14 +12,15 @@ use std::sync::Arc;
 
 use lambda_http::http::header::LOCATION;
 use lambda_http::http::{HeaderValue, StatusCode};
-use lambda_http::{Body, Error, Request, RequestExt, Response};
+use lambda_http::{Body, Error, Request, Response};
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_send_request;
 use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
 use red_packets::holds::HoldCheck;
-use red_packets::http::{caller, idempotency_key, json_body, money_response, respond};
+use red_packets::http::{action, caller, idempotency_key, json_body, money_response, respond};
 use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
+use red_packets::routes::Action;
 use red_packets::{ApiError, Clock, Config, SystemClock};
 
 /// What the send and cancel handlers need: the ledger, the live store, the limits, the
@@ -47,25 +48,25 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
     }
 }
 
-/// The Lambda handler of its three routes: a request naming a `{packet_id}` is a cancel, one to
-/// `/me/withdrawals` a withdrawal, any other a send. Every outcome, errors included, is an HTTP
+/// The Lambda handler of its three routes ([`red_packets::routes`]: send, cancel, withdraw), by
+/// the event's route key; another key is a 404. Every outcome, errors included, is an HTTP
 /// response; every send is counted (`Sends` by outcome: `created`, `replayed` or the error's
 /// code; `SentCents`).
 pub async fn handle<L: Ledger + Withdrawals + Holds, S: LiveStore>(
     service: &SendService<L, S>,
     request: Request,
 ) -> Result<Response<Body>, Error> {
-    let names_packet = request.path_parameters_ref().is_some_and(|parameters| parameters.first("packet_id").is_some());
-    let result = if names_packet {
-        crate::cancel::cancel(service, &request).await
-    } else if request.uri().path().ends_with("/me/withdrawals") {
-        crate::withdraw::withdraw(service, &request).await
-    } else {
-        let sent = send(service, &request).await;
-        if let Err(error) = &sent {
-            metrics::counter!("Sends", "outcome" => error.code()).increment(1);
+    let result = match action(&request) {
+        Ok(Action::Cancel) => crate::cancel::cancel(service, &request).await,
+        Ok(Action::Withdraw) => crate::withdraw::withdraw(service, &request).await,
+        Ok(Action::Send) => {
+            let sent = send(service, &request).await;
+            if let Err(error) = &sent {
+                metrics::counter!("Sends", "outcome" => error.code()).increment(1);
+            }
+            sent
         }
-        sent
+        Ok(_) | Err(_) => Err(ApiError::NotFound),
     };
     Ok(respond(result))
 }

@@ -45,7 +45,7 @@ fn openapi_routes() -> BTreeSet<String> {
 
 #[test]
 fn template_openapi_and_local_api_list_the_same_routes() {
-    let app = local::gateway::ROUTES.iter().map(|route| route.to_string());
+    let app = red_packets::routes::ROUTES.iter().map(|route| route.key.to_string());
     let operators = funds::ops_api::ROUTES.iter().map(|(route, _)| route.to_string());
     let local: BTreeSet<String> = app.chain(operators).collect();
     assert_eq!(local.len(), 7 + funds::ops_api::ROUTES.len());
@@ -728,4 +728,68 @@ fn every_setting_is_declared_once_and_the_template_docs_and_local_env_follow_it(
             local::settings_doc::rewritten(&text).unwrap_or_else(|| panic!("{document}: no settings markers"));
         assert!(generated == text, "{document}'s settings table is not the generated one: run `make settings`");
     }
+}
+
+/// Every route of the app's API is declared once (`shared/src/routes.rs`) and the copies follow
+/// it: the template's function serving each `HttpApi` event is the route's (both grab functions
+/// for the grab route), its `RouteSettings` are the throttled routes' with their parameters, the
+/// route's sample event carries its key, and `make verify-build` runs that event on the route's
+/// binary.
+#[test]
+fn every_route_is_declared_once_and_the_template_events_and_verify_build_follow_it() {
+    use red_packets::routes::{Function, Throttle, ROUTES};
+
+    let template = read("template.yaml");
+    let mut served: BTreeSet<(String, String)> = BTreeSet::new();
+    for (id, resource) in template["Resources"].as_mapping().unwrap() {
+        for (_, event) in resource["Properties"]["Events"].as_mapping().into_iter().flatten() {
+            if event["Type"].as_str() == Some("HttpApi") {
+                let properties = &event["Properties"];
+                let key =
+                    format!("{} {}", properties["Method"].as_str().unwrap(), properties["Path"].as_str().unwrap());
+                served.insert((key, id.as_str().unwrap().to_owned()));
+            }
+        }
+    }
+    let settings = template["Resources"]["HttpApi"]["Properties"]["RouteSettings"].as_mapping().unwrap();
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned();
+    let verify_build = std::fs::read_to_string(workspace.join("scripts/verify-build.sh")).unwrap();
+    for route in ROUTES {
+        let functions: &[&str] = match route.function {
+            Function::Send => &["SendFunction"],
+            Function::Grab => &["GrabFunction", "GrabManagedFunction"],
+            Function::Query => &["QueryFunction"],
+        };
+        for function in functions {
+            assert!(served.contains(&(route.key.to_owned(), function.to_string())), "{function} serves {}", route.key);
+        }
+        let parameters = match route.throttle {
+            Throttle::Grab => Some(("GrabRateLimit", "GrabBurstLimit")),
+            Throttle::Withdraw => Some(("WithdrawRateLimit", "WithdrawBurstLimit")),
+            Throttle::Default => None,
+        };
+        let setting = settings.get(route.key);
+        assert_eq!(setting.is_some(), parameters.is_some(), "{}: RouteSettings of its own or the default", route.key);
+        if let (Some(setting), Some((rate, burst))) = (setting, parameters) {
+            assert_eq!(reference(&setting["ThrottlingRateLimit"]), Some(rate), "{}", route.key);
+            assert_eq!(reference(&setting["ThrottlingBurstLimit"]), Some(burst), "{}", route.key);
+        }
+        let event: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(workspace.join("events").join(route.event)).unwrap())
+                .unwrap();
+        assert_eq!(event["routeKey"].as_str(), Some(route.key), "events/{} is the route's", route.event);
+        let line =
+            verify_build.lines().find(|line| line.trim_start().starts_with(&format!("[{}]=", route.function.binary())));
+        assert!(
+            line.is_some_and(|line| line.contains(route.event)),
+            "verify-build.sh runs {} on {}",
+            route.event,
+            route.function.binary()
+        );
+    }
+    assert_eq!(
+        settings.len(),
+        ROUTES.iter().filter(|route| route.throttle != Throttle::Default).count(),
+        "no other RouteSettings"
+    );
 }

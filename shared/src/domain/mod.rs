@@ -5,6 +5,7 @@ pub mod adjustment;
 pub mod audit;
 pub mod books;
 pub mod day;
+pub mod flags;
 pub mod grab;
 pub mod grab_rule;
 pub mod history;

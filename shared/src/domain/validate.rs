@@ -97,23 +97,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
         return Err(Invalid::field("count", "count must not exceed total_cents: every share is at least 1 cent"));
     }
 
-    let kind = match request.kind.as_deref() {
-        None => PacketKind::Lucky,
-        Some(name) => {
-            PacketKind::parse(name).ok_or_else(|| Invalid::field("kind", "kind must be \"lucky\" or \"fixed\""))?
-        }
-    };
-    let split = match (kind, request.split.as_deref()) {
-        (PacketKind::Lucky, None) => Some(SplitRule::DoubleAverage),
-        (PacketKind::Lucky, Some(name)) => Some(
-            SplitRule::parse(name)
-                .ok_or_else(|| Invalid::field("split", "split must be \"double_average\" or \"line_cut\""))?,
-        ),
-        (PacketKind::Fixed, None) => None,
-        (PacketKind::Fixed, Some(_)) => {
-            return Err(Invalid::field("split", "split applies to lucky packets only"));
-        }
-    };
+    let (kind, split) = kind_and_split(request.kind.as_deref(), request.split.as_deref())?;
     if kind == PacketKind::Fixed && total_cents % u64::from(count) != 0 {
         return Err(Invalid::field("total_cents", "a fixed packet's total_cents must divide evenly by count"));
     }
@@ -163,6 +147,27 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
         passphrase,
         members_only,
     })
+}
+
+/// The packet's kind (lucky by default) and, for a lucky one, its split (the double average by
+/// default); a fixed packet names no split.
+fn kind_and_split(kind: Option<&str>, split: Option<&str>) -> Result<(PacketKind, Option<SplitRule>), Invalid> {
+    let kind = match kind {
+        None => PacketKind::Lucky,
+        Some(name) => {
+            PacketKind::parse(name).ok_or_else(|| Invalid::field("kind", "kind must be \"lucky\" or \"fixed\""))?
+        }
+    };
+    let split = match (kind, split) {
+        (PacketKind::Lucky, None) => Some(SplitRule::DoubleAverage),
+        (PacketKind::Lucky, Some(name)) => Some(
+            SplitRule::parse(name)
+                .ok_or_else(|| Invalid::field("split", "split must be \"double_average\" or \"line_cut\""))?,
+        ),
+        (PacketKind::Fixed, None) => None,
+        (PacketKind::Fixed, Some(_)) => return Err(Invalid::field("split", "split applies to lucky packets only")),
+    };
+    Ok((kind, split))
 }
 
 /// A scheduled opening: an RFC 3339 instant at most `max_opens_ahead_seconds` after `now_ms`.

@@ -260,20 +260,7 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
             tracing::warn!(packet_id = %id, "shares kept racing this re-sync's grants; the next pass goes on");
             return Ok(Agreement::Later);
         }
-        for casualty in &casualties {
-            self.ledger.record_casualty(&packet, casualty, now_ms).await?;
-            let acknowledged = &casualty.acknowledged;
-            match &casualty.remedy {
-                Remedy::Regranted { holds, .. } => {
-                    self.summary.regranted += 1;
-                    tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, holds_seq = holds.seq, holds_cents = holds.amount_cents, "GrabRegranted: a grab the ledger refused, its user holds another share instead");
-                }
-                Remedy::Revoked => {
-                    self.summary.revoked += 1;
-                    tracing::warn!(marker = GRAB_REVOKED, packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "{GRAB_REVOKED} GrabRevoked: a grab the ledger refused, with no share left to give instead");
-                }
-            }
-        }
+        self.record_casualties(&packet, &casualties, now_ms).await?;
         let finalised = recorded.status != PacketStatus::Open;
         let closed = finalised || recorded.refund_claimed();
         let pool = if closed { Vec::new() } else { recorded.pool() };
@@ -291,6 +278,31 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
             return Ok(Agreement::Later);
         }
         Ok(Agreement::Resynced)
+    }
+
+    /// Records each casualty of a re-sync once, with its event, and counts and logs its remedy.
+    async fn record_casualties(
+        &mut self,
+        packet: &Packet,
+        casualties: &[Casualty],
+        now_ms: Millis,
+    ) -> Result<(), Stop> {
+        let id = self.id;
+        for casualty in casualties {
+            self.ledger.record_casualty(packet, casualty, now_ms).await?;
+            let acknowledged = &casualty.acknowledged;
+            match &casualty.remedy {
+                Remedy::Regranted { holds, .. } => {
+                    self.summary.regranted += 1;
+                    tracing::warn!(packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, holds_seq = holds.seq, holds_cents = holds.amount_cents, "GrabRegranted: a grab the ledger refused, its user holds another share instead");
+                }
+                Remedy::Revoked => {
+                    self.summary.revoked += 1;
+                    tracing::warn!(marker = GRAB_REVOKED, packet_id = %id, user = %acknowledged.user, acknowledged_seq = acknowledged.seq, acknowledged_cents = acknowledged.amount_cents, "{GRAB_REVOKED} GrabRevoked: a grab the ledger refused, with no share left to give instead");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The ledger's packet `id`, which settle knows exists.

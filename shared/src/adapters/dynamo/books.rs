@@ -140,12 +140,14 @@ pub fn item_keys(item: &RawItem) -> (String, String) {
     (text("pk"), text("sk"))
 }
 
+/// `item` read as `T`, or why not.
+fn read<T: for<'de> Deserialize<'de>>(item: RawItem) -> Result<T, String> {
+    serde_dynamo::from_item(item).map_err(|error| error.to_string())
+}
+
 /// What the books need of one item: `Ok(None)` for items they do not read (claims of idempotency,
 /// daily counters, casualties, …); `Err` names an item the books cannot read.
 pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
-    fn read<T: for<'de> Deserialize<'de>>(item: RawItem) -> Result<T, String> {
-        serde_dynamo::from_item(item).map_err(|error| error.to_string())
-    }
     let (pk, sk) = item_keys(&item);
     let stamp = |at: Option<Millis>| at.unwrap_or(0);
     Ok(Some(if let Some(user) = pk.strip_prefix(WALLET_PREFIX) {
@@ -196,42 +198,49 @@ pub fn ledger_item(item: RawItem) -> Result<Option<LedgerItem>, String> {
             applied_at_ms: adjustment.written_at_ms,
         }
     } else if pk.starts_with(PACKET_PREFIX) {
-        if sk == META {
-            let packet: PacketMoney = read(item)?;
-            LedgerItem::Packet {
-                id: packet.packet_id,
-                sender: packet.sender,
-                total_cents: packet.total_cents,
-                status: packet.status,
-                written_at_ms: stamp(packet.written_at_ms),
-                settled_at_ms: packet.settled_at_ms,
-            }
-        } else if sk.starts_with(GRAB_PREFIX) {
-            let grab: GrabMoney = read(item)?;
-            LedgerItem::Grab {
-                packet_id: grab.packet_id,
-                user: grab.user,
-                seq: grab.seq,
-                amount_cents: grab.amount_cents,
-                written_at_ms: stamp(grab.written_at_ms),
-            }
-        } else if sk.starts_with(SHARE_PREFIX) {
-            let share: ShareMoney = read(item)?;
-            LedgerItem::Claim {
-                packet_id: share.packet_id,
-                seq: share.seq,
-                amount_cents: share.amount_cents,
-                user: share.user,
-            }
-        } else if sk == REFUND {
-            let refund: RefundMoney = read(item)?;
-            LedgerItem::Refund {
-                packet_id: refund.packet_id,
-                amount_cents: refund.amount_cents,
-                written_at_ms: stamp(refund.written_at_ms),
-            }
-        } else {
-            return Ok(None);
+        return packet_item(&sk, item);
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// What the books read of an item of a packet's partition (`sk`): its record, a grab, a claim
+/// of a share, its refund; `Ok(None)` for the others.
+fn packet_item(sk: &str, item: RawItem) -> Result<Option<LedgerItem>, String> {
+    let stamp = |at: Option<Millis>| at.unwrap_or(0);
+    Ok(Some(if sk == META {
+        let packet: PacketMoney = read(item)?;
+        LedgerItem::Packet {
+            id: packet.packet_id,
+            sender: packet.sender,
+            total_cents: packet.total_cents,
+            status: packet.status,
+            written_at_ms: stamp(packet.written_at_ms),
+            settled_at_ms: packet.settled_at_ms,
+        }
+    } else if sk.starts_with(GRAB_PREFIX) {
+        let grab: GrabMoney = read(item)?;
+        LedgerItem::Grab {
+            packet_id: grab.packet_id,
+            user: grab.user,
+            seq: grab.seq,
+            amount_cents: grab.amount_cents,
+            written_at_ms: stamp(grab.written_at_ms),
+        }
+    } else if sk.starts_with(SHARE_PREFIX) {
+        let share: ShareMoney = read(item)?;
+        LedgerItem::Claim {
+            packet_id: share.packet_id,
+            seq: share.seq,
+            amount_cents: share.amount_cents,
+            user: share.user,
+        }
+    } else if sk == REFUND {
+        let refund: RefundMoney = read(item)?;
+        LedgerItem::Refund {
+            packet_id: refund.packet_id,
+            amount_cents: refund.amount_cents,
+            written_at_ms: stamp(refund.written_at_ms),
         }
     } else {
         return Ok(None);

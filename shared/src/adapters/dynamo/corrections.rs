@@ -1,5 +1,6 @@
-//! Money out and corrections in the ledger ([`Withdrawals`], [`Adjustments`]), and the audit
-//! trail every such step writes in its own transaction ([`AuditTrail`]). Each step is one
+//! Money out in the ledger ([`Withdrawals`]; corrections, [`crate::ports::Adjustments`], are
+//! `adjustments.rs`), and the audit trail every such step writes in its own transaction
+//! ([`AuditTrail`]). Each step is one
 //! transaction whose conditions make it happen once: a withdrawal is new (its id comes from the
 //! user's idempotency key) and the balance covers it; it is resolved only while pending; an
 //! adjustment is proposed once per reference, approved only while proposed and only by another
@@ -11,17 +12,13 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::items::{
-    adjustment_pk, audit_pk, history_pk, topup_pk, wallet_pk, withdrawal_pk, write_stamp, AdjustmentItem, AuditItem,
-    MovementItem, NewMovement, Queue, TopupItem, WithdrawalItem, ADJUSTMENT, TOPUP, USER_AUDIT_PREFIX, WITHDRAWAL,
+    audit_pk, history_pk, wallet_pk, withdrawal_pk, write_stamp, AuditItem, MovementItem, NewMovement, Queue,
+    WithdrawalItem, USER_AUDIT_PREFIX, WITHDRAWAL,
 };
 use super::queues::Order;
 use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use crate::clock::{rfc3339, Millis};
-use crate::domain::adjustment::{
-    may_approve, may_close, Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult,
-    AdjustmentStatus, Closing, Direction,
-};
 use crate::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
 use crate::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use crate::domain::withdrawal::{
@@ -29,29 +26,18 @@ use crate::domain::withdrawal::{
     WithdrawalStatus,
 };
 use crate::domain::{Funds, UserId};
-use crate::ports::{Adjustments, AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
+use crate::ports::{AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
 
-fn s(text: &str) -> AttributeValue {
+pub(super) fn s(text: &str) -> AttributeValue {
     AttributeValue::S(text.to_owned())
 }
 
-fn n(number: impl ToString) -> AttributeValue {
+pub(super) fn n(number: impl ToString) -> AttributeValue {
     AttributeValue::N(number.to_string())
 }
 
-/// A rejected or withdrawn proposal is never approved.
-fn refuse_closed(adjustment: &AdjustmentItem) -> Result<(), StoreError> {
-    match adjustment.status {
-        AdjustmentStatus::Rejected | AdjustmentStatus::Withdrawn => {
-            let what = format!("the adjustment is {}: it can no longer be approved", adjustment.status.as_str());
-            Err(StoreError::invalid("reference", what))
-        }
-        AdjustmentStatus::Proposed | AdjustmentStatus::Applied => Ok(()),
-    }
-}
-
 impl DynamoLedger {
-    fn keeps_wallets(&self) -> Result<(), StoreError> {
+    pub(super) fn keeps_wallets(&self) -> Result<(), StoreError> {
         match self.funds {
             Funds::Wallet => Ok(()),
             Funds::None => Err(StoreError::Conflict(Conflict::NoWallets)),
@@ -59,7 +45,7 @@ impl DynamoLedger {
     }
 
     /// A new item (`attribute_not_exists(pk)`), handing back the item in its place when refused.
-    fn put_new(&self, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+    pub(super) fn put_new(&self, item: HashMap<String, AttributeValue>) -> TransactWriteItem {
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -79,7 +65,7 @@ impl DynamoLedger {
     }
 
     /// The item a refused write handed back, read as `T`.
-    fn refused_item<T: for<'de> serde::Deserialize<'de>>(
+    pub(super) fn refused_item<T: for<'de> serde::Deserialize<'de>>(
         reason: &aws_sdk_dynamodb::types::CancellationReason,
     ) -> Result<Option<T>, StoreError> {
         reason.item().cloned().map(from_item).transpose()
@@ -185,39 +171,9 @@ impl Withdrawals for DynamoLedger {
         };
         let event = LedgerEvent::new(event_type, id, None, &pending.user, pending.amount_cents, at.clone())
             .with_reference(Some(id));
-        let resolved = Update::builder()
-            .table_name(&self.table)
-            .key("pk", s(&withdrawal_pk(id)))
-            .key("sk", s(WITHDRAWAL))
-            .update_expression(
-                "SET #status = :outcome, resolved_at = :at, resolved_at_ms = :stamp, #reference = :reference, event = :event \
-                 REMOVE history_pk, history_sk",
-            )
-            .condition_expression("#status = :pending")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_names("#reference", "reference")
-            .expression_attribute_values(":outcome", s(outcome.as_str()))
-            .expression_attribute_values(":pending", s(WithdrawalStatus::Pending.as_str()))
-            .expression_attribute_values(":at", s(&at))
-            .expression_attribute_values(":stamp", n(stamp))
-            .expression_attribute_values(":reference", s(&resolution.reference))
-            .expression_attribute_values(":event", serde_dynamo::to_attribute_value(&event).expect("event serializes"))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .expect("withdrawal update");
-        let debit_state = Update::builder()
-            .table_name(&self.table)
-            .key("pk", s(&wallet_pk(&pending.user)))
-            .key("sk", s(&pending.movement_sk))
-            .update_expression("SET #status = :outcome")
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":outcome", s(outcome.as_str()))
-            .build()
-            .expect("movement state update");
         let mut items = Transaction::default();
-        items.push(Write::Withdrawal, TransactWriteItem::builder().update(resolved).build());
-        items.push(Write::DebitState, TransactWriteItem::builder().update(debit_state).build());
+        items.push(Write::Withdrawal, self.resolve(id, outcome, &resolution.reference, &event, (&at, stamp)));
+        items.push(Write::DebitState, self.debit_state(&pending, outcome));
         let action = if outcome == WithdrawalStatus::Failed {
             AuditAction::WithdrawalFailed
         } else {
@@ -278,273 +234,54 @@ impl Withdrawals for DynamoLedger {
     }
 }
 
-impl Adjustments for DynamoLedger {
-    /// The proposal's item, new for its reference: the same proposal again changes nothing, a
-    /// different one under the same reference is [`StoreError::Invalid`] on `reference`. It
-    /// moves no money.
-    async fn propose_adjustment(
+impl DynamoLedger {
+    /// Withdrawal `id` to `outcome` with the payout's `reference` and `event`, at `(at, stamp)`,
+    /// only while pending; the item handed back when refused.
+    fn resolve(
         &self,
-        proposal: &AdjustmentProposal,
-        now_ms: Millis,
-    ) -> Result<AdjustmentResult, StoreError> {
-        proposal.validate()?;
-        self.keeps_wallets()?;
-        let item = AdjustmentItem::proposed(proposal, rfc3339(now_ms));
-        let mut items = Transaction::default();
-        items.push(Write::Adjustment, self.put_new(to_item(&item)));
-        let entry = AuditEntry {
-            at: rfc3339(now_ms),
-            action: AuditAction::AdjustmentProposed,
-            subject: proposal.reference.clone(),
-            actor: proposal.proposer.clone(),
-            reason: adjustment_reason(&item),
-            user: Some(proposal.user.clone()),
-        };
-        items.push(Write::Audit, self.audit_entry(entry, now_ms));
-        let (item, applied) = match self.transact(items).await? {
-            Ok(()) => (item, true),
-            Err(failed) => {
-                let Some(reason) = failed.refused_by(Write::Adjustment) else { return Err(unavailable(failed.error)) };
-                let earlier: AdjustmentItem = Self::refused_item(reason)?.ok_or_else(|| {
-                    StoreError::Corrupt(format!("adjustment {} refused, yet absent", proposal.reference))
-                })?;
-                if earlier.proposal() != *proposal {
-                    return Err(StoreError::invalid("reference", "this reference names another adjustment"));
-                }
-                (earlier, false)
-            }
-        };
-        let balance_cents = self.balance(&item.user).await?;
-        Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents })
-    }
-
-    /// One transaction: the adjustment to applied (only while proposed, and only when the
-    /// approver is not its proposer), its movement and the balance's change (a debit only when
-    /// the balance covers it), and for a chargeback the top-up marked as charged back (only
-    /// once, only for its own user, and only up to its amount).
-    async fn approve_adjustment(
-        &self,
-        approval: &AdjustmentApproval,
-        now_ms: Millis,
-    ) -> Result<AdjustmentResult, StoreError> {
-        approval.validate()?;
-        let reference = &approval.reference;
-        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
-            return Err(StoreError::invalid("reference", "no such adjustment"));
-        };
-        may_approve(&proposed.proposer, &approval.approver)?;
-        refuse_closed(&proposed)?;
-        if proposed.status == AdjustmentStatus::Applied {
-            let balance_cents = self.balance(&proposed.user).await?;
-            return Ok(AdjustmentResult { applied: false, adjustment: proposed.adjustment(), balance_cents });
-        }
-        let (stamp, at) = (write_stamp(), rfc3339(now_ms));
-        let kind = match proposed.direction {
-            Direction::Credit => MovementKind::AdjustmentCredit,
-            Direction::Debit => MovementKind::AdjustmentDebit,
-        };
-        let movement = NewMovement {
-            user: &proposed.user,
-            kind,
-            amount_cents: proposed.amount_cents,
-            packet_id: None,
-            reference: Some(reference),
-            chat_id: None,
-            at_ms: now_ms,
-        };
-        let mut movement = MovementItem::new(movement, stamp);
-        movement.event = movement.event.approved(&proposed.proposer, &approval.approver);
-        let applied = Update::builder()
+        id: &str,
+        outcome: WithdrawalStatus,
+        reference: &str,
+        event: &LedgerEvent,
+        (at, stamp): (&str, impl ToString),
+    ) -> TransactWriteItem {
+        let resolved = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(&adjustment_pk(reference)))
-            .key("sk", s(ADJUSTMENT))
+            .key("pk", s(&withdrawal_pk(id)))
+            .key("sk", s(WITHDRAWAL))
             .update_expression(
-                "SET #status = :applied, approver = :approver, approved_at = :at, written_at_ms = :stamp \
+                "SET #status = :outcome, resolved_at = :at, resolved_at_ms = :stamp, #reference = :reference, event = :event \
                  REMOVE history_pk, history_sk",
             )
-            .condition_expression("#status = :proposed AND proposer <> :approver")
+            .condition_expression("#status = :pending")
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":applied", s("applied"))
-            .expression_attribute_values(":proposed", s("proposed"))
-            .expression_attribute_values(":approver", s(&approval.approver))
-            .expression_attribute_values(":at", s(&at))
+            .expression_attribute_names("#reference", "reference")
+            .expression_attribute_values(":outcome", s(outcome.as_str()))
+            .expression_attribute_values(":pending", s(WithdrawalStatus::Pending.as_str()))
+            .expression_attribute_values(":at", s(at))
             .expression_attribute_values(":stamp", n(stamp))
+            .expression_attribute_values(":reference", s(reference))
+            .expression_attribute_values(":event", serde_dynamo::to_attribute_value(event).expect("event serializes"))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .expect("adjustment update");
-        let mut items = Transaction::default();
-        items.push(Write::Adjustment, TransactWriteItem::builder().update(applied).build());
-        let entry = AuditEntry {
-            at: at.clone(),
-            action: AuditAction::AdjustmentApproved,
-            subject: reference.clone(),
-            actor: approval.approver.clone(),
-            reason: adjustment_reason(&proposed),
-            user: Some(proposed.user.clone()),
-        };
-        items.push(Write::Audit, self.audit_entry(entry, now_ms));
-        match proposed.direction {
-            Direction::Credit => items.extend(self.credit(&movement)),
-            Direction::Debit => items.extend(self.debit(&movement)),
-        }
-        if let Some(topup) = &proposed.chargeback_of {
-            let charged_back = Update::builder()
-                .table_name(&self.table)
-                .key("pk", s(&topup_pk(topup)))
-                .key("sk", s(TOPUP))
-                .update_expression("SET charged_back_by = :reference")
-                .condition_expression(
-                    "attribute_exists(pk) AND #user = :user AND amount_cents >= :amount AND attribute_not_exists(charged_back_by)",
-                )
-                .expression_attribute_names("#user", "user")
-                .expression_attribute_values(":reference", s(reference))
-                .expression_attribute_values(":user", s(proposed.user.as_str()))
-                .expression_attribute_values(":amount", n(proposed.amount_cents))
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .build()
-                .expect("chargeback update");
-            items.push(Write::Topup, TransactWriteItem::builder().update(charged_back).build());
-        }
-        let mut adjustment = proposed;
-        let applied = match self.transact(items).await? {
-            Ok(()) => {
-                adjustment.status = AdjustmentStatus::Applied;
-                adjustment.approver = Some(approval.approver.clone());
-                adjustment.approved_at = Some(at);
-                true
-            }
-            Err(failed) => {
-                if let Some(reason) = failed.refused_by(Write::Adjustment) {
-                    // Approved by a concurrent call between the read and the write.
-                    adjustment = Self::refused_item(reason)?.unwrap_or(adjustment);
-                    may_approve(&adjustment.proposer, &approval.approver)?;
-                    refuse_closed(&adjustment)?;
-                    false
-                } else if let Some(reason) = failed.refused_by(Write::Topup) {
-                    let topup: Option<TopupItem> = Self::refused_item(reason)?;
-                    let what = match topup {
-                        None => "no such top-up".to_owned(),
-                        Some(topup) if topup.user != adjustment.user => "the top-up credited another user".to_owned(),
-                        Some(topup) if topup.amount_cents < adjustment.amount_cents => {
-                            format!("more than the top-up's {} cents", topup.amount_cents)
-                        }
-                        Some(_) => "the top-up was charged back already".to_owned(),
-                    };
-                    return Err(StoreError::invalid("chargeback_of", what));
-                } else if failed.refused_by(Write::Balance).is_some() {
-                    let balance = self.balance(&adjustment.user).await?;
-                    let what = format!(
-                        "the balance {balance} does not cover the debit {}: no balance goes below zero; it stays proposed",
-                        adjustment.amount_cents
-                    );
-                    return Err(StoreError::invalid("amount_cents", what));
-                } else {
-                    return Err(unavailable(failed.error));
-                }
-            }
-        };
-        let balance_cents = self.balance(&adjustment.user).await?;
-        Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment(), balance_cents })
+            .expect("withdrawal update");
+        TransactWriteItem::builder().update(resolved).build()
     }
 
-    /// One transaction: the proposal to rejected or withdrawn (only while proposed, and only by
-    /// the operator [`may_close`] allows: the condition says it again), out of the pending queue,
-    /// and the audit entry.
-    async fn close_adjustment(
-        &self,
-        closing: &AdjustmentClosing,
-        now_ms: Millis,
-    ) -> Result<AdjustmentResult, StoreError> {
-        closing.validate()?;
-        let reference = &closing.reference;
-        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
-            return Err(StoreError::invalid("reference", "no such adjustment"));
-        };
-        may_close(&proposed.proposer, closing)?;
-        let closed = closing.how.status();
-        let settled = |item: AdjustmentItem, applied: bool| async move {
-            if item.status == closed {
-                let balance_cents = self.balance(&item.user).await?;
-                return Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents });
-            }
-            let what = format!("the adjustment is {}: only a proposed one can be closed", item.status.as_str());
-            Err(StoreError::invalid("reference", what))
-        };
-        if proposed.status != AdjustmentStatus::Proposed {
-            return settled(proposed, false).await;
-        }
-        let at = rfc3339(now_ms);
-        let who = match closing.how {
-            Closing::Reject => "proposer <> :operator",
-            Closing::Withdraw => "proposer = :operator",
-        };
-        let update = Update::builder()
+    /// The state of `pending`'s debit movement to `outcome` (the movement must be there).
+    fn debit_state(&self, pending: &WithdrawalItem, outcome: WithdrawalStatus) -> TransactWriteItem {
+        let debit_state = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(&adjustment_pk(reference)))
-            .key("sk", s(ADJUSTMENT))
-            .update_expression(
-                "SET #status = :closed, closed_by = :operator, closed_at = :at, close_reason = :reason \
-                 REMOVE history_pk, history_sk",
-            )
-            .condition_expression(format!("#status = :proposed AND {who}"))
+            .key("pk", s(&wallet_pk(&pending.user)))
+            .key("sk", s(&pending.movement_sk))
+            .update_expression("SET #status = :outcome")
+            .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":closed", s(closed.as_str()))
-            .expression_attribute_values(":proposed", s(AdjustmentStatus::Proposed.as_str()))
-            .expression_attribute_values(":operator", s(&closing.operator))
-            .expression_attribute_values(":at", s(&at))
-            .expression_attribute_values(":reason", s(&closing.reason))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .expression_attribute_values(":outcome", s(outcome.as_str()))
             .build()
-            .expect("adjustment update");
-        let mut items = Transaction::default();
-        items.push(Write::Adjustment, TransactWriteItem::builder().update(update).build());
-        let action = match closing.how {
-            Closing::Reject => AuditAction::AdjustmentRejected,
-            Closing::Withdraw => AuditAction::AdjustmentWithdrawn,
-        };
-        let entry = AuditEntry {
-            at: at.clone(),
-            action,
-            subject: reference.clone(),
-            actor: closing.operator.clone(),
-            reason: closing.reason.clone(),
-            user: Some(proposed.user.clone()),
-        };
-        items.push(Write::Audit, self.audit_entry(entry, now_ms));
-        match self.transact(items).await? {
-            Ok(()) => {
-                let mut item = proposed;
-                item.status = closed;
-                item.closed_by = Some(closing.operator.clone());
-                item.closed_at = Some(at);
-                item.close_reason = Some(closing.reason.clone());
-                settled(item, true).await
-            }
-            Err(failed) => {
-                // Approved or closed by a concurrent call between the read and the write.
-                let Some(reason) = failed.refused_by(Write::Adjustment) else { return Err(unavailable(failed.error)) };
-                let now: AdjustmentItem = Self::refused_item(reason)?.unwrap_or(proposed);
-                settled(now, false).await
-            }
-        }
+            .expect("movement state update");
+        TransactWriteItem::builder().update(debit_state).build()
     }
-
-    async fn pending_adjustments(&self, page: PageRequest<'_>) -> Result<QueuePage<Adjustment>, StoreError> {
-        let page = self.queue_page::<AdjustmentItem>(Queue::PendingAdjustments, page).await?;
-        let items = page.items.iter().map(AdjustmentItem::adjustment).collect();
-        Ok(QueuePage { items, next_cursor: page.next_cursor })
-    }
-}
-
-/// What an adjustment's audit entries say of it: its direction, amount, wallet and reason.
-fn adjustment_reason(adjustment: &AdjustmentItem) -> String {
-    let direction = match adjustment.direction {
-        Direction::Credit => "credit",
-        Direction::Debit => "debit",
-    };
-    let chargeback =
-        adjustment.chargeback_of.as_deref().map(|topup| format!(", chargeback of {topup}")).unwrap_or_default();
-    format!("{direction} {} to {}{chargeback}: {}", adjustment.amount_cents, adjustment.user, adjustment.reason)
 }
 
 impl AuditTrail for DynamoLedger {

@@ -15,6 +15,7 @@
 //! [`Holds`]: crate::ports::Holds
 //! [`StoreError::Unavailable`]: crate::ports::StoreError::Unavailable
 
+mod adjustments;
 mod books;
 pub mod capacity;
 pub mod client;

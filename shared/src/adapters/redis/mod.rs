@@ -2,7 +2,8 @@
 //!
 //! - [`connection`]: one node or a cluster, every call bounded in time, `WAIT` routing.
 //! - [`keys`]: the layout, declared once: every key's name and every entry's format.
-//! - [`scripts`]: the Lua scripts over the layout, behind typed wrappers.
+//! - [`scripts`]: the Lua scripts over the layout, behind typed wrappers; [`grab_scripts`] the
+//!   grab's.
 //! - [`store`]: [`RedisStore`], the [`crate::ports::LiveStore`] (grabs, loads, snapshots).
 //! - `settle`: the same store's settle side (index, dirty sets, marks, retirement; where runs
 //!   stand).
@@ -11,6 +12,8 @@
 
 pub mod coalesce;
 pub mod connection;
+mod grab_path;
+pub mod grab_scripts;
 pub mod keys;
 pub mod rate;
 pub mod record;

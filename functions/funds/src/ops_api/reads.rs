@@ -1,0 +1,183 @@
+//! The operators' reads: a user, a packet and its two sides, statements and trial balances (JSON
+//! or CSV), the pending withdrawals; answered here, from the ledger and the live store.
+
+use super::*;
+
+/// How a report is answered: `json` (default) or `csv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReportFormat {
+    Json,
+    Csv,
+}
+
+pub(super) fn report_format(request: &Request) -> Result<ReportFormat, ApiError> {
+    match request.query_string_parameters_ref().and_then(|query| query.first("format")) {
+        None | Some("json") => Ok(ReportFormat::Json),
+        Some("csv") => Ok(ReportFormat::Csv),
+        Some(_) => Err(ApiError::invalid("format", "format must be json or csv")),
+    }
+}
+
+/// `csv` as a download named `file`.
+pub(super) fn csv_response(csv: String, file: &str) -> Result<Response<Body>, ApiError> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/csv; charset=utf-8")
+        .header("content-disposition", format!("attachment; filename=\"{file}\""))
+        .body(Body::Text(csv))
+        .map_err(|error| ApiError::Internal(error.to_string()))
+}
+
+/// `day`'s trial balance, to the cut-offs of the daily job (the day's start and end, or the
+/// latest safe one while it is not over): its CSV is byte for byte what the funds function files.
+pub(super) async fn read_trial_balance<L: Books>(
+    ledger: &L,
+    clock: &dyn Clock,
+    day: &str,
+    format: ReportFormat,
+) -> Result<Response<Body>, ApiError> {
+    let (opening, closing) = day_cutoffs(ledger.business_day(), day, clock.now_ms())?;
+    let report = trial_balance(ledger, day, opening, closing).await.map_err(FundsFailure::from)?;
+    match format {
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("trial-balance-{day}.csv")),
+        ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
+    }
+}
+
+/// `user`'s statement of `day`, to the latest safe cut-off (what the funds function files).
+pub(super) async fn read_statement<L: Books>(
+    ledger: &L,
+    clock: &dyn Clock,
+    user: &UserId,
+    day: &str,
+    format: ReportFormat,
+) -> Result<Response<Body>, ApiError> {
+    let until_ms = Cutoff::latest_ms(clock.now_ms());
+    let report = statement_to(ledger, user, day, until_ms).await.map_err(FundsFailure::from)?;
+    match format {
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{day}.csv")),
+        ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
+    }
+}
+
+/// A page of the pending withdrawals, each marked overdue (pending longer than
+/// [`OVERDUE_AFTER_MS`]); with `overdue_only`, the page's overdue ones (the queue is oldest
+/// first, so the overdue ones come first and a page with one that is not is the last of them).
+pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
+    ledger: &L,
+    clock: &dyn Clock,
+    page: PageRequest<'_>,
+    overdue_only: bool,
+) -> Result<Response<Body>, ApiError> {
+    let due = clock.now_ms() - OVERDUE_AFTER_MS;
+    let page = ledger.pending_withdrawals(page).await?;
+    let overdue = |withdrawal: &Withdrawal| parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at < due);
+    let all_overdue = page.items.iter().all(overdue);
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .filter(|withdrawal| !overdue_only || overdue(withdrawal))
+        .map(|withdrawal| {
+            let mut value = json!(withdrawal);
+            value["overdue"] = Value::Bool(overdue(withdrawal));
+            value
+        })
+        .collect();
+    let next_cursor = if overdue_only && !all_overdue { None } else { page.next_cursor };
+    Ok(money_response(StatusCode::OK, &json!({ "items": items, "next_cursor": next_cursor }), ledger_currency(ledger)))
+}
+
+pub(super) fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
+    Ledger::currency(ledger)
+}
+
+/// A funds answer (`{"<request's key>": {…}, "currency": …}`) as a REST answer: the request's
+/// own answer, which the response's `currency` joins again.
+pub(super) fn unwrapped(mut answer: Value) -> Value {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.remove("currency");
+        if fields.len() == 1 {
+            if let Some((_, inner)) = fields.iter_mut().next() {
+                return match inner.take() {
+                    Value::Object(object) => Value::Object(object),
+                    other => json!({ "items": other }),
+                };
+            }
+        }
+    }
+    answer
+}
+
+/// A packet as the ledger holds it, in the app's view with its sender as the viewer (terms,
+/// grabs in grab order, best luck and refund once settled); 404 when the ledger holds none.
+pub(super) async fn read_packet<L: Ledger>(
+    ledger: &L,
+    clock: &dyn Clock,
+    id: Option<&str>,
+) -> Result<Response<Body>, ApiError> {
+    let id = id.and_then(PacketId::parse).ok_or(ApiError::NotFound)?;
+    let recorded = ledger.ledger_packet(&id).await?.ok_or(ApiError::NotFound)?;
+    let view = recorded.view(&recorded.packet.sender, clock.now_ms());
+    Ok(money_response(StatusCode::OK, &view, ledger_currency(ledger)))
+}
+
+/// How many of the quarantined packets [`read_sides`] looks through for one (quarantine is for
+/// the few packets whose books cannot balance; settle's summary lists at most as many).
+pub(super) const QUARANTINE_SCANNED: usize = 1_000;
+
+/// A packet as Redis and the ledger each hold it, side by side with their differences
+/// ([`compare`]), and whether it is in quarantine; 404 when neither holds it.
+pub(super) async fn read_sides<L: Ledger, S: SettleIndex>(
+    ledger: &L,
+    live: &S,
+    id: &PacketId,
+) -> Result<Response<Body>, ApiError> {
+    let recorded = ledger.ledger_packet(id).await?;
+    let state = live.snapshot(id).await?;
+    if recorded.is_none() && state.is_none() {
+        return Err(ApiError::NotFound);
+    }
+    let quarantined_at =
+        live.quarantined(QUARANTINE_SCANNED).await?.into_iter().find(|(held, _)| held == id).map(|(_, at)| rfc3339(at));
+    let sides = compare(recorded.as_ref(), state.as_ref());
+    let answer = json!({ "packet_id": id, "quarantined_at": quarantined_at, "ledger": sides.ledger, "live": sides.live,
+                         "grabs": sides.grabs, "differences": sides.differences });
+    Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)))
+}
+
+/// A user as an investigation reads them: their balance and a page of movements (`…/movements`
+/// pages on; a withdrawal is a movement with its state), their hold in force if any, or a page
+/// of the packets they sent or received, of the flags naming them, or of the audit entries
+/// concerning them (every day's, newest first).
+pub(super) async fn read_user<L: Ledger + Wallets + Holds + Flags + AuditTrail>(
+    ledger: &L,
+    key: &str,
+    user: UserId,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let query = request.query_string_parameters();
+    let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
+    let currency = ledger_currency(ledger);
+    if key.ends_with("/flags") {
+        return Ok(money_response(StatusCode::OK, &ledger.flags_of_user(&user, asked).await?, currency));
+    }
+    if key.ends_with("/audit") {
+        return Ok(money_response(StatusCode::OK, &ledger.audit_of_user(&user, asked).await?, currency));
+    }
+    if key.ends_with("/packets") {
+        let role = query
+            .first("role")
+            .and_then(HistoryRole::parse)
+            .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
+        let page = Ledger::history(ledger, &user, role, asked).await?;
+        return Ok(money_response(StatusCode::OK, &page, currency));
+    }
+    let page = Ledger::wallet(ledger, &user, asked).await?;
+    if key.ends_with("/movements") {
+        return Ok(money_response(StatusCode::OK, &page, currency));
+    }
+    let hold = ledger.holds().await?.into_iter().find(|hold| hold.user == user);
+    let overview = json!({ "user": user, "balance_cents": page.balance_cents, "hold": hold,
+                           "movements": { "items": page.items, "next_cursor": page.next_cursor } });
+    Ok(money_response(StatusCode::OK, &overview, currency))
+}

@@ -1,0 +1,167 @@
+//! Every route of the app's API, declared once: its method and path, the function that serves
+//! it, what it does, the stage's throttle it counts against and its sample event. The handlers
+//! dispatch on it (by the event's route key), the local gateway serves and throttles by it, and
+//! the template's `HttpApi` events and `RouteSettings`, openapi.yaml's paths, `events/` and
+//! `make verify-build`'s map of sample events are checked against it
+//! (`local/tests/it/deployment.rs`). The operators' API has its own table
+//! (`functions/funds/src/ops_api.rs`), checked the same way.
+
+/// The function of the template that serves a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Function {
+    /// `SendFunction` (the `send` binary).
+    Send,
+    /// `GrabFunction` or `GrabManagedFunction` (the `grab` binary).
+    Grab,
+    /// `QueryFunction` (the `query` binary).
+    Query,
+}
+
+impl Function {
+    /// The binary (and crate) of the function.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Function::Send => "send",
+            Function::Grab => "grab",
+            Function::Query => "query",
+        }
+    }
+}
+
+/// What a route does: the use case its function runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Send a packet.
+    Send,
+    /// Grab a share.
+    Grab,
+    /// View a packet.
+    Packet,
+    /// The caller's history.
+    History,
+    /// Cancel a packet.
+    Cancel,
+    /// The caller's wallet.
+    Wallet,
+    /// Ask for a withdrawal.
+    Withdraw,
+}
+
+/// The stage's throttle a route counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Throttle {
+    /// The grab route's own `RouteSettings` (`GrabRateLimit`, `GrabBurstLimit`).
+    Grab,
+    /// The withdrawal route's own `RouteSettings` (`WithdrawRateLimit`, `WithdrawBurstLimit`).
+    Withdraw,
+    /// `DefaultRouteSettings`, which every other route shares (`ApiRateLimit`, `ApiBurstLimit`).
+    Default,
+}
+
+/// One route of the app's API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The route key, as API Gateway writes it (`POST /packets/{packet_id}/grab`).
+    pub key: &'static str,
+    /// What it does.
+    pub action: Action,
+    /// Who serves it.
+    pub function: Function,
+    /// The throttle it counts against.
+    pub throttle: Throttle,
+    /// Its sample event in `events/`.
+    pub event: &'static str,
+}
+
+impl Route {
+    /// The method of the route key.
+    pub fn method(&self) -> &'static str {
+        self.key.split_once(' ').map_or(self.key, |(method, _)| method)
+    }
+
+    /// The path of the route key (with its `{packet_id}`).
+    pub fn path(&self) -> &'static str {
+        self.key.split_once(' ').map_or("", |(_, path)| path)
+    }
+
+    /// The route whose key is `key`.
+    pub fn keyed(key: &str) -> Option<&'static Route> {
+        ROUTES.iter().find(|route| route.key == key)
+    }
+}
+
+/// `POST /packets`.
+pub const SEND: Route = Route {
+    key: "POST /packets",
+    action: Action::Send,
+    function: Function::Send,
+    throttle: Throttle::Default,
+    event: "send.json",
+};
+/// `POST /packets/{packet_id}/grab`.
+pub const GRAB: Route = Route {
+    key: "POST /packets/{packet_id}/grab",
+    action: Action::Grab,
+    function: Function::Grab,
+    throttle: Throttle::Grab,
+    event: "grab.json",
+};
+/// `GET /packets/{packet_id}`.
+pub const PACKET: Route = Route {
+    key: "GET /packets/{packet_id}",
+    action: Action::Packet,
+    function: Function::Query,
+    throttle: Throttle::Default,
+    event: "query.json",
+};
+/// `GET /me/packets`.
+pub const HISTORY: Route = Route {
+    key: "GET /me/packets",
+    action: Action::History,
+    function: Function::Query,
+    throttle: Throttle::Default,
+    event: "history.json",
+};
+/// `POST /packets/{packet_id}/cancel`.
+pub const CANCEL: Route = Route {
+    key: "POST /packets/{packet_id}/cancel",
+    action: Action::Cancel,
+    function: Function::Send,
+    throttle: Throttle::Default,
+    event: "cancel.json",
+};
+/// `GET /me/wallet`.
+pub const WALLET: Route = Route {
+    key: "GET /me/wallet",
+    action: Action::Wallet,
+    function: Function::Query,
+    throttle: Throttle::Default,
+    event: "wallet.json",
+};
+/// `POST /me/withdrawals`.
+pub const WITHDRAW: Route = Route {
+    key: "POST /me/withdrawals",
+    action: Action::Withdraw,
+    function: Function::Send,
+    throttle: Throttle::Withdraw,
+    event: "withdraw.json",
+};
+
+/// Every route of the app's API.
+pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, HISTORY, CANCEL, WALLET, WITHDRAW];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_keyed_once_and_read_back_by_its_key() {
+        for route in ROUTES {
+            assert_eq!(Route::keyed(route.key), Some(route));
+            assert_eq!(format!("{} {}", route.method(), route.path()), route.key);
+            assert_eq!(ROUTES.iter().filter(|other| other.event == route.event).count(), 1, "{}", route.event);
+        }
+        assert_eq!(Route::keyed("GET /packets"), None);
+        assert_eq!(GRAB.path(), "/packets/{packet_id}/grab");
+    }
+}
