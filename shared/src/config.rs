@@ -82,6 +82,9 @@ pub struct Config {
     /// How often a grab or send function reads the holds in force again (`HOLD_REFRESH_SECONDS`,
     /// default 5): a hold placed or lifted takes effect within it.
     pub hold_refresh: Duration,
+    /// How long Redis remembers the ledger's verdict on an id it does not hold
+    /// (`LOOKUP_VERDICT_KEEP_SECONDS`).
+    pub lookup_verdict_keep: Duration,
     /// The pattern rules' thresholds (`RISK_*`, docs/RISK.md; the template's defaults).
     pub risk_rules: RiskRules,
     /// The claim of an operator's token that holds their roles (`OPERATOR_ROLES_CLAIM`, default
@@ -143,6 +146,7 @@ impl Config {
             currency,
             grab_rate: grab_rate(&env)?,
             hold_refresh: Duration::from_secs(env.number(&settings::HOLD_REFRESH_SECONDS)?),
+            lookup_verdict_keep: Duration::from_secs(env.number(&settings::LOOKUP_VERDICT_KEEP_SECONDS)?),
             risk_rules: risk_rules(&env)?,
         })
     }
@@ -304,6 +308,15 @@ mod tests {
         assert!(named.contains("USER_GRAB_COUNTING") && named.contains("exact or alongside"), "{named}");
         assert!(config(&[("USER_GRAB_WINDOW_SECONDS", "0")]).is_err());
         assert!(config(&[("HOLD_REFRESH_SECONDS", "0")]).unwrap_err().to_string().contains("HOLD_REFRESH_SECONDS"));
+    }
+
+    #[test]
+    fn the_lookups_verdict_is_kept_as_long_as_the_setting_says() {
+        assert_eq!(config(&[]).unwrap().lookup_verdict_keep, Duration::from_secs(60));
+        let kept = config(&[("LOOKUP_VERDICT_KEEP_SECONDS", "5")]).unwrap().lookup_verdict_keep;
+        assert_eq!(kept, Duration::from_secs(5));
+        let refused = config(&[("LOOKUP_VERDICT_KEEP_SECONDS", "0")]).unwrap_err().to_string();
+        assert!(refused.contains("LOOKUP_VERDICT_KEEP_SECONDS") && refused.contains(">= 1"), "{refused}");
     }
 
     #[test]

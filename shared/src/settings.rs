@@ -259,6 +259,9 @@ settings! {
     USER_GRAB_COUNTING: Text("alongside"), OneOf(&["exact", "alongside"]), Parameter("UserGrabCounting"), &[],
         "when a grab is counted: `alongside` it (one round trip; a user passes the limit by at most one grab per \
          instance that serves them) or `exact`ly, before it (a round trip of its own)";
+    LOOKUP_VERDICT_KEEP_SECONDS: Number(60), Within(1, 3_600), NotSet, &[],
+        "how long Redis remembers what the ledger said of a packet id it does not hold: a flood of grabs on \
+         unknown or retired ids costs one DynamoDB read per id per this window";
     HOLD_REFRESH_SECONDS: Number(5), Within(1, 300), Parameter("HoldRefreshSeconds"), &[],
         "how often the grab and send functions read the holds in force: a hold placed or lifted takes effect \
          within it";

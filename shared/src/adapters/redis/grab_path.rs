@@ -10,7 +10,7 @@ use super::connection::RedisConnection;
 use super::keys::{grab_entry, shares_left, PacketKeys};
 use super::rate;
 use super::scripts::{self, Lookup, ScriptGrab};
-use super::store::{RedisStore, LOOKUP_LEASE, LOOKUP_POLL, LOOKUP_VERDICT_KEEP_MS};
+use super::store::{RedisStore, LOOKUP_LEASE, LOOKUP_POLL};
 use crate::clock::{Clock, Millis};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::risk::{GrabRate, RateCounting};
@@ -267,7 +267,7 @@ impl RedisStore {
         let mut conn = self.connection().await?;
         let key = self.keys(id).lookup;
         let command = match verdict {
-            Some(verdict) => redis::Cmd::pset_ex(key, verdict, LOOKUP_VERDICT_KEEP_MS as u64),
+            Some(verdict) => redis::Cmd::pset_ex(key, verdict, self.lookup_verdict_keep.as_millis() as u64),
             None => redis::Cmd::del(key),
         };
         self.run(command.query_async::<()>(&mut conn)).await

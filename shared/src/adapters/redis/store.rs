@@ -30,9 +30,6 @@ use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
 
-/// How long Redis remembers what the ledger said of an id it does not hold (the lookup's cache window).
-pub const LOOKUP_VERDICT_KEEP_MS: Millis = 60 * 1000;
-
 /// How long one caller may take to ask the ledger about a packet Redis does not hold;
 /// meanwhile every other grab on that id waits for its verdict instead of asking too.
 pub const LOOKUP_LEASE: Duration = Duration::from_secs(5);
@@ -51,6 +48,8 @@ pub struct RedisStore {
     pub(super) marks_for_settle: bool,
     pub(super) coalescer: Option<GrabCoalescer>,
     pub(super) grab_rate: Option<GrabRate>,
+    /// How long Redis remembers what the ledger said of an id it does not hold.
+    pub(super) lookup_verdict_keep: Duration,
     /// Users this instance's counts found past the grab rate (counted alongside the grab).
     pub(super) refused: RefusedMemo,
 }
@@ -68,6 +67,7 @@ impl RedisStore {
             marks_for_settle: true,
             coalescer: Some(GrabCoalescer::default()),
             grab_rate: config.grab_rate,
+            lookup_verdict_keep: config.lookup_verdict_keep,
             refused: RefusedMemo::default(),
         }
     }
