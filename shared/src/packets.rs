@@ -7,7 +7,7 @@ use crate::clock::{Clock, Millis};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::ledger::LedgerPacket;
 use crate::domain::{GrabOutcome, LivePacket, PacketId, PacketStatus, PacketView, UserId};
-use crate::ports::{Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
+use crate::ports::{GrabCall, Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How many times one grab asks the ledger: once, and once more should the packet it reloaded
 /// be gone again at once. After each reload the live store is asked again, the last reload
@@ -26,29 +26,13 @@ pub async fn grab<S: LiveStore, L: Ledger>(
     clock: &dyn Clock,
 ) -> Result<GrabOutcome, StoreError> {
     for asked in 0..=LEDGER_ASKS {
-        let asked_live = if asked == 0 {
-            store.try_grab(id, attempt, clock).await?
-        } else {
-            store.try_grab_again(id, attempt, clock).await?
-        };
-        let (now_ms, holds_lookup) = match asked_live {
+        let call = GrabCall { clock, ledger, again: asked > 0 };
+        let (now_ms, recorded) = match store.try_grab(id, attempt, call).await? {
             LiveAnswer::Decided(outcome) => return Ok(outcome),
-            LiveAnswer::NotHeld { holds_lookup, .. } if asked == LEDGER_ASKS => {
-                if holds_lookup {
-                    // Released unasked: the next grab asks the ledger afresh.
-                    Box::pin(store.ledger_said(id, None)).await?;
-                }
-                break;
-            }
-            LiveAnswer::NotHeld { now_ms, holds_lookup } => (now_ms, holds_lookup),
+            LiveAnswer::NotHeld { .. } if asked == LEDGER_ASKS => break,
+            LiveAnswer::NotHeld { now_ms, recorded } => (now_ms, recorded),
         };
-        // The ledger's side is boxed: it is rare, and its futures (the SDK's) would otherwise make
-        // every grab's future several kilobytes larger.
-        let recorded = Box::pin(ledger.ledger_packet(id)).await;
-        if holds_lookup {
-            Box::pin(store.ledger_said(id, recorded.as_ref().ok().map(Option::is_some))).await?;
-        }
-        let Some(recorded) = recorded? else { return Ok(GrabOutcome::NotFound) };
+        let Some(recorded) = recorded else { return Ok(GrabOutcome::NotFound) };
         if let Some(outcome) = recorded.grab_outcome(attempt, now_ms) {
             return Ok(outcome);
         }

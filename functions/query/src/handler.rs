@@ -152,7 +152,9 @@ mod tests {
         service.store.load(&packet, &packet.shares()).await.unwrap();
         for n in 0..1_200 {
             let attempt = red_packets::domain::grab::GrabAttempt::by(UserId::from_claim(&format!("u{n}")).unwrap());
-            service.store.try_grab(&packet.id, &attempt, service.clock.as_ref()).await.unwrap();
+            let call =
+                red_packets::ports::GrabCall { clock: service.clock.as_ref(), ledger: &service.ledger, again: false };
+            service.store.try_grab(&packet.id, &attempt, call).await.unwrap();
         }
         let mut event: Value = serde_json::from_str(QUERY_EVENT).unwrap();
         events::set_packet_id(&mut event, packet.id.as_str());
@@ -223,7 +225,9 @@ mod tests {
         assert_eq!(poll(&view, Some("\"0123\"")).await.status(), StatusCode::OK, "another tag gets the answer");
         let bob = UserId::from_claim("bob").unwrap();
         let attempt = red_packets::domain::grab::GrabAttempt::by(bob);
-        service.store.try_grab(&packet.id, &attempt, service.clock.as_ref()).await.unwrap();
+        let call =
+            red_packets::ports::GrabCall { clock: service.clock.as_ref(), ledger: &service.ledger, again: false };
+        service.store.try_grab(&packet.id, &attempt, call).await.unwrap();
         let changed = poll(&view, Some(&tag)).await;
         assert_eq!(changed.status(), StatusCode::OK, "a grab changed the view");
         assert_ne!(etag(&changed), tag);

@@ -3,19 +3,32 @@
 use super::*;
 
 /// What the live store answered for one grab.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LiveAnswer {
     /// Decided by the live store.
     Decided(GrabOutcome),
     /// The live store does not hold the packet: the ledger decides, as of `now_ms` (the clock
-    /// reading the live store judged the grab at).
+    /// reading the live store judged the grab at), from its record of it (`None`: the ledger has
+    /// no such packet either), which the store read through the call's ledger.
     NotHeld {
         /// The grab's instant.
         now_ms: Millis,
-        /// This caller holds the id's lookup: it reports what the ledger said with
-        /// [`LiveStore::ledger_said`], for the callers waiting on it.
-        holds_lookup: bool,
+        /// The ledger's record of the packet.
+        recorded: Option<Box<LedgerPacket>>,
     },
+}
+
+/// What one grab attempt is judged with, besides the attempt: the clock, the ledger the live
+/// store asks about a packet it does not hold, and whether this is the request's call again
+/// (after the ledger was asked and the packet perhaps reloaded: a store counting grabs against a
+/// rate counts a request once).
+pub struct GrabCall<'a, L> {
+    /// Now.
+    pub clock: &'a dyn Clock,
+    /// The ledger.
+    pub ledger: &'a L,
+    /// The request's call again.
+    pub again: bool,
 }
 
 /// The live, atomic side of packets (Redis).
@@ -32,38 +45,17 @@ pub trait LiveStore: Send + Sync {
     /// The packet's meta and whole grab log at one instant; `None` when Redis does not hold it.
     fn snapshot(&self, id: &PacketId) -> impl Future<Output = Result<Option<LivePacket>, StoreError>> + Send;
 
-    /// One grab attempt decided at `clock`'s now on a packet the live store holds: atomic, at
+    /// One grab attempt decided at the call's now on a packet the live store holds: atomic, at
     /// most one share per user, only for the packet's recipients and with its passphrase. A
-    /// packet it does not hold is `NotHeld`: one caller at a time per id is told to ask the
-    /// ledger (`holds_lookup`), the others wait for its verdict. The use case is
-    /// [`crate::packets::grab`].
-    fn try_grab(
+    /// packet it does not hold is `NotHeld` with the ledger's record of it: one caller at a time
+    /// per id asks the ledger, and the store keeps its verdict a while for the others, who wait
+    /// for it (the lookup lease, the store's own). The use case is [`crate::packets::grab`].
+    fn try_grab<L: Ledger>(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
-        clock: &dyn Clock,
+        call: GrabCall<'_, L>,
     ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send;
-
-    /// [`LiveStore::try_grab`] for the same request once more, after the ledger was asked (and
-    /// the packet perhaps reloaded): a store that counts grabs against a rate (the grab rate
-    /// across packets) does not count this one again.
-    fn try_grab_again(
-        &self,
-        packet: &PacketId,
-        attempt: &GrabAttempt,
-        clock: &dyn Clock,
-    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
-        self.try_grab(packet, attempt, clock)
-    }
-
-    /// What the ledger said of `packet`, reported by the caller that held its lookup:
-    /// `Some(true)` recorded, `Some(false)` absent, `None` it could not be asked (the lookup is
-    /// released so the next grab asks again).
-    fn ledger_said(
-        &self,
-        packet: &PacketId,
-        recorded: Option<bool>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Closes an open packet to grabs as cancelled at `now_ms`, and marks it for settle, which
     /// refunds the rest. Idempotent.
@@ -109,30 +101,13 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
         (**self).snapshot(id)
     }
 
-    fn try_grab(
+    fn try_grab<L: Ledger>(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
-        clock: &dyn Clock,
+        call: GrabCall<'_, L>,
     ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
-        (**self).try_grab(packet, attempt, clock)
-    }
-
-    fn try_grab_again(
-        &self,
-        packet: &PacketId,
-        attempt: &GrabAttempt,
-        clock: &dyn Clock,
-    ) -> impl Future<Output = Result<LiveAnswer, StoreError>> + Send {
-        (**self).try_grab_again(packet, attempt, clock)
-    }
-
-    fn ledger_said(
-        &self,
-        packet: &PacketId,
-        recorded: Option<bool>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).ledger_said(packet, recorded)
+        (**self).try_grab(packet, attempt, call)
     }
 
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {

@@ -120,6 +120,6 @@ mod operations;
 mod settle;
 
 pub use ledger::{Books, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, Wallets};
-pub use live::{Frozen, LiveAnswer, LiveStore, Restored};
+pub use live::{Frozen, GrabCall, LiveAnswer, LiveStore, Restored};
 pub use operations::{Adjustments, AuditTrail, Flags, Holds, ReportSink, RiskLedger, Withdrawals};
 pub use settle::{SettleCursor, SettleIndex, SettleLedger};

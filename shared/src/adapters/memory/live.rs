@@ -4,13 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::clock::{Clock, Millis};
+use crate::clock::Millis;
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::live::{LiveGrab, LiveState};
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
 use crate::ports::{
-    CancelOutcome, CloseOutcome, Frozen, LiveAnswer, LiveStore, PacketImage, Restored, SettleCursor, SettleIndex,
-    StoreError,
+    CancelOutcome, CloseOutcome, Frozen, GrabCall, Ledger, LiveAnswer, LiveStore, PacketImage, Restored, SettleCursor,
+    SettleIndex, StoreError,
 };
 
 /// The live store in memory.
@@ -83,32 +83,34 @@ impl LiveStore for MemoryStore {
         Ok(self.state().packets.get(id).map(LiveState::snapshot))
     }
 
-    /// The grab on the packet's [`LiveState`]; a packet not held is `NotHeld` (no lookup lease here).
-    async fn try_grab(
+    /// The grab on the packet's [`LiveState`]; a packet not held is `NotHeld` with the ledger's
+    /// record, read at once (no lookup lease here).
+    async fn try_grab<L: Ledger>(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
-        clock: &dyn Clock,
+        call: GrabCall<'_, L>,
     ) -> Result<LiveAnswer, StoreError> {
-        let now_ms = clock.now_ms();
+        let now_ms = call.clock.now_ms();
         let shard = self.shard(packet);
-        let mut state = self.state();
-        let Some(live) = state.packets.get_mut(packet) else {
-            return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: false });
-        };
-        match live.grab(attempt, now_ms) {
-            LiveGrab::Decided { outcome, dirtied } => {
-                if dirtied {
-                    state.dirty.entry(shard).or_default().insert(packet.clone());
-                }
-                Ok(LiveAnswer::Decided(outcome))
+        let grab = {
+            let mut state = self.state();
+            let grab = state.packets.get_mut(packet).map(|live| live.grab(attempt, now_ms));
+            if let Some(LiveGrab::Decided { dirtied: true, .. }) = grab {
+                state.dirty.entry(shard).or_default().insert(packet.clone());
             }
-            LiveGrab::Resyncing => Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced"))),
+            grab
+        };
+        match grab {
+            None => {
+                let recorded = call.ledger.ledger_packet(packet).await?;
+                Ok(LiveAnswer::NotHeld { now_ms, recorded: recorded.map(Box::new) })
+            }
+            Some(LiveGrab::Decided { outcome, .. }) => Ok(LiveAnswer::Decided(outcome)),
+            Some(LiveGrab::Resyncing) => {
+                Err(StoreError::redis_unavailable(format!("packet {packet} is being re-synced")))
+            }
         }
-    }
-
-    async fn ledger_said(&self, _packet: &PacketId, _recorded: Option<bool>) -> Result<(), StoreError> {
-        Ok(())
     }
 
     async fn cancel(&self, id: &PacketId, now_ms: Millis) -> Result<CancelOutcome, StoreError> {

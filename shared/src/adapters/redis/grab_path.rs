@@ -5,30 +5,19 @@
 
 use std::time::Instant;
 
-use super::coalesce::{Coalescer, Unanswered};
+use super::coalesce::Unanswered;
 use super::connection::RedisConnection;
+use super::grab_batch::{BatchFailure, TimedGrab};
 use super::keys::{grab_entry, shares_left, PacketKeys};
 use super::rate;
 use super::scripts::{self, Lookup, ScriptGrab};
 use super::store::{RedisStore, LOOKUP_LEASE, LOOKUP_POLL};
-use crate::clock::{Clock, Millis};
+use crate::clock::Millis;
 use crate::domain::grab::GrabAttempt;
+use crate::domain::ledger::LedgerPacket;
 use crate::domain::risk::{GrabRate, RateCounting};
 use crate::domain::{GrabOutcome, PacketId, UserId};
-use crate::ports::{LiveAnswer, StoreError};
-
-/// Concurrent grabs of one packet (keyed by its hash's key), coalesced into one script call.
-pub(super) type GrabCoalescer = Coalescer<String, TimedGrab, ScriptGrab, BatchFailure>;
-
-/// One grab waiting in the coalescer: who, carrying what passphrase, at the time it read.
-#[derive(Debug, Clone)]
-pub(super) struct TimedGrab {
-    attempt: GrabAttempt,
-    now_ms: Millis,
-    /// Counts against the user's grab rate: the request's first call does; a call again while
-    /// another caller asks the ledger, or after this one asked it, does not.
-    counts: bool,
-}
+use crate::ports::{GrabCall, Ledger, LiveAnswer, StoreError};
 
 /// The batch's answers in its order: each grab the rate refused its refusal, the others the
 /// script's answers in turn (a short answer leaves the rest unanswered).
@@ -41,21 +30,6 @@ fn with_refusals(limited: Vec<Option<GrabOutcome>>, answers: Vec<ScriptGrab>) ->
             None => answers.next(),
         })
         .collect()
-}
-
-/// Why a grab script call (one grab's or a batch's) answered nothing.
-#[derive(Debug, Clone)]
-pub(super) enum BatchFailure {
-    /// Redis is over `maxmemory` and refused the script whole, before anything changed.
-    OutOfMemory(String),
-    /// Redis failed or did not answer in time, or the batch ended without this grab's answer.
-    Unavailable(String),
-}
-
-impl From<Unanswered> for BatchFailure {
-    fn from(_: Unanswered) -> Self {
-        BatchFailure::Unavailable("the grab's batch ended without its answer".into())
-    }
 }
 
 impl RedisStore {
@@ -192,15 +166,16 @@ impl RedisStore {
     }
 
     /// A grab attempt: the sold-out memo's read, else the script, waiting while another caller
-    /// asks the ledger. With `counts`, the request's first call counts against its user's grab
-    /// rate; none after it does.
-    pub(super) async fn grab_counting(
+    /// asks the ledger. The request's first call counts against its user's grab rate; none
+    /// after it does (`call.again`). A packet Redis does not hold is looked up in the ledger:
+    /// by this caller when it claims the id's lookup, its verdict then kept for the others.
+    pub(super) async fn grab_counting<L: Ledger>(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
-        clock: &dyn Clock,
-        counts: bool,
+        call: GrabCall<'_, L>,
     ) -> Result<LiveAnswer, StoreError> {
+        let (clock, counts) = (call.clock, !call.again);
         let mut conn = self.connection().await?;
         let keys = self.keys(packet);
         if let Some(memo) = &self.sold_out {
@@ -221,7 +196,8 @@ impl RedisStore {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
                 }
                 ScriptGrab::AskLedger(lookup) => {
-                    return Ok(LiveAnswer::NotHeld { now_ms, holds_lookup: lookup == Lookup::Claimed })
+                    let recorded = self.look_up(packet, lookup, call.ledger).await?;
+                    return Ok(LiveAnswer::NotHeld { now_ms, recorded });
                 }
                 ScriptGrab::LookupPending | ScriptGrab::Resyncing => tokio::time::sleep(LOOKUP_POLL).await,
             }
@@ -259,6 +235,29 @@ impl RedisStore {
             (None, Some(_), None) if shares_left == 0 => Some(GrabOutcome::SoldOut),
             _ => None,
         })
+    }
+
+    /// The ledger's record of `id`, which Redis does not hold. A caller that claimed the id's
+    /// lookup records what the ledger said for the others waiting on it (or, when it could not
+    /// ask, releases the lookup so the next grab asks again). The ledger's side is boxed: it is
+    /// rare, and its futures (the SDK's) would otherwise make every grab's future several
+    /// kilobytes larger.
+    async fn look_up<L: Ledger>(
+        &self,
+        id: &PacketId,
+        lookup: Lookup,
+        ledger: &L,
+    ) -> Result<Option<Box<LedgerPacket>>, StoreError> {
+        let recorded = Box::pin(ledger.ledger_packet(id)).await;
+        if lookup == Lookup::Claimed {
+            let verdict = match &recorded {
+                Ok(Some(_)) => Some("recorded"),
+                Ok(None) => Some("absent"),
+                Err(_) => None,
+            };
+            Box::pin(self.record_lookup(id, verdict)).await?;
+        }
+        Ok(recorded?.map(Box::new))
     }
 
     /// Records what the ledger said of `id` (`recorded` or `absent`) for the cache window; a

@@ -12,6 +12,7 @@
 
 pub mod coalesce;
 pub mod connection;
+mod grab_batch;
 mod grab_path;
 pub mod grab_scripts;
 pub mod keys;

@@ -14,7 +14,7 @@ use redis::RedisResult;
 use tokio::sync::OnceCell;
 
 use super::connection::{within, RedisConnection};
-use super::grab_path::GrabCoalescer;
+use super::grab_batch::GrabCoalescer;
 use super::keys::{replicas_probe_key, PacketKeys};
 use super::rate::RefusedMemo;
 use super::record::live_packet;
@@ -25,7 +25,7 @@ use crate::config::{Config, RedisConfig, ReplicaWait};
 use crate::domain::grab::GrabAttempt;
 use crate::domain::risk::GrabRate;
 use crate::domain::{Cents, LivePacket, Packet, PacketId};
-use crate::ports::{CancelOutcome, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
+use crate::ports::{CancelOutcome, GrabCall, Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError};
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
 pub const RETIRED_KEEP_MS: Millis = 10 * 60 * 1000;
@@ -218,28 +218,14 @@ impl LiveStore for RedisStore {
         Self::snapshot(self, id).await
     }
 
-    #[tracing::instrument(level = "debug", name = "redis.grab", skip_all, fields(packet_id = %packet))]
-    async fn try_grab(
+    #[tracing::instrument(level = "debug", name = "redis.grab", skip_all, fields(packet_id = %packet, again = call.again))]
+    async fn try_grab<L: Ledger>(
         &self,
         packet: &PacketId,
         attempt: &GrabAttempt,
-        clock: &dyn Clock,
+        call: GrabCall<'_, L>,
     ) -> Result<LiveAnswer, StoreError> {
-        self.grab_counting(packet, attempt, clock, true).await
-    }
-
-    #[tracing::instrument(level = "debug", name = "redis.grab_again", skip_all, fields(packet_id = %packet))]
-    async fn try_grab_again(
-        &self,
-        packet: &PacketId,
-        attempt: &GrabAttempt,
-        clock: &dyn Clock,
-    ) -> Result<LiveAnswer, StoreError> {
-        self.grab_counting(packet, attempt, clock, false).await
-    }
-
-    async fn ledger_said(&self, packet: &PacketId, recorded: Option<bool>) -> Result<(), StoreError> {
-        self.record_lookup(packet, recorded.map(|recorded| if recorded { "recorded" } else { "absent" })).await
+        self.grab_counting(packet, attempt, call).await
     }
 
     /// Runs `cancel.lua` (asking again for a while when settle is re-syncing the packet), then
