@@ -1,10 +1,11 @@
 //! Every setting the functions and the local API read, declared once: its name, default, the
 //! values it accepts, how the template sets it and what it means. [`crate::config::Config`]
 //! parses through these entries (a default or a bound is never written again there); DEPLOY.md's
-//! table is generated from [`SETTINGS`] (`make settings`), and the template's parameters and
-//! `Environment` blocks, `local-env.json` and the local API's stand-ins are checked against it
-//! in full (`local/tests/it/deployment.rs`). A default that is a domain rule (a limit, a risk
-//! threshold) is the domain's constant, read here.
+//! and DESIGN.md's tables are generated from [`SETTINGS`] (`make settings`), and the template's
+//! parameters and `Environment` blocks, `local-env.json`, `run-local.sh`'s ports and every
+//! variable the code reads by name are checked against it in full
+//! (`local/tests/it/deployment.rs`). A default that is a domain rule (a limit, a risk threshold)
+//! is the domain's constant, read here.
 
 use thiserror::Error;
 
