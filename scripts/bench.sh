@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/stack.sh install-services
-# The functions on their own, as sam build builds them (red-packets without test-support), then
-# the bench, which turns test-support on for itself: one command would unify it into the
-# functions, and the cold starts would measure binaries that are not the ones that ship.
+# The functions on their own, as sam build builds them, then the bench with the test kit: one
+# command would unify the bench's dependencies' features into the functions, and the cold starts
+# would measure binaries that are not the ones that ship.
 cargo build --release --locked -p send -p grab -p query -p settle -p funds
 cargo build --release --locked -p bench
 name="bench-$$"

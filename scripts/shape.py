@@ -48,6 +48,9 @@ LONG_FILE = 500
 LONG_FN = 80
 # Rooms of shared/src whose modules are shown as sub-rooms in the layout.
 SUBDIVIDED = ("adapters", "domain")
+# The crates the layout shows, each with its subdivided rooms: the domain crate, then the library
+# that re-exports it (`pub use red_packets_domain as domain;` makes `domain` a room there).
+CRATES = (("shared/domain/src", ("books",)), ("shared/src", SUBDIVIDED))
 BEGIN = "<!-- layout:begin -->"
 END = "<!-- layout:end -->"
 
@@ -448,7 +451,7 @@ def test_module_files(root, tops):
 
 
 def product_dirs(root):
-    dirs = ["shared/src"]
+    dirs = ["shared/domain/src", "shared/src"]
     functions_dir = os.path.join(root, "functions")
     if os.path.isdir(functions_dir):
         for name in sorted(os.listdir(functions_dir)):
@@ -537,6 +540,8 @@ def render(figures):
 
 # --- layout -------------------------------------------------------------------------------------
 
+# `pub use other_crate as name;`: another crate re-exported as a room of this one.
+EXTERN_ROOM = re.compile(r"(?<![A-Za-z0-9_])pub\s+use\s+([a-z_][a-z0-9_]*)\s+as\s+([a-z_][a-z0-9_]*)\s*;")
 MOD_DECL = re.compile(r"(?<![A-Za-z0-9_])mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*[;{]")
 USE = re.compile(r"(?<![A-Za-z0-9_])(pub\s*(?:\([^)]*\))?\s*)?use\s+(?=[A-Za-z_:{])([^;]*);")
 TOKEN = re.compile(r"::|[{},*]|[A-Za-z_][A-Za-z0-9_]*")
@@ -623,6 +628,9 @@ class Crate:
         self.modules = set(self.files)
         for m, kids in self.children.items():
             self.modules.update(m + (k,) for k in kids)
+        lib = self.files.get((), ("", ""))[1]
+        self.extern_rooms = {alias for name, alias in EXTERN_ROOM.findall(lib) if name not in ("crate", "self", "super")}
+        self.modules.update((alias,) for alias in self.extern_rooms)
         self.uses = {}  # module -> [(absolute segments or None, alias, public)]
         self.reexports = {}  # module -> {name: absolute segments}
         for m, (_, code) in self.files.items():
@@ -734,24 +742,24 @@ def sccs(graph):
     return sorted(out)
 
 
-def layout(root, top="shared/src"):
+def layout(root, top="shared/src", subdivided=SUBDIVIDED):
     """The rooms of the crate, what each imports, and the circles, as a dict."""
     crate = Crate(root, top)
     lib = crate.files.get((), ("", ""))[1]
-    rooms = sorted(set(MOD_DECL.findall(lib)))
+    rooms = sorted(set(MOD_DECL.findall(lib)) | crate.extern_rooms)
     outside = {r: set() for r in rooms}  # room -> rooms it imports
-    subs = {r: {} for r in rooms if r in SUBDIVIDED}  # room -> sub -> {"outside", "siblings"}
+    subs = {r: {} for r in rooms if r in subdivided}  # room -> sub -> {"outside", "siblings"}
     for r in subs:
         for kid in sorted(crate.children.get((r,), ())):
             subs[r][kid] = {"outside": set(), "siblings": set(), "parent": False}
     for module in sorted(crate.files):
         if not module:
             continue
-        room, sub = room_of(module)
+        room, sub = room_of(module, subdivided)
         if room not in outside:
             continue
         for target in crate.imports(module):
-            t_room, t_sub = room_of(target)
+            t_room, t_sub = room_of(target, subdivided)
             if t_room == "crate":
                 continue
             if t_room != room:
@@ -768,6 +776,7 @@ def layout(root, top="shared/src"):
         graph = {k: v["siblings"] for k, v in kids.items()}
         sub_circles += [[f"{r}::{k}" for k in comp] for comp in sccs(graph)]
     return {
+        "crate": top,
         "rooms": [
             {
                 "room": r,
@@ -787,6 +796,15 @@ def layout(root, top="shared/src"):
         "circles": sccs(outside),
         "sub_room_circles": sub_circles,
     }
+
+
+def layouts(root):
+    """The layout of each crate of CRATES that this checkout has."""
+    return [layout(root, top, subdivided) for top, subdivided in CRATES if os.path.isdir(os.path.join(root, top))]
+
+
+def render_layouts(shapes):
+    return "\n\n".join(render_layout(shape, shape["crate"]) for shape in shapes)
 
 
 def render_layout(shape, top="shared/src"):
@@ -858,19 +876,19 @@ def check_design(path, layout_text):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("--layout", action="store_true", help="the module layout of shared/src")
+    parser.add_argument("--layout", action="store_true", help="the module layout of the domain crate and the library")
     parser.add_argument("--check-design", metavar="FILE", help="compare the layout with FILE's layout block")
     parser.add_argument(
         "--root", metavar="DIR", default=ROOT, help="the checkout to measure (default: the repository of this script)"
     )
     args = parser.parse_args(argv)
     if args.check_design:
-        status, message = check_design(args.check_design, render_layout(layout(args.root)))
+        status, message = check_design(args.check_design, render_layouts(layouts(args.root)))
         print(message, file=sys.stdout if status == 0 else sys.stderr)
         return status
     if args.layout:
-        shape = layout(args.root)
-        print(json.dumps(shape, indent=2) if args.json else render_layout(shape))
+        shapes = layouts(args.root)
+        print(json.dumps(shapes, indent=2) if args.json else render_layouts(shapes))
         return 0
     figures = measure(args.root)
     print(json.dumps(figures, indent=2) if args.json else render(figures))

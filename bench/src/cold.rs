@@ -150,8 +150,8 @@ pub async fn grab_peak_rss_mib(workspace: &Path, store: &RedisStore) -> f64 {
     jobs.shuffle(&mut rand::rng());
     for (packet, user) in jobs {
         let mut event = template.clone();
-        red_packets::events::set_packet_id(&mut event, &packets[packet]);
-        red_packets::events::set_caller(&mut event, Some(&format!("rss-u{user}")));
+        red_packets_testkit::events::set_packet_id(&mut event, &packets[packet]);
+        red_packets_testkit::events::set_caller(&mut event, Some(&format!("rss-u{user}")));
         rie.invoke(&event).await.expect("grab invocation");
     }
     let pid = rie.function_pid().expect("the function's pid");

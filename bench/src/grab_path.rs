@@ -9,7 +9,8 @@ use rand::seq::SliceRandom;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::{Access, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
 use red_packets::ports::LiveStore;
-use red_packets::{events, Clock, SystemClock};
+use red_packets::{Clock, SystemClock};
+use red_packets_testkit::events;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -26,9 +26,9 @@ use hdrhistogram::Histogram;
 use lambda_http::Request;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::{Access, ChatId, PacketKind, UserId};
-use red_packets::events;
 use red_packets::ports::{Ledger, Wallets};
 use red_packets::{Clock, Config, SystemClock};
+use red_packets_testkit::events;
 use serde::Serialize;
 use serde_json::Value;
 

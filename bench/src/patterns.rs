@@ -16,7 +16,8 @@ use local::LocalAuthorizer;
 use red_packets::adapters::DynamoLedger;
 use red_packets::domain::patterns::RiskRules;
 use red_packets::domain::Funds;
-use red_packets::{events, Config, SystemClock};
+use red_packets::{Config, SystemClock};
+use red_packets_testkit::events;
 use serde::Serialize;
 use serde_json::{json, Value};
 

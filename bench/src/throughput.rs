@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::split::{lucky, Seed, SplitRule};
-use red_packets::events;
+use red_packets_testkit::events;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -22,7 +22,8 @@ use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::http::error_response;
 use red_packets::routes::{self, Function, Route, ROUTES};
-use red_packets::{events, ApiError};
+use red_packets::ApiError;
+use red_packets_testkit::events;
 use serde_json::{json, Map, Value};
 
 use crate::auth::LocalAuthorizer;

@@ -66,32 +66,6 @@ pub fn metrics(function: &'static str) -> Result<&'static metrics_cloudwatch_emb
         .map_err(|error| MetricsError(error.to_string()))
 }
 
-/// Every metric document `collector` holds, flushed, one JSON value each (tests).
-#[cfg(any(test, feature = "test-support"))]
-pub fn flushed(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<serde_json::Value> {
-    let mut written = Vec::new();
-    collector.flush(&mut written).expect("the collector flushes");
-    String::from_utf8_lossy(&written).lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
-}
-
-/// The document among `documents` in which dimension `name` is `value` and `metric` is counted:
-/// a heartbeat, as a test finds it, declared with `name` among its dimensions (tests; the test
-/// fails naming what it found instead).
-#[cfg(any(test, feature = "test-support"))]
-pub fn heartbeat<'a>(
-    documents: &'a [serde_json::Value],
-    (name, value): (&str, &str),
-    metric: &str,
-) -> &'a serde_json::Value {
-    let beat = documents
-        .iter()
-        .find(|document| document[name] == value && document[metric].is_number())
-        .unwrap_or_else(|| panic!("no {metric} of {name} {value} in {documents:?}"));
-    let declared = &beat["_aws"]["CloudWatchMetrics"][0];
-    assert!(declared["Dimensions"].to_string().contains(name), "{declared}");
-    beat
-}
-
 /// What `metrics_cloudwatch_embedded`'s `MetricsLayer` does, for a runtime that serves
 /// invocations concurrently (`Runtime::run_concurrent` needs a `Clone` service with `Send`
 /// futures; the layer's are neither): the cold start counted once, the invocation's request and

@@ -214,7 +214,7 @@ mod tests {
         let trial_balance = FundsResponse::TrialBalance { report, written: Vec::new() };
         record(&FundsRequest::TrialBalance(DayReport::default()), &trial_balance);
 
-        let documents = red_packets::telemetry::flushed(collector);
+        let documents = red_packets_testkit::telemetry::flushed(collector);
         let gauge = documents.iter().find(|document| document["WithdrawalsOverdue"].is_number());
         let gauge = gauge.unwrap_or_else(|| panic!("no WithdrawalsOverdue in {documents:?}"));
         assert_eq!(
@@ -228,7 +228,7 @@ mod tests {
         let alarm = alarm.join("\n");
         assert!(alarm.contains("MetricName: WithdrawalsOverdue") && alarm.contains("Value: funds"), "{alarm}");
         for job in ["reconcile", "trial_balance"] {
-            let beat = red_packets::telemetry::heartbeat(&documents, ("job", job), "FundsJobsCompleted");
+            let beat = red_packets_testkit::telemetry::heartbeat(&documents, ("job", job), "FundsJobsCompleted");
             assert_eq!(beat["FundsJobsCompleted"].as_u64(), Some(1), "{beat}");
             assert_eq!(beat["Function"], "funds");
         }

@@ -125,7 +125,7 @@ async fn operator(ledger: &DynamoLedger, event: &str, signer: Option<&str>) -> (
         event["requestContext"]["authorizer"]["iam"]["userArn"] = json!(signer);
     }
     let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
-    let request = red_packets::events::to_request(&event).unwrap();
+    let request = red_packets_testkit::events::to_request(&event).unwrap();
     let response = funds::operator::handle_url(ledger, &SystemClock, &reports, request).await.unwrap();
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
@@ -140,14 +140,14 @@ async fn the_operators_url_takes_its_operator_from_the_signature_alone() {
     let (status, body) = operator(&ledger, &unsigned.to_string(), None).await;
     assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")), "{body}");
     let mut forged: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
-    red_packets::events::set_body(
+    red_packets_testkit::events::set_body(
         &mut forged,
         r#"{"approve_adjustment": {"reference": "x", "approver": "ben@example.com"}}"#,
     );
     let (status, body) = operator(&ledger, &forged.to_string(), None).await;
     assert_eq!((status, body["error"]["field"].as_str()), (400, Some("approver")), "{body}");
     let mut topup: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
-    red_packets::events::set_body(&mut topup, TOPUP_EVENT);
+    red_packets_testkit::events::set_body(&mut topup, TOPUP_EVENT);
     let (status, body) = operator(&ledger, &topup.to_string(), None).await;
     assert_eq!((status, body["error"]["field"].as_str()), (400, Some("topup")), "not this entry point's: {body}");
 }

@@ -56,7 +56,6 @@ impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
 
     /// The same service without the hold check: the grab path as it was before the risk
     /// controls (the controls bench measures what the check adds against this).
-    #[cfg(feature = "test-support")]
     pub fn without_hold_check(mut self) -> Self {
         self.holds = None;
         self
@@ -159,11 +158,12 @@ mod tests {
     //! `local/tests` run it on Redis and DynamoDB Local.
 
     use super::*;
-    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::adapters::RedisStore;
-    use red_packets::clock::ManualClock;
     use red_packets::domain::{Packet, PacketKind, PacketSpec, PacketTerms, Seed};
-    use red_packets::{events, Config};
+    use red_packets::Config;
+    use red_packets_testkit::events;
+    use red_packets_testkit::memory::{MemoryLedger, MemoryStore};
+    use red_packets_testkit::ManualClock;
     use serde_json::Value;
 
     const GRAB_EVENT: &str = include_str!("../../../events/grab.json");

@@ -105,9 +105,10 @@ mod tests {
     //! `local/tests` run it on Redis and DynamoDB Local.
 
     use super::*;
-    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::domain::{Funds, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
-    use red_packets::{events, Config};
+    use red_packets::Config;
+    use red_packets_testkit::events;
+    use red_packets_testkit::memory::{MemoryLedger, MemoryStore};
     use serde_json::Value;
 
     const QUERY_EVENT: &str = include_str!("../../../events/query.json");

@@ -102,10 +102,10 @@ fn observed(event: &BusEvent) -> Result<Option<Observed>, RiskFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use red_packets::adapters::memory::MemoryLedger;
-    use red_packets::clock::ManualClock;
     use red_packets::domain::{ChatId, Packet, PacketKind, PacketSpec, PacketTerms, Seed};
     use red_packets::Config;
+    use red_packets_testkit::memory::MemoryLedger;
+    use red_packets_testkit::ManualClock;
 
     const EVENT: &str = include_str!("../../../events/risk.json");
 

@@ -326,11 +326,11 @@ fn chain_flag(chat: &ChatId, flag_id: String, chain: &Chain, rules: &RiskRules, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use red_packets::adapters::memory::MemoryLedger;
-    use red_packets::clock::ManualClock;
     use red_packets::domain::patterns::FlagRule;
     use red_packets::domain::{PacketKind, PacketSpec, PacketTerms, Seed};
     use red_packets::ports::RiskLedger;
+    use red_packets_testkit::memory::MemoryLedger;
+    use red_packets_testkit::ManualClock;
 
     fn user(name: &str) -> UserId {
         UserId::from_claim(name).unwrap()

@@ -47,9 +47,10 @@ pub async fn cancel<L: Ledger, S: LiveStore>(
 mod tests {
     use std::sync::Arc;
 
-    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
-    use red_packets::clock::ManualClock;
-    use red_packets::{events, Config};
+    use red_packets::Config;
+    use red_packets_testkit::events;
+    use red_packets_testkit::memory::{MemoryLedger, MemoryStore};
+    use red_packets_testkit::ManualClock;
     use serde_json::Value;
 
     use crate::{handle, SendService};

@@ -125,13 +125,13 @@ mod tests {
     //! `local/tests` run it on Redis and DynamoDB Local.
 
     use super::*;
-    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::adapters::RedisStore;
     use red_packets::domain::wallet::TopUp;
     use red_packets::domain::UserId;
-    use red_packets::events;
     use red_packets::ports::Wallets;
     use red_packets::Config;
+    use red_packets_testkit::events;
+    use red_packets_testkit::memory::{MemoryLedger, MemoryStore};
     use serde_json::Value;
 
     const SEND_EVENT: &str = include_str!("../../../events/send.json");

@@ -33,7 +33,7 @@ impl From<SettleFailure> for Diagnostic {
         let error_type = match &failure {
             SettleFailure::InvalidRequest(_) | SettleFailure::Unattributed(_) => "InvalidSettleRequest",
             SettleFailure::Stopped(SettleError::Unavailable { .. }) => "StoreUnavailable",
-            // A test's fault point: only with red-packets' `test-support`, never in the Lambda.
+            // A test's fault point (`Settler::crashing_at`): no setting sets one in the Lambda.
             SettleFailure::Stopped(_) => "SettleCrashed",
         };
         Diagnostic { error_type: error_type.into(), error_message: failure.to_string() }
@@ -84,7 +84,7 @@ async fn settle_shards<S: SettleIndex + SettleCursor, L: SettleLedger>(
     match &drained {
         Ok(summary) => record(summary, started.elapsed()),
         Err(SettleError::Unavailable { summary, .. }) => record(summary, started.elapsed()),
-        Err(_) => {} // a test's fault point (test-support only)
+        Err(SettleError::Crashed(_)) => {} // a test's fault point
     }
     let mut summary = drained?;
     summary.released += released;
@@ -119,8 +119,8 @@ mod tests {
     use std::sync::Arc;
 
     use lambda_runtime::Context;
-    use red_packets::adapters::memory::{MemoryLedger, MemoryStore};
     use red_packets::Config;
+    use red_packets_testkit::memory::{MemoryLedger, MemoryStore};
 
     const SETTLE_EVENT: &str = include_str!("../../../events/settle.json");
 
@@ -175,9 +175,9 @@ mod tests {
         let failure = handle(&failing, LambdaEvent::new(payload, Context::default())).await.unwrap_err();
         assert_eq!(Diagnostic::from(failure).error_type, "StoreUnavailable");
 
-        let documents = red_packets::telemetry::flushed(collector);
+        let documents = red_packets_testkit::telemetry::flushed(collector);
         for shards in ["2-5", "6-6"] {
-            let beat = red_packets::telemetry::heartbeat(&documents, ("shards", shards), "SettleRuns");
+            let beat = red_packets_testkit::telemetry::heartbeat(&documents, ("shards", shards), "SettleRuns");
             assert_eq!(beat["SettleRuns"].as_u64(), Some(1), "one run, one beat: {beat}");
             assert_eq!(beat["Function"], "settle");
             let declared = &beat["_aws"]["CloudWatchMetrics"][0];

@@ -19,8 +19,8 @@ use local::rie::Rie;
 use local::sam_local::{self, SamLocal};
 use local::tls_front::TlsFront;
 use red_packets::adapters::DynamoLedger;
-use red_packets::events;
 use red_packets::ports::Ledger;
+use red_packets_testkit::events;
 use serde_json::Value;
 
 /// Which binary each sample event is for.

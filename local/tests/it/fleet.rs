@@ -333,7 +333,10 @@ fn recorder() -> &'static metrics_cloudwatch_embedded::Collector {
 
 /// `DynamoThrottles` counted since the recorder's last flush.
 fn throttles_counted() -> u64 {
-    red_packets::telemetry::flushed(recorder()).iter().filter_map(|document| document["DynamoThrottles"].as_u64()).sum()
+    red_packets_testkit::telemetry::flushed(recorder())
+        .iter()
+        .filter_map(|document| document["DynamoThrottles"].as_u64())
+        .sum()
 }
 
 /// A stack with the wallet whose functions reach DynamoDB through `throttler`.

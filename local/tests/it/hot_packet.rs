@@ -14,7 +14,7 @@ use futures::future::join_all;
 use grab::GrabService;
 use local::LocalAuthorizer;
 use red_packets::adapters::{DynamoLedger, RedisStore};
-use red_packets::clock::{Clock, ManualClock, Millis};
+use red_packets::clock::{Clock, Millis};
 use red_packets::domain::grab::GrabAttempt;
 use red_packets::domain::history::{HistoryPage, Role};
 use red_packets::domain::ledger::LedgerPacket;
@@ -23,6 +23,7 @@ use red_packets::domain::wallet::WalletPage;
 use red_packets::domain::{GrabOutcome, Packet, PacketId, UserId};
 use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, PageRequest, Recorded, StoreError};
 use red_packets::Config;
+use red_packets_testkit::ManualClock;
 use serde_json::Value;
 
 /// The real ledger, counting packet reads; it can be told to fail the next read as an

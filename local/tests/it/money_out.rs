@@ -83,8 +83,8 @@ async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
     }
     let mut event: Value = serde_json::from_str(OPERATOR_EVENT).unwrap();
     event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(signer);
-    red_packets::events::set_body(&mut event, &payload.to_string());
-    let request = red_packets::events::to_request(&event).unwrap();
+    red_packets_testkit::events::set_body(&mut event, &payload.to_string());
+    let request = red_packets_testkit::events::to_request(&event).unwrap();
     let response = funds::operator::handle_url(&ledger, stack.clock.as_ref(), &reports, request).await.unwrap();
     let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
     match response.status().as_u16() {

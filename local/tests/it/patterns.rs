@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 /// A stack with the risk function beside it, fed from the table's stream.
 struct Watched {
     stack: Stack,
-    watch: Watch<DynamoLedger, std::sync::Arc<red_packets::clock::ManualClock>>,
+    watch: Watch<DynamoLedger, std::sync::Arc<red_packets_testkit::ManualClock>>,
     stream: StreamReader,
     pipe: Pipe,
     detail_types: Vec<String>,

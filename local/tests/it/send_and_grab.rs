@@ -8,9 +8,11 @@ use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
 use red_packets::adapters::redis::keys::parse_log_entry;
 use red_packets::adapters::RedisStore;
-use red_packets::clock::{parse_rfc3339, ManualClock};
+use red_packets::clock::parse_rfc3339;
 use red_packets::domain::PacketId;
-use red_packets::{events, Config};
+use red_packets::Config;
+use red_packets_testkit::events;
+use red_packets_testkit::ManualClock;
 use serde_json::{json, Value};
 
 const SEND_EVENT: &str = include_str!("../../../events/send.json");

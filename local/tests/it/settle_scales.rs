@@ -90,8 +90,8 @@ async fn a_grab_whose_mark_was_lost_is_persisted_by_its_packets_expiry() {
     assert_eq!(stack.settle().await.swept_shards, 16);
     let unmarked = grab::GrabService::new(stack.store().without_settle_marks(), stack.ledger.clone(), &stack.config);
     let mut event: Value = serde_json::from_str(include_str!("../../../events/grab.json")).unwrap();
-    red_packets::events::set_packet_id(&mut event, &id);
-    red_packets::events::set_caller(&mut event, Some("bob"));
+    red_packets_testkit::events::set_packet_id(&mut event, &id);
+    red_packets_testkit::events::set_caller(&mut event, Some("bob"));
     let (status, grabbed) = reply(grab::handle(&unmarked, request(&event)).await).await;
     assert_eq!(status, 200, "{grabbed}");
 

@@ -3,8 +3,6 @@
 
 pub mod dynamo;
 pub mod export;
-#[cfg(any(test, feature = "test-support"))]
-pub mod memory;
 pub mod redis;
 
 pub use self::redis::RedisStore;

@@ -21,8 +21,8 @@
 //! named; only an unreachable store ends a run. A run that stops before its deadline resumes
 //! at the shard it stopped in. A packet the index names but Redis lost is restored from the
 //! ledger. A crash at any point leaves work the next run redoes idempotently; fault points
-//! (`FaultPoint`, feature `test-support`) let tests crash it on purpose; the Lambda binaries
-//! have none.
+//! (`FaultPoint`, `Settler::crashing_at`) let tests crash it on purpose; no setting reaches
+//! them, so a deployed settler never crashes there.
 //!
 //! The rooms: [`run`] plans a run over shards and drives the packets; [`packet`] is one packet's
 //! state machine (persist, close, re-sync, restore, finalise, quarantine); [`summary`] is what a
@@ -32,9 +32,6 @@
 mod packet;
 mod run;
 mod summary;
-
-#[cfg(test)]
-mod tests;
 
 use std::ops::RangeInclusive;
 use std::sync::Arc;
@@ -63,9 +60,8 @@ pub const SWEEP_PERIOD_MS: Millis = 60 * 60 * 1000;
 /// The pause between passes of an invocation that keeps draining.
 pub const DRAIN_PAUSE_MS: Millis = 1_000;
 
-/// Points where tests can make settle crash, in the order a packet passes them (feature
-/// `test-support`).
-#[cfg(any(test, feature = "test-support"))]
+/// Points where tests can make settle crash, in the order a packet passes them; only
+/// [`Settler::crashing_at`] sets one, and no setting reaches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPoint {
     /// Grab items written, the persisted mark not yet advanced.
@@ -78,7 +74,6 @@ pub enum FaultPoint {
     AfterFinalise,
 }
 
-#[cfg(any(test, feature = "test-support"))]
 impl FaultPoint {
     /// Every fault point, in order.
     pub const ALL: [FaultPoint; 4] =
@@ -126,9 +121,8 @@ impl SettleRequest {
     }
 }
 
-/// Why a run ended early. Non-exhaustive: with `test-support` a test's fault point ends it too.
+/// Why a run ended early: a store, or a test's fault point.
 #[derive(Debug, Error)]
-#[non_exhaustive]
 pub enum SettleError {
     /// A store could not be reached; what was done stays done, the next run continues.
     #[error("settle stopped: {error}")]
@@ -138,8 +132,7 @@ pub enum SettleError {
         /// What the run did before it.
         summary: Box<SettleSummary>,
     },
-    /// A test's fault point was reached (feature `test-support`).
-    #[cfg(any(test, feature = "test-support"))]
+    /// A test's fault point was reached.
     #[error("settle crashed on purpose at {0:?}")]
     Crashed(FaultPoint),
 }
@@ -148,7 +141,6 @@ pub enum SettleError {
 /// by [`StoreError::is_the_records_fault`]), or a test's fault point was reached.
 enum Stop {
     Store(StoreError),
-    #[cfg(any(test, feature = "test-support"))]
     Crash(FaultPoint),
 }
 
@@ -165,7 +157,6 @@ pub struct Settler<S, L> {
     ledger: L,
     clock: Arc<dyn Clock>,
     wall: Arc<dyn Clock>,
-    #[cfg(any(test, feature = "test-support"))]
     crash_at: Option<FaultPoint>,
     drain_ms: Millis,
 }
@@ -178,7 +169,6 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
             ledger,
             clock: Arc::new(SystemClock),
             wall: Arc::new(SystemClock),
-            #[cfg(any(test, feature = "test-support"))]
             crash_at: None,
             drain_ms: 0,
         }
@@ -214,8 +204,7 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
         self
     }
 
-    /// The same settler, crashing when it reaches `point` (feature `test-support`).
-    #[cfg(any(test, feature = "test-support"))]
+    /// The same settler, crashing when it reaches `point`.
     pub fn crashing_at(mut self, point: Option<FaultPoint>) -> Self {
         self.crash_at = point;
         self

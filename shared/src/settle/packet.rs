@@ -3,7 +3,6 @@
 //! it when Redis lost it; finalise it with its refund, exactly once; quarantine it when its
 //! books cannot balance.
 
-#[cfg(any(test, feature = "test-support"))]
 use super::FaultPoint;
 use super::{SettleSummary, Settler, Stop, DEADLINE_MARGIN_MS, RECONCILIATION_MISMATCH};
 use crate::clock::{Clock, Millis};
@@ -16,14 +15,10 @@ use crate::packets::reload_from_ledger;
 use crate::ports::{CloseOutcome, Frozen, PacketImage, Restored, SettleIndex, SettleLedger, StoreError};
 use crate::telemetry::{GRAB_REVOKED, PACKET_QUARANTINED};
 
-/// Stops the pass at `$point` when a test asked settle to crash there (`Settler::crashing_at`);
-/// expands to nothing without the `test-support` feature.
+/// Stops the pass at `$point` when a test asked settle to crash there (`Settler::crashing_at`).
 macro_rules! fault_point {
     ($pass:expr, $point:ident) => {
-        #[cfg(any(test, feature = "test-support"))]
-        {
-            $pass.checkpoint(FaultPoint::$point)?;
-        }
+        $pass.checkpoint(FaultPoint::$point)?
     };
 }
 
@@ -53,7 +48,6 @@ pub(super) struct PacketPass<'a, S, L> {
     store: &'a S,
     ledger: &'a L,
     clock: &'a dyn Clock,
-    #[cfg(any(test, feature = "test-support"))]
     crash_at: Option<FaultPoint>,
     id: &'a PacketId,
     shard: u32,
@@ -75,7 +69,6 @@ impl<S: SettleIndex, L: SettleLedger> Settler<S, L> {
             store: self.store.as_ref(),
             ledger: &self.ledger,
             clock: self.clock.as_ref(),
-            #[cfg(any(test, feature = "test-support"))]
             crash_at: self.crash_at,
             id,
             shard,
@@ -94,7 +87,6 @@ impl<S: SettleIndex, L: SettleLedger> PacketPass<'_, S, L> {
     }
 
     /// Stops here when a test asked settle to crash at `point`.
-    #[cfg(any(test, feature = "test-support"))]
     fn checkpoint(&self, point: FaultPoint) -> Result<(), Stop> {
         if self.crash_at == Some(point) {
             return Err(Stop::Crash(point));

@@ -51,7 +51,6 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         match self.run_into(range, deadline_ms, &mut summary).await {
             Ok(()) => Ok(summary),
             Err(Stop::Store(error)) => Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
-            #[cfg(any(test, feature = "test-support"))]
             Err(Stop::Crash(point)) => Err(SettleError::Crashed(point)),
         }
     }
@@ -153,7 +152,6 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
             summary.absorb(&delta);
             match result {
                 Ok(()) => {}
-                #[cfg(any(test, feature = "test-support"))]
                 Err(Stop::Crash(point)) => return Err(Stop::Crash(point)),
                 Err(Stop::Store(error)) if error.is_the_records_fault() => {
                     summary.failed += 1;

@@ -47,8 +47,8 @@ impl Desk {
     pub async fn operator(&self, name: &str, payload: Value) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(OPERATOR_EVENT).expect("the sample event is JSON");
         event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(operator_arn(name));
-        red_packets::events::set_body(&mut event, &payload.to_string());
-        let request = red_packets::events::to_request(&event).expect("the sample event is a request");
+        red_packets_testkit::events::set_body(&mut event, &payload.to_string());
+        let request = red_packets_testkit::events::to_request(&event).expect("the sample event is a request");
         match funds::operator::handle_url(&self.ledger, &SystemClock, &self.reports, request).await {
             Ok(response) => {
                 (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null))

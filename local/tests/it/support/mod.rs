@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use lambda_http::Request;
 use local::Functions;
-use red_packets::{events, Config};
+use red_packets::Config;
+use red_packets_testkit::events;
 use serde_json::{json, Value};
 
 /// The JSON Schema of ledger events of `event_type` (`events/schemas/<type>.json`).

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use lambda_http::Request;
 use local::{Functions, LocalAuthorizer};
 use red_packets::adapters::{DeployedSettler, DynamoLedger, RedisStore, ReportDirectory};
-use red_packets::clock::ManualClock;
 use red_packets::domain::ledger::LedgerPacket;
 use red_packets::domain::{PacketId, PacketStatus};
 use red_packets::ports::Ledger;
 use red_packets::settle::{FaultPoint, SettleSummary, Settler};
-use red_packets::{events, Config};
+use red_packets::Config;
+use red_packets_testkit::events;
+use red_packets_testkit::ManualClock;
 use serde_json::Value;
 
 const SEND_EVENT: &str = include_str!("../../../../events/send.json");

@@ -275,7 +275,6 @@ impl RedisStore {
     /// Marks `id` for settle after a grab made it dirty. A failure is logged, not returned: the
     /// grab is done and acknowledged, and the packet's expiry brings settle to it regardless.
     pub(super) async fn mark_dirty(&self, conn: &mut RedisConnection, id: &PacketId) {
-        #[cfg(any(test, feature = "test-support"))]
         if !self.marks_for_settle {
             return;
         }

@@ -44,7 +44,6 @@ pub struct RedisStore {
     pub(super) settle_shards: u32,
     pub(super) grab_wait: Option<ReplicaWait>,
     pub(super) sold_out: Option<SoldOutMemo>,
-    #[cfg(any(test, feature = "test-support"))]
     pub(super) marks_for_settle: bool,
     pub(super) coalescer: Option<GrabCoalescer>,
     pub(super) grab_rate: Option<GrabRate>,
@@ -63,7 +62,6 @@ impl RedisStore {
             settle_shards: config.settle_shards,
             grab_wait: config.grab_wait,
             sold_out: Some(SoldOutMemo::default()),
-            #[cfg(any(test, feature = "test-support"))]
             marks_for_settle: true,
             coalescer: Some(GrabCoalescer::default()),
             grab_rate: config.grab_rate,
@@ -74,7 +72,6 @@ impl RedisStore {
 
     /// The same store with every grab its own script call, however many run at once
     /// (benchmarks measure what coalescing saves against this).
-    #[cfg(any(test, feature = "test-support"))]
     pub fn without_coalescing(mut self) -> Self {
         self.coalescer = None;
         self
@@ -82,7 +79,6 @@ impl RedisStore {
 
     /// The same store, never marking packets for settle after a grab: what a grab whose mark
     /// failed between the script and the mark leaves behind (tests prove the expiry backstop).
-    #[cfg(any(test, feature = "test-support"))]
     pub fn without_settle_marks(mut self) -> Self {
         self.marks_for_settle = false;
         self
@@ -90,7 +86,6 @@ impl RedisStore {
 
     /// The same store without the hot-packet fast path: every grab runs the script (benchmarks
     /// measure what the fast path saves against this).
-    #[cfg(any(test, feature = "test-support"))]
     pub fn without_sold_out_memo(mut self) -> Self {
         self.sold_out = None;
         self

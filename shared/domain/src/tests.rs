@@ -1,0 +1,81 @@
+//! What the compiler keeps out of the domain: no crate that does I/O is among its dependencies,
+//! however deep, as `Cargo.lock` resolves them.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// Crates that reach a socket, a runtime or a cloud: none may be a dependency of the domain.
+const IO_CRATES: [&str; 11] = [
+    "tokio",
+    "mio",
+    "socket2",
+    "redis",
+    "hyper",
+    "reqwest",
+    "h2",
+    "rustls",
+    "lambda_runtime",
+    "lambda_http",
+    "aws-config",
+];
+
+/// Each package of the lock file, `name version`, with the packages it depends on.
+fn lock_graph(lock: &str) -> HashMap<String, Vec<String>> {
+    let mut graph = HashMap::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            block.lines().find_map(|line| line.strip_prefix(key)).map(|value| value.trim().trim_matches('"').to_owned())
+        };
+        let (Some(name), Some(version)) = (field("name = "), field("version = ")) else { continue };
+        let dependencies = block
+            .split_once("dependencies = [")
+            .map(|(_, list)| list.split(']').next().unwrap_or(""))
+            .unwrap_or("")
+            .lines()
+            .map(|line| line.trim().trim_end_matches(',').trim_matches('"'))
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| entry.split(" (").next().unwrap_or(entry).to_owned())
+            .collect();
+        graph.insert(format!("{name} {version}"), dependencies);
+    }
+    graph
+}
+
+/// The names of every package `root` depends on, however deep.
+fn dependencies_of(graph: &HashMap<String, Vec<String>>, root: &str) -> BTreeSet<String> {
+    // A dependency written without its version names the only package of that name.
+    let resolve = |entry: &str| -> Vec<String> {
+        if entry.contains(' ') {
+            return vec![entry.to_owned()];
+        }
+        graph.keys().filter(|key| key.split(' ').next() == Some(entry)).cloned().collect()
+    };
+    let mut reached = BTreeSet::new();
+    let mut todo = resolve(root);
+    assert_eq!(todo.len(), 1, "the lock file has {root}");
+    while let Some(package) = todo.pop() {
+        if reached.insert(package.clone()) {
+            for entry in graph.get(&package).into_iter().flatten() {
+                todo.extend(resolve(entry));
+            }
+        }
+    }
+    reached.iter().filter_map(|package| package.split(' ').next()).map(str::to_owned).collect()
+}
+
+fn io_crates(names: &BTreeSet<String>) -> Vec<&str> {
+    names.iter().map(String::as_str).filter(|name| IO_CRATES.contains(name) || name.starts_with("aws-")).collect()
+}
+
+#[test]
+fn the_domain_depends_on_no_crate_that_does_io() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
+    let graph = lock_graph(&lock);
+    let library = dependencies_of(&graph, "red-packets");
+    assert!(io_crates(&library).contains(&"tokio"), "the walk finds the library's I/O: {library:?}");
+    let domain = dependencies_of(&graph, "red-packets-domain");
+    assert!(
+        domain.contains("serde") && domain.contains("rand"),
+        "the walk reached the domain's dependencies: {domain:?}"
+    );
+    assert!(io_crates(&domain).is_empty(), "the domain depends on crates that do I/O: {:?}", io_crates(&domain));
+}
