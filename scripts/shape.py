@@ -47,10 +47,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LONG_FILE = 500
 LONG_FN = 80
 # Rooms of shared/src whose modules are shown as sub-rooms in the layout.
-SUBDIVIDED = ("adapters", "domain")
-# The crates the layout shows, each with its subdivided rooms: the domain crate, then the library
-# that re-exports it (`pub use red_packets_domain as domain;` makes `domain` a room there).
-CRATES = (("shared/domain/src", ("books",)), ("shared/src", SUBDIVIDED))
+SUBDIVIDED = ("adapters",)
+# The crates the layout shows, each with its subdivided rooms: the domain, the ports and use
+# cases, then the library. A crate re-exported (`pub use red_packets_domain as domain;`,
+# `pub use red_packets_core::{ports, settle};`) is a room of the crate that re-exports it.
+CRATES = (("shared/domain/src", ("books",)), ("shared/core/src", ()), ("shared/src", SUBDIVIDED))
 BEGIN = "<!-- layout:begin -->"
 END = "<!-- layout:end -->"
 
@@ -451,7 +452,7 @@ def test_module_files(root, tops):
 
 
 def product_dirs(root):
-    dirs = ["shared/domain/src", "shared/src"]
+    dirs = ["shared/domain/src", "shared/core/src", "shared/src"]
     functions_dir = os.path.join(root, "functions")
     if os.path.isdir(functions_dir):
         for name in sorted(os.listdir(functions_dir)):
@@ -540,8 +541,10 @@ def render(figures):
 
 # --- layout -------------------------------------------------------------------------------------
 
-# `pub use other_crate as name;`: another crate re-exported as a room of this one.
+# `pub use other_crate as name;`, `pub use other_crate::name;`, `pub use other_crate::{a, b};`:
+# another crate, or its modules, re-exported as rooms of this one.
 EXTERN_ROOM = re.compile(r"(?<![A-Za-z0-9_])pub\s+use\s+([a-z_][a-z0-9_]*)\s+as\s+([a-z_][a-z0-9_]*)\s*;")
+EXTERN_MODULES = re.compile(r"(?<![A-Za-z0-9_])pub\s+use\s+([a-z_][a-z0-9_]*)::(\{[^}]*\}|[a-z_][a-z0-9_]*)\s*;")
 MOD_DECL = re.compile(r"(?<![A-Za-z0-9_])mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*[;{]")
 USE = re.compile(r"(?<![A-Za-z0-9_])(pub\s*(?:\([^)]*\))?\s*)?use\s+(?=[A-Za-z_:{])([^;]*);")
 TOKEN = re.compile(r"::|[{},*]|[A-Za-z_][A-Za-z0-9_]*")
@@ -629,7 +632,11 @@ class Crate:
         for m, kids in self.children.items():
             self.modules.update(m + (k,) for k in kids)
         lib = self.files.get((), ("", ""))[1]
-        self.extern_rooms = {alias for name, alias in EXTERN_ROOM.findall(lib) if name not in ("crate", "self", "super")}
+        local = ("crate", "self", "super")
+        self.extern_rooms = {alias for name, alias in EXTERN_ROOM.findall(lib) if name not in local}
+        for name, items in EXTERN_MODULES.findall(lib):
+            if name not in local and name not in self.children.get((), ()):
+                self.extern_rooms.update(re.findall(r"\b[a-z_][a-z0-9_]*\b", items))
         self.modules.update((alias,) for alias in self.extern_rooms)
         self.uses = {}  # module -> [(absolute segments or None, alias, public)]
         self.reexports = {}  # module -> {name: absolute segments}

@@ -401,7 +401,7 @@ class Layout(unittest.TestCase):
     def test_rooms_sub_rooms_and_re_exports(self):
         with tempfile.TemporaryDirectory() as base:
             write_tree(base, self.CRATE)
-            found = shape.layout(base)
+            found = shape.layout(base, "shared/src", ("adapters", "domain"))
         rooms = {r["room"]: r for r in found["rooms"]}
         self.assertEqual(sorted(rooms), ["adapters", "clock", "domain", "ports"])
         self.assertEqual(rooms["adapters"]["imports"], ["domain", "ports"])
@@ -421,9 +421,27 @@ class Layout(unittest.TestCase):
         crate["shared/src/domain/money.rs"] = "use super::packet::Packet;\npub fn at() -> crate::Millis { 0 }\n"
         with tempfile.TemporaryDirectory() as base:
             write_tree(base, crate)
-            found = shape.layout(base)
+            found = shape.layout(base, "shared/src", ("adapters", "domain"))
         self.assertEqual(found["circles"], [["clock", "domain", "ports"]])
         self.assertEqual(found["sub_room_circles"], [["domain::money", "domain::packet"]])
+
+    def test_a_re_exported_crate_is_a_room_of_the_crate_that_re_exports_it(self):
+        crate = {
+            "shared/src/lib.rs": """
+                pub mod http;
+                pub use red_packets_core::{ports, settle};
+                pub use red_packets_domain as domain;
+                pub use red_packets_domain::clock;
+                """,
+            "shared/src/http.rs": "use crate::ports::Store;\npub fn f(_: crate::domain::Cents, _: crate::clock::Millis) {}\n",
+        }
+        with tempfile.TemporaryDirectory() as base:
+            write_tree(base, crate)
+            found = shape.layout(base, "shared/src", ())
+        rooms = {r["room"]: r for r in found["rooms"]}
+        self.assertEqual(sorted(rooms), ["clock", "domain", "http", "ports", "settle"])
+        self.assertEqual(rooms["http"]["imports"], ["clock", "domain", "ports"])
+        self.assertEqual(rooms["ports"]["imports"], [])
 
     def test_use_trees(self):
         self.assertEqual(

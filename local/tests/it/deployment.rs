@@ -234,6 +234,7 @@ fn every_marker_is_counted_alarmed_and_has_a_runbook() {
     let mut sources = Vec::new();
     rust_sources(&workspace.join("shared/src"), &mut sources);
     rust_sources(&workspace.join("shared/domain/src"), &mut sources);
+    rust_sources(&workspace.join("shared/core/src"), &mut sources);
     for function in ["send", "grab", "query", "settle", "funds", "risk"] {
         rust_sources(&workspace.join("functions").join(function).join("src"), &mut sources);
     }
@@ -699,7 +700,7 @@ fn every_setting_is_declared_once_and_the_template_docs_and_local_env_follow_it(
     }
 
     let mut sources = Vec::new();
-    for dir in ["shared/src", "shared/domain/src", "functions", "local/src"] {
+    for dir in ["shared/src", "shared/domain/src", "shared/core/src", "functions", "local/src"] {
         rust_sources(&workspace.join(dir), &mut sources);
     }
     let mut read_by_name = BTreeSet::new();

@@ -1,5 +1,6 @@
-//! What the compiler keeps out of the domain: no crate that does I/O is among its dependencies,
-//! however deep, as `Cargo.lock` resolves them.
+//! What the compiler keeps out of each layer, as `Cargo.lock` resolves the dependencies however
+//! deep: no crate that does I/O under the domain, no store client under the ports and use cases
+//! (`red-packets-core`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -62,6 +63,15 @@ fn dependencies_of(graph: &HashMap<String, Vec<String>>, root: &str) -> BTreeSet
     reached.iter().filter_map(|package| package.split(' ').next()).map(str::to_owned).collect()
 }
 
+/// Clients of the stores and of Lambda: none may be a dependency of the ports and use cases.
+fn store_clients(names: &BTreeSet<String>) -> Vec<&str> {
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|name| ["redis", "lambda_runtime", "lambda_http"].contains(name) || name.starts_with("aws-"))
+        .collect()
+}
+
 fn io_crates(names: &BTreeSet<String>) -> Vec<&str> {
     names.iter().map(String::as_str).filter(|name| IO_CRATES.contains(name) || name.starts_with("aws-")).collect()
 }
@@ -78,4 +88,15 @@ fn the_domain_depends_on_no_crate_that_does_io() {
         "the walk reached the domain's dependencies: {domain:?}"
     );
     assert!(io_crates(&domain).is_empty(), "the domain depends on crates that do I/O: {:?}", io_crates(&domain));
+}
+
+#[test]
+fn the_ports_and_use_cases_depend_on_no_store_client() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
+    let graph = lock_graph(&lock);
+    let library = dependencies_of(&graph, "red-packets");
+    assert!(store_clients(&library).contains(&"redis"), "the walk finds the library's store clients: {library:?}");
+    let core = dependencies_of(&graph, "red-packets-core");
+    assert!(core.contains("red-packets-domain"), "the walk reached the core's dependencies: {core:?}");
+    assert!(store_clients(&core).is_empty(), "the use cases depend on store clients: {:?}", store_clients(&core));
 }

@@ -156,3 +156,21 @@ impl ReportSink for ReportDirectory {
         Ok(location)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report filed in a directory is never rewritten: the second put of the same key keeps
+    /// the first body and answers its location.
+    #[tokio::test]
+    async fn a_report_filed_in_a_directory_is_never_rewritten() {
+        let root = std::env::temp_dir().join(format!("write-once-{}", crate::domain::PacketId::random()));
+        let reports = ReportDirectory::new(&root);
+        let first = reports.put("statements/2026-11-23/alice.csv", "first".into()).await.unwrap();
+        let again = reports.put("statements/2026-11-23/alice.csv", "second".into()).await.unwrap();
+        assert_eq!(first, again);
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "first");
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}

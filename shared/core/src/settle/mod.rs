@@ -44,7 +44,7 @@ use crate::domain::audit::{Attribution, AuditAction, AuditEntry};
 use crate::domain::{Invalid, PacketId};
 use crate::ports::{AuditTrail, SettleIndex, SettleLedger, StoreError};
 
-pub use crate::telemetry::RECONCILIATION_MISMATCH;
+pub use crate::markers::RECONCILIATION_MISMATCH;
 pub use summary::{SettleSummary, QUARANTINE_LISTED};
 
 /// Packets one run settles at a time: they are independent, and each waits mostly on I/O.

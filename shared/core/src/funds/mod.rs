@@ -15,11 +15,11 @@ use crate::domain::statements::{Statement, TrialBalance};
 use crate::domain::wallet::{TopUp, TopUpResult};
 use crate::domain::withdrawal::{ResolutionResult, Withdrawal, WithdrawalResolution, WithdrawalStatus};
 use crate::domain::{BusinessDay, Invalid, UserId};
+use crate::markers::RECONCILIATION_MISMATCH;
 use crate::ports::{
     Adjustments, AuditTrail, Books, Flags, Holds, PageRequest, QueuePage, ReportSink, StoreError, Wallets, Withdrawals,
     WRITES_LAND_WITHIN,
 };
-use crate::telemetry::RECONCILIATION_MISMATCH;
 
 mod commands;
 
@@ -545,19 +545,6 @@ mod tests {
             "statements/2026-11-24/alice"
         );
         assert!(report_key(books.business_day(), "k", "2026-11-24", closed - 2).unwrap().starts_with("k.as-of-"));
-    }
-
-    /// A report filed in a directory is never rewritten: the second put of the same key keeps
-    /// the first body and answers its location.
-    #[tokio::test]
-    async fn a_report_filed_in_a_directory_is_never_rewritten() {
-        let root = std::env::temp_dir().join(format!("write-once-{}", crate::domain::PacketId::random()));
-        let reports = crate::adapters::ReportDirectory::new(&root);
-        let first = reports.put("statements/2026-11-23/alice.csv", "first".into()).await.unwrap();
-        let again = reports.put("statements/2026-11-23/alice.csv", "second".into()).await.unwrap();
-        assert_eq!(first, again);
-        assert_eq!(std::fs::read_to_string(&first).unwrap(), "first");
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

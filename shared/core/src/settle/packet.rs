@@ -11,9 +11,9 @@ use crate::domain::ledger::LedgerPacket;
 use crate::domain::recovery::{plan_recovery, Casualty, Remedy};
 use crate::domain::settlement::{check_against_shares, finalise_from_ledger, reconcile, Mismatch};
 use crate::domain::{Cents, LivePacket, Packet, PacketId, PacketStatus};
+use crate::markers::{GRAB_REVOKED, PACKET_QUARANTINED};
 use crate::packets::reload_from_ledger;
 use crate::ports::{CloseOutcome, Frozen, PacketImage, Restored, SettleIndex, SettleLedger, StoreError};
-use crate::telemetry::{GRAB_REVOKED, PACKET_QUARANTINED};
 
 /// Stops the pass at `$point` when a test asked settle to crash there (`Settler::crashing_at`).
 macro_rules! fault_point {

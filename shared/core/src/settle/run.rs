@@ -12,8 +12,8 @@ use super::{
 };
 use crate::clock::Millis;
 use crate::domain::PacketId;
+use crate::markers::{SETTLE_PACKET_SKIPPED, SETTLE_STOPPED};
 use crate::ports::{SettleCursor, SettleIndex, SettleLedger, StoreError};
-use crate::telemetry::{SETTLE_PACKET_SKIPPED, SETTLE_STOPPED};
 
 /// Which shards a run reads from the ledger's open index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,24 @@
+//! Red packets' ports and use cases: what the service does, over traits the stores implement.
+//!
+//! - [`ports`]: the narrow traits the Redis store and the DynamoDB ledger implement, and
+//!   `StoreError`;
+//! - [`packets`], [`settle`], [`funds`], [`holds`]: the use cases (the current view and reloading
+//!   a packet, settle's runs, the funds function's commands, the hold check);
+//! - [`markers`]: the log markers the template's alarms count.
+//!
+//! Beside the domain (`red-packets-domain`, re-exported as [`domain`] and [`clock`]) and below
+//! the library (`red-packets`), which holds the adapters, the HTTP glue and the configuration:
+//! this crate depends on no store's client (no redis, no AWS SDK), so a use case cannot reach
+//! past its ports.
+
+pub mod funds;
+pub mod holds;
+pub mod markers;
+pub mod packets;
+pub mod ports;
+pub mod settle;
+
+/// The pure domain (`shared/domain`).
+pub use red_packets_domain as domain;
+/// Time as epoch milliseconds, the domain's.
+pub use red_packets_domain::clock;
