@@ -1,6 +1,7 @@
 //! What the compiler keeps out of each layer, as `Cargo.lock` resolves the dependencies however
 //! deep: no crate that does I/O under the domain, no store client under the ports and use cases
-//! (`red-packets-core`).
+//! (`red-packets-core`). And the one door a dependency list leaves open: the domain's own code
+//! names none of std's I/O modules.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -99,4 +100,33 @@ fn the_ports_and_use_cases_depend_on_no_store_client() {
     let core = dependencies_of(&graph, "red-packets-core");
     assert!(core.contains("red-packets-domain"), "the walk reached the core's dependencies: {core:?}");
     assert!(store_clients(&core).is_empty(), "the use cases depend on store clients: {:?}", store_clients(&core));
+}
+
+/// The domain's code, each file's test module cut off, names no I/O module of std.
+#[test]
+fn the_domains_code_names_no_io_module_of_std() {
+    fn sources(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")), &mut files);
+    let product: Vec<_> = files
+        .iter()
+        .filter(|path| !path.ends_with("tests.rs") && !path.components().any(|part| part.as_os_str() == "tests"))
+        .collect();
+    assert!(product.len() > 20, "the scan found the domain's files: {product:?}");
+    for path in product {
+        let text = std::fs::read_to_string(path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for module in ["std::fs", "std::net", "std::io", "std::process", "std::env", "std::thread"] {
+            assert!(!code.contains(module), "{} names {module}", path.display());
+        }
+    }
 }
