@@ -77,27 +77,25 @@ fn io_crates(names: &BTreeSet<String>) -> Vec<&str> {
     names.iter().map(String::as_str).filter(|name| IO_CRATES.contains(name) || name.starts_with("aws-")).collect()
 }
 
-#[test]
-fn the_domain_depends_on_no_crate_that_does_io() {
+/// Each layer's dependencies, however deep, as the workspace's lock file resolves them.
+fn workspace_layers() -> [BTreeSet<String>; 3] {
     let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
     let graph = lock_graph(&lock);
-    let library = dependencies_of(&graph, "red-packets");
+    ["red-packets-domain", "red-packets-core", "red-packets"].map(|root| dependencies_of(&graph, root))
+}
+
+#[test]
+fn the_domain_depends_on_no_crate_that_does_io() {
+    let [domain, _, library] = workspace_layers();
     assert!(io_crates(&library).contains(&"tokio"), "the walk finds the library's I/O: {library:?}");
-    let domain = dependencies_of(&graph, "red-packets-domain");
-    assert!(
-        domain.contains("serde") && domain.contains("rand"),
-        "the walk reached the domain's dependencies: {domain:?}"
-    );
+    assert!(domain.contains("serde") && domain.contains("rand"), "the walk reached the domain's: {domain:?}");
     assert!(io_crates(&domain).is_empty(), "the domain depends on crates that do I/O: {:?}", io_crates(&domain));
 }
 
 #[test]
 fn the_ports_and_use_cases_depend_on_no_store_client() {
-    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
-    let graph = lock_graph(&lock);
-    let library = dependencies_of(&graph, "red-packets");
+    let [_, core, library] = workspace_layers();
     assert!(store_clients(&library).contains(&"redis"), "the walk finds the library's store clients: {library:?}");
-    let core = dependencies_of(&graph, "red-packets-core");
     assert!(core.contains("red-packets-domain"), "the walk reached the core's dependencies: {core:?}");
     assert!(store_clients(&core).is_empty(), "the use cases depend on store clients: {:?}", store_clients(&core));
 }
