@@ -79,7 +79,7 @@ quarantine:
 replay:
 	@$(SETTLE_ENV) cargo run -q -p local -- replay
 
-## make settings: DEPLOY.md's and DESIGN.md's settings table, generated again from shared/src/settings.rs
+## make settings: DEPLOY.md's and DESIGN.md's settings table, generated again from shared/core/src/settings.rs
 settings:
 	@cargo run -q -p local -- settings --write
 

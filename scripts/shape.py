@@ -46,12 +46,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LONG_FILE = 500
 LONG_FN = 80
-# Rooms of shared/src whose modules are shown as sub-rooms in the layout.
-SUBDIVIDED = ("adapters",)
+# Rooms of shared/src whose modules are shown as sub-rooms in the layout (none: its adapters are
+# crates of their own now).
+SUBDIVIDED = ()
 # The crates the layout shows, each with its subdivided rooms: the domain, the ports and use
 # cases, then the library. A crate re-exported (`pub use red_packets_domain as domain;`,
 # `pub use red_packets_core::{ports, settle};`) is a room of the crate that re-exports it.
-CRATES = (("shared/domain/src", ("books",)), ("shared/core/src", ()), ("shared/src", SUBDIVIDED))
+CRATES = (
+    ("shared/domain/src", ("books",)),
+    ("shared/core/src", ()),
+    ("shared/redis/src", ()),
+    ("shared/dynamo/src", ("items",)),
+    ("shared/src", SUBDIVIDED),
+)
 BEGIN = "<!-- layout:begin -->"
 END = "<!-- layout:end -->"
 
@@ -452,7 +459,7 @@ def test_module_files(root, tops):
 
 
 def product_dirs(root):
-    dirs = ["shared/domain/src", "shared/core/src", "shared/src"]
+    dirs = ["shared/domain/src", "shared/core/src", "shared/redis/src", "shared/dynamo/src", "shared/src"]
     functions_dir = os.path.join(root, "functions")
     if os.path.isdir(functions_dir):
         for name in sorted(os.listdir(functions_dir)):

@@ -5,7 +5,7 @@
 use red_packets::settings::{Accepts, Deployed, Fallback, Setting, SETTINGS};
 
 /// The line before the generated table.
-pub const BEGIN: &str = "<!-- settings: generated from shared/src/settings.rs by `make settings`; edit there -->";
+pub const BEGIN: &str = "<!-- settings: generated from shared/core/src/settings.rs by `make settings`; edit there -->";
 /// The line after it.
 pub const END: &str = "<!-- /settings -->";
 

@@ -55,7 +55,7 @@ pub struct Throttle {
 
 impl Throttle {
     /// The template's throttles, each from its local stand-in (`LOCAL_GRAB_RATE_LIMIT`, …),
-    /// whose default is the template parameter's (`GrabRateLimit`, …; `shared/src/settings.rs`).
+    /// whose default is the template parameter's (`GrabRateLimit`, …; `shared/core/src/settings.rs`).
     pub fn from_env() -> Result<Self, ConfigError> {
         let read = |setting: &Setting| -> Result<u32, ConfigError> {
             let value = setting.number_from_env()?;

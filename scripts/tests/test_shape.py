@@ -322,7 +322,7 @@ class Measure(unittest.TestCase):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 self.assertEqual(shape.main(["--root", base]), 0)
-            found = shape.layout(base)
+            found = shape.layout(base, "shared/src", ("adapters",))
         self.assertEqual(
             [f["path"] for f in figures["files"]],
             [

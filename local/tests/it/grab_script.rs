@@ -537,7 +537,7 @@ async fn a_packet_too_large_for_one_call_is_staged_and_loads_whole() {
     let _: () = redis::cmd("RPUSH").arg(&stage.pool).arg("1:5:0").query_async(&mut conn).await.unwrap();
     let fields =
         serde_json::to_string(&red_packets::adapters::redis::record::LoadFields::of(&packet, false, false)).unwrap();
-    let answer: i64 = redis::Script::new(include_str!("../../../shared/lua/load.lua"))
+    let answer: i64 = redis::Script::new(include_str!("../../../shared/redis/lua/load.lua"))
         .key(&keys.packet)
         .key(&keys.pool)
         .key(&keys.grabs)

@@ -4,18 +4,21 @@
 //!   `StoreError`;
 //! - [`packets`], [`settle`], [`funds`], [`holds`]: the use cases (the current view and reloading
 //!   a packet, settle's runs, the funds function's commands, the hold check);
+//! - [`config`] and [`settings`]: the environment, each setting declared once;
 //! - [`markers`]: the log markers the template's alarms count.
 //!
-//! Beside the domain (`red-packets-domain`, re-exported as [`domain`] and [`clock`]) and below
-//! the library (`red-packets`), which holds the adapters, the HTTP glue and the configuration:
-//! this crate depends on no store's client (no redis, no AWS SDK), so a use case cannot reach
-//! past its ports.
+//! Beside the domain (`red-packets-domain`, re-exported as [`domain`] and [`clock`]), below the
+//! adapters (`red-packets-redis`, `red-packets-dynamo`) and the library (`red-packets`): this
+//! crate depends on no store client (no redis, no AWS SDK, no Lambda runtime), so a use case
+//! cannot reach past its ports.
 
+pub mod config;
 pub mod funds;
 pub mod holds;
 pub mod markers;
 pub mod packets;
 pub mod ports;
+pub mod settings;
 pub mod settle;
 
 /// The pure domain (`shared/domain`).

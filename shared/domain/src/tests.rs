@@ -1,6 +1,6 @@
 //! What the compiler keeps out of each layer, as `Cargo.lock` resolves the dependencies however
 //! deep: no crate that does I/O under the domain, no store client under the ports and use cases
-//! (`red-packets-core`). And the one door a dependency list leaves open: the domain's own code
+//! (`red-packets-core`), and under each adapter no client of the other store. And the one door a dependency list leaves open: the domain's own code
 //! names none of std's I/O modules.
 
 use std::collections::{BTreeSet, HashMap};
@@ -64,29 +64,36 @@ fn dependencies_of(graph: &HashMap<String, Vec<String>>, root: &str) -> BTreeSet
     reached.iter().filter_map(|package| package.split(' ').next()).map(str::to_owned).collect()
 }
 
+/// A crate of the AWS SDK (`aws-sdk-*`, `aws-smithy-*`, `aws-types`...); not `aws-lc-*`, the
+/// crypto library rustls is built on.
+fn is_aws_sdk(name: &str) -> bool {
+    name.starts_with("aws-") && !name.starts_with("aws-lc-")
+}
+
 /// Clients of the stores and of Lambda: none may be a dependency of the ports and use cases.
 fn store_clients(names: &BTreeSet<String>) -> Vec<&str> {
     names
         .iter()
         .map(String::as_str)
-        .filter(|name| ["redis", "lambda_runtime", "lambda_http"].contains(name) || name.starts_with("aws-"))
+        .filter(|name| ["redis", "lambda_runtime", "lambda_http"].contains(name) || is_aws_sdk(name))
         .collect()
 }
 
 fn io_crates(names: &BTreeSet<String>) -> Vec<&str> {
-    names.iter().map(String::as_str).filter(|name| IO_CRATES.contains(name) || name.starts_with("aws-")).collect()
+    names.iter().map(String::as_str).filter(|name| IO_CRATES.contains(name) || is_aws_sdk(name)).collect()
 }
 
 /// Each layer's dependencies, however deep, as the workspace's lock file resolves them.
-fn workspace_layers() -> [BTreeSet<String>; 3] {
+fn workspace_layers() -> [BTreeSet<String>; 5] {
     let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock")).unwrap();
     let graph = lock_graph(&lock);
-    ["red-packets-domain", "red-packets-core", "red-packets"].map(|root| dependencies_of(&graph, root))
+    ["red-packets-domain", "red-packets-core", "red-packets", "red-packets-redis", "red-packets-dynamo"]
+        .map(|root| dependencies_of(&graph, root))
 }
 
 #[test]
 fn the_domain_depends_on_no_crate_that_does_io() {
-    let [domain, _, library] = workspace_layers();
+    let [domain, _, library, ..] = workspace_layers();
     assert!(io_crates(&library).contains(&"tokio"), "the walk finds the library's I/O: {library:?}");
     assert!(domain.contains("serde") && domain.contains("rand"), "the walk reached the domain's: {domain:?}");
     assert!(io_crates(&domain).is_empty(), "the domain depends on crates that do I/O: {:?}", io_crates(&domain));
@@ -94,7 +101,7 @@ fn the_domain_depends_on_no_crate_that_does_io() {
 
 #[test]
 fn the_ports_and_use_cases_depend_on_no_store_client() {
-    let [_, core, library] = workspace_layers();
+    let [_, core, library, ..] = workspace_layers();
     assert!(store_clients(&library).contains(&"redis"), "the walk finds the library's store clients: {library:?}");
     assert!(core.contains("red-packets-domain"), "the walk reached the core's dependencies: {core:?}");
     assert!(store_clients(&core).is_empty(), "the use cases depend on store clients: {:?}", store_clients(&core));
@@ -127,4 +134,13 @@ fn the_domains_code_names_no_io_module_of_std() {
             assert!(!code.contains(module), "{} names {module}", path.display());
         }
     }
+}
+
+#[test]
+fn each_adapter_depends_on_its_own_store_client_alone() {
+    let [.., redis, dynamo] = workspace_layers();
+    assert!(store_clients(&redis).contains(&"redis"), "the walk finds the Redis adapter's client: {redis:?}");
+    assert!(!store_clients(&redis).iter().any(|name| is_aws_sdk(name)), "the Redis adapter reaches AWS: {redis:?}");
+    assert!(store_clients(&dynamo).contains(&"aws-sdk-dynamodb"), "the walk finds DynamoDB's client: {dynamo:?}");
+    assert!(!dynamo.contains("redis"), "the DynamoDB adapter reaches Redis: {dynamo:?}");
 }
