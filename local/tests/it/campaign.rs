@@ -143,9 +143,6 @@ async fn settle_never_writes_past_the_partition_ceiling() {
 /// share once, to a different user each, summing exactly to the total; then sold out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_share_packet_is_grabbed_to_the_last_share() {
-    if std::env::var("TEST_PASS").is_ok_and(|pass| pass != "redis") {
-        return; // a packet's keys share one hash slot: its size is the same on every topology
-    }
     const SHARES: u32 = 100_000;
     const CONCURRENCY: usize = 256;
     let mut config = Config::from_env().expect("configuration");
