@@ -57,7 +57,9 @@ fuzz "the app's API" "$token" 20261121 150 2000 "--exclude-tag operators"
 app_generated=$generated
 # The operators' routes as an admin. Fewer examples an operation: they read and write the
 # ledger alone (no Redis), and their twelve operations reach the floor within the run's time.
-fuzz "the operators' API" "$ops_token" 20261128 60 400 "--include-tag operators"
+# (-n 60 gave 2,562 cases in 74 s beside the cluster pass, more than the floor asks five times
+# over: that minute of the two cores went to the cluster pass and the arm64 build instead.)
+fuzz "the operators' API" "$ops_token" 20261128 25 400 "--include-tag operators"
 ops_generated=$generated
 
 # A client generated from openapi.yaml tells API Gateway's own answers from the app's.

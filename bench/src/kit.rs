@@ -14,16 +14,13 @@
 //!   `total_commands_processed`) and DynamoDB calls per request (an interceptor on the query
 //!   handler's client counting what it sends).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
-use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::BoxError;
 use grab::GrabService;
 use hdrhistogram::Histogram;
 use lambda_http::Request;
+use local::probe::RequestCounter;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::{Access, ChatId, PacketKind, UserId};
 use red_packets::ports::{Ledger, Wallets};
@@ -161,36 +158,15 @@ async fn ticket_round(
     }
 }
 
-/// Counts the DynamoDB calls of the clients it is installed on.
-#[derive(Debug, Clone, Default)]
-struct CallCounter(Arc<AtomicU64>);
-
-impl Intercept for CallCounter {
-    fn name(&self) -> &'static str {
-        "CallCounter"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
 async fn polls(config: &Config) -> Vec<PollRun> {
     let mut config = config.clone();
     config.funds = red_packets::domain::Funds::Wallet;
     config.table_name = format!("{}-kit-{}", config.table_name, std::process::id());
     // Keys of its own: settle below must see only these packets, not the ticket rounds'.
     config.redis.key_prefix = format!("kit-polls-{}", std::process::id());
-    let counter = CallCounter::default();
+    let counter = RequestCounter::default();
     let client = DynamoLedger::client_from_env().expect("a DynamoDB client");
-    let counted =
-        aws_sdk_dynamodb::Client::from_conf(client.config().to_builder().interceptor(counter.clone()).build());
+    let counted = counter.on(&client);
     let plain = DynamoLedger::new(client, &config);
     plain.ensure_table().await.expect("DynamoDB Local");
     let store = Arc::new(RedisStore::new(&config));
@@ -261,7 +237,7 @@ async fn polls(config: &Config) -> Vec<PollRun> {
                 event["headers"]["if-none-match"] = Value::String(tag.clone());
             }
             let mut latencies = Histogram::<u64>::new(3).expect("histogram");
-            let (calls_before, commands_before) = (counter.0.load(Ordering::Relaxed), commands(&mut conn).await);
+            let (calls_before, commands_before) = (counter.count(), commands(&mut conn).await);
             let (mut status, mut body_bytes) = (0, 0);
             for _ in 0..POLLS {
                 let request: Request = events::to_request(&event).expect("event");
@@ -280,7 +256,7 @@ async fn polls(config: &Config) -> Vec<PollRun> {
                 p99_us: latencies.value_at_quantile(0.99),
                 body_bytes,
                 redis_commands: commands,
-                dynamodb_calls: (counter.0.load(Ordering::Relaxed) - calls_before) as f64 / POLLS as f64,
+                dynamodb_calls: (counter.count() - calls_before) as f64 / POLLS as f64,
             });
         }
     }
