@@ -224,9 +224,7 @@ install_all() {
   # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
   (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local && install_browser) & pids+=($!)
   install_console & pids+=($!)
-  # The arm64 build's tools first, marked ready when in: make test begins that build on the mark.
-  [ -x "$venv/bin/cargo-lambda" ] || rm -f "$local_dir/build-tools.ready"
-  (install_build_tools && touch "$local_dir/build-tools.ready" && install_valkey && install_verifier) & pids+=($!)
+  (install_sam && install_valkey && install_verifier && install_build_tools) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)
   install_checkov & pids+=($!)

@@ -32,17 +32,6 @@ cleanup() {
   scripts/docker.sh stop "$name"
 }
 trap cleanup EXIT
-# The SAM stage's arm64 build (debug, a target directory of its own, niced) begins as soon as its
-# tools are in (scripts/stack.sh marks them ready), beside the host's build, and goes on beside
-# the passes. Begun after the host's build, it ended a minute after the cluster pass, its last
-# crates one at a time with a core idle, while the SAM stage waited for it.
-sam_build_log=".local/$name/sam-build.log"
-mkdir -p ".local/$name"
-(
-  while ! [ -e .local/build-tools.ready ] && kill -0 "$installing" 2>/dev/null; do sleep 1; done
-  exec nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build
-) >"$sam_build_log" 2>&1 &
-sam_build=$!
 cargo fmt --all -- --check
 scripts/same_features.sh
 # The functions' binaries, for AWS's Runtime Interface Emulator too (events_on_binaries.rs), and
@@ -55,10 +44,15 @@ stage "built; waiting for the installs"
 wait "$installing"
 
 # The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
-# containers reach it.
+# containers reach it. Its arm64 build (debug, a target directory of its own, niced) runs beside
+# the first pass below, which leaves a core idle while its tests wait on services and timers.
 docker_exports=$(scripts/docker.sh start "$name")
 eval "$docker_exports"
 scripts/docker.sh base-image
+sam_build_log=".local/$name/sam-build.log"
+mkdir -p ".local/$name"
+nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build >"$sam_build_log" 2>&1 &
+sam_build=$!
 exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
 eval "$exports"
 # Settings from the caller's shell must not leak into the tests.
@@ -143,7 +137,7 @@ cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
 stage "sam local invoke: each function's first event in SAM's arm64 containers, the rest on the host's binaries"
 wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
-echo "the arm64 build (begun beside the host's build) ended at $(date -r "$sam_build_log" +%T)"
+echo "the arm64 build (begun beside the first pass) ended at $(date -r "$sam_build_log" +%T)"
 # The recovery model (pure: stateright on the domain's functions, a minute of CPU) runs niced
 # beside this stage and the next, which wait on SAM, Docker and qemu with most of a core idle;
 # in the first pass it held both cores for 70 s. Its output follows the README's commands.
