@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/stack.sh install-build
 rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 || rustup target list --installed | grep -q aarch64-unknown-linux-gnu
 export PATH="$PWD/.local/venv/bin:$PATH" SAM_CLI_TELEMETRY=0
-sam build --beta-features --parallel --cached
+# Not --cached: SAM's cache hashes each function's CodeUri, the whole repository here (target/ and
+# .local/ included), once a function, and in a checkout after `make test` it had hashed for ten
+# minutes of a core and a half without starting cargo; cargo's own build is incremental anyway.
+sam build --beta-features --parallel --no-cached
 
 # Every function of the built template with its artifact (scripts/built_artifacts.py --all, which
 # fails naming any function whose bootstrap is missing). Functions of one build share an artifact:
