@@ -226,7 +226,9 @@ impl From<Invalid> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable { store, detail } => ApiError::Unavailable { dependency: store, detail },
+            StoreError::Unavailable { store, detail } | StoreError::TimedOut { store, detail } => {
+                ApiError::Unavailable { dependency: store, detail }
+            }
             StoreError::Corrupt(detail) => ApiError::Internal(format!("corrupt record: {detail}")),
             StoreError::Rejected(detail) => ApiError::Internal(format!("the store refused a write: {detail}")),
             StoreError::Invalid(invalid) => invalid.into(),

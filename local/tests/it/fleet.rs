@@ -5,11 +5,21 @@
 //! ledger. What a user sees (a slower grab, never an error where none is needed) and what the
 //! ledger keeps (every acknowledged grab, every cent once) are the assertions; the windows,
 //! counts and latencies are printed as `figure:` lines, which RELIABILITY.md carries.
+//!
+//! A 503 is told by the reason its log line gives (captured per grab, [`Reasons`]): a redirection,
+//! `TRYAGAIN` or a migrating slot reaching a user is a defect, never allowed; a timeout the machine
+//! caused (a busy CI machine stalls a process for longer than the grab's limit, twice in a row,
+//! since the grab path asks a timed-out call again once) is counted, bounded and reported.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tracing::field::{Field, Visit};
+use tracing::instrument::WithSubscriber;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
 
 use crate::support::cluster::{Migration, OwnCluster};
 use crate::support::stack::Stack;
@@ -28,7 +38,7 @@ const PACKETS: usize = 6;
 const SPARE_SHARES: u32 = 10;
 const DAY_MS: i64 = 24 * 3_600_000;
 
-/// One grab as its caller saw it.
+/// One grab as its caller saw it, and the reason its log line gave for a 503.
 struct Answer {
     packet: usize,
     user: String,
@@ -36,6 +46,65 @@ struct Answer {
     body: Value,
     started: Instant,
     took: Duration,
+    reason: Option<String>,
+}
+
+impl Answer {
+    /// A 503 the machine caused: Redis gave no answer within the grab's limit (the store's own
+    /// bound, or the client's response timeout), twice.
+    fn timed_out(&self) -> bool {
+        let timeout = |reason: &str| reason.contains("no answer within") || reason.to_lowercase().contains("timed out");
+        self.status == 503 && self.reason.as_deref().is_some_and(timeout)
+    }
+}
+
+/// The `detail` of the warnings logged while one grab runs (a 503's reason), captured by a
+/// subscriber of the grab's own: the answer itself says only `unavailable`.
+#[derive(Clone, Default)]
+struct Reasons(Arc<Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> Layer<S> for Reasons {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        struct Detail(Option<String>);
+        impl Visit for Detail {
+            fn record_str(&mut self, field: &Field, value: &str) {
+                if field.name() == "detail" {
+                    self.0 = Some(value.to_owned());
+                }
+            }
+            fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+        }
+        let mut detail = Detail(None);
+        event.record(&mut detail);
+        self.0.lock().unwrap().extend(detail.0);
+    }
+}
+
+/// `user`'s grab of `id`, with the reason a 503 logged.
+async fn grab_telling_why(stack: &Stack, id: &str, user: &str) -> (u16, Value, Option<String>) {
+    let reasons = Reasons::default();
+    let subscriber = tracing_subscriber::registry().with(reasons.clone());
+    let (status, body) = stack.grab(id, user).with_subscriber(subscriber).await;
+    let reason = reasons.0.lock().unwrap().pop();
+    (status, body, reason)
+}
+
+/// The 503s among `answers` that no timeout of the machine explains (none is allowed), after
+/// checking that those it explains stay within one in a hundred grabs (and at most 3 in all
+/// for floods under 300), printed as a figure.
+fn unexplained_unavailable<'a>(name: &str, answers: &'a [Answer]) -> Vec<&'a Answer> {
+    let timed_out = answers.iter().filter(|answer| answer.timed_out()).count();
+    eprintln!("figure: {name}: {timed_out} of {} grabs answered 503 after two timeouts in a row", answers.len());
+    assert!(
+        timed_out <= (answers.len() / 100).max(3),
+        "{name}: {timed_out} of {} grabs timed out twice: more than a busy machine explains",
+        answers.len()
+    );
+    answers.iter().filter(|answer| answer.status == 503 && !answer.timed_out()).collect()
 }
 
 fn cluster_config(cluster: &OwnCluster) -> Config {
@@ -85,8 +154,9 @@ fn flood(
                     }
                     let user = format!("caller-{caller}-{n}");
                     let started = Instant::now();
-                    let (status, body) = stack.grab(&ids[packet], &user).await;
-                    answers.push(Answer { packet, user, status, body, started, took: started.elapsed() });
+                    let (status, body, reason) = grab_telling_why(&stack, &ids[packet], &user).await;
+                    let took = started.elapsed();
+                    answers.push(Answer { packet, user, status, body, started, took, reason });
                     tokio::time::sleep(PAUSE).await;
                 }
                 answers
@@ -171,11 +241,12 @@ async fn grabs_ride_through_a_slot_migration() {
         }
         match how {
             Migration::Whole { .. } => {
-                let first = unavailable.first().map(|answer| answer.body.to_string());
+                let unexplained = unexplained_unavailable(name, &answers);
+                let first = unexplained.first().map(|answer| (&answer.reason, answer.body.to_string()));
                 assert!(
-                    unavailable.is_empty(),
-                    "{name}: {} grabs answered 503, the first {first:?}",
-                    unavailable.len()
+                    unexplained.is_empty(),
+                    "{name}: {} grabs answered 503 for a reason other than a timeout, the first {first:?}",
+                    unexplained.len()
                 );
             }
             Migration::KeyByKey { .. } => {
@@ -657,7 +728,7 @@ async fn every_slot_of_a_shard_moves_under_a_flood() {
         quantile(&answers, 0.99),
         quantile(&answers, 1.0),
     );
-    assert_eq!(unavailable, 0);
+    assert!(unexplained_unavailable("resharding", &answers).is_empty(), "a 503 other than a timeout");
     assert_nothing_lost(&stack, &ids, &answers).await;
 }
 

@@ -157,9 +157,11 @@ impl DynamoLedger {
     /// settle writes this way, to a packet's partition, so the write goes in settle's pace: it
     /// waits until its partition key has room for its units in this slice of a second
     /// ([`PartitionPace`]); a refused condition costs the same units, so it is paced too. A write
-    /// DynamoDB still throttles after the SDK's retry halves its key's pace and goes again in
-    /// it, [`THROTTLED_WRITES_RETRIED`] times at most: settle slows on a hot key, the others
-    /// keep their pace, and a key that stays throttled stops the run (the next one goes on).
+    /// DynamoDB still throttles after the SDK's retry, or that got no answer in time (the
+    /// condition makes asking again safe: a write that landed comes back as taken), halves its
+    /// key's pace and goes again in it, [`THROTTLED_WRITES_RETRIED`] times at most: settle slows
+    /// on a hot or slow key, the others keep their pace; a key still throttled ends the run, a
+    /// key still slow leaves its packet for later ([`StoreError::TimedOut`]).
     pub(super) async fn put_if_new_in_pace<T: Serialize + DeserializeOwned>(
         &self,
         item: &T,
@@ -188,6 +190,12 @@ impl DynamoLedger {
                         Ok(PutIfNew::Taken(failed.item().cloned().map(from_item).transpose()?))
                     }
                     Some(service) if is_throttling(service.code()) && throttled < THROTTLED_WRITES_RETRIED => {
+                        throttled += 1;
+                        self.partition_pace.throttled(&partition);
+                        continue;
+                    }
+                    None if timed_out(&error) && throttled < THROTTLED_WRITES_RETRIED => {
+                        metrics::counter!("DynamoTimeoutsRetried").increment(1);
                         throttled += 1;
                         self.partition_pace.throttled(&partition);
                         continue;
@@ -243,9 +251,23 @@ pub(super) fn is_throttling(code: Option<&str>) -> bool {
     code.is_some_and(|code| super::metered::THROTTLING_CODES.contains(&code))
 }
 
-/// DynamoDB could not be reached, or failed to answer.
+/// DynamoDB could not be reached, or failed to answer: [`StoreError::TimedOut`] when no answer
+/// came within the client's timeouts (a slow ledger, not an unreachable one).
 pub(super) fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
+    if timed_out(&error) {
+        return StoreError::TimedOut { store: "dynamodb", detail: DisplayErrorContext(error).to_string() };
+    }
     StoreError::dynamodb_unavailable(DisplayErrorContext(error))
+}
+
+/// Whether the SDK gave up waiting for an answer: its attempt or operation timeout, or a
+/// connection that timed out.
+pub(super) fn timed_out<E, R>(error: &SdkError<E, R>) -> bool {
+    match error {
+        SdkError::TimeoutError(_) => true,
+        SdkError::DispatchFailure(failure) => failure.is_timeout(),
+        _ => false,
+    }
 }
 
 /// An item's attributes (every item struct serializes).
@@ -259,8 +281,9 @@ pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, Attr
 }
 
 /// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
-/// [`StoreError::Rejected`], so settle skips that packet; anything else is
-/// [`StoreError::Unavailable`], which ends the run.
+/// [`StoreError::Rejected`], so settle skips that packet; no answer in time is
+/// [`StoreError::TimedOut`], which slows the run; anything else is
+/// [`StoreError::Unavailable`], which ends it.
 pub(super) fn write_failed<E, R>(error: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,

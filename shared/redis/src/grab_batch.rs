@@ -25,8 +25,10 @@ pub(super) struct TimedGrab {
 pub(super) enum BatchFailure {
     /// Redis is over `maxmemory` and refused the script whole, before anything changed.
     OutOfMemory(String),
-    /// Redis failed or did not answer in time, or the batch ended without this grab's answer.
+    /// Redis failed, or the batch ended without this grab's answer.
     Unavailable(String),
+    /// Redis did not answer within the store's limit: the script may have run, its answer lost.
+    TimedOut(String),
 }
 
 impl From<Unanswered> for BatchFailure {

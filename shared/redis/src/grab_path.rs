@@ -12,7 +12,7 @@ use super::keys::{grab_entry, shares_left, PacketKeys};
 use super::rate;
 use super::scripts::{self, Lookup, ScriptGrab};
 use super::store::{RedisStore, LOOKUP_LEASE, LOOKUP_POLL};
-use red_packets_core::clock::Millis;
+use red_packets_core::clock::{Clock, Millis};
 use red_packets_core::domain::grab::GrabAttempt;
 use red_packets_core::domain::ledger::LedgerPacket;
 use red_packets_core::domain::risk::{GrabRate, RateCounting};
@@ -33,34 +33,53 @@ fn with_refusals(limited: Vec<Option<GrabOutcome>>, answers: Vec<ScriptGrab>) ->
 }
 
 impl RedisStore {
-    /// Runs the grab script for `attempt`: alone, or in one call with the other grabs of the
-    /// packet this environment is running at the same moment. A Redis over `maxmemory` refuses
-    /// the script whole (-OOM) before it changes anything; a repeat is still answered then,
-    /// from a read.
+    /// Runs the grab script for `attempt` at `now_ms`: alone, or in one call with the other grabs
+    /// of the packet this environment is running at the same moment. A call Redis did not answer
+    /// in time is asked again once, at the clock's new reading and counted against no rate (a
+    /// grab is idempotent per user, so the script that may have run is found, not run twice): a
+    /// grab waits at most two of the store's limits for its script. A share found already taken
+    /// by this user at or after `now_ms` is the lost answer's own, answered as taken now. A
+    /// Redis over `maxmemory` refuses the script whole (-OOM) before it changes anything; a
+    /// repeat is still answered then, from a read.
     pub(super) async fn grab_script(
         &self,
         conn: &mut RedisConnection,
         keys: &PacketKeys,
         attempt: &GrabAttempt,
-        now_ms: Millis,
+        (now_ms, clock): (Millis, &dyn Clock),
         counts: bool,
     ) -> Result<ScriptGrab, StoreError> {
-        let grab = TimedGrab { attempt: attempt.clone(), now_ms, counts };
-        let answered = match &self.coalescer {
+        let answered = match self.script_call(keys, TimedGrab { attempt: attempt.clone(), now_ms, counts }).await {
+            Err(BatchFailure::TimedOut(reason)) => {
+                metrics::counter!("GrabScriptTimeouts").increment(1);
+                tracing::warn!(%reason, "a grab's script call timed out; asking again once");
+                let again = TimedGrab { attempt: attempt.clone(), now_ms: clock.now_ms().max(now_ms), counts: false };
+                self.script_call(keys, again).await.map(|answer| answer.taken_since(now_ms))
+            }
+            answered => answered,
+        };
+        let refused = match answered {
+            Ok(answer) => return Ok(answer),
+            Err(BatchFailure::OutOfMemory(refused)) => refused,
+            Err(BatchFailure::Unavailable(reason) | BatchFailure::TimedOut(reason)) => {
+                return Err(StoreError::redis_unavailable(reason))
+            }
+        };
+        match self.answer_from_reads(conn, keys, &attempt.user, false).await? {
+            Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
+            None => Err(StoreError::redis_unavailable(refused)),
+        }
+    }
+
+    /// One script call for `grab`: through the coalescer, with the other grabs of its packet, or
+    /// alone.
+    async fn script_call(&self, keys: &PacketKeys, grab: TimedGrab) -> Result<ScriptGrab, BatchFailure> {
+        match &self.coalescer {
             Some(coalescer) => coalescer.call(&keys.packet, grab, |batch| self.grab_batch(keys, batch)).await,
             None => self
                 .grab_batch(keys, vec![grab])
                 .await
                 .and_then(|answers| answers.into_iter().next().ok_or_else(|| BatchFailure::from(Unanswered))),
-        };
-        let refused = match answered {
-            Ok(answer) => return Ok(answer),
-            Err(BatchFailure::OutOfMemory(refused)) => refused,
-            Err(BatchFailure::Unavailable(reason)) => return Err(StoreError::redis_unavailable(reason)),
-        };
-        match self.answer_from_reads(conn, keys, &attempt.user, false).await? {
-            Some(outcome) => Ok(ScriptGrab::Decided { outcome, dirtied: false }),
-            None => Err(StoreError::redis_unavailable(refused)),
         }
     }
 
@@ -137,7 +156,7 @@ impl RedisStore {
             Ok(Ok(answers)) => Ok(answers),
             Ok(Err(error)) if error.code() == Some("OOM") => Err(BatchFailure::OutOfMemory(error.to_string())),
             Ok(Err(error)) => Err(BatchFailure::Unavailable(error.to_string())),
-            Err(_) => Err(BatchFailure::Unavailable(format!("no answer within {:?}", self.limit()))),
+            Err(_) => Err(BatchFailure::TimedOut(format!("no answer within {:?}", self.limit()))),
         }
     }
 
@@ -191,7 +210,7 @@ impl RedisStore {
         let polls = LOOKUP_LEASE.as_millis() / LOOKUP_POLL.as_millis() + 10;
         for poll in 0..polls {
             let now_ms = clock.now_ms();
-            match self.grab_script(&mut conn, &keys, attempt, now_ms, counts && poll == 0).await? {
+            match self.grab_script(&mut conn, &keys, attempt, (now_ms, clock), counts && poll == 0).await? {
                 ScriptGrab::Decided { outcome, dirtied } => {
                     return self.decided(&mut conn, &keys, packet, outcome, dirtied).await.map(LiveAnswer::Decided)
                 }

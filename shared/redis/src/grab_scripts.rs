@@ -59,6 +59,24 @@ pub enum ScriptGrab {
     Resyncing,
 }
 
+impl ScriptGrab {
+    /// This answer to a call asked again after an earlier one's answer was lost: a share the
+    /// user took at or after `since_ms` (the first call's instant) is the lost call's own,
+    /// answered as taken now, and marks the packet for settle as that call would have.
+    pub fn taken_since(self, since_ms: Millis) -> ScriptGrab {
+        match self {
+            ScriptGrab::Decided {
+                outcome: GrabOutcome::Already { amount_cents, grabbed_at_ms, remaining_count },
+                ..
+            } if grabbed_at_ms >= since_ms => ScriptGrab::Decided {
+                outcome: GrabOutcome::Grabbed { amount_cents, grabbed_at_ms, remaining_count },
+                dirtied: true,
+            },
+            other => other,
+        }
+    }
+}
+
 impl From<LiveGrab> for ScriptGrab {
     /// What `grab.lua` answers where the model ([`LiveState::grab`]) decides.
     ///
@@ -221,6 +239,23 @@ fn read_grab_answer(answer: Value) -> RedisResult<ScriptGrab> {
 mod tests {
     use super::*;
     use red_packets_core::domain::{PassphraseDigest, UserId};
+
+    #[test]
+    fn a_call_asked_again_owns_the_share_taken_since_its_first_call() {
+        let already = |grabbed_at_ms| ScriptGrab::Decided {
+            outcome: GrabOutcome::Already { amount_cents: 125, grabbed_at_ms, remaining_count: 2 },
+            dirtied: false,
+        };
+        let taken_now = ScriptGrab::Decided {
+            outcome: GrabOutcome::Grabbed { amount_cents: 125, grabbed_at_ms: 1_000, remaining_count: 2 },
+            dirtied: true,
+        };
+        assert_eq!(already(1_000).taken_since(1_000), taken_now, "the lost call's own share");
+        assert_eq!(already(999).taken_since(1_000), already(999), "an earlier request's share stays a repeat");
+        let sold_out = ScriptGrab::Decided { outcome: GrabOutcome::SoldOut, dirtied: false };
+        assert_eq!(sold_out.taken_since(0), sold_out);
+        assert_eq!(ScriptGrab::Resyncing.taken_since(0), ScriptGrab::Resyncing);
+    }
 
     #[test]
     fn every_reply_type_of_grab_lua_reads_as_its_answer() {

@@ -48,6 +48,16 @@ pub enum StoreError {
         /// What went wrong, for the logs.
         detail: String,
     },
+    /// The store did not answer in time: what was asked may or may not have happened. Every
+    /// write settle makes is conditional, so asking again is safe; settle slows for it (asks
+    /// again, fewer at a time) and never stops for it.
+    #[error("{store} did not answer in time: {detail}")]
+    TimedOut {
+        /// Which store: "redis" or "dynamodb".
+        store: &'static str,
+        /// What went wrong, for the logs.
+        detail: String,
+    },
     /// A record that cannot be read as the layout says, or that breaks an invariant: the
     /// record's fault, not the store's. Settle skips the packet and names it.
     #[error("corrupt record: {0}")]
@@ -79,6 +89,11 @@ impl StoreError {
     /// An argument the store cannot use.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         StoreError::Invalid(Invalid::field(field, message))
+    }
+
+    /// True when the store did not answer in time (a slow store, not an unreachable one).
+    pub fn timed_out(&self) -> bool {
+        matches!(self, StoreError::TimedOut { .. })
     }
 
     /// True when the failure is the packet's own (its data), so settle skips it and goes on;

@@ -1,11 +1,11 @@
 //! A run: which shards and packets, in what order, how many at a time, until when; the
 //! recovery sweep over the ledger's open index; where the next run resumes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::stream::{self, StreamExt};
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::{
     SettleError, SettleSummary, Settler, Stop, DEADLINE_MARGIN_MS, DRAIN_PAUSE_MS, PACKETS_IN_FLIGHT, SWEEP_PERIOD_MS,
@@ -24,6 +24,29 @@ enum Sweep {
     Shard(u32),
     /// None this run.
     Nothing,
+}
+
+/// How many times one run settles a packet a store keeps timing out on before it leaves the
+/// packet for the next run.
+pub const SLOW_STORE_TRIES: u32 = 5;
+
+/// The pause before packet `id`'s `tries`-th settle after a store timed out on it: 250 ms
+/// doubling, 4 s at most, and up to a quarter more drawn from the id, so the packets that timed
+/// out together do not come back together.
+fn slow_store_pause_ms(id: &PacketId, tries: u32) -> u64 {
+    let pause = (250u64 << tries.saturating_sub(1).min(4)).min(4_000);
+    let spread = id.as_str().bytes().fold(0u64, |hash, byte| hash.wrapping_mul(31).wrapping_add(u64::from(byte)));
+    pause + spread % (pause / 4 + 1)
+}
+
+/// A packet waiting its turn in a run: where it stood in the run's order (where the next run
+/// resumes if the deadline stops this one first), its shard, and its settles so far that a
+/// store timed out.
+struct Queued {
+    position: usize,
+    shard: u32,
+    id: PacketId,
+    tries: u32,
 }
 
 impl Sweep {
@@ -123,10 +146,14 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         Ok((work, drained_extra_shards))
     }
 
-    /// Settles `work` [`PACKETS_IN_FLIGHT`] at a time, in order, until the deadline: the shard
-    /// the next run resumes in when the deadline stopped it first. Once a store fails, no new
-    /// packet starts, but those in flight finish: their writes are idempotent, and what they
-    /// record is not left for the next run; then the failure ends the run.
+    /// Settles `work` in order until the deadline, up to [`PACKETS_IN_FLIGHT`] at a time: the
+    /// shard the next run resumes in when the deadline stopped it first. A store that did not
+    /// answer in time slows the run, never ends it: the packet is settled again after a growing
+    /// pause ([`slow_store_pause_ms`], [`SLOW_STORE_TRIES`] times at most, then left for the next
+    /// run), and the packets in flight halve (one at the least), growing back by one with each
+    /// packet settled. Once a store fails otherwise, no new packet starts, but those in flight
+    /// finish: their writes are idempotent, and what they record is not left for the next run;
+    /// then the failure ends the run.
     async fn settle_all(
         &self,
         work: Vec<(u32, PacketId)>,
@@ -136,36 +163,65 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         let halted = AtomicBool::new(false);
         let mut failure: Option<StoreError> = None;
         let mut resume: Option<(usize, u32)> = None;
-        let runs = work.into_iter().enumerate().map(|(position, (shard, id))| {
-            let halted = &halted;
-            async move { (position, shard, self.settle_before(id, shard, deadline_ms, halted).await) }
-        });
-        let mut settled = stream::iter(runs).buffer_unordered(PACKETS_IN_FLIGHT);
-        while let Some((position, shard, (id, outcome))) = settled.next().await {
+        let mut waiting: VecDeque<Queued> =
+            work.into_iter().enumerate().map(|(position, (shard, id))| Queued { position, shard, id, tries: 0 }).collect();
+        let mut in_flight = FuturesUnordered::new();
+        let mut limit = PACKETS_IN_FLIGHT;
+        summary.least_in_flight = limit as u32;
+        loop {
+            while in_flight.len() < limit {
+                let Some(next) = waiting.pop_front() else { break };
+                let halted = &halted;
+                in_flight.push(async move {
+                    if next.tries > 0 {
+                        tokio::time::sleep(std::time::Duration::from_millis(slow_store_pause_ms(&next.id, next.tries))).await;
+                    }
+                    let (id, outcome) = self.settle_before(next.id.clone(), next.shard, deadline_ms, halted).await;
+                    (Queued { id, ..next }, outcome)
+                });
+            }
+            let Some((queued, outcome)) = in_flight.next().await else { break };
             let Some((delta, result)) = outcome else {
-                if failure.is_none() && resume.is_none_or(|(first, _)| position < first) {
-                    resume = Some((position, shard));
+                if failure.is_none() && resume.is_none_or(|(first, _)| queued.position < first) {
+                    resume = Some((queued.position, queued.shard));
                 }
                 continue;
             };
-            summary.packets += 1;
             summary.absorb(&delta);
+            let id = &queued.id;
             match result {
-                Ok(()) => {}
+                Ok(()) => {
+                    summary.packets += 1;
+                    limit = (limit + 1).min(PACKETS_IN_FLIGHT);
+                }
                 Err(Stop::Crash(point)) => return Err(Stop::Crash(point)),
+                Err(Stop::Store(error)) if error.timed_out() => {
+                    limit = (limit / 2).max(1);
+                    summary.least_in_flight = summary.least_in_flight.min(limit as u32);
+                    if queued.tries + 1 < SLOW_STORE_TRIES {
+                        summary.slowed += 1;
+                        tracing::warn!(packet_id = %id, %error, tries = queued.tries + 1, in_flight = limit, "a store did not answer in time; settling the packet again, fewer at a time");
+                        waiting.push_back(Queued { tries: queued.tries + 1, ..queued });
+                    } else {
+                        summary.packets += 1;
+                        summary.left_for_later += 1;
+                        tracing::warn!(packet_id = %id, %error, "a store kept timing out on this packet; the next run settles it");
+                    }
+                }
                 Err(Stop::Store(error)) if error.is_the_records_fault() => {
+                    summary.packets += 1;
                     summary.failed += 1;
                     summary.failed_packets.push(id.to_string());
                     tracing::error!(marker = SETTLE_PACKET_SKIPPED, packet_id = %id, %error, "{SETTLE_PACKET_SKIPPED} {id}: settle skipped a packet it cannot settle; the run goes on");
                 }
                 Err(Stop::Store(error)) => {
+                    summary.packets += 1;
                     tracing::error!(marker = SETTLE_STOPPED, packet_id = %id, %error, "{SETTLE_STOPPED}: a store is unreachable; the next run goes on");
                     halted.store(true, Ordering::Relaxed);
                     failure.get_or_insert(error);
                 }
             }
         }
-        drop(settled);
         match failure {
             Some(error) => Err(Stop::Store(error)),
             None => Ok(resume.map(|(_, shard)| shard)),

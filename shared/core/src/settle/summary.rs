@@ -63,6 +63,15 @@ pub struct SettleSummary {
     /// The packets in quarantine after the run (the oldest [`QUARANTINE_LISTED`]), for operators.
     #[serde(default)]
     pub in_quarantine: Vec<PacketId>,
+    /// Times a packet was settled again after a store did not answer in time (a slow ledger).
+    #[serde(default)]
+    pub slowed: u32,
+    /// Packets a store kept timing out on, left in the index for the next run.
+    #[serde(default)]
+    pub left_for_later: u32,
+    /// The fewest packets the run kept in flight at once, as the ledger's timeouts lowered it.
+    #[serde(default)]
+    pub least_in_flight: u32,
 }
 
 impl SettleSummary {
@@ -77,6 +86,12 @@ impl SettleSummary {
         self.passes += pass.passes;
         self.released += pass.released;
         self.lag_ms = self.lag_ms.max(pass.lag_ms);
+        self.slowed += pass.slowed;
+        self.left_for_later += pass.left_for_later;
+        self.least_in_flight = match (self.least_in_flight, pass.least_in_flight) {
+            (0, least) | (least, 0) => least,
+            (one, other) => one.min(other),
+        };
     }
 
     /// Adds one packet's pass (its own counts) to this run's.

@@ -1,7 +1,7 @@
 //! The ledger in memory, each write guarded as DynamoDB's is: a send under its daily limits,
 //! its idempotency claim and (with the wallet) its balance; a cancel by the sender of an open
 //! packet; a share claimed once; a user paid once per packet; a packet finalised once. Two
-//! switches inject the faults settle must survive: an unreachable ledger, and a packet whose
+//! switches inject the faults settle must survive: an unreachable ledger, a slow one, and a packet whose
 //! writes the store rejects (a poison record).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -81,6 +81,7 @@ struct State {
     casualties: HashSet<(PacketId, UserId, u32)>,
     layouts: BTreeSet<u32>,
     unreachable: bool,
+    settle_writes_timing_out: u32,
     poisoned: HashSet<PacketId>,
 }
 
@@ -100,6 +101,12 @@ impl MemoryLedger {
     /// Every call fails as an unreachable DynamoDB's would, until switched back.
     pub fn set_unreachable(&self, unreachable: bool) {
         self.lock().unreachable = unreachable;
+    }
+
+    /// The next `writes` settle writes get no answer in time, as a slow DynamoDB's would
+    /// (nothing written).
+    pub fn time_out_settle_writes(&self, writes: u32) {
+        self.lock().settle_writes_timing_out = writes;
     }
 
     /// Every settle write of packet `id` is rejected, as DynamoDB rejects an item it cannot
@@ -128,7 +135,12 @@ impl MemoryLedger {
 
     /// The state, for a settle write of packet `id`.
     fn state_for_write(&self, id: &PacketId) -> Result<MutexGuard<'_, State>, StoreError> {
-        let state = self.state()?;
+        let mut state = self.state()?;
+        if state.settle_writes_timing_out > 0 {
+            state.settle_writes_timing_out -= 1;
+            let detail = "the in-memory ledger is switched slow".to_owned();
+            return Err(StoreError::TimedOut { store: "dynamodb", detail });
+        }
         if state.poisoned.contains(id) {
             return Err(StoreError::Rejected(format!("packet {id}: the item cannot be written")));
         }

@@ -172,6 +172,42 @@ async fn an_unreachable_ledger_ends_the_run_and_the_next_one_finishes() {
 }
 
 #[tokio::test]
+async fn a_slow_ledger_slows_the_run_and_every_packet_is_finalised_once() {
+    let world = World::new(Funds::None);
+    let mut packets = Vec::new();
+    for _ in 0..20 {
+        let packet = world.send(2).await;
+        world.grab(&packet, "bob").await;
+        packets.push(packet);
+    }
+    world.expire();
+    world.ledger().time_out_settle_writes(12);
+    let summary = world.settled().await;
+    assert_eq!(summary.finalised, 20, "one run finalises every packet: {summary:?}");
+    assert!(summary.slowed >= 1, "packets settled again: {summary:?}");
+    assert!(summary.least_in_flight < 16, "fewer packets in flight after the timeouts: {summary:?}");
+    assert_eq!(summary.left_for_later, 0, "{summary:?}");
+    for packet in &packets {
+        assert_eq!(world.status(packet).await, (PacketStatus::Expired, Some(100)), "refunded once");
+    }
+    assert_eq!(world.settled().await.finalised, 0, "nothing finalised twice");
+}
+
+#[tokio::test]
+async fn a_ledger_that_keeps_timing_out_leaves_the_packet_for_the_next_run() {
+    let world = World::new(Funds::None);
+    let packet = world.send(2).await;
+    world.grab(&packet, "bob").await;
+    world.expire();
+    world.ledger().time_out_settle_writes(u32::MAX);
+    let summary = world.settled().await;
+    assert_eq!((summary.left_for_later, summary.finalised), (1, 0), "{summary:?}");
+    world.ledger().time_out_settle_writes(0);
+    assert_eq!(world.settled().await.finalised, 1);
+    assert_eq!(world.status(&packet).await, (PacketStatus::Expired, Some(100)));
+}
+
+#[tokio::test]
 async fn a_packet_the_live_store_lost_is_restored_from_the_ledger_by_the_sweep() {
     let world = World::new(Funds::None);
     let packet = world.send(3).await;
