@@ -14,7 +14,9 @@ use super::items::{
     open_partitions, packet_pk, write_stamp, CasualtyItem, GrabItem, MovementItem, NewMovement, RefundItem, ShareItem,
     META, PACKET_PREFIX, SETTLE_LAYOUTS_PK, SETTLE_LAYOUTS_SK,
 };
-use super::table::{from_item, to_item, unavailable, write_failed, DynamoLedger, PutIfNew, OPEN_INDEX};
+use super::table::{
+    asked_again_on_timeout, from_item, to_item, unavailable, write_failed, DynamoLedger, PutIfNew, OPEN_INDEX,
+};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::grab::LoggedGrab;
@@ -237,28 +239,40 @@ impl SettleLedger for DynamoLedger {
         Ok(numbers.iter().filter_map(|number| number.parse().ok()).collect())
     }
 
-    /// The packets still open in settle shard `shard`, by the ledger's sparse open index (one
-    /// query per partition of the shard; only the recovery sweep reads it).
+    /// The packets still open in settle shard `shard`, by the ledger's sparse open index: one
+    /// query per partition of the shard, all at once (only the recovery sweep reads it, and a
+    /// slow answer to one partition delays none of the others).
     async fn open_packets(&self, shard: u32) -> Result<Vec<PacketId>, StoreError> {
+        let partitions = open_partitions(shard);
+        let reads: Vec<_> = partitions
+            .into_iter()
+            .map(|partition| asked_again_on_timeout(move || self.open_packets_in(partition.clone())))
+            .collect();
+        let in_flight = reads.len();
+        all_of(reads, in_flight).await
+    }
+}
+
+impl DynamoLedger {
+    /// The packets of one partition of the open index, every page.
+    async fn open_packets_in(&self, partition: String) -> Result<Vec<PacketId>, StoreError> {
         let mut ids = Vec::new();
-        for partition in open_partitions(shard) {
-            let mut pages = self
-                .client()?
-                .query()
-                .table_name(&self.table)
-                .index_name(OPEN_INDEX)
-                .key_condition_expression("open_shard = :partition")
-                .expression_attribute_values(":partition", AttributeValue::S(partition))
-                .projection_expression("pk")
-                .into_paginator()
-                .items()
-                .send();
-            while let Some(item) = pages.next().await {
-                let item = item.map_err(unavailable)?;
-                let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
-                if let Some(id) = pk.and_then(|pk| pk.strip_prefix(PACKET_PREFIX)).and_then(PacketId::parse) {
-                    ids.push(id);
-                }
+        let mut pages = self
+            .client()?
+            .query()
+            .table_name(&self.table)
+            .index_name(OPEN_INDEX)
+            .key_condition_expression("open_shard = :partition")
+            .expression_attribute_values(":partition", AttributeValue::S(partition))
+            .projection_expression("pk")
+            .into_paginator()
+            .items()
+            .send();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(unavailable)?;
+            let pk = item.get("pk").and_then(|pk| pk.as_s().ok());
+            if let Some(id) = pk.and_then(|pk| pk.strip_prefix(PACKET_PREFIX)).and_then(PacketId::parse) {
+                ids.push(id);
             }
         }
         Ok(ids)

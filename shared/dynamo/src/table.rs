@@ -260,6 +260,30 @@ pub(super) fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(er
     StoreError::dynamodb_unavailable(DisplayErrorContext(error))
 }
 
+/// How many times a read that got no answer in time is asked again ([`asked_again_on_timeout`]).
+pub(super) const TIMED_OUT_READS_RETRIED: u32 = 4;
+
+/// Runs `call` (a read, which asking again cannot double) again while DynamoDB does not answer
+/// it in time, [`TIMED_OUT_READS_RETRIED`] times at most, after 200 ms doubling: one slow answer
+/// among many reads (the recovery sweep's) costs a pause, not the whole run.
+pub(super) async fn asked_again_on_timeout<T, F, Fut>(mut call: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Err(error) if error.timed_out() && tries < TIMED_OUT_READS_RETRIED => {
+                tries += 1;
+                metrics::counter!("DynamoTimeoutsRetried").increment(1);
+                tokio::time::sleep(std::time::Duration::from_millis(100 << tries)).await;
+            }
+            answered => return answered,
+        }
+    }
+}
+
 /// Whether the SDK gave up waiting for an answer: its attempt or operation timeout, or a
 /// connection that timed out.
 pub(super) fn timed_out<E, R>(error: &SdkError<E, R>) -> bool {

@@ -1,11 +1,11 @@
 //! A run: which shards and packets, in what order, how many at a time, until when; the
 //! recovery sweep over the ledger's open index; where the next run resumes.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::{self, FuturesUnordered, StreamExt};
 
 use super::{
     SettleError, SettleSummary, Settler, Stop, DEADLINE_MARGIN_MS, DRAIN_PAUSE_MS, PACKETS_IN_FLIGHT, SWEEP_PERIOD_MS,
@@ -30,12 +30,12 @@ enum Sweep {
 /// packet for the next run.
 pub const SLOW_STORE_TRIES: u32 = 5;
 
-/// The pause before packet `id`'s `tries`-th settle after a store timed out on it: 250 ms
-/// doubling, 4 s at most, and up to a quarter more drawn from the id, so the packets that timed
-/// out together do not come back together.
-fn slow_store_pause_ms(id: &PacketId, tries: u32) -> u64 {
+/// The pause before the `tries`-th attempt of the work named `what` (a packet's id, or the
+/// run) after a store timed out on it: 250 ms doubling, 4 s at most, and up to a quarter more
+/// drawn from the name, so the packets that timed out together do not come back together.
+fn slow_store_pause_ms(what: &str, tries: u32) -> u64 {
     let pause = (250u64 << tries.saturating_sub(1).min(4)).min(4_000);
-    let spread = id.as_str().bytes().fold(0u64, |hash, byte| hash.wrapping_mul(31).wrapping_add(u64::from(byte)));
+    let spread = what.bytes().fold(0u64, |hash, byte| hash.wrapping_mul(31).wrapping_add(u64::from(byte)));
     pause + spread % (pause / 4 + 1)
 }
 
@@ -71,10 +71,25 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
     ) -> Result<SettleSummary, SettleError> {
         let range = [*shards.start(), *shards.end()];
         let mut summary = SettleSummary { shards: range, passes: 1, ..SettleSummary::default() };
-        match self.run_into(range, deadline_ms, &mut summary).await {
-            Ok(()) => Ok(summary),
-            Err(Stop::Store(error)) => Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
-            Err(Stop::Crash(point)) => Err(SettleError::Crashed(point)),
+        let mut tries = 0;
+        loop {
+            // A run redoes idempotently whatever an earlier attempt did (as after a crash), so a
+            // ledger that timed out on the run's own reads and writes is asked again, later.
+            let outcome = self.run_into(range, deadline_ms, &mut summary).await;
+            let near_deadline =
+                deadline_ms.is_some_and(|deadline| self.wall.now_ms() + 2 * DEADLINE_MARGIN_MS >= deadline);
+            return match outcome {
+                Ok(()) => Ok(summary),
+                Err(Stop::Store(error)) if error.timed_out() && tries + 1 < SLOW_STORE_TRIES && !near_deadline => {
+                    tries += 1;
+                    summary.slowed += 1;
+                    tracing::warn!(%error, tries, "a store did not answer the run in time; running again shortly");
+                    tokio::time::sleep(std::time::Duration::from_millis(slow_store_pause_ms("run", tries))).await;
+                    continue;
+                }
+                Err(Stop::Store(error)) => Err(SettleError::Unavailable { error, summary: Box::new(summary) }),
+                Err(Stop::Crash(point)) => Err(SettleError::Crashed(point)),
+            };
         }
     }
 
@@ -134,10 +149,20 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
     ) -> Result<(Vec<(u32, PacketId)>, bool), Stop> {
         let mut drained_extra_shards = true;
         let mut work: Vec<(u32, PacketId)> = Vec::new();
+        let swept: Vec<u32> = order.iter().copied().filter(|&shard| sweep.covers(shard) && shard <= range[1]).collect();
+        summary.swept_shards += swept.len() as u32;
+        // The sweep's reads of the ledger, every shard's at once: a slow answer delays one read,
+        // not the ones queued behind it.
+        // The futures are built first: a stream holding a closure trips rustc's higher-ranked
+        // `Send` inference (rust-lang/rust#102211) in callers.
+        let reads: Vec<_> =
+            swept.iter().map(|&shard| async move { (shard, self.ledger_open_packets(shard, widest).await) }).collect();
+        let mut ledger_open: HashMap<u32, Vec<PacketId>> = HashMap::new();
+        for (shard, read) in stream::iter(reads).buffer_unordered(swept.len().max(1)).collect::<Vec<_>>().await {
+            ledger_open.insert(shard, read?);
+        }
         for &shard in order {
-            let swept = sweep.covers(shard) && shard <= range[1];
-            summary.swept_shards += u32::from(swept);
-            let packets = self.packets_in(shard, now_ms, swept.then_some(widest), summary).await?;
+            let packets = self.packets_in(shard, now_ms, ledger_open.remove(&shard), summary).await?;
             if shard > range[1] && !packets.is_empty() {
                 drained_extra_shards = false;
             }
@@ -163,8 +188,11 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         let halted = AtomicBool::new(false);
         let mut failure: Option<StoreError> = None;
         let mut resume: Option<(usize, u32)> = None;
-        let mut waiting: VecDeque<Queued> =
-            work.into_iter().enumerate().map(|(position, (shard, id))| Queued { position, shard, id, tries: 0 }).collect();
+        let mut waiting: VecDeque<Queued> = work
+            .into_iter()
+            .enumerate()
+            .map(|(position, (shard, id))| Queued { position, shard, id, tries: 0 })
+            .collect();
         let mut in_flight = FuturesUnordered::new();
         let mut limit = PACKETS_IN_FLIGHT;
         summary.least_in_flight = limit as u32;
@@ -174,7 +202,11 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
                 let halted = &halted;
                 in_flight.push(async move {
                     if next.tries > 0 {
-                        tokio::time::sleep(std::time::Duration::from_millis(slow_store_pause_ms(&next.id, next.tries))).await;
+                        tokio::time::sleep(std::time::Duration::from_millis(slow_store_pause_ms(
+                            next.id.as_str(),
+                            next.tries,
+                        )))
+                        .await;
                     }
                     let (id, outcome) = self.settle_before(next.id.clone(), next.shard, deadline_ms, halted).await;
                     (Queued { id, ..next }, outcome)
@@ -286,26 +318,33 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
         Ok((order, earlier))
     }
 
+    /// The packets the ledger holds open in `shard` or in the shards of a larger earlier layout
+    /// that fold into it (`widest`: the widest `SETTLE_SHARDS` settle ran with).
+    async fn ledger_open_packets(&self, shard: u32, widest: u32) -> Result<Vec<PacketId>, StoreError> {
+        let shards = self.store.settle_shards();
+        let mut packets = Vec::new();
+        for earlier in (shard..widest.max(shard + 1)).step_by(shards as usize) {
+            packets.extend(self.ledger.open_packets(earlier).await?);
+        }
+        Ok(packets)
+    }
+
     /// The packets of `shard` with work: grabs not yet persisted or due at `now_ms` (Redis's
-    /// queues), plus, when the shard is swept (`swept_to`: the widest `SETTLE_SHARDS` settle ran
-    /// with), every packet the ledger holds open in it or in the shards of a larger earlier
-    /// layout that fold into it (the ledger survives a Redis loss), and the shard's quarantined
-    /// packets, tried again (one the ledger explains by now leaves quarantine by itself). An
-    /// idle open packet costs nothing.
+    /// queues), plus, when the shard is swept, every packet the ledger holds open in it
+    /// (`ledger_open`, read by the sweep: the ledger survives a Redis loss) and the shard's
+    /// quarantined packets, tried again (one the ledger explains by now leaves quarantine by
+    /// itself). An idle open packet costs nothing.
     async fn packets_in(
         &self,
         shard: u32,
         now_ms: Millis,
-        swept_to: Option<u32>,
+        ledger_open: Option<Vec<PacketId>>,
         summary: &mut SettleSummary,
     ) -> Result<BTreeSet<PacketId>, StoreError> {
         let mut packets: BTreeSet<PacketId> = self.store.packets_with_work(shard, now_ms).await?.into_iter().collect();
-        if let Some(widest) = swept_to {
+        if let Some(ledger_open) = ledger_open {
             let shards = self.store.settle_shards();
-            // This shard, and the shards of a larger earlier layout that fold into it.
-            for earlier in (shard..widest.max(shard + 1)).step_by(shards as usize) {
-                packets.extend(self.ledger.open_packets(earlier).await?);
-            }
+            packets.extend(ledger_open);
             for (id, _) in self.store.quarantined(usize::MAX).await? {
                 if id.settle_shard(shards) == shard && self.store.release(&id).await? {
                     summary.released += 1;
