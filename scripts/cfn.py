@@ -2,7 +2,8 @@
 intrinsic functions resolved to the names and ARNs the stack would have.
 
 Physical names are made up but stable: a resource's name is its logical id (lower-cased for a
-bucket), in account 123456789012 of us-east-1, so `${PacketsTable.Arn}/index/history` becomes
+bucket; a log group's is its LogGroupName), in account 123456789012 of us-east-1 unless the
+overrides name another `AWS::Region`, so `${PacketsTable.Arn}/index/history` becomes
 `arn:aws:dynamodb:us-east-1:123456789012:table/PacketsTable/index/history`, and a Ref of a subnet
 or a security group is its logical id. `Stack.logical_id` goes back from such a value to the
 resource. Only what template.yaml uses is supported; anything else raises, so a new construct is
@@ -113,8 +114,10 @@ class Stack:
         self._logical_ids = None
 
     def physical_name(self, logical_id):
-        kind = self.resources[logical_id]["Type"]
-        return logical_id.lower() if kind == "AWS::S3::Bucket" else logical_id
+        resource = self.resources[logical_id]
+        if resource["Type"] == "AWS::Logs::LogGroup" and "LogGroupName" in resource.get("Properties", {}):
+            return self.resolve(resource["Properties"]["LogGroupName"])
+        return logical_id.lower() if resource["Type"] == "AWS::S3::Bucket" else logical_id
 
     def arn(self, logical_id):
         kind = self.resources[logical_id]["Type"]
@@ -128,7 +131,8 @@ class Stack:
             bus = bus.split("event-bus/", 1)[1] if isinstance(bus, str) and "event-bus/" in bus else bus
             if bus and bus != "default":
                 name = f"{bus}/{name}"
-        return ARN_FORMATS[kind].format(partition=PARTITION, region=REGION, account=ACCOUNT, name=name)
+        partition, region, account = (self.ref(f"AWS::{pseudo}") for pseudo in ("Partition", "Region", "AccountId"))
+        return ARN_FORMATS[kind].format(partition=partition, region=region, account=account, name=name)
 
     def condition(self, name):
         """The value of the template's condition `name` for this parameter set."""
@@ -165,7 +169,7 @@ class Stack:
 
     def ref(self, name):
         if name in PSEUDO:
-            return PSEUDO[name]
+            return self.parameters.get(name, PSEUDO[name])
         if name == "AWS::NoValue":
             return NO_VALUE
         if name in self.parameters:
@@ -177,6 +181,11 @@ class Stack:
     def get_att(self, logical_id, attribute):
         if ID_ATTRIBUTES.get(self.resources.get(logical_id, {}).get("Type")) == attribute:
             return self.ref(logical_id)
+        if attribute == "Arn" and self.resources[logical_id]["Type"] == "AWS::Logs::LogGroup":
+            # What CloudFormation's Fn::GetAtt gives for a log group: its ARN with ":*", the form
+            # IAM policies name it by for every action but tagging
+            # (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/iam-access-control-overview-cwl.html).
+            return self.arn(logical_id) + ":*"
         if attribute == "Arn":
             return self.arn(logical_id)
         if attribute == "StreamArn":
@@ -228,7 +237,8 @@ class Stack:
                 mapping, first, second = (self.resolve(v) for v in argument)
                 return self.template["Mappings"][mapping][first][second]
             if key == "Fn::GetAZs":
-                return [f"{REGION}a", f"{REGION}b", f"{REGION}c"]
+                region = self.ref("AWS::Region")
+                return [f"{region}a", f"{region}b", f"{region}c"]
             if key.startswith("Fn::"):
                 raise ValueError(f"unsupported intrinsic {key}")
         resolved = {k: self.resolve(v) for k, v in value.items()}

@@ -8,10 +8,9 @@ invalidates the pages CloudFront may hold.
 
 The console then signs operators in through the operators' provider (`OperatorsIssuer`, client
 `OperatorsConsoleClientId`) and calls the operators' API on its own origin (`/ops/`, the same
-CloudFront distribution). With the stack's own operators' pool, deploy once more with
-`OperatorsConsoleCallbackUrl` set to the `ConsoleUrl` output so the pool sends operators back
-(docs/DEPLOY.md, "The operators' console"). Uses boto3 from SAM CLI's virtualenv, with the
-caller's AWS credentials.
+CloudFront distribution); the stack's own operators' pool sends operators back to `ConsoleUrl`
+after signing in and out (docs/DEPLOY.md, "The operators' console"). Uses boto3 from SAM CLI's
+virtualenv, with the caller's AWS credentials.
 """
 
 import argparse

@@ -24,8 +24,9 @@ action, the call and the test that made it; and every action the role's inline p
 must be used by some recorded call, unless `EXPLAINED` says why. The managed policies SAM attaches
 are Lambda's own (logs, network interfaces, traces), listed in `MANAGED` with why.
 
-Who may invoke each function is checked the same way, on every parameter set: the API's routes
-(API Gateway, from this API only, never on an entry point that moves money outside a packet),
+Who may invoke each function is checked the same way, on every parameter set: the APIs' routes
+(API Gateway, from the stack's own APIs only, never on an entry point that moves money outside a
+packet but the operators' routes, under their prefix and behind their own authorizer alone),
 and the resource-based policies of the two funds entry points, each naming its own caller's
 principal and nobody else: `funds` (FundsFunction: top-ups, the word on withdrawals) the
 `PaymentsPrincipal` parameter, `operator` (OperatorFunction: adjustments) `OperatorsPrincipal`,
@@ -62,7 +63,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import iam  # noqa: E402
-from cfn import Stack, parameter_sets  # noqa: E402
+from cfn import Stack, parameter_sets, references  # noqa: E402
 
 # The stack's one table and one bucket: every table and bucket the tests make stands for them.
 TABLE, BUCKET = "PacketsTable", "ReportsBucket"
@@ -209,8 +210,8 @@ ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
 # The entry points reached through a function URL signed with the caller's own identity: the
 # signer is the operator, so nobody may invoke them but through the URL (AWS_IAM).
 SIGNED_URL = {"operator"}
-# The entry points with routes of their own on the stack's API, under a path prefix, each behind
-# an authorizer of its own (the operators' identity provider), never the app users'.
+# The entry points with routes of their own, under a path prefix, each behind an authorizer of its
+# own (the operators' identity provider), never the app users'.
 OPERATORS_API = {"operator": ("/ops/v1/", "OperatorsAuthorizer")}
 # Each managed invoke policy, and the one entry point it is for.
 INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds", "OperatorsInvokePolicy": "operator"}
@@ -267,31 +268,61 @@ def rule_invoking(stack, source, function):
 
 def operators_route(binary, source_arn):
     """Whether an API Gateway permission on `binary` is for its operators' routes alone: its
-    SourceArn names a stage, a method and a path under the entry point's prefix."""
+    SourceArn names a stage, a method (or every method, `*`) and a path under the entry point's
+    prefix."""
     prefix = OPERATORS_API.get(binary, (None,))[0]
-    pattern = r"/\*/(GET|POST|PUT|PATCH|DELETE)" + re.escape(prefix or "")
+    pattern = r"/\*/(GET|POST|PUT|PATCH|DELETE|\*)" + re.escape(prefix or "")
     return bool(prefix) and re.search(pattern, source_arn or "") is not None
 
 
-def check_operator_routes(stack, label):
-    """Every route of the API that reaches an entry point with an operators' API is under its
-    prefix and behind its authorizer alone; no other route uses that authorizer or that prefix."""
-    problems = []
+def api_routes(stack):
+    """Every route of the APIs the parameter set creates: [(route key, the binaries it reaches,
+    its authorizers, the API with an OpenAPI body it is a resource of, or None)]. The app's routes
+    are in its API's OpenAPI body; the operators' are AWS::ApiGatewayV2::Route resources, each
+    reaching what its target integration's URI names."""
     functions = {f: binary_of(stack.resources[f]) for f in stack.created("AWS::Lambda::Function")}
+
+    def reached(uri):
+        text = json.dumps(uri)
+        return {binary for function, binary in functions.items() if "${" + function + ".Arn}" in text or f'"{function}"' in text}
+
+    routes = []
     for api in stack.created("AWS::ApiGatewayV2::Api"):
         body = stack.template["Resources"][api]["Properties"].get("Body", {})
         for path, operations in body.get("paths", {}).items():
             for method, operation in operations.items():
-                uri = json.dumps(operation.get("x-amazon-apigateway-integration", {}).get("uri"))
-                targets = {binary for function, binary in functions.items() if "${" + function + ".Arn}" in uri or f'"{function}"' in uri}
                 authorizers = [name for requirement in operation.get("security", []) for name in requirement]
-                route = f"{method.upper()} {path}"
-                for binary, (prefix, authorizer) in OPERATORS_API.items():
-                    ours = binary in targets
-                    if ours and (not path.startswith(prefix) or authorizers != [authorizer]):
-                        problems.append(f"[{label}] {route} reaches {binary} outside {prefix} or not behind {authorizer} alone ({authorizers})")
-                    if not ours and (path.startswith(prefix) or authorizer in authorizers):
-                        problems.append(f"[{label}] {route} is under {prefix} or behind {authorizer} and reaches {sorted(targets)}, not {binary}")
+                uri = operation.get("x-amazon-apigateway-integration", {}).get("uri")
+                routes.append((f"{method.upper()} {path}", reached(uri), authorizers, None))
+    for route in stack.created("AWS::ApiGatewayV2::Route"):
+        properties = stack.template["Resources"][route]["Properties"]
+        targets = set()
+        for name in references(properties.get("Target")):
+            if stack.resources.get(name, {}).get("Type") == "AWS::ApiGatewayV2::Integration":
+                targets |= reached(stack.resources[name]["Properties"].get("IntegrationUri"))
+        authorizers = sorted(references(properties.get("AuthorizerId"))) if properties.get("AuthorizationType") == "JWT" else []
+        (api,) = references(properties.get("ApiId"))
+        with_body = api if "Body" in stack.resources[api].get("Properties", {}) else None
+        routes.append((properties.get("RouteKey"), targets, authorizers, with_body))
+    return routes
+
+
+def check_operator_routes(stack, label):
+    """Every route that reaches an entry point with an operators' API is under its prefix and
+    behind its authorizer alone; no other route uses that authorizer or that prefix. No route is a
+    resource of an API imported from an OpenAPI body: API Gateway drops such routes when an update
+    reimports the body (https://github.com/aws/serverless-application-model/issues/1971)."""
+    problems = []
+    for route, targets, authorizers, with_body in api_routes(stack):
+        path = route.split(" ", 1)[1]
+        if with_body:
+            problems.append(f"[{label}] {route} is a route resource of {with_body}, whose OpenAPI body an update reimports without it")
+        for binary, (prefix, authorizer) in OPERATORS_API.items():
+            ours = binary in targets
+            if ours and (not path.startswith(prefix) or authorizers != [authorizer]):
+                problems.append(f"[{label}] {route} reaches {binary} outside {prefix} or not behind {authorizer} alone ({authorizers})")
+            if not ours and (path.startswith(prefix) or authorizer in authorizers):
+                problems.append(f"[{label}] {route} is under {prefix} or behind {authorizer} and reaches {sorted(targets)}, not {binary}")
     return problems
 
 

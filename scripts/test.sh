@@ -76,6 +76,8 @@ template_checks() {
   .local/venv/bin/sam validate --lint --region us-east-1 --template template.yaml
   echo "the SAM transform on template.yaml, for every parameter set (scripts/transform.py)"
   .local/venv/bin/python scripts/transform.py
+  echo "every parameter changed alone: a new version wherever it reaches a function, what it replaces, DEPLOY.md's table (scripts/updates.py)"
+  .local/venv/bin/python scripts/updates.py
   echo "checkov on template.yaml and on its transform (.checkov.yaml says what it skips, and why)"
   .local/checkov-venv/bin/checkov --config-file .checkov.yaml -f template.yaml -f .local/transformed/defaults.json
   echo "openapi-spec-validator openapi.yaml"

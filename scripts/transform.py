@@ -24,6 +24,10 @@ import tempfile
 from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import yaml_parse
 
+import cfn
+import entry_point_alarms
+import iam
+
 PARAMETER_SETS = {
     "defaults": {},
     "nodes": {"CacheMode": "nodes"},
@@ -135,11 +139,20 @@ def check_translated(name, output):
     problems += check_risk_trigger(resources)
     problems += check_rollouts(resources)
     problems += check_dashboard(resources)
-    apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
-    body = json.dumps(apis[0]["Properties"].get("Body", {})) if apis else ""
+    problems += check_capacity_provider_logs(cfn.Stack(output, PARAMETER_SETS[name]))
+    # In us-east-1, where CloudFront's metrics are, and in another Region, where they are not.
+    for region in (cfn.REGION, "eu-west-1"):
+        problems += entry_point_alarms.problems(cfn.Stack(output, {**PARAMETER_SETS[name], "AWS::Region": region}))
+    body = json.dumps(app_api_body(resources))
     if "JwtAuthorizer" not in body:
         problems.append("the JWT authorizer is not on the routes")
     return problems
+
+
+def app_api_body(resources):
+    """The OpenAPI body of the app's API, the SAM HttpApi (the operators' API has none: its
+    routes are resources of their own)."""
+    return resources.get("HttpApi", {}).get("Properties", {}).get("Body", {})
 
 
 def check_grab_compute(resources):
@@ -160,13 +173,51 @@ def check_grab_compute(resources):
     providers = [r for r in resources.values() if r["Type"] == "AWS::Lambda::CapacityProvider"]
     if len(providers) != 1 or providers[0].get("Condition") != "GrabOnManagedInstances" or "SubnetIds" not in json.dumps(providers[0]):
         problems.append("one capacity provider, in the private subnets, only with managed-instances")
-    apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Api"]
-    route = apis[0]["Properties"]["Body"]["paths"]["/packets/{packet_id}/grab"]["post"] if apis else {}
+    route = app_api_body(resources).get("paths", {}).get("/packets/{packet_id}/grab", {}).get("post", {})
     uri = json.dumps(route.get("x-amazon-apigateway-integration", {}).get("uri"))
     if "GrabOnManagedInstances" not in uri or "GrabManagedFunctionAliaslive" not in uri or "GrabFunctionAliaslive" not in uri:
         problems.append(f"the grab route does not pick its function by GrabCompute: {uri}")
     if "JwtAuthorizer" not in json.dumps(route.get("security")):
         problems.append("the grab route lost its authorizer")
+    return problems
+
+
+# What the capacity provider's operator role needs for Lambda to deliver the provider's system
+# logs: "Sending capacity provider system logs to CloudWatch Logs", "Required IAM permissions",
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-monitoring-cwl.html
+CAPACITY_PROVIDER_LOG_ACTIONS = ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
+
+
+def check_capacity_provider_logs(stack):
+    """Each capacity provider's system logs reach its log group: the group Lambda writes to
+    (TelemetryConfig's, or /aws/lambda/capacity-provider/<name>) is one of the stack's, and the
+    operator role the provider is given allows each documented action on it, by IAM's rules
+    (scripts/iam.py) on its inline policies: CreateLogGroup on the group, as IAM policies name it
+    (`…:log-group:<name>:*`), CreateLogStream and PutLogEvents on the provider's stream
+    (`<name>/managed-instances`, "Configuring CloudWatch log groups",
+    https://docs.aws.amazon.com/lambda/latest/dg/lambda-managed-instances-cwl-configure.html)."""
+    problems = []
+    groups = {stack.physical_name(group): group for group in stack.created("AWS::Logs::LogGroup")}
+    for provider in stack.created("AWS::Lambda::CapacityProvider"):
+        properties = stack.properties(provider)
+        name = properties["CapacityProviderName"]
+        log_group = properties.get("TelemetryConfig", {}).get("LoggingConfig", {}).get(
+            "LogGroup", f"/aws/lambda/capacity-provider/{name}")
+        if log_group not in groups:
+            problems.append(f"{provider} writes its logs to {log_group}, a log group the stack does not make")
+            continue
+        role = stack.logical_id(properties["PermissionsConfig"]["CapacityProviderOperatorRoleArn"].split("/")[-1])
+        if role is None:
+            problems.append(f"{provider}: its operator role is not one of the stack's")
+            continue
+        statements = [statement for policy in stack.properties(role).get("Policies", [])
+                      for statement in policy["PolicyDocument"]["Statement"]]
+        group_arn = stack.get_att(groups[log_group], "Arn")
+        stream_arn = f"{group_arn[:-len(':*')]}:log-stream:{name}/managed-instances"
+        for action in CAPACITY_PROVIDER_LOG_ACTIONS:
+            arn = group_arn if action == "logs:CreateLogGroup" else stream_arn
+            if iam.decide(statements, action, arn) != iam.ALLOW:
+                problems.append(f"{provider}: its operator role {role} does not allow {action} on {arn}")
     return problems
 
 

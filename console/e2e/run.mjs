@@ -12,8 +12,9 @@
 //   CHROMIUM     the browser (default /usr/bin/chromium)
 //   SCREENSHOTS=1  also save the main pages as ../docs/console/*.png
 //
-// The OIDC sign-in's test serves the built console (console/dist, `npm run build`) itself, beside
-// a stand-in OIDC provider, both on free ports of 127.0.0.1, the API's /ops/* proxied to API_URL.
+// The OIDC sign-in's tests serve the built console (console/dist, `npm run build`) themselves, on a
+// free port of 127.0.0.1, the API's /ops/* proxied to API_URL: beside a stand-in OIDC provider
+// (test 7), or with a Cognito pool's endpoints answered in the browser (test 8).
 //
 // node's own test runner: `node --test e2e/run.mjs` (npm run test:e2e) prints "# pass N" / "# fail N".
 // Bounded: 120 s a test (--test-timeout), 240 s in all; each step waits 15 s at most.
@@ -913,10 +914,62 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-test('7: OIDC sign-in: the company account button, through the provider and back; the ID token is the bearer; sign-out', async (t) => {
+/**
+ * The built console (console/dist) as CloudFront serves it in AWS, on a free port of 127.0.0.1:
+ * the `config.json` the deploy writes, csp.txt with the provider's `origins` added to
+ * connect-src, /ops/* to the API on the same origin, index.html for page paths. Answers the
+ * console's base URL and the /ops/* calls it passed on.
+ */
+async function servedConsole(t, config, origins) {
   const dist = join(here, 'dist');
   assert.ok(existsSync(join(dist, 'index.html')), 'the built console (npm run build) in console/dist');
+  const csp = CSP.replace("connect-src 'self'", `connect-src 'self' ${origins.join(' ')}`);
+  assert.notEqual(csp, CSP, "csp.txt's connect-src 'self'");
+  const proxied = [];
+  const site = await serve(async (req, res) => {
+    const url = new URL(req.url, 'http://console');
+    if (url.pathname.startsWith('/ops/')) {
+      const headers = { ...req.headers };
+      for (const name of ['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'accept-encoding']) {
+        delete headers[name];
+      }
+      const body = ['GET', 'HEAD'].includes(req.method) ? undefined : await bodyOf(req);
+      const answer = await fetch(`${API_URL}${req.url}`, {
+        method: req.method,
+        headers,
+        body,
+        signal: AbortSignal.timeout(STEP_MS),
+      });
+      proxied.push({ method: req.method, path: url.pathname, status: answer.status, authorization: req.headers.authorization });
+      const out = Object.fromEntries(
+        [...answer.headers].filter(([name]) => !['content-encoding', 'content-length', 'transfer-encoding', 'connection'].includes(name)),
+      );
+      res.writeHead(answer.status, out);
+      return res.end(Buffer.from(await answer.arrayBuffer()));
+    }
+    if (url.pathname === '/console/config.json') {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      return res.end(JSON.stringify(config));
+    }
+    if (!url.pathname.startsWith('/console/') && url.pathname !== '/console') {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      return res.end('not found');
+    }
+    const wanted = resolve(dist, `.${decodeURIComponent(url.pathname.slice('/console'.length)) || '/'}`);
+    const inside = wanted.startsWith(`${dist}${sep}`);
+    const file = inside && existsSync(wanted) && statSync(wanted).isFile() ? wanted : join(dist, 'index.html');
+    res.writeHead(200, {
+      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+      'content-security-policy': csp,
+      'cache-control': 'no-cache',
+    });
+    return res.end(readFileSync(file));
+  });
+  t.after(site.close);
+  return { consoleBase: `${site.origin}/console/`, proxied };
+}
 
+test('7: OIDC sign-in: the company account button, through the provider and back; the ID token is the bearer; sign-out', async (t) => {
   // The ID token: an operator's token the local API's authorizer accepts. It is used as the
   // provider's id_token: its `iss` is the discovery's issuer and its `aud` the console's client id
   // when it has them (the local API's tokens name neither: the stand-in's origin and a client id
@@ -1010,11 +1063,6 @@ test('7: OIDC sign-in: the company account button, through the provider and back
   });
   t.after(provider.close);
 
-  // The built console as CloudFront serves it in AWS: config.json the deploy writes, csp.txt with
-  // the provider's origin in connect-src, /ops/* to the API on the same origin, index.html for
-  // page paths.
-  const csp = CSP.replace("connect-src 'self'", `connect-src 'self' ${provider.origin}`);
-  assert.notEqual(csp, CSP, "csp.txt's connect-src 'self'");
   const config = {
     signIn: 'oidc',
     apiBase: '',
@@ -1023,48 +1071,8 @@ test('7: OIDC sign-in: the company account button, through the provider and back
     rolesClaim: 'cognito:groups',
     businessTimeZone,
   };
-  const proxied = [];
-  const site = await serve(async (req, res) => {
-    const url = new URL(req.url, 'http://console');
-    if (url.pathname.startsWith('/ops/')) {
-      const headers = { ...req.headers };
-      for (const name of ['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'accept-encoding']) {
-        delete headers[name];
-      }
-      const body = ['GET', 'HEAD'].includes(req.method) ? undefined : await bodyOf(req);
-      const answer = await fetch(`${API_URL}${req.url}`, {
-        method: req.method,
-        headers,
-        body,
-        signal: AbortSignal.timeout(STEP_MS),
-      });
-      proxied.push({ method: req.method, path: url.pathname, status: answer.status, authorization: req.headers.authorization });
-      const out = Object.fromEntries(
-        [...answer.headers].filter(([name]) => !['content-encoding', 'content-length', 'transfer-encoding', 'connection'].includes(name)),
-      );
-      res.writeHead(answer.status, out);
-      return res.end(Buffer.from(await answer.arrayBuffer()));
-    }
-    if (url.pathname === '/console/config.json') {
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      return res.end(JSON.stringify(config));
-    }
-    if (!url.pathname.startsWith('/console/') && url.pathname !== '/console') {
-      res.writeHead(404, { 'content-type': 'text/plain' });
-      return res.end('not found');
-    }
-    const wanted = resolve(dist, `.${decodeURIComponent(url.pathname.slice('/console'.length)) || '/'}`);
-    const inside = wanted.startsWith(`${dist}${sep}`);
-    const file = inside && existsSync(wanted) && statSync(wanted).isFile() ? wanted : join(dist, 'index.html');
-    res.writeHead(200, {
-      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
-      'content-security-policy': csp,
-      'cache-control': 'no-cache',
-    });
-    return res.end(readFileSync(file));
-  });
-  t.after(site.close);
-  consoleBase = `${site.origin}/console/`;
+  const site = await servedConsole(t, config, [provider.origin]);
+  consoleBase = site.consoleBase;
 
   const { page, problems, assertClean } = await session(t);
 
@@ -1101,22 +1109,107 @@ test('7: OIDC sign-in: the company account button, through the provider and back
   ]);
   assert.equal(holds.status(), 200);
   await page.locator('#react-admin-title').filter({ hasText: /\S/ }).waitFor();
-  const calls = proxied.filter((call) => call.path === '/ops/v1/holds');
+  const calls = site.proxied.filter((call) => call.path === '/ops/v1/holds');
   assert.ok(calls.length > 0 && calls.every((call) => call.status === 200), JSON.stringify(calls));
   assert.ok(calls.every((call) => call.authorization === `Bearer ${idToken}`), 'the ID token is the bearer');
   assert.equal(await page.locator('.MuiSnackbar-root').filter({ hasText: /401|403|forbidden/i }).count(), 0);
 
-  // sign out: on to the provider's end_session_endpoint and back to the sign-in page
+  // sign out: on to the provider's end_session_endpoint (OpenID Connect RP-Initiated Logout) and
+  // back to the sign-in page
   await page.locator('.RaUserMenu-userButton').click();
   await page.locator('li.logout').click();
   await page.waitForURL((url) => url.pathname === '/console/login');
   await page.locator('[data-submit=sign-in-oidc]').waitFor();
   assert.equal(seen.logout.length, 1, 'the provider signed out too');
-  assert.equal(seen.logout[0].id_token_hint, idToken);
-  assert.equal(seen.logout[0].post_logout_redirect_uri, consoleBase);
+  assert.deepEqual(seen.logout[0], { id_token_hint: idToken, client_id: clientId, post_logout_redirect_uri: consoleBase });
   const stored = await page.evaluate(() => Object.keys(sessionStorage).filter((key) => key.startsWith('oidc.user')));
   assert.deepEqual(stored, [], 'the user forgotten');
   t.diagnostic(`jwks fetched ${seen.jwks} time(s) (oidc-client-ts checks no signature)`);
+  assert.deepEqual(problems, []);
+  assertClean();
+});
+
+test("8: OIDC sign-in through a Cognito pool: signing out ends the pool's session at its domain's /logout with client_id and logout_uri", async (t) => {
+  // Cognito's endpoints as the stack's operators' pool has them (its issuer, its domain
+  // red-packets-<Stage>-<account>), answered in the browser by Playwright: no request leaves the
+  // machine. The ID token is the local API's, as in test 7.
+  const operator = 'olga';
+  const roles = ['risk'];
+  const idToken = local('ops-token', operator, roles.join(','));
+  const clientId = 'e2e-console';
+  const issuer = 'https://cognito-idp.us-east-1.amazonaws.com/us-east-1_E2e0Pool1';
+  const domain = 'https://red-packets-e2e-123456789012.auth.us-east-1.amazoncognito.com';
+  const config = { signIn: 'oidc', apiBase: '', authority: issuer, clientId, rolesClaim: 'cognito:groups', businessTimeZone };
+  // The stack's CSP adds the pool's issuer host and its domain (template.yaml's ConsoleHeaders).
+  const site = await servedConsole(t, config, ['https://cognito-idp.us-east-1.amazonaws.com', domain]);
+  const { page, problems, assertClean } = await session(t);
+
+  const seen = { logout: [] };
+  const codes = new Map();
+  const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': '*' };
+  const json = (route, value) =>
+    route.fulfill({ status: 200, headers: { ...cors, 'content-type': 'application/json' }, body: JSON.stringify(value) });
+  await page.route(`${issuer}/.well-known/openid-configuration`, (route) =>
+    json(route, {
+      issuer,
+      authorization_endpoint: `${domain}/oauth2/authorize`,
+      token_endpoint: `${domain}/oauth2/token`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      end_session_endpoint: `${domain}/logout`,
+      response_types_supported: ['code', 'token'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      scopes_supported: ['openid', 'email', 'phone', 'profile'],
+    }),
+  );
+  await page.route(`${domain}/**`, async (route) => {
+    const request = route.request();
+    const url = new URL(request.url());
+    if (request.method() === 'OPTIONS') return route.fulfill({ status: 204, headers: { ...cors, 'access-control-allow-methods': 'GET, POST' } });
+    const query = Object.fromEntries(url.searchParams);
+    switch (url.pathname) {
+      case '/oauth2/authorize': {
+        const code = randomUUID();
+        codes.set(code, query);
+        const back = new URL(query.redirect_uri);
+        back.searchParams.set('code', code);
+        back.searchParams.set('state', query.state);
+        return route.fulfill({ status: 302, headers: { location: back.href } });
+      }
+      case '/oauth2/token': {
+        const form = Object.fromEntries(new URLSearchParams(request.postData() ?? ''));
+        const asked = codes.get(form.code);
+        codes.delete(form.code);
+        if (!asked || form.client_id !== asked.client_id || form.redirect_uri !== asked.redirect_uri) {
+          return route.fulfill({ status: 400, headers: cors, body: '{"error":"invalid_grant"}' });
+        }
+        return json(route, { id_token: idToken, access_token: `cognito-access-${randomUUID()}`, token_type: 'Bearer', expires_in: 3600 });
+      }
+      case '/logout': {
+        // Cognito's contract: client_id and logout_uri, one of the client's sign-out URLs.
+        seen.logout.push(query);
+        if (query.client_id !== clientId || query.logout_uri !== site.consoleBase) {
+          return route.fulfill({ status: 400, contentType: 'text/plain', body: 'Required String parameter logout_uri or client_id is not valid' });
+        }
+        return route.fulfill({ status: 302, headers: { location: query.logout_uri } });
+      }
+      default:
+        return route.fulfill({ status: 404, headers: cors, body: 'not found' });
+    }
+  });
+
+  await page.goto(site.consoleBase);
+  await page.waitForURL((url) => url.pathname === '/console/login');
+  await page.locator('[data-submit=sign-in-oidc]').click();
+  await page.getByText(`${operator} (${roles.join(', ')})`).first().waitFor();
+
+  await page.locator('.RaUserMenu-userButton').click();
+  await page.locator('li.logout').click();
+  await page.waitForURL((url) => url.pathname === '/console/login');
+  await page.locator('[data-submit=sign-in-oidc]').waitFor();
+  assert.deepEqual(seen.logout, [{ client_id: clientId, logout_uri: site.consoleBase }], "Cognito's parameters alone");
+  const stored = await page.evaluate(() => Object.keys(sessionStorage).filter((key) => key.startsWith('oidc.user')));
+  assert.deepEqual(stored, [], 'the user forgotten');
   assert.deepEqual(problems, []);
   assertClean();
 });

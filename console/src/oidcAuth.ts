@@ -3,6 +3,7 @@ import type { AuthProvider } from 'react-admin';
 import type { ConsoleAuth } from './consoleAuth';
 import type { OidcConfig } from './config';
 import { claimsOf, unexpired } from './jwt';
+import { signOutUrl } from './signOut';
 
 /**
  * `signIn: "oidc"`: the operators' identity provider (an OIDC issuer: the company's SSO, or the
@@ -17,8 +18,9 @@ import { claimsOf, unexpired } from './jwt';
  *   is the ID token: API Gateway's JWT authorizer checks its `aud` (this client) and reads the
  *   roles from its `rolesClaim` (cognito:groups by default). Expired, it is renewed with the
  *   refresh token if the provider gave one; else the operator signs in again.
- * - logout(): the user forgotten; with an `end_session_endpoint` in the provider's metadata, on to
- *   it (back to `/console/`). A 401 forgets the user without leaving for the provider.
+ * - logout(): the user forgotten, then on to the provider to end its session too, back to
+ *   `/console/` (signOut.ts: Cognito's `/logout`, or another provider's `end_session_endpoint`).
+ *   A 401 forgets the user without leaving for the provider.
  */
 export function makeOidcAuth(config: OidcConfig): ConsoleAuth {
   const base = consoleBase();
@@ -26,7 +28,6 @@ export function makeOidcAuth(config: OidcConfig): ConsoleAuth {
     authority: config.authority,
     client_id: config.clientId,
     redirect_uri: base,
-    post_logout_redirect_uri: base,
     response_type: 'code',
     scope: 'openid email profile',
     userStore: new WebStorageStateStore({ store: window.sessionStorage }),
@@ -81,18 +82,17 @@ export function makeOidcAuth(config: OidcConfig): ConsoleAuth {
     async logout() {
       const user = await manager.getUser();
       if (!user) return; // signed out already (a 401, an expiry): the sign-in page
-      let endSession: string | undefined;
+      let signOutAt: string | undefined;
       try {
-        endSession = await manager.metadataService.getEndSessionEndpoint();
+        const metadata = await manager.metadataService.getMetadata();
+        signOutAt = signOutUrl(metadata, { clientId: config.clientId, returnTo: base, idToken: user.id_token });
       } catch {
         // the provider's metadata unreachable: signed out here only
       }
-      if (!endSession) {
-        await manager.removeUser();
-        return;
-      }
-      await manager.signoutRedirect(); // forgets the user, then leaves for the provider
-      return false;
+      await manager.removeUser();
+      if (!signOutAt) return;
+      window.location.assign(signOutAt);
+      return false; // leaving the page: react-admin goes nowhere
     },
     async checkAuth() {
       if (!(await currentUser())) throw new Error('ra.auth.auth_check_error');

@@ -2,13 +2,16 @@
 
 CloudFront serves the console's files from a private bucket and the operators' API on the same
 origin: the default behaviour reads the bucket through Origin Access Control (the bucket policy
-lets only that distribution read, only the console's files), `/ops/*` goes to the HTTP API,
+lets only that distribution read, only the console's files), `/ops/*` goes to the operators' API,
 uncached, with every viewer header but Host (the operators' bearer token among them), for every
 method the operators' API has. Its Content-Security-Policy is console/csp.txt, the one the local
 gateway sends, with only the operators' provider added to connect-src: the stack's pool (its
 issuer's host and its sign-in domain) or another issuer's host and the origins a deployment
-names. The stack's pool sends a signed-in operator back to the console only once its URL is
-given (a reference to the distribution would close a circle through the API's authorizer).
+names. The stack's pool sends operators back to the console after signing in and out from the
+first deploy: its client's callback and sign-out URLs are the distribution's own URL, or the one a
+deployment gives, and the operators' API the distribution sends /ops/* to names nothing (no
+OpenAPI body, its authorizer a resource of its own), so the client may name the distribution.
+(scripts/tests/test_sign_in.py follows the sign-in itself, and the circle, on every parameter set.)
 """
 
 import logging
@@ -110,8 +113,14 @@ class ConsoleHosting(unittest.TestCase):
         origins = {origin["Id"]: origin for origin in config["Origins"]}
         (behaviour,) = [b for b in config["CacheBehaviors"] if b["PathPattern"] == "/ops/*"]
         api = origins[behaviour["TargetOriginId"]]
-        (http_api,) = stack.created("AWS::ApiGatewayV2::Api")
-        self.assertEqual(api["DomainName"], f"{stack.resource_ref(http_api)}.execute-api.us-east-1.amazonaws.com")
+        self.assertEqual(api["DomainName"], f"{stack.resource_ref('OperatorsApi')}.execute-api.us-east-1.amazonaws.com")
+        operators_api = stack.template["Resources"]["OperatorsApi"]
+        self.assertEqual(operators_api["Type"], "AWS::ApiGatewayV2::Api")
+        self.assertEqual(cfn.references(operators_api["Properties"]) & set(stack.resources), set(),
+                         "the distribution's /ops/* origin names no resource: the client may name the distribution")
+        self.assertEqual({stack.properties(route)["RouteKey"] for route in stack.created("AWS::ApiGatewayV2::Route")},
+                         {f"{method.upper()} {path}" for path, methods in ops_paths().items() for method in methods},
+                         "the operators' API serves openapi.yaml's operators' routes")
         self.assertEqual(api["CustomOriginConfig"]["OriginProtocolPolicy"], "https-only")
         self.assertEqual(behaviour["CachePolicyId"], CACHING_DISABLED)
         self.assertEqual(behaviour["OriginRequestPolicyId"], ALL_VIEWER_EXCEPT_HOST)
@@ -135,14 +144,18 @@ class ConsoleHosting(unittest.TestCase):
                 behaviour = self.distribution(stack)["DefaultCacheBehavior"]
                 self.assertEqual(behaviour["ResponseHeadersPolicyId"], "ConsoleHeaders")
 
-    def test_the_stack_pool_signs_in_to_the_console_once_its_url_is_given(self):
-        client = self.own_pool.properties("OperatorsUserPoolClient")
-        self.assertNotIn("CallbackURLs", client, "no console URL given: no OAuth sign-in yet")
-        url = "https://d111111abcdef8.cloudfront.net/console/"
-        client = stack({"OperatorsConsoleCallbackUrl": url}).properties("OperatorsUserPoolClient")
-        self.assertEqual((client["CallbackURLs"], client["AllowedOAuthFlows"]), ([url], ["code"]))
-        self.assertIn("openid", client["AllowedOAuthScopes"])
-        self.assertFalse(client.get("GenerateSecret"), "a browser keeps no secret: PKCE")
+    def test_the_stack_pool_signs_in_and_out_to_the_console_it_serves_in_one_deploy(self):
+        distribution_url = "https://ConsoleDistribution.DomainName/console/"
+        own_url = "https://ops.example.com/console/"
+        for case, (deployed, url) in {"the distribution's own URL": (self.own_pool, distribution_url),
+                                      "a URL of the deployment's own": (stack({"OperatorsConsoleCallbackUrl": own_url}), own_url)}.items():
+            with self.subTest(case):
+                client = deployed.properties("OperatorsUserPoolClient")
+                self.assertEqual((client["CallbackURLs"], client["LogoutURLs"], client["AllowedOAuthFlows"]), ([url], [url], ["code"]))
+                self.assertTrue(client["AllowedOAuthFlowsUserPoolClient"])
+                self.assertIn("openid", client["AllowedOAuthScopes"])
+                self.assertFalse(client.get("GenerateSecret"), "a browser keeps no secret: PKCE")
+                self.assertEqual(deployed.resolve(deployed.template["Outputs"]["ConsoleUrl"]["Value"]), url)
 
     def test_the_outputs_name_what_the_console_config_needs(self):
         outputs = self.sso.template["Outputs"]

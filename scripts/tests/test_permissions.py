@@ -161,6 +161,17 @@ class Invokers(unittest.TestCase):
         problems = permissions.check_invokers(stack, "t")
         self.assertTrue(any("moves money outside a packet and has a route" in p for p in problems), problems)
 
+    def test_the_operators_api_may_invoke_the_operators_entry_point_under_its_prefix_alone(self):
+        def problems(path):
+            template = entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
+                                     "OperatorsApiPermission": ("OperatorFunction", "apigateway.amazonaws.com")})
+            template["Resources"]["OperatorsApiPermission"]["Properties"]["SourceArn"] = {
+                "Fn::Sub": "arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/" + path}
+            return permissions.check_invokers(Stack(template), "t")
+        self.assertEqual(problems("*/ops/v1/*"), [])
+        self.assertEqual(problems("GET/ops/v1/*"), [])
+        self.assertTrue(any("moves money outside a packet and has a route" in p for p in problems("*/*")), problems("*/*"))
+
     def test_an_invoke_policy_on_both_entry_points_is_named(self):
         stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})},
                                    policy_resources=("FundsFunction", "OperatorFunction")))
@@ -184,6 +195,54 @@ class Invokers(unittest.TestCase):
         missing = {"Url": signed["Url"]}
         self.assertTrue(any("OperatorsPrincipal is set" in p for p in operators(missing)), operators(missing))
 
+
+
+def apis(route_properties):
+    """The app's API (a route in its OpenAPI body, to send, behind the users' authorizer) and the
+    operators' (no body, one integration to the operators' entry point), with route resources:
+    name -> properties over an operators' route's."""
+    def function(binary):
+        return {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
+    app_route = {"x-amazon-apigateway-integration": {"uri": {"Fn::Sub": "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${SendFunction.Arn}/invocations"}},
+                 "security": [{"JwtAuthorizer": []}]}
+    resources = {
+        "HttpApi": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"Body": {"paths": {"/packets": {"post": app_route}}}}},
+        "OperatorsApi": {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"ProtocolType": "HTTP"}},
+        "OperatorsIntegration": {"Type": "AWS::ApiGatewayV2::Integration", "Properties": {
+            "ApiId": {"Ref": "OperatorsApi"}, "IntegrationUri": {"Fn::GetAtt": ["OperatorFunction", "Arn"]}}},
+        "SendIntegration": {"Type": "AWS::ApiGatewayV2::Integration", "Properties": {
+            "ApiId": {"Ref": "OperatorsApi"}, "IntegrationUri": {"Fn::GetAtt": ["SendFunction", "Arn"]}}},
+        "SendFunction": function("send"),
+        "OperatorFunction": function("operator"),
+    }
+    for name, properties in route_properties.items():
+        resources[name] = {"Type": "AWS::ApiGatewayV2::Route", "Properties": {
+            "ApiId": {"Ref": "OperatorsApi"}, "RouteKey": "GET /ops/v1/holds", "AuthorizationType": "JWT",
+            "AuthorizerId": {"Ref": "OperatorsAuthorizer"}, "Target": {"Fn::Sub": "integrations/${OperatorsIntegration}"}, **properties}}
+    return Stack({"Resources": resources})
+
+
+class OperatorRoutes(unittest.TestCase):
+    def test_operators_routes_as_resources_behind_their_authorizer_pass(self):
+        stack = apis({"OpsHolds": {}})
+        self.assertEqual(permissions.check_operator_routes(stack, "t"), [])
+        self.assertEqual(sorted(route for route, *_ in permissions.api_routes(stack)), ["GET /ops/v1/holds", "POST /packets"])
+
+    def test_an_operators_route_without_the_authorizer_is_named(self):
+        for case, properties in {"no authorizer": {"AuthorizationType": "NONE"},
+                                 "the users' authorizer": {"AuthorizerId": {"Ref": "JwtAuthorizer"}}}.items():
+            with self.subTest(case):
+                problems = permissions.check_operator_routes(apis({"OpsHolds": properties}), "t")
+                self.assertTrue(any("GET /ops/v1/holds reaches operator outside /ops/v1/ or not behind OperatorsAuthorizer" in p
+                                    for p in problems), problems)
+
+    def test_a_route_under_the_operators_prefix_to_another_function_is_named(self):
+        problems = permissions.check_operator_routes(apis({"OpsHolds": {"Target": {"Fn::Sub": "integrations/${SendIntegration}"}}}), "t")
+        self.assertTrue(any("is under /ops/v1/ or behind OperatorsAuthorizer and reaches ['send']" in p for p in problems), problems)
+
+    def test_a_route_resource_of_the_api_with_a_body_is_named(self):
+        problems = permissions.check_operator_routes(apis({"OpsHolds": {"ApiId": {"Ref": "HttpApi"}}}), "t")
+        self.assertEqual(problems, ["[t] GET /ops/v1/holds is a route resource of HttpApi, whose OpenAPI body an update reimports without it"])
 
 
 def consumer(permissions_by_name, rules=None):

@@ -4,7 +4,8 @@
 //! the template's `HttpApi` events and `RouteSettings`, openapi.yaml's paths, `events/` and
 //! `make verify-build`'s map of sample events are checked against it
 //! (`local/tests/it/deployment.rs`). The operators' API has its own table
-//! (`functions/funds/src/ops_api.rs`), checked the same way.
+//! (`functions/funds/src/ops_api.rs`), checked the same way against the template's route
+//! resources on the operators' own HTTP API.
 
 /// The function of the template that serves a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

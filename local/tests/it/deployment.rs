@@ -13,10 +13,15 @@ fn read(file: &str) -> Value {
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Every route the template serves: the app's, as its functions' `HttpApi` events, and the
+/// operators', as `AWS::ApiGatewayV2::Route` resources of their own API.
 fn template_routes() -> BTreeSet<String> {
     let template = read("template.yaml");
     let mut routes = BTreeSet::new();
     for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() == Some("AWS::ApiGatewayV2::Route") {
+            routes.insert(resource["Properties"]["RouteKey"].as_str().unwrap().to_owned());
+        }
         let Some(events) = resource["Properties"]["Events"].as_mapping() else { continue };
         for (_, event) in events {
             if event["Type"].as_str() == Some("HttpApi") {
