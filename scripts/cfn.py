@@ -4,9 +4,10 @@ intrinsic functions resolved to the names and ARNs the stack would have.
 Physical names are made up but stable: a resource's name is its logical id (lower-cased for a
 bucket; a log group's is its LogGroupName), in account 123456789012 of us-east-1 unless the
 overrides name another `AWS::Region`, so `${PacketsTable.Arn}/index/history` becomes
-`arn:aws:dynamodb:us-east-1:123456789012:table/PacketsTable/index/history`, and a Ref of a subnet
-or a security group is its logical id. `Stack.logical_id` goes back from such a value to the
-resource. Only what template.yaml uses is supported; anything else raises, so a new construct is
+`arn:aws:dynamodb:us-east-1:123456789012:table/PacketsTable/index/history`, a Ref of a subnet
+or a security group is its logical id, and a Ref of a secret its ARN
+(`arn:aws:secretsmanager:us-east-1:123456789012:secret:MembershipKeys-AbCdEf`).
+`Stack.logical_id` goes back from such a value to the resource. Only what template.yaml uses is supported; anything else raises, so a new construct is
 noticed rather than misread.
 
 Used by scripts/permissions.py and scripts/network_paths.py; `parameter_sets()` gives both the
@@ -43,6 +44,11 @@ ARN_FORMATS = {
     "AWS::Lambda::Function": "arn:{partition}:lambda:{region}:{account}:function:{name}",
     "AWS::IAM::Role": "arn:{partition}:iam::{account}:role/{name}",
     "AWS::Logs::LogGroup": "arn:{partition}:logs:{region}:{account}:log-group:{name}",
+    # A secret's ARN ends in a hyphen and six random characters Secrets Manager adds to its name;
+    # a Ref of the secret is that whole ARN (`Stack.resource_ref`), and IAM matches a request on
+    # it, whatever form of the id the caller sent. Made up here as "-AbCdEf": a policy that names
+    # the secret by its name alone (no suffix, no wildcard) matches nothing, as in AWS.
+    "AWS::SecretsManager::Secret": "arn:{partition}:secretsmanager:{region}:{account}:secret:{name}-AbCdEf",
 }
 
 # The attributes whose value is the resource's id, which is also what its Ref gives.
@@ -163,9 +169,11 @@ class Stack:
         return self._logical_ids.get(value) if isinstance(value, str) else None
 
     def resource_ref(self, logical_id):
-        """What a Ref of the resource gives: a topic's ARN, any other resource's physical name."""
+        """What a Ref of the resource gives: a topic's or a secret's ARN, any other resource's
+        physical name."""
         kind = self.resources[logical_id]["Type"]
-        return self.arn(logical_id) if kind in ("AWS::SNS::Topic",) else self.physical_name(logical_id)
+        by_arn = ("AWS::SNS::Topic", "AWS::SecretsManager::Secret")
+        return self.arn(logical_id) if kind in by_arn else self.physical_name(logical_id)
 
     def ref(self, name):
         if name in PSEUDO:

@@ -19,9 +19,11 @@ the tests ran (JSON lines, one call a line, as local/src/calls.rs writes them):
 A path is one of: a gateway endpoint for the service on the route table of each of the subnets;
 an interface endpoint for it in each of the subnets, with private DNS, whose security group admits
 443 from the function's; a 0.0.0.0/0 route to a NAT gateway in each subnet's route table. The
-function's security groups must let 443 out to it. Resources whose Condition is false in the set
-are left out (scripts/cfn.py evaluates the template for the set). Prints one line per missing path
-and exits 1 if there is any.
+function's security groups must let 443 out to it. (Secrets Manager, which send and grab read
+their keys from at run time, is reached through an interface endpoint: the SDK calls its regional
+hostname, secretsmanager.<region>.amazonaws.com, which private DNS alone resolves to the
+endpoint.) Resources whose Condition is false in the set are left out (scripts/cfn.py evaluates
+the template for the set). Prints one line per missing path and exits 1 if there is any.
 
     python3 scripts/network_paths.py CALLS_DIR [--transformed .local/transformed]
 """

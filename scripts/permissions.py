@@ -16,6 +16,18 @@ following AWS's service authorization reference:
   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis-iam.html
 - S3's `PutObject` is `s3:PutObject` on the object's ARN (`arn:aws:s3:::<bucket>/<key>`).
   https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html
+- Secrets Manager's `GetSecretValue` is `secretsmanager:GetSecretValue` on the secret's ARN
+  (`arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 random characters>`), whatever
+  form of its id the caller sends (an ARN, a partial one, a name). The secrets use the AWS managed
+  key aws/secretsmanager, so no `kms:Decrypt` is needed besides ("Required permissions",
+  https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html).
+  https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssecretsmanager.html
+  The tests read secrets they made on a local Secrets Manager (moto), each named for the one it
+  stands for (`...-membership-keys-...`, `...-passphrase-key-...`: SECRETS), as each test's table
+  stands for the table; the call then needs the action on that template secret's ARN as
+  scripts/cfn.py makes it up (its Ref, suffix included, which is what the functions' policies
+  name), so a grant on another secret, on the name without its suffix, or none, is refused. A
+  SecretId that names no template secret is a problem of its own.
 
 Then, for every parameter set (`.local/transformed/<set>.json`, written by scripts/transform.py),
 for every function the set creates, its role's statements are evaluated with IAM's rules
@@ -67,6 +79,9 @@ from cfn import Stack, parameter_sets, references  # noqa: E402
 
 # The stack's one table and one bucket: every table and bucket the tests make stands for them.
 TABLE, BUCKET = "PacketsTable", "ReportsBucket"
+# The stack's secrets, by what the name of each test's secret holds (the part after ":secret:"
+# of its ARN): it stands for the template's secret of that logical id.
+SECRETS = {"membership-keys": "MembershipKeys", "passphrase-key": "PassphraseKey"}
 
 TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
 
@@ -129,12 +144,24 @@ def normalised(resources):
             resource["table"] = TABLE
         if "bucket" in resource:
             resource["bucket"] = BUCKET
+        if "secret" in resource:
+            resource["secret"] = secret_of(resource["secret"])
         out.append(resource)
     return out
 
 
+def secret_of(secret_id):
+    """The logical id of the template's secret a test's SecretId (an ARN or a name) stands for, or
+    the id itself, unchanged, when its name holds none or more than one of SECRETS' words."""
+    name = secret_id.split(":secret:", 1)[-1]
+    found = {logical_id for word, logical_id in SECRETS.items() if word in name}
+    return found.pop() if len(found) == 1 else secret_id
+
+
 def needed(stack, service, operation, resources):
     """The (IAM action, resource ARN) pairs one call needs on `stack`."""
+    if service == "secretsmanager" and not resources:
+        raise ValueError("a secret read recorded without its SecretId")
     pairs = []
     for resource in resources:
         if service == "dynamodb":
@@ -149,6 +176,11 @@ def needed(stack, service, operation, resources):
                 pairs.append((f"dynamodb:{operation}", arn))
         elif service == "s3":
             pairs.append((f"s3:{operation}", f"{stack.arn(resource['bucket'])}/{resource.get('key', '')}"))
+        elif service == "secretsmanager" and operation == "GetSecretValue":
+            secret = resource["secret"]
+            if secret not in SECRETS.values() or secret not in stack.resources:
+                raise ValueError(f"a secret the template does not hold: {secret} (its name must hold one of {', '.join(SECRETS)})")
+            pairs.append((f"secretsmanager:{operation}", stack.arn(secret)))
         else:
             raise ValueError(f"no IAM mapping for {service}:{operation}")
     return pairs
@@ -187,7 +219,12 @@ def check(stack, calls, label, made_by_binaries=None):
         if not mine:
             problems.append(f"[{label}] {function}: no call of {binary} was recorded (did its tests run with AWS_CALL_LOG?)")
         for (_, service, operation, resources), test in mine:
-            for action, arn in needed(stack, service, operation, json.loads(resources)):
+            try:
+                pairs = needed(stack, service, operation, json.loads(resources))
+            except ValueError as error:
+                problems.append(f"[{label}] {function}: {operation} made by {test}: {error}")
+                continue
+            for action, arn in pairs:
                 answer = iam.decide(statements, action, arn)
                 if answer != iam.ALLOW:
                     problems.append(f"[{label}] {function}: {action} on {arn} is refused ({answer}): {operation} made by {test}")

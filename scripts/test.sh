@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make test`: installs what is missing, starts a Redis and a DynamoDB Local of its own on free
-# ports, runs every unit and integration test against them, then the template's functions through
-# `sam local invoke` on a Docker daemon of its own, lints the SAM template, and stops what it
-# started, also on failure.
+# `make test`: installs what is missing, starts a Redis, a DynamoDB Local and a Secrets Manager
+# (moto's server) of its own on free ports, runs every unit and integration test against them,
+# then the template's functions through `sam local invoke` on a Docker daemon of its own, lints
+# the SAM template, and stops what it started, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,10 +55,16 @@ nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh bu
 sam_build=$!
 exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
 eval "$exports"
+# Secrets Manager's stand-in (moto's server, in memory), where the tests put the keys the
+# functions read at run time; under the same name, so the cleanup's `stop` ends it too. Exported
+# here, so both passes and every stage after them have it (AWS_ENDPOINT_URL_SECRETS_MANAGER).
+secrets_exports=$(scripts/stack.sh secrets "$name")
+eval "$secrets_exports"
 # Settings from the caller's shell must not leak into the tests.
 unset TABLE_NAME REDIS_CLUSTER REDIS_SERVER TEST_PASS GRAB_WAIT_REPLICAS MAX_TOTAL_CENTS MAX_COUNT SETTLE_SHARDS \
   MIN_EXPIRES_IN_SECONDS MAX_EXPIRES_IN_SECONDS DEFAULT_EXPIRES_IN_SECONDS REDIS_TIMEOUT_MS \
-  MAX_RECIPIENTS MAX_SENDS_PER_DAY MAX_SENT_CENTS_PER_DAY PASSPHRASE_KEY REDIS_KEY_PREFIX
+  MAX_RECIPIENTS MAX_SENDS_PER_DAY MAX_SENT_CENTS_PER_DAY PASSPHRASE_KEY REDIS_KEY_PREFIX \
+  MEMBERSHIP_KEYS PASSPHRASE_KEY_SECRET MEMBERSHIP_KEYS_SECRET SECRETS_REFRESH_SECONDS
 # The packet suites test packets, not money: their senders hold no balance. The wallet suites
 # (wallet.rs, events_stream.rs, the funds and query handlers' tests) turn FUNDS=wallet on.
 export FUNDS=none
@@ -124,11 +130,12 @@ fuzz=$!
 # which took `make test` from a fresh clone to 27.5 minutes.) The suites whose subject the
 # topology cannot change sit the cluster pass out: the wallet's and money out's books, the
 # reports, the event stream, the risk rules, the split's verifier, hostile HTTP, the deployment
-# files and CORS, and `make run`'s restart. Their Redis calls are the packet suites' calls (the
-# same scripts, on the same keys), which all run on the cluster.
+# files and CORS, `make run`'s restart and the keys read from their secrets. Their Redis calls
+# are the packet suites' calls (the same scripts, on the same keys), which all run on the cluster.
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
-topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart operators_api)
+topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart operators_api
+  secrets)
 (eval "$valkey_cluster" && AWS_CALL_LOG="$calls" REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
   .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local "${topology_free[@]/#/--skip-test=}") 2>&1 |
   tee -a "$log"

@@ -14,7 +14,8 @@
 //!
 //! `function` is the binary (`send`, `grab`, `query`, `settle`, `funds`), the name the template's
 //! `BuildProperties.Binary` gives it; `resources` are what IAM authorizes the call on: a table and
-//! the index a query reads, each item of a transaction with its kind, or a bucket and a key. A call
+//! the index a query reads, each item of a transaction with its kind, a bucket and a key, or a
+//! secret. A call
 //! is written once per process (the first test that made it is named). Without `AWS_CALL_LOG`
 //! nothing is installed: `make run` and the benchmarks pay nothing.
 //!
@@ -80,6 +81,19 @@ pub fn s3(client: aws_sdk_s3::Client, function: &'static str) -> aws_sdk_s3::Cli
     }
 }
 
+/// `client` with `function`'s recorder installed, when calls are being recorded.
+pub fn secretsmanager(
+    client: aws_sdk_secretsmanager::Client,
+    function: &'static str,
+) -> aws_sdk_secretsmanager::Client {
+    match CallRecorder::for_function(function) {
+        Some(recorder) => {
+            aws_sdk_secretsmanager::Client::from_conf(client.config().to_builder().interceptor(recorder).build())
+        }
+        None => client,
+    }
+}
+
 impl Intercept for CallRecorder {
     fn name(&self) -> &'static str {
         "CallRecorder"
@@ -92,11 +106,13 @@ impl Intercept for CallRecorder {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let Some(metadata) = cfg.load::<Metadata>() else { return Ok(()) };
-        let service = metadata.service().to_ascii_lowercase();
+        // As IAM spells the service: Secrets Manager's SDK name is "Secrets Manager".
+        let service = metadata.service().to_ascii_lowercase().replace(' ', "");
         let request = context.request();
         let resources = match service.as_str() {
             "dynamodb" => dynamodb_resources(request.body().bytes().unwrap_or_default()),
             "s3" => s3_resources(request.uri()),
+            "secretsmanager" => secret_resources(request.body().bytes().unwrap_or_default()),
             _ => Vec::new(),
         };
         record(json!({
@@ -152,6 +168,17 @@ pub(crate) fn dynamodb_resources(body: &[u8]) -> Vec<Value> {
         }
     }
     parts.into_iter().map(|(table, part)| json!({ "table": table, "part": part })).collect()
+}
+
+/// The secret a Secrets Manager request names (its JSON body's `SecretId`: a name or an ARN).
+pub(crate) fn secret_resources(body: &[u8]) -> Vec<Value> {
+    #[derive(Deserialize, Default)]
+    #[serde(default, rename_all = "PascalCase")]
+    struct SecretRequest {
+        secret_id: Option<String>,
+    }
+    let request: SecretRequest = serde_json::from_slice(body).unwrap_or_default();
+    request.secret_id.map(|secret| json!({ "secret": secret })).into_iter().collect()
 }
 
 /// The bucket and key of a path-style S3 request (`http://host/<bucket>/<key>?…`: the tests'

@@ -27,7 +27,9 @@ use std::time::Duration;
 
 use red_packets::adapters::{DynamoLedger, ExportFile, ExportWriter, RedisStore, ReportDirectory};
 use red_packets::funds::{reconcile, Cutoff, FundsEntry};
+use red_packets::keys::Keys;
 use red_packets::ports::WRITES_LAND_WITHIN;
+use red_packets::secrets::SecretsManager;
 use red_packets::settings;
 use red_packets::settle::Settler;
 use red_packets::{Clock, Config, SystemClock};
@@ -65,8 +67,10 @@ pub async fn functions_on(
     let ledger_of = |function| DynamoLedger::new(calls::dynamodb(client.clone(), function), config);
     let store = Arc::new(RedisStore::new(config));
     Ok(Functions {
-        send: send::SendService::with_clock(ledger_of("send"), store.clone(), config, clock.clone()),
-        grab: grab::GrabService::with_clock(store.clone(), ledger_of("grab"), config, clock.clone()),
+        send: send::SendService::with_clock(ledger_of("send"), store.clone(), config, clock.clone())
+            .with_keys(keys_of(config, "send")?),
+        grab: grab::GrabService::with_clock(store.clone(), ledger_of("grab"), config, clock.clone())
+            .with_keys(keys_of(config, "grab")?),
         query: query::QueryService::with_clock(store.clone(), ledger_of("query"), clock.clone()),
         settler: Settler::new(store.clone(), ledger_of("settle")).with_clock(clock.clone()),
         authorizer,
@@ -82,6 +86,19 @@ pub async fn functions_on(
         cors: cors::Cors::from_env(),
         throttle: Throttle::from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?,
     })
+}
+
+/// `function`'s keys on `config`: read through Secrets Manager (`AWS_ENDPOINT_URL_SECRETS_MANAGER`:
+/// moto's server in the tests) where it names their secrets, as the deployed function reads them,
+/// its calls recorded as `function`'s; else the environment's.
+fn keys_of(config: &Config, function: &'static str) -> Result<Arc<Keys>, red_packets::ApiError> {
+    if config.passphrase_key_secret.is_none() && config.membership_keys_secret.is_none() {
+        return Ok(Arc::new(Keys::fixed(config)));
+    }
+    let client =
+        SecretsManager::client_from_env().map_err(|error| red_packets::ApiError::Internal(error.to_string()))?;
+    let source = SecretsManager::with_client(calls::secretsmanager(client, function));
+    Ok(Arc::new(Keys::from_config(config, Some(Arc::new(source)))))
 }
 
 /// `local topup <user> <cents>` and `local reconcile`: the `funds` function's handler on

@@ -74,10 +74,13 @@ impl SamLocal {
         let table =
             red_packets::Config::from_env().map(|config| config.table_name).unwrap_or_else(|_| "RedPackets".into());
         base_environment.push(("TABLE_NAME".to_owned(), table));
-        for name in ["FUNDS", "PASSPHRASE_KEY"] {
-            if let Some(value) = variable(name) {
-                base_environment.push((name.to_owned(), value));
-            }
+        if let Some(value) = variable("FUNDS") {
+            base_environment.push(("FUNDS".to_owned(), value));
+        }
+        // The keys' secrets would be their logical ids, as SAM resolves a `!Ref`: empty, the
+        // binaries use the local keys (`PASSPHRASE_KEY`, `MEMBERSHIP_KEYS` unset), as `make run` does.
+        for name in ["PASSPHRASE_KEY_SECRET", "MEMBERSHIP_KEYS_SECRET"] {
+            base_environment.push((name.to_owned(), String::new()));
         }
         Some(SamLocal { sam: workspace.join(".local/venv/bin/sam"), template, base_environment })
     }

@@ -37,7 +37,7 @@ fn deployed(setting: &Setting) -> String {
         Deployed::Value("") => "empty".into(),
         Deployed::Value(value) => format!("`{value}`"),
         Deployed::Computed => "the stack's own".into(),
-        Deployed::Secret(secret) => format!("the generated secret `{secret}`"),
+        Deployed::Secret(secret) => format!("the ARN of the generated secret `{secret}`, read at run time"),
         Deployed::NotSet => "not set".into(),
         Deployed::ByLambda => "set by Lambda".into(),
         Deployed::Locally(None) => "local only".into(),

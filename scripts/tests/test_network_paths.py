@@ -185,6 +185,43 @@ class WhatLambdaNeeds(unittest.TestCase):
         fixed = template(S3Endpoint=gateway(), DynamoDbEndpoint=gateway("dynamodb"), LogsEndpoint=interface("logs"), EndpointSecurityGroup=endpoint_group(), Provider=provider, GrabManagedFunction=managed)
         self.assertEqual(problems(fixed, calls=[PUT, query]), [])
 
+    def test_a_secret_read_at_run_time_needs_the_secrets_manager_interface_endpoint(self):
+        read = {"function": "funds", "service": "secretsmanager", "operation": "GetSecretValue",
+                "resources": [{"secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:red-packets-it-passphrase-key-1-AbC123"}],
+                "test": "keys::read_on_first_need"}
+        [problem] = problems(template(S3Endpoint=gateway()), calls=[PUT, read])
+        self.assertIn("FundsFunction (funds): no path to secretsmanager, needed by GetSecretValue in keys::read_on_first_need", problem)
+        self.assertIn("no interface endpoint for secretsmanager", problem)
+        endpoint = dict(S3Endpoint=gateway(), SecretsManagerEndpoint=interface("secretsmanager"), EndpointSecurityGroup=endpoint_group())
+        self.assertEqual(problems(template(**endpoint), calls=[PUT, read]), [])
+        # The SDK calls secretsmanager.<region>.amazonaws.com: only private DNS sends it to the endpoint.
+        without_dns = dict(endpoint, SecretsManagerEndpoint=interface("secretsmanager", private_dns=False))
+        [problem] = problems(template(**without_dns), calls=[PUT, read])
+        self.assertIn("interface endpoint SecretsManagerEndpoint without private DNS", problem)
+        # An endpoint for another service is no path.
+        other = dict(endpoint, SecretsManagerEndpoint=interface("kms"))
+        [problem] = problems(template(**other), calls=[PUT, read])
+        self.assertIn("no path to secretsmanager", problem)
+
+    def test_the_managed_grabs_secret_reads_need_the_endpoint_in_the_capacity_providers_subnets(self):
+        provider = {"Type": "AWS::Lambda::CapacityProvider", "Properties": {"VpcConfig": {"SubnetIds": [{"Ref": "SubnetA"}], "SecurityGroupIds": [REF]}}}
+        managed = {
+            "Type": "AWS::Lambda::Function",
+            "Metadata": {"BuildProperties": {"Binary": "grab"}},
+            "Properties": {"CapacityProviderConfig": {"LambdaManagedInstancesCapacityProviderConfig": {"CapacityProviderArn": {"Fn::Sub": "arn:aws:lambda:us-east-1:1:capacity-provider:${Provider}"}}}},
+        }
+        read = {"function": "grab", "service": "secretsmanager", "operation": "GetSecretValue", "resources": [], "test": "who_may_grab::rotation"}
+        base = dict(S3Endpoint=gateway(), LogsEndpoint=interface("logs"), EndpointSecurityGroup=endpoint_group(), Provider=provider, GrabManagedFunction=managed)
+        [problem] = problems(template(**base), calls=[PUT, read])
+        self.assertIn("Provider (grab): no path to secretsmanager, needed by GetSecretValue in who_may_grab::rotation", problem)
+        self.assertEqual(problems(template(**base, SecretsManagerEndpoint=interface("secretsmanager")), calls=[PUT, read]), [])
+        # In another subnet than the provider's: no path.
+        elsewhere = interface("secretsmanager")
+        elsewhere["Properties"]["SubnetIds"] = [{"Ref": "SubnetB"}]
+        source = template(**base, SecretsManagerEndpoint=elsewhere, SubnetB={"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.2.0/24"}})
+        [problem] = problems(source, calls=[PUT, read])
+        self.assertIn("interface endpoint SecretsManagerEndpoint not in SubnetA", problem)
+
     def test_calls_of_a_binary_no_function_runs_are_named(self):
         self.assertEqual(unknown_functions(template(), [PUT, dict(PUT, function="ops")]), ["ops"])
 

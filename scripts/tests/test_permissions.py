@@ -111,6 +111,109 @@ class DerivedPermissions(unittest.TestCase):
 
 
 
+MOTO = "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+MEMBERSHIP_ID = MOTO + "red-packets-it-membership-keys-ab12cd34-XyZ123"
+PASSPHRASE_ID = MOTO + "red-packets-it-passphrase-key-ab12cd34-Qw9Er8"
+TEMPLATE_MEMBERSHIP = MOTO + "MembershipKeys-AbCdEf"
+TEMPLATE_PASSPHRASE = MOTO + "PassphraseKey-AbCdEf"
+
+
+def get_secret(binary, secret_id, test="keys::rotation"):
+    return {"function": binary, "service": "secretsmanager", "operation": "GetSecretValue", "resources": [{"secret": secret_id}], "test": test}
+
+
+def secrets_template(grab_secrets=("PassphraseKey", "MembershipKeys"), send_secrets=("PassphraseKey",)):
+    """The two secrets and three functions: send and grab granted GetSecretValue on the given
+    secrets (their Refs, as template.yaml has them), query on nothing but the table."""
+    def function(name, binary):
+        return {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}},
+                "Properties": {"Role": {"Fn::GetAtt": [f"{name}Role", "Arn"]}}}
+
+    def role(secrets):
+        statements = [{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": {"Fn::GetAtt": ["PacketsTable", "Arn"]}}]
+        if secrets:
+            # A logical id is granted by its Ref; anything else is an ARN written out.
+            resources = [{"Ref": name} if ":" not in name else name for name in secrets]
+            statements.append({"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": resources})
+        return {"Type": "AWS::IAM::Role", "Properties": {"Policies": [{"PolicyName": "p", "PolicyDocument": {"Statement": statements}}]}}
+
+    return {"Resources": {
+        "PacketsTable": {"Type": "AWS::DynamoDB::Table"},
+        "PassphraseKey": {"Type": "AWS::SecretsManager::Secret"},
+        "MembershipKeys": {"Type": "AWS::SecretsManager::Secret"},
+        "SendFunction": function("Send", "send"), "SendRole": role(send_secrets),
+        "GrabFunction": function("Grab", "grab"), "GrabRole": role(grab_secrets),
+        "QueryFunction": function("Query", "query"), "QueryRole": role(()),
+    }}
+
+
+def table_read(binary):
+    return {"function": binary, "service": "dynamodb", "operation": "GetItem", "resources": [{"table": "RedPackets-x"}], "test": "t::read"}
+
+
+SECRET_CALLS = [table_read("send"), table_read("grab"), table_read("query"),
+                get_secret("send", PASSPHRASE_ID, "send::passphrase"),
+                get_secret("grab", PASSPHRASE_ID, "grab::passphrase"),
+                get_secret("grab", MEMBERSHIP_ID, "who_may_grab::rotation")]
+
+
+class Secrets(unittest.TestCase):
+    def test_a_secret_ref_is_its_arn_with_the_random_suffix(self):
+        stack = Stack(secrets_template())
+        self.assertEqual(stack.resolve({"Ref": "MembershipKeys"}), TEMPLATE_MEMBERSHIP)
+        self.assertEqual(stack.logical_id(TEMPLATE_MEMBERSHIP), "MembershipKeys")
+        self.assertEqual(stack.arn("PassphraseKey"), TEMPLATE_PASSPHRASE)
+
+    def test_each_test_secret_stands_for_the_template_secret_its_name_holds(self):
+        self.assertEqual(permissions.secret_of(MEMBERSHIP_ID), "MembershipKeys")
+        self.assertEqual(permissions.secret_of(PASSPHRASE_ID), "PassphraseKey")
+        self.assertEqual(permissions.secret_of("red-packets-it-membership-keys-1"), "MembershipKeys")
+        self.assertEqual(permissions.secret_of(MOTO + "other-AbCdEf"), MOTO + "other-AbCdEf")
+        # Every test's secret is one call: a test's random name does not multiply them.
+        calls = recorded([get_secret("grab", MEMBERSHIP_ID), get_secret("grab", MOTO + "x-membership-keys-99-AbC123")])
+        self.assertEqual(len(calls), 1)
+
+    def test_the_grabs_reads_of_both_keys_and_the_sends_of_the_passphrase_key_pass(self):
+        self.assertEqual(permissions.check(Stack(secrets_template()), recorded(SECRET_CALLS), "t"), [])
+
+    def test_the_membership_keys_read_by_grab_without_the_grant_is_refused(self):
+        problems = permissions.check(Stack(secrets_template(grab_secrets=("PassphraseKey",))), recorded(SECRET_CALLS), "t")
+        self.assertEqual(problems, [f"[t] GrabFunction: secretsmanager:GetSecretValue on {TEMPLATE_MEMBERSHIP} is refused (ImplicitDeny): GetSecretValue made by who_may_grab::rotation"])
+
+    def test_the_passphrase_key_read_by_query_is_refused(self):
+        calls = SECRET_CALLS + [get_secret("query", PASSPHRASE_ID, "query::reads_a_key")]
+        problems = permissions.check(Stack(secrets_template()), recorded(calls), "t")
+        self.assertEqual(problems, [f"[t] QueryFunction: secretsmanager:GetSecretValue on {TEMPLATE_PASSPHRASE} is refused (ImplicitDeny): GetSecretValue made by query::reads_a_key"])
+
+    def test_the_membership_keys_granted_to_send_and_read_by_no_call_of_it_is_named(self):
+        problems = permissions.check(Stack(secrets_template(send_secrets=("PassphraseKey", "MembershipKeys"))), recorded(SECRET_CALLS), "t")
+        self.assertEqual(problems, [f"[t] SendFunction: secretsmanager:GetSecretValue on {TEMPLATE_MEMBERSHIP} is granted and no recorded call uses it"])
+
+    def test_grants_and_no_calls_yet_are_named_unused(self):
+        # Calls recorded before the code read its keys at run time: every secret grant is unused.
+        problems = permissions.check(Stack(secrets_template()), recorded(SECRET_CALLS[:3]), "t")
+        self.assertEqual(len(problems), 3, problems)
+        self.assertTrue(all("secretsmanager:GetSecretValue" in p and "no recorded call uses it" in p for p in problems), problems)
+
+    def test_a_grant_on_the_name_without_its_suffix_is_refused(self):
+        # What a policy written by hand as ...:secret:MembershipKeys would be: IAM evaluates
+        # GetSecretValue on the whole ARN, six random characters included.
+        by_name = secrets_template(grab_secrets=("PassphraseKey", MOTO + "MembershipKeys"))
+        problems = permissions.check(Stack(by_name), recorded(SECRET_CALLS), "t")
+        self.assertTrue(any(f"GrabFunction: secretsmanager:GetSecretValue on {TEMPLATE_MEMBERSHIP} is refused" in p for p in problems), problems)
+        with_wildcard = secrets_template(grab_secrets=("PassphraseKey", MOTO + "MembershipKeys-??????"))
+        self.assertEqual(permissions.check(Stack(with_wildcard), recorded(SECRET_CALLS), "t"), [])
+
+    def test_a_secret_the_template_does_not_hold_is_named(self):
+        calls = SECRET_CALLS + [get_secret("grab", MOTO + "someone-elses-AbC123", "grab::stray")]
+        problems = permissions.check(Stack(secrets_template()), recorded(calls), "t")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("GrabFunction: GetSecretValue made by grab::stray: a secret the template does not hold", problems[0])
+        unnamed = dict(get_secret("grab", MEMBERSHIP_ID, "grab::unnamed"), resources=[])
+        problems = permissions.check(Stack(secrets_template()), recorded(SECRET_CALLS + [unnamed]), "t")
+        self.assertEqual(problems, ["[t] GrabFunction: GetSecretValue made by grab::unnamed: a secret read recorded without its SecretId"])
+
+
 def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):
     """Two funds entry points with the given Permission resources and one invoke policy."""
     def function(binary):

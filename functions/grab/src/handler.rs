@@ -17,41 +17,46 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::clock::rfc3339;
 use red_packets::domain::grab::GrabAttempt;
-use red_packets::domain::membership::{MembershipKeys, TicketRefusal};
+use red_packets::domain::membership::TicketRefusal;
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_grab_request;
-use red_packets::domain::{Cents, ChatId, PacketId, PassphraseKey, UserId};
+use red_packets::domain::{Cents, ChatId, PacketId, UserId};
 use red_packets::error::GrabbedShare;
 use red_packets::holds::HoldCheck;
 use red_packets::http::{caller, money_response, optional_json_body, packet_id, respond};
+use red_packets::keys::Keys;
 use red_packets::packets;
 use red_packets::ports::{Holds, Ledger, LiveStore};
 use red_packets::Config;
 use red_packets::{ApiError, Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 
-/// What the grab handler needs: the live store, the ledger (read only), the passphrase key,
-/// the membership keys, the holds in force and a clock.
+/// What the grab handler needs: the live store, the ledger (read only), the passphrase and
+/// membership keys, the holds in force and a clock.
 pub struct GrabService<S, L> {
     store: S,
     ledger: L,
-    passphrase_key: PassphraseKey,
-    membership_keys: MembershipKeys,
+    keys: Arc<Keys>,
     holds: Option<HoldCheck>,
     clock: Arc<dyn Clock>,
 }
 
 impl<S: LiveStore, L: Ledger + Holds> GrabService<S, L> {
-    /// A service with `config`'s passphrase and membership keys and holds refresh, and the system clock.
+    /// A service with `config`'s holds refresh and the environment's keys, and the system clock.
     pub fn new(store: S, ledger: L, config: &Config) -> Self {
         Self::with_clock(store, ledger, config, Arc::new(SystemClock))
     }
 
     /// A service reading time from `clock`.
     pub fn with_clock(store: S, ledger: L, config: &Config, clock: Arc<dyn Clock>) -> Self {
-        let (passphrase_key, holds) = (config.passphrase_key.clone(), Some(HoldCheck::new(config.hold_refresh)));
-        let membership_keys = config.membership_keys.clone();
-        GrabService { store, ledger, passphrase_key, membership_keys, holds, clock }
+        let (keys, holds) = (Arc::new(Keys::fixed(config)), Some(HoldCheck::new(config.hold_refresh)));
+        GrabService { store, ledger, keys, holds, clock }
+    }
+
+    /// The same service with `keys` (read from their secrets at run time, in AWS).
+    pub fn with_keys(mut self, keys: Arc<Keys>) -> Self {
+        self.keys = keys;
+        self
     }
 
     /// The same service without the hold check: the grab path as it was before the risk
@@ -108,12 +113,12 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
         Some(body) => parse_grab_request(body)?,
         None => None,
     };
-    let membership = membership(service, request, &user, now_ms);
-    let attempt = GrabAttempt {
-        user: user.clone(),
-        passphrase: passphrase.map(|phrase| service.passphrase_key.digest(&phrase)),
-        member_of: membership.as_ref().ok().cloned(),
+    let passphrase = match passphrase {
+        Some(phrase) => Some(service.keys.passphrase_key().await?.digest(&phrase)),
+        None => None,
     };
+    let membership = membership(service, request, &user, now_ms).await?;
+    let attempt = GrabAttempt { user: user.clone(), passphrase, member_of: membership.as_ref().ok().cloned() };
     let outcome = packets::grab(&service.store, &service.ledger, &packet_id, &attempt, service.clock.as_ref()).await?;
     let not_a_member = match membership {
         Ok(_) => "the membership ticket is for another chat",
@@ -140,16 +145,17 @@ async fn grab<S: LiveStore, L: Ledger + Holds>(
 }
 
 /// The chat the request's `Membership-Ticket` admits the caller to at `now_ms`; `Err(None)`
-/// when it carries none, `Err(Some(why))` when the ticket admits nobody.
-fn membership<S, L>(
+/// when it carries none, `Err(Some(why))` when the ticket admits nobody. The keys are read only
+/// for a request that carries a ticket (503 when they cannot be).
+async fn membership<S, L>(
     service: &GrabService<S, L>,
     request: &Request,
     user: &UserId,
     now_ms: i64,
-) -> Result<ChatId, Option<TicketRefusal>> {
-    let ticket = request.headers().get("membership-ticket").ok_or(None)?;
-    let ticket = ticket.to_str().map_err(|_| Some(TicketRefusal::Malformed))?;
-    service.membership_keys.verify(ticket, user, now_ms).map_err(Some)
+) -> Result<Result<ChatId, Option<TicketRefusal>>, ApiError> {
+    let Some(ticket) = request.headers().get("membership-ticket") else { return Ok(Err(None)) };
+    let Ok(ticket) = ticket.to_str() else { return Ok(Err(Some(TicketRefusal::Malformed))) };
+    Ok(service.keys.membership_keys().await?.verify(ticket, user, now_ms).map_err(Some))
 }
 
 #[cfg(test)]

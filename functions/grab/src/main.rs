@@ -15,7 +15,8 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::on_first_use(Connection::from_env(), &config);
-    let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, &config));
+    let keys = red_packets::secrets::deployed_keys(&config);
+    let service = Arc::new(grab::GrabService::new(RedisStore::new(&config), ledger, &config).with_keys(keys));
     let handler = service_fn(move |request| {
         let service = service.clone();
         async move { grab::handle(&service, request).await }

@@ -15,9 +15,10 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_send_request;
-use red_packets::domain::{Limits, Packet, PacketId, PassphraseKey, Seed};
+use red_packets::domain::{Limits, Packet, PacketId, Seed};
 use red_packets::holds::HoldCheck;
 use red_packets::http::{action, caller, idempotency_key, json_body, money_response, respond};
+use red_packets::keys::Keys;
 use red_packets::packets::{current_view, reload_from_ledger};
 use red_packets::ports::{Holds, IdempotencyClaim, Ledger, LiveStore, Recorded, Withdrawals};
 use red_packets::routes::Action;
@@ -29,22 +30,27 @@ pub struct SendService<L, S> {
     pub(crate) ledger: L,
     pub(crate) store: S,
     limits: Limits,
-    passphrase_key: PassphraseKey,
+    keys: Arc<Keys>,
     pub(crate) holds: HoldCheck,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl<L: Ledger, S: LiveStore> SendService<L, S> {
-    /// A service with `config`'s limits and passphrase key, and the system clock.
+    /// A service with `config`'s limits and the environment's passphrase key, and the system clock.
     pub fn new(ledger: L, store: S, config: &Config) -> Self {
         Self::with_clock(ledger, store, config, Arc::new(SystemClock))
     }
 
     /// A service reading time from `clock`.
     pub fn with_clock(ledger: L, store: S, config: &Config, clock: Arc<dyn Clock>) -> Self {
-        let (limits, passphrase_key, holds) =
-            (config.limits, config.passphrase_key.clone(), HoldCheck::new(config.hold_refresh));
-        SendService { ledger, store, limits, passphrase_key, holds, clock }
+        let (limits, keys, holds) = (config.limits, Arc::new(Keys::fixed(config)), HoldCheck::new(config.hold_refresh));
+        SendService { ledger, store, limits, keys, holds, clock }
+    }
+
+    /// The same service with `keys` (read from their secrets at run time, in AWS).
+    pub fn with_keys(mut self, keys: Arc<Keys>) -> Self {
+        self.keys = keys;
+        self
     }
 }
 
@@ -81,7 +87,10 @@ async fn send<L: Ledger + Holds, S: LiveStore>(
     if service.holds.stops(&service.ledger, &sender, HeldAction::Send, now_ms).await.is_some() {
         return Err(ApiError::AccountHeld { action: "sending" });
     }
-    let spec = parse_send_request(json_body(request)?, &service.limits, &service.passphrase_key, now_ms)?;
+    // The key in force (read from its secret at most once a refresh period), for a phrase the
+    // body may hold in any spelling JSON allows.
+    let passphrase_key = service.keys.passphrase_key().await?;
+    let spec = parse_send_request(json_body(request)?, &service.limits, &passphrase_key, now_ms)?;
     let claim = IdempotencyClaim { key, request_hash: spec.fingerprint() };
 
     let fresh = Packet::new(PacketId::random(), sender.clone(), &spec, Seed::random(), now_ms)

@@ -10,6 +10,7 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let config = Config::from_env()?;
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
-    let service = send::SendService::new(ledger, RedisStore::new(&config), &config);
+    let keys = red_packets::secrets::deployed_keys(&config);
+    let service = send::SendService::new(ledger, RedisStore::new(&config), &config).with_keys(keys);
     run_http(telemetry::metrics("send")?, service_fn(|request| send::handle(&service, request))).await
 }

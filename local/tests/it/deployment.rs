@@ -126,9 +126,10 @@ fn every_function_names_its_actions_whole_on_the_stacks_own_resources() {
                     other => vec![format!("{other:?}")],
                 };
                 for resource in resources {
+                    let own = ["PacketsTable", "ReportsBucket", "PassphraseKey", "MembershipKeys"];
                     assert!(
-                        resource.contains("PacketsTable") || resource.contains("ReportsBucket"),
-                        "{function}: only the stack's table, its indexes and the reports' objects ({resource})"
+                        own.iter().any(|name| resource.contains(name)),
+                        "{function}: only the stack's table, its indexes, the reports' objects and its keys' secrets ({resource})"
                     );
                 }
             }
@@ -137,10 +138,13 @@ fn every_function_names_its_actions_whole_on_the_stacks_own_resources() {
 }
 
 /// Every variable the template sets is one the functions read, and every limit of DESIGN.md's
-/// configuration is settable; the passphrase key comes from a generated secret, never a default,
-/// and only the two functions that digest passphrases (send, grab) hold it.
+/// configuration is settable; the keys come from generated secrets, read at run time: only their
+/// ARNs are in an environment (no `{{resolve:…}}`, which CloudFormation would resolve into the
+/// function's configuration, readable by `lambda:GetFunctionConfiguration`), and only the
+/// functions that use a key name its secret (send and grab the passphrase key's, grab the
+/// membership keys').
 #[test]
-fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
+fn the_template_configures_every_limit_and_names_its_secrets_never_their_values() {
     let template = read("template.yaml");
     let variables = &template["Globals"]["Function"]["Environment"]["Variables"];
     let parameters = template["Parameters"].as_mapping().unwrap();
@@ -153,23 +157,29 @@ fn the_template_configures_every_limit_and_a_secret_passphrase_key() {
         assert!(value.contains("Ref") && value.contains(parameter), "{name} comes from {parameter}: {value}");
         assert!(parameters.contains_key(parameter), "{parameter} is a parameter");
     }
-    assert!(variables["PASSPHRASE_KEY"].is_null(), "the secret is not in every function's environment");
-    for function in ["SendFunction", "GrabFunction", "GrabManagedFunction"] {
-        let key = format!(
-            "{:?}",
-            template["Resources"][function]["Properties"]["Environment"]["Variables"]["PASSPHRASE_KEY"]
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../template.yaml")).unwrap();
+    assert!(!text.contains("{{resolve:"), "no dynamic reference resolves a secret into the template");
+    let readers = [
+        ("PASSPHRASE_KEY_SECRET", "PassphraseKey", &["SendFunction", "GrabFunction", "GrabManagedFunction"][..]),
+        ("MEMBERSHIP_KEYS_SECRET", "MembershipKeys", &["GrabFunction", "GrabManagedFunction"][..]),
+    ];
+    for (variable, secret, functions) in readers {
+        assert!(variables[variable].is_null(), "{variable} is not in every function's environment");
+        for (function, resource) in template["Resources"].as_mapping().unwrap() {
+            let function = function.as_str().unwrap();
+            let value = format!("{:?}", resource["Properties"]["Environment"]["Variables"][variable]);
+            if functions.contains(&function) {
+                assert!(value.contains("Ref") && value.contains(secret), "{function}: {variable} = {value}");
+            } else {
+                assert_eq!(value, "Null", "{function} uses no {secret}: no {variable}");
+            }
+        }
+        assert_eq!(
+            template["Resources"][secret]["Type"].as_str(),
+            Some("AWS::SecretsManager::Secret"),
+            "a key of the deployment's own, generated"
         );
-        assert!(key.contains("resolve:secretsmanager") && key.contains("PassphraseKey"), "{function}: {key}");
     }
-    for function in ["QueryFunction", "SettleFunction", "FundsFunction"] {
-        let environment = &template["Resources"][function]["Properties"]["Environment"]["Variables"];
-        assert!(environment["PASSPHRASE_KEY"].is_null(), "{function} digests no passphrase: no key");
-    }
-    assert_eq!(
-        template["Resources"]["PassphraseKey"]["Type"].as_str(),
-        Some("AWS::SecretsManager::Secret"),
-        "a key of the deployment's own, generated"
-    );
 }
 
 /// Finance's reports outlive the stack: the bucket is retained, encrypted, private, TLS-only,
@@ -681,7 +691,10 @@ fn every_setting_is_declared_once_and_the_template_docs_and_local_env_follow_it(
             Deployed::Secret(secret) => {
                 for place in &places {
                     let text = format!("{place:?}");
-                    assert!(text.contains("resolve:secretsmanager") && text.contains(secret), "{name}: {text}");
+                    assert!(
+                        text.contains("Ref") && text.contains(secret) && !text.contains("resolve:"),
+                        "{name}: {text}"
+                    );
                 }
             }
             Deployed::Locally(parameter) => {

@@ -173,10 +173,18 @@ fn quantile(answers: &[Answer], q: f64) -> Duration {
     took[((took.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Settles `ids` and checks each against the grabs acknowledged in `answers` (plus `first`'s):
-/// every acknowledged grab is recorded with its amount, nothing else, grabs + refund = total.
+/// Settles `ids` and checks each against the grabs acknowledged in `answers` (plus `first`'s, and
+/// those of the users answered 503, each acknowledged by their retry): every acknowledged grab
+/// is recorded with its amount, nothing else, grabs + refund = total.
 async fn assert_nothing_lost(stack: &Stack, ids: &[String], answers: &[Answer]) {
     let mut acknowledged: Vec<HashMap<String, u64>> = vec![HashMap::new(); ids.len()];
+    // A user answered 503 taps again, as the client does: a script call whose answer was lost
+    // may have run (the share is theirs, answered now as already grabbed), or not (a fresh grab).
+    for answer in answers.iter().filter(|answer| answer.status == 503) {
+        let (status, body) = stack.grab(&ids[answer.packet], &answer.user).await;
+        assert_eq!(status, 200, "{}'s retry after a 503: {body}", answer.user);
+        acknowledged[answer.packet].insert(answer.user.clone(), body["amount_cents"].as_u64().unwrap());
+    }
     stack.clock.advance(DAY_MS + 60_000);
     stack.settle_through(10).await;
     for (packet, id) in ids.iter().enumerate() {

@@ -26,6 +26,7 @@ mod patterns;
 mod recovery;
 mod restart;
 mod risk;
+mod secrets;
 mod send_and_grab;
 mod serverless_commands;
 mod settle_and_query;

@@ -56,6 +56,15 @@ pub struct Config {
     /// deployment in Secrets Manager, shared with the host app's chat server; local runs use a
     /// fixed development key).
     pub membership_keys: MembershipKeys,
+    /// The secret the passphrase key is read from at run time (`PASSPHRASE_KEY_SECRET`, the
+    /// template's `PassphraseKey`); `None`: `passphrase_key`.
+    pub passphrase_key_secret: Option<String>,
+    /// The secret the membership keys are read from at run time (`MEMBERSHIP_KEYS_SECRET`, the
+    /// template's `MembershipKeys`); `None`: `membership_keys`.
+    pub membership_keys_secret: Option<String>,
+    /// How long a key read from its secret is kept (`SECRETS_REFRESH_SECONDS`, default 60): the
+    /// bound within which a rotation is in force ([`crate::keys`]).
+    pub secrets_refresh: Duration,
     /// Replica acknowledgement of grabs; `None` when `GRAB_WAIT_REPLICAS` is 0.
     pub grab_wait: Option<ReplicaWait>,
     /// How many shard keys index open packets for settle.
@@ -138,6 +147,9 @@ impl Config {
             business_day,
             passphrase_key: PassphraseKey::new(&env.text(&settings::PASSPHRASE_KEY)),
             membership_keys: membership_keys(&env)?,
+            passphrase_key_secret: env.optional(&settings::PASSPHRASE_KEY_SECRET),
+            membership_keys_secret: env.optional(&settings::MEMBERSHIP_KEYS_SECRET),
+            secrets_refresh: Duration::from_secs(env.number(&settings::SECRETS_REFRESH_SECONDS)?),
             grab_wait: (replicas > 0).then(|| ReplicaWait { replicas, timeout: Duration::from_millis(wait_timeout) }),
             settle_shards: env.number(&settings::SETTLE_SHARDS)?,
             settle_drain: Duration::from_secs(env.number(&settings::SETTLE_DRAIN_SECONDS)?),
@@ -227,6 +239,11 @@ impl<F: Fn(&str) -> Option<String>> Env<'_, F> {
     /// A text setting's value, or its default (free text is never refused).
     fn text(&self, setting: &Setting) -> String {
         setting.read(self.0).ok().flatten().unwrap_or_default()
+    }
+
+    /// A text setting's value; `None` when it is unset and has no default.
+    fn optional(&self, setting: &Setting) -> Option<String> {
+        setting.read(self.0).ok().flatten()
     }
 
     fn number<T: TryFrom<u64>>(&self, setting: &Setting) -> Result<T, ConfigError> {

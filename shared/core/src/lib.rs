@@ -4,7 +4,8 @@
 //!   `StoreError`;
 //! - [`packets`], [`settle`], [`funds`], [`holds`]: the use cases (the current view and reloading
 //!   a packet, settle's runs, the funds function's commands, the hold check);
-//! - [`config`] and [`settings`]: the environment, each setting declared once;
+//! - [`config`] and [`settings`]: the environment, each setting declared once; [`keys`]: the
+//!   deployment's keys, read from their secrets at run time;
 //! - [`markers`]: the log markers the template's alarms count.
 //!
 //! Beside the domain (`red-packets-domain`, re-exported as [`domain`] and [`clock`]), below the
@@ -15,6 +16,7 @@
 pub mod config;
 pub mod funds;
 pub mod holds;
+pub mod keys;
 pub mod markers;
 pub mod packets;
 pub mod ports;

@@ -80,7 +80,8 @@ pub enum Deployed {
     Value(&'static str),
     /// An expression of the stack's own resources (an endpoint, a table's name).
     Computed,
-    /// Resolved from the generated secret of this logical id.
+    /// The ARN of the generated secret of this logical id (`!Ref`), whose value the code reads
+    /// at run time.
     Secret(&'static str),
     /// Not set: the default applies.
     NotSet,
@@ -270,16 +271,23 @@ settings! {
         "the log filter; logs are JSON lines in Lambda";
     METRICS_NAMESPACE: Text(LOCAL_METRICS_NAMESPACE), ANY, Computed, &[],
         "the namespace of the metrics the functions write in the embedded metric format (`RedPackets/<Stage>`)";
-    PASSPHRASE_KEY: Text(LOCAL_PASSPHRASE_KEY), ANY,
+    PASSPHRASE_KEY: Text(LOCAL_PASSPHRASE_KEY), ANY, NotSet, &[],
+        "the HMAC-SHA256 key passphrases are kept under, where `PASSPHRASE_KEY_SECRET` is unset (local runs); \
+         changing it locks the phrases of packets already sent";
+    PASSPHRASE_KEY_SECRET: Unset, ANY,
         Secret("PassphraseKey"), &["SendFunction", "GrabFunction", "GrabManagedFunction"],
-        "the HMAC-SHA256 key passphrases are kept under, only where a passphrase is digested; changing it locks \
-         the phrases of packets already sent";
+        "the secret (ARN) the passphrase key is read from at run time, only where a passphrase is digested; \
+         unset, `PASSPHRASE_KEY`";
     MEMBERSHIP_KEYS: Text(LOCAL_MEMBERSHIP_KEY),
-        Described("1 or 2 comma-separated keys of 16 bytes or more"),
-        Secret("MembershipKeys"), GRAB,
-        "the keys membership tickets are signed with (HMAC-SHA256), the signing one first; two during a rotation";
-    MEMBERSHIP_KEYS_REVISION: Unset, ANY, ParameterDefaulting("MembershipKeysRevision", "1"), GRAB,
-        "read by no code: a new value makes every grab instance start again and read the rotated keys";
+        Described("1 or 2 comma-separated keys of 16 bytes or more"), NotSet, &[],
+        "the keys membership tickets are signed with (HMAC-SHA256), the signing one first, two during a \
+         rotation, where `MEMBERSHIP_KEYS_SECRET` is unset (local runs)";
+    MEMBERSHIP_KEYS_SECRET: Unset, ANY, Secret("MembershipKeys"), GRAB,
+        "the secret (ARN) the membership keys are read from at run time (its text as `MEMBERSHIP_KEYS`'s); \
+         unset, `MEMBERSHIP_KEYS`";
+    SECRETS_REFRESH_SECONDS: Number(60), Within(1, 3_600), NotSet, &[],
+        "how long a key read from its secret is kept: a key put in a secret or taken out of it is in force \
+         within this bound, with no deploy (docs/DEPLOY.md, \"Rotating the membership keys\")";
     SETTLE_DRAIN_SECONDS: Number(0), AtLeast(0), Value("50"), &["SettleFunction"],
         "how long one settle invocation keeps draining, a pass a second, 0 for one pass; the template's is just \
          under the schedule's minute";
