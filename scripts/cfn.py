@@ -72,6 +72,22 @@ def parameter_sets():
     raise SystemExit("scripts/transform.py defines no PARAMETER_SETS")
 
 
+def conditions_named(node):
+    """The conditions `node` names (a resource's Condition, Fn::If, Condition in a condition)."""
+    found = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= conditions_named(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "Fn::If":
+                found.add(value[0])
+            if key == "Condition" and isinstance(value, str):
+                found.add(value)
+            found |= conditions_named(value)
+    return found
+
+
 def references(node):
     """The names `node` refers to (Ref, Fn::GetAtt, ${...} in Fn::Sub), unresolved: logical ids,
     and parameters' and pseudo parameters' names."""

@@ -49,21 +49,6 @@ def _distribution_as_parameter(node):
     return node
 
 
-def _conditions_named(node):
-    found = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Fn::If":
-                found.add(value[0])
-            elif key == "Condition" and isinstance(value, str):
-                found.add(value)
-            found |= _conditions_named(value)
-    elif isinstance(node, list):
-        for item in node:
-            found |= _conditions_named(item)
-    return found
-
-
 def alarm_template(source):
     """The us-east-1 stack's template, from template.yaml (`source`, parsed): its Console5xxAlarm
     without its condition, on the distribution a parameter names, and its AlarmTopic, with the
@@ -75,11 +60,11 @@ def alarm_template(source):
         "Type": "String",
         "Description": "The console's CloudFront distribution: the ConsoleDistributionId output of the stack.",
     }}
-    conditions, pending = {}, set(_conditions_named(resources))
+    conditions, pending = {}, set(cfn.conditions_named(resources))
     while pending:
         name = pending.pop()
         conditions[name] = source["Conditions"][name]
-        pending |= _conditions_named(conditions[name]) - set(conditions)
+        pending |= cfn.conditions_named(conditions[name]) - set(conditions)
     for name in sorted(cfn.references([resources, conditions]) - set(resources) - set(parameters)):
         if name.startswith("AWS::"):
             continue

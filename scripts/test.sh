@@ -130,12 +130,13 @@ fuzz=$!
 # which took `make test` from a fresh clone to 27.5 minutes.) The suites whose subject the
 # topology cannot change sit the cluster pass out: the wallet's and money out's books, the
 # reports, the event stream, the risk rules, the split's verifier, hostile HTTP, the deployment
-# files and CORS, `make run`'s restart and the keys read from their secrets. Their Redis calls
+# files and CORS, `make run`'s restart, the keys read from their secrets and settle under a slow
+# ledger (its subject is DynamoDB's answers). Their Redis calls
 # are the packet suites' calls (the same scripts, on the same keys), which all run on the cluster.
 stage "the integration tests on a three-master Valkey cluster"
 valkey_cluster=$(REDIS_SERVER="$valkey" scripts/stack.sh cluster "$valkey_name")
 topology_free=(wallet money_out funds_reports events_stream patterns fairness hostile deployment cors restart operators_api
-  secrets)
+  secrets slow_ledger)
 (eval "$valkey_cluster" && AWS_CALL_LOG="$calls" REDIS_SERVER="$valkey" TEST_PASS=valkey-cluster \
   .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local "${topology_free[@]/#/--skip-test=}") 2>&1 |
   tee -a "$log"

@@ -381,31 +381,15 @@ def shift_minutes(configuration):
     return 0
 
 
-def conditions_named(node):
-    """The conditions `node` names (a resource's Condition, Fn::If, Condition in a condition)."""
-    found = set()
-    if isinstance(node, list):
-        for item in node:
-            found |= conditions_named(item)
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Fn::If":
-                found.add(value[0])
-            if key == "Condition" and isinstance(value, str):
-                found.add(value)
-            found |= conditions_named(value)
-    return found
-
-
 def dependents(template):
     """{parameter: the logical ids of the resources whose definition depends on it}: a reference
     to it, a condition that depends on it, or a reference to a resource that does."""
     users = defaultdict(set)
     for name, condition in template.get("Conditions", {}).items():
-        for used in cfn.references(condition) | conditions_named(condition):
+        for used in cfn.references(condition) | cfn.conditions_named(condition):
             users[used].add(name)
     for name, resource in template["Resources"].items():
-        for used in cfn.references(resource) | conditions_named(resource):
+        for used in cfn.references(resource) | cfn.conditions_named(resource):
             users[used].add(name)
     found = {}
     for parameter in template.get("Parameters", {}):

@@ -31,5 +31,6 @@ mod send_and_grab;
 mod serverless_commands;
 mod settle_and_query;
 mod settle_scales;
+mod slow_ledger;
 mod wallet;
 mod who_may_grab;
