@@ -7,14 +7,15 @@ import { defineConfig, type ProxyOptions } from 'vite';
 const here = dirname(fileURLToPath(import.meta.url));
 
 // The one Content-Security-Policy of the app (csp.txt, also sent by the local API with every file
-// of /app/), with the API's origin added to connect-src when public/config.json names another one.
+// of /app/), with the API's origin and the shared views' added to connect-src when
+// public/config.json names other ones.
 function policy(): string {
   const csp = readFileSync(join(here, 'csp.txt'), 'utf8').trim();
   try {
-    const { apiUrl } = JSON.parse(readFileSync(join(here, 'public/config.json'), 'utf8')) as { apiUrl?: string };
-    if (apiUrl && /^https?:\/\//.test(apiUrl)) {
-      return csp.replace("connect-src 'self'", `connect-src 'self' ${new URL(apiUrl).origin}`);
-    }
+    const config = JSON.parse(readFileSync(join(here, 'public/config.json'), 'utf8')) as { apiUrl?: string; sharedUrl?: string };
+    const absolute = [config.apiUrl, config.sharedUrl].filter((url): url is string => !!url && /^https?:\/\//.test(url));
+    const origins = [...new Set(absolute.map((url) => new URL(url).origin))];
+    if (origins.length) return csp.replace("connect-src 'self'", `connect-src 'self' ${origins.join(' ')}`);
   } catch {
     // no config.json or not JSON: the policy as written
   }

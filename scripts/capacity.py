@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """docs/CAPACITY.md's tables, computed from the figures `make bench` measured and from template.yaml.
 
-    python3 scripts/capacity.py                  print the tables
-    python3 scripts/capacity.py --write FILE     put them between FILE's capacity markers
-    python3 scripts/capacity.py --check FILE     fail when FILE's tables are not these
+    python3 scripts/capacity.py                          print the tables
+    python3 scripts/capacity.py --write FILE [FILE...]   put them between each FILE's markers
+    python3 scripts/capacity.py --check FILE [FILE...]   fail when a FILE's tables are not these
+
+The markers: docs/CAPACITY.md's capacity (the grab side) and capacity-reads (the read side of a
+campaign), docs/DEPLOY.md's capacity-polls (the cost per million polls); each FILE gets the blocks
+whose markers it holds, so both documents are written by
+`python3 scripts/capacity.py --write docs/CAPACITY.md docs/DEPLOY.md`.
 
 The per-send and per-grab loads come from bench/results/campaign.json (`make bench-campaign`,
 also written by `make bench`), bench/results/latest.json and, for the risk function on the bus,
@@ -17,10 +22,20 @@ price (Lambda Managed Instances, a node-based cache, a provisioned table) is ref
 mispriced. The limits are AWS's documented defaults, each with its source (LIMITS). Where a
 figure is an estimate rather than a measurement, ASSUMPTIONS names it. A new bench run or a
 template change moves the tables: re-run --write.
+
+The read side (`read_section`, `polls_table`) prices a campaign packet's viewers polling it, from
+bench/results/reads.json (`make bench-reads`: each answer's Redis commands, DynamoDB read units,
+bytes and latency, a page and a 304, open and settled, of a small and a campaign-sized packet; and
+a flood of viewers through a stand-in edge cache), the poll schedule docs/CLIENTS.md recommends,
+and template.yaml's read routes, their function and the CloudFront behaviour in front of the shared
+view (`load_read_deployment`). Without reads.json its markers hold a one-line note, and the grab
+side is as before.
 """
 
+import fnmatch
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -75,7 +90,23 @@ ASSUMPTIONS = {
     # every packet taken as one the rules read (at most RiskMaxShares shares), an upper bound; a
     # campaign's grabs cost only the invocation. Its time is measured against DynamoDB Local,
     # whose latency stands for AWS's. (Lambda memory is the template's: `load_deployment`.)
+    #
+    # The read side. CloudFront's edge locations, each taken to revalidate an open packet's page on
+    # its own (at most once per max-age) and to fetch a settled one once: AWS documents "600+ Points
+    # of Presence and 13 regional edge caches" (EDGE_SOURCE). An upper bound: a miss goes through
+    # a regional edge cache, and viewers of one campaign gather at the few locations near them.
+    "edge_locations": 600,
+    # A history or wallet poll that finds nothing changed: one GetItem of the user's balance item,
+    # under 4 KB: 1 read unit strongly consistent (half that eventually consistent). reads.json does
+    # not measure these polls; their invocation is taken at `grab_seconds` (one round trip).
+    "private_read_units": 1,
+    # The history's and the wallet's poll each take the schedule docs/CLIENTS.md recommends, once
+    # a grab (then stop: about a minute); the shared view is polled at that schedule's last
+    # interval for as long as it is watched.
 }
+
+# AWS's count of CloudFront's locations, for ASSUMPTIONS["edge_locations"].
+EDGE_SOURCE = "https://aws.amazon.com/documentation-overview/cloudfront"
 
 # us-east-1 list prices, as docs/DEPLOY.md's cost table uses them, keyed by what the template
 # chooses where the price depends on it (the API's type, the functions' architecture, the table's
@@ -87,6 +118,26 @@ PRICES = {
     "dynamodb_per_million_wru": {"PAY_PER_REQUEST": 0.625},
     "ecpu_per_million": {"valkey": 0.0023, "redis": 0.0034},
     "events_per_million": 1.00,
+    # The read side: DynamoDB on-demand read request units; CloudFront's HTTPS requests and data
+    # transfer out to the internet (the United States, Mexico and Canada column, its first 10 TB a
+    # month: Asia's run higher, $0.120 a GB in Hong Kong and Singapore, and later tiers lower) and
+    # Origin Shield's requests (United States); API Gateway's own data transfer out, without the
+    # edge, at EC2's rate from us-east-1 (first 10 TB). Sources: PRICE_SOURCES.
+    "dynamodb_per_million_rru": {"PAY_PER_REQUEST": 0.125},
+    "cloudfront_https_per_10k": 0.0100,
+    "cloudfront_per_gb": 0.085,
+    "origin_shield_per_10k": 0.0075,
+    "internet_per_gb": 0.09,
+}
+
+# Where AWS lists the prices above.
+PRICE_SOURCES = {
+    "api": "https://aws.amazon.com/api-gateway/pricing/",
+    "lambda": "https://aws.amazon.com/lambda/pricing/",
+    "elasticache": "https://aws.amazon.com/elasticache/pricing/",
+    "dynamodb": "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    "cloudfront": "https://aws.amazon.com/cloudfront/pricing/",
+    "internet": "https://aws.amazon.com/ec2/pricing/on-demand/",
 }
 
 # AWS's limits on the path: default, whether it can be raised, and where AWS says so. A name's
@@ -542,26 +593,676 @@ def tables(figures, deployment):
     return "\n".join(lines) + "\n"
 
 
-def replaced(text, block):
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + block + text[end:]
+# --- The read side of a campaign: a packet's viewers polling it (bench/results/reads.json).
+
+READS_BEGIN, READS_END = "<!-- capacity-reads:begin -->", "<!-- capacity-reads:end -->"
+POLLS_BEGIN, POLLS_END = "<!-- capacity-polls:begin -->", "<!-- capacity-polls:end -->"
+NOT_MEASURED = ("Not measured yet: make bench-reads (bench/results/reads.json), then "
+                "`python3 scripts/capacity.py --write docs/CAPACITY.md docs/DEPLOY.md`.\n")
+
+# The read routes, found in the template by what they are. Before the shared view's route exists,
+# the packet view's function stands for it.
+SHARED_ROUTE = ("GET", "/packets/{packet_id}/shared")
+PACKET_ROUTE = ("GET", "/packets/{packet_id}")
+PRIVATE_ROUTES = (("GET", "/me/packets"), ("GET", "/me/wallet"))
+SHARED_PATH_SAMPLE = "/packets/0123456789abcdef0123456789abcdef/shared"  # against CloudFront's PathPatterns
+
+READ_STATES = ("open", "settled")
+READ_ANSWERS = ("page", "not_modified")
+READ_PATHS = {"none": "no edge cache", "edge": "CloudFront", "shield": "CloudFront + Origin Shield"}
+
+SECONDS_PER_HOUR = 3600
+MS_PER_SECOND = 1000
+BITS_PER_BYTE = 8
+BYTES_PER_KB = 2 ** 10  # ElastiCache's ECPU a KB, and AWS's GB of data transfer (2^30 bytes)
+BYTES_PER_GB = BYTES_PER_KB ** 3
+BITS_PER_GBIT = 1e9  # CloudFront's Gbps
+REQUESTS_PER_PRICED_BATCH = 10_000  # CloudFront prices requests per 10,000
+
+# The clients' polls, as docs/CLIENTS.md recommends them: the shared view's interval (the section
+# on the shared view: "the app polls every 2.5 s"; else the SDK's watch, sdk/src/watch.ts's
+# `intervalMs ?? 2_500`), and the history's backoff (its example loop, `for delay in [1, 2, ...]:`).
+CLIENTS_SCHEDULE = re.compile(r"for delay in \[([0-9, ]+)\]")
+CLIENTS_SHARED_INTERVAL = re.compile(r"polls every ([0-9]+(?:\.[0-9]+)?) s\b")
+SDK_WATCH_INTERVAL = re.compile(r"intervalMs \?\? ([0-9_]+)")
+
+# The read side's limits beyond LIMITS (which gives the API's, Lambda's and the cache's).
+READ_LIMITS = {
+    "dynamodb_partition_reads": ("DynamoDB read units/s per partition (one packet's grabs)", 3_000, "no",
+                                 "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html"),
+    "dynamodb_table_reads": ("DynamoDB on-demand read units/s per table", 40_000, "yes (L-CF0CBE56)",
+                             "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html"),
+    "cloudfront_requests": ("CloudFront requests/s per distribution", 250_000, "yes",
+                            "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html"),
+    "cloudfront_gbps": ("CloudFront data transfer per distribution, Gbps", 150, "yes",
+                        "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html"),
+}
+READ_LIMITS_FROM_LIMITS = ("api", "lambda", "ecpu_slot", "ecpu_cache")
+# Short names, for a table cell.
+READ_LIMIT_SHORT = {
+    "route_shared": "the shared view's route throttle", "route_private": "the history's and wallet's route throttles",
+    "api": "API Gateway's account rate", "lambda": "Lambda concurrency", "ecpu_slot": "the packet's hash slot",
+    "ecpu_cache": "the cache's ECPUs", "dynamodb_partition_reads": "the packet's partition reads",
+    "dynamodb_table_reads": "the table's reads", "cloudfront_requests": "CloudFront's requests/s",
+    "cloudfront_gbps": "CloudFront's Gbps",
+}
+
+# What to do about a read limit a level passes: {rate} is the parameter(s) the routes' throttles
+# read, {to} the load with a quarter's headroom (as the grab side's).
+READ_ADVICE = {
+    "route_shared": "give the route {to}/s ({rate}, every route's default, or a RouteSettings entry of its own), "
+                    "or Origin Shield",
+    "route_private": "give each route {to}/s ({rate}, or RouteSettings entries of their own), or poll less often",
+    "api": "request L-8A5B8E43 to {to}",
+    "lambda": "request L-B99A9384 to {to}",
+    "ecpu_slot": "Origin Shield (one revalidation per max-age, not one per location), or `CacheMode=nodes`",
+    "ecpu_cache": "Origin Shield, or split the traffic over caches",
+    "dynamodb_partition_reads": "the edge (a settled page fetched once per location), Origin Shield (once)",
+    "dynamodb_table_reads": "request L-CF0CBE56 to {to}, or Origin Shield",
+    "cloudfront_requests": "request CloudFront's requests/s per distribution to {to}",
+    "cloudfront_gbps": "request CloudFront's data transfer rate per distribution to {to} Gbps",
+}
+
+
+class ReadsError(ValueError):
+    """bench/results/reads.json or docs/CLIENTS.md is not in the shape the read side needs."""
+
+
+def load_reads(root=ROOT):
+    """bench/results/reads.json, checked; None when `make bench-reads` has not written it."""
+    path = root / "bench" / "results" / "reads.json"
+    if not path.exists():
+        return None
+    reads = json.loads(path.read_text())
+    rows = {}
+    for row in reads.get("packets", []):
+        key = (row["shares"], row["state"], row["answer"])
+        if row["state"] not in READ_STATES or row["answer"] not in READ_ANSWERS:
+            raise ReadsError(f"{path}: a row of state {row['state']!r}, answer {row['answer']!r}")
+        if key in rows:
+            raise ReadsError(f"{path}: two rows for {key}")
+        rows[key] = row
+    sizes = sorted({shares for shares, _, _ in rows})
+    if len(sizes) < 2:
+        raise ReadsError(f"{path}: the read side compares two packet sizes, found {sizes}")
+    for shares in sizes:
+        for state in READ_STATES:
+            for answer in READ_ANSWERS:
+                if (shares, state, answer) not in rows:
+                    raise ReadsError(f"{path}: no row for {shares} shares, {state}, {answer}")
+    flood = reads.get("flood")
+    if not flood or flood.get("state") != "open" or not flood.get("max_age_seconds"):
+        raise ReadsError(f"{path}: no flood of an open packet (its max_age_seconds)")
+    return {"commit": reads.get("commit"), "rows": rows, "sizes": sizes, "flood": flood}
+
+
+def load_polling(root=ROOT):
+    """How clients poll, from docs/CLIENTS.md (and the SDK): the shared view's interval and where
+    it was read, the SDK's watch interval (None without one), and the history's and wallet's
+    schedule (the waits of CLIENTS.md's example loop, in seconds)."""
+    text = (root / "docs" / "CLIENTS.md").read_text()
+    match = CLIENTS_SCHEDULE.search(text)
+    if not match:
+        raise ReadsError("docs/CLIENTS.md shows no `for delay in [...]` poll schedule for the history")
+    schedule = [int(delay) for delay in match.group(1).split(",")]
+    watch = root / "sdk" / "src" / "watch.ts"
+    sdk = SDK_WATCH_INTERVAL.search(watch.read_text()) if watch.exists() else None
+    sdk_seconds = int(sdk.group(1).replace("_", "")) / MS_PER_SECOND if sdk else None
+    # The interval the section on the shared view states ("## ... the shared view polled").
+    sections = [part for part in text.split("\n## ") if "shared view" in part.split("\n", 1)[0]]
+    stated = CLIENTS_SHARED_INTERVAL.search(sections[0]) if sections else None
+    if stated:
+        shared, source = float(stated.group(1)), f"docs/CLIENTS.md (\"{stated.group(0)}\")"
+    elif sdk_seconds:
+        shared, source = sdk_seconds, "the SDK's `watchSharedPacket` default (sdk/src/watch.ts)"
+    else:
+        raise ReadsError("neither docs/CLIENTS.md (\"polls every N s\") nor sdk/src/watch.ts says how often "
+                         "the shared view is polled")
+    return {"shared": shared, "shared_from": source, "sdk": sdk_seconds, "schedule": schedule}
+
+
+def _shared_view_edge(stack, api):
+    """The CloudFront behaviour in front of the shared view, with its origin on `api`: its
+    distribution, PathPattern, compression and whether its origin has Origin Shield; None if none."""
+    for name in stack.created("AWS::CloudFront::Distribution"):
+        config = stack.properties(name).get("DistributionConfig", {})
+        origins = {origin.get("Id"): origin for origin in config.get("Origins", [])}
+        for behavior in config.get("CacheBehaviors", []):
+            if not fnmatch.fnmatchcase(SHARED_PATH_SAMPLE, str(behavior.get("PathPattern", ""))):
+                continue
+            origin = origins.get(behavior.get("TargetOriginId"), {})
+            if not str(origin.get("DomainName", "")).startswith(f"{stack.physical_name(api)}.execute-api."):
+                continue
+            return {
+                "distribution": name,
+                "path_pattern": behavior["PathPattern"],
+                "compress": bool(behavior.get("Compress", False)),
+                "origin_shield": bool(origin.get("OriginShield", {}).get("Enabled", False)),
+            }
+    return None
+
+
+def load_read_deployment(template_path=None, overrides=None, template=None):
+    """What the read side prices, read from template.yaml at its parameters' defaults (and
+    `overrides`): the shared view's route (or, before it exists, the packet view's), the history's
+    and wallet's, their functions (memory, architecture) and throttles, the API's type, and the
+    CloudFront behaviour in front of the shared view."""
+    if template is None:
+        template = load_template(template_path or ROOT / "template.yaml")
+    stack = Stack(template, overrides)
+    routes = _http_routes(stack)
+    shared = SHARED_ROUTE if SHARED_ROUTE in routes else PACKET_ROUTE
+    for route in (shared, *PRIVATE_ROUTES):
+        if route not in routes:
+            raise TemplateError(f"no function created at the defaults serves {' '.join(route)}")
+    function, api = routes[shared]
+    api_type = stack.resources[api]["Type"]
+    if api_type not in PRICES["api_per_million"]:
+        raise TemplateError(f"{api} is an {api_type}: no request price for it")
+    private, used = {}, []
+    for route in PRIVATE_ROUTES:
+        logical_id, route_api = routes[route]
+        if stack.resources[route_api]["Type"] != api_type:
+            raise TemplateError(f"{' '.join(route)} is on {route_api}, another kind of API than {api}")
+        private[route] = {"function": _priced_function(stack, logical_id, []),
+                          "rate": _throttle(stack, route_api, route, used)}
+    shared_rate = _throttle(stack, api, shared, used)
+    return {
+        "shared_route": shared,
+        "shared_route_declared": shared == SHARED_ROUTE,
+        "function": _priced_function(stack, function, []),
+        "api": api,
+        "api_type": api_type,
+        "shared_rate": shared_rate,
+        "rate_parameters": sorted(_parameters_read(stack, used)),
+        "private": private,
+        "edge": _shared_view_edge(stack, api),
+    }
+
+
+def _answer_costs(row, state, answer):
+    """One answer's ECPUs, read units, bytes and the seconds its invocation is billed: every Redis
+    command an ECPU, and an open page's LRANGE one more for each KB past the first it carries
+    (taken as the answer's bytes); the measured p50, at least one round trip's `grab_seconds`."""
+    extra = max(0, row["bytes"] / BYTES_PER_KB - 1) if (state, answer) == ("open", "page") else 0
+    return {
+        "ecpu": row["redis_commands"] + extra,
+        "rru": row["dynamodb_read_units"],
+        "bytes": row["bytes"],
+        "seconds": max(row["p50_ms"] / MS_PER_SECOND, ASSUMPTIONS["grab_seconds"]),
+    }
+
+
+def read_campaign(reads, polling, deployment, read_deployment):
+    """The read side's inputs in one place: the campaign packet (the largest measured), each
+    answer's costs, how clients poll, the levels' packets, how long a packet takes to grab at 1x,
+    and an edge location's revalidations of an open packet a second."""
+    shares = reads["sizes"][-1]
+    flood = reads["flood"]
+    costs = {state: {answer: _answer_costs(reads["rows"][(shares, state, answer)], state, answer)
+                     for answer in READ_ANSWERS} for state in READ_STATES}
+    return {
+        "reads": reads,
+        "shares": shares,
+        "costs": costs,
+        "interval": polling["shared"],
+        "polling": polling,
+        "schedule": polling["schedule"],
+        "window": shares / deployment["grab_rate"],
+        "per_edge": max(flood["reached_per_second"], 1 / flood["max_age_seconds"]),
+        "edges": ASSUMPTIONS["edge_locations"],
+        "levels": [(name, grabs / deployment["grab_rate"]) for name, _, grabs in levels(deployment)],
+        "deployment": deployment,
+        "rd": read_deployment,
+    }
+
+
+def _query_duration(function, invocations, seconds):
+    return invocations * seconds * function["gb"] * function["gb_second_price"]
+
+
+def read_hour(c, state, path, packets):
+    """What `packets` campaign packets' viewers (every grabber) cost on `path` ("none", "edge",
+    "shield"). Open: an hour of polls at the shared view's interval; a viewer's polls read a page
+    while its packet is being grabbed (its first, and half the grabbing's polls on average: the
+    grabbers arrive over it) and 304s after. Settled: each viewer's last poll, which reads the
+    settled page; CLIENTS.md has clients stop there. At the edge, every location (with Origin
+    Shield, the shield alone) revalidates an open packet at most `per_edge` times a second, a
+    page while it is being grabbed, and fetches a settled (immutable) page once."""
+    page, unchanged = c["costs"][state]["page"], c["costs"][state]["not_modified"]
+    viewers = packets * c["shares"]
+    shield_requests = 0.0
+    caches = c["edges"] if path == "edge" else 1
+    if state == "open":
+        polls = viewers * SECONDS_PER_HOUR / c["interval"]
+        pages = min(polls, viewers * (1 + c["window"] / c["interval"] / 2))
+        if path == "none":
+            origin, origin_pages = polls, pages
+        else:
+            origin = min(polls, packets * caches * c["per_edge"] * SECONDS_PER_HOUR)
+            origin_pages = min(origin, packets * caches * (1 + c["per_edge"] * c["window"]))
+            if path == "shield":
+                shield_requests = min(polls, packets * c["edges"] * c["per_edge"] * SECONDS_PER_HOUR)
+    else:
+        polls = pages = viewers
+        origin = origin_pages = viewers if path == "none" else min(viewers, packets * caches)
+        if path == "shield":
+            shield_requests = min(viewers, packets * c["edges"])
+    origin_unchanged = origin - origin_pages
+    bytes_out = pages * page["bytes"] + (polls - pages) * unchanged["bytes"]
+    rd, d, p = c["rd"], c["deployment"], PRICES
+    ecpu = origin_pages * page["ecpu"] + origin_unchanged * unchanged["ecpu"]
+    rru = origin_pages * page["rru"] + origin_unchanged * unchanged["rru"]
+    data_gb = bytes_out / BYTES_PER_GB
+    cost = {
+        "CloudFront requests": 0.0 if path == "none" else polls * p["cloudfront_https_per_10k"] / REQUESTS_PER_PRICED_BATCH,
+        "data transfer out": data_gb * (p["internet_per_gb"] if path == "none" else p["cloudfront_per_gb"]),
+        "Origin Shield requests": shield_requests * p["origin_shield_per_10k"] / REQUESTS_PER_PRICED_BATCH,
+        "API Gateway": origin * p["api_per_million"][rd["api_type"]] / 1e6,
+        "Lambda requests": origin * p["lambda_per_million"] / 1e6,
+        "Lambda duration": (_query_duration(rd["function"], origin_pages, page["seconds"])
+                            + _query_duration(rd["function"], origin_unchanged, unchanged["seconds"])),
+        "ElastiCache ECPUs": ecpu * p["ecpu_per_million"][d["cache_engine"]] / 1e6,
+        "DynamoDB reads": rru * p["dynamodb_per_million_rru"][d["billing_mode"]] / 1e6,
+    }
+    return {"polls": polls, "pages": pages, "cloudfront_requests": 0.0 if path == "none" else polls,
+            "data_gb": data_gb, "origin": origin, "origin_pages": origin_pages, "shield_requests": shield_requests,
+            "ecpu": ecpu, "rru": rru, "cost": cost, "total": sum(cost.values())}
+
+
+def private_polls(c, packets):
+    """The history's and the wallet's polls of `packets` campaign packets' grabbers, each route on
+    CLIENTS.md's schedule once a grab: their count, the most a route takes a second (every viewer
+    on the schedule at once), their read units and cost."""
+    viewers = packets * c["shares"]
+    schedule, rd, d, p = c["schedule"], c["rd"], c["deployment"], PRICES
+    per_route = viewers * len(schedule)
+    cost = 0.0
+    for route in PRIVATE_ROUTES:
+        function = rd["private"][route]["function"]
+        cost += (per_route * (p["api_per_million"][rd["api_type"]] + p["lambda_per_million"]) / 1e6
+                 + _query_duration(function, per_route, ASSUMPTIONS["grab_seconds"]))
+    rru = per_route * len(PRIVATE_ROUTES) * ASSUMPTIONS["private_read_units"]
+    cost += rru * p["dynamodb_per_million_rru"][d["billing_mode"]] / 1e6
+    return {"polls": per_route * len(PRIVATE_ROUTES), "per_route_per_second": viewers * len(schedule) / sum(schedule),
+            "rru": rru, "cost": cost}
+
+
+def read_limits(c):
+    """The read side's limits: the routes' throttles (the template's), LIMITS' API, Lambda and
+    cache rows, and READ_LIMITS."""
+    rd = c["rd"]
+    private_rate = min(route["rate"] for route in rd["private"].values())
+    api_limits = limits(c["deployment"])
+    table = {
+        "route_shared": (f"API Gateway route throttle, {' '.join(rd['shared_route'])}", rd["shared_rate"],
+                         "yes: the template's throttle, up to the account's", "template.yaml"),
+        "route_private": (f"API Gateway route throttle, {' and '.join(' '.join(r) for r in PRIVATE_ROUTES)} (each)",
+                          private_rate, "yes: the template's throttle, up to the account's", "template.yaml"),
+    }
+    table.update({key: api_limits[key] for key in READ_LIMITS_FROM_LIMITS})
+    table.update(READ_LIMITS)
+    return table
+
+
+def read_burst(c, state, path, packets):
+    """Each read limit's load in the busiest seconds of `state`, per second in the limit's unit:
+    open, while the packet is being grabbed (every viewer's poll reads a page, every edge
+    location's revalidation too), with the history's and wallet's polls after the grabs; settled,
+    the poll interval in which every viewer's last poll reads the settled page (each edge location
+    fetching it once)."""
+    page = c["costs"][state]["page"]
+    viewers = packets * c["shares"]
+    polls = viewers / c["interval"]
+    if path == "none":
+        origin = polls
+    else:
+        caches = packets * (c["edges"] if path == "edge" else 1)
+        origin = min(polls, caches * (c["per_edge"] if state == "open" else 1 / c["interval"]))
+    private = private_polls(c, packets)["per_route_per_second"] if state == "open" else 0.0
+    routes = len(PRIVATE_ROUTES)
+    edge = path != "none"
+    return {
+        "route_shared": origin,
+        "route_private": private,
+        "api": origin + routes * private,
+        "lambda": origin * page["seconds"] + routes * private * ASSUMPTIONS["grab_seconds"],
+        "ecpu_slot": origin / packets * page["ecpu"],
+        "ecpu_cache": origin * page["ecpu"],
+        "dynamodb_partition_reads": origin / packets * page["rru"],
+        "dynamodb_table_reads": origin * page["rru"] + routes * private * ASSUMPTIONS["private_read_units"],
+        "cloudfront_requests": polls if edge else 0.0,
+        "cloudfront_gbps": polls * page["bytes"] * BITS_PER_BYTE / BITS_PER_GBIT if edge else 0.0,
+    }
+
+
+def read_loads(c, path, packets):
+    """Each read limit's load at `packets` on `path`: the busier state's."""
+    loads = {}
+    for state in READ_STATES:
+        for key, load in read_burst(c, state, path, packets).items():
+            loads[key] = max(loads.get(key, 0.0), load)
+    return loads
+
+
+def read_binding(c, path, packets):
+    """The read limits' shares of their defaults at `packets` on `path`, largest first."""
+    table = read_limits(c)
+    ratios = {key: load / table[key][1] for key, load in read_loads(c, path, packets).items()}
+    return sorted(ratios.items(), key=lambda item: -item[1])
+
+
+def count(value):
+    """A count or a quantity for a table cell: whole above 100, else one decimal, else two
+    significant digits."""
+    if value == 0:
+        return "0"
+    if value >= 100 or float(value).is_integer():
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:,.1f}"
+    return f"{value:.2g}"
+
+
+def money(value):
+    """Dollars: cents from $1, else two significant digits."""
+    if value == 0:
+        return "$0"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.{max(2, 1 - math.floor(math.log10(value)))}f}"
+
+
+def _ratio(large, small):
+    if small == 0:
+        return "-" if large == 0 else "n/a (0 at the small packet)"
+    return f"{large / small:,.2f}x"
+
+
+def _path_of_template(rd):
+    edge = rd["edge"]
+    if edge is None:
+        return "none"
+    return "shield" if edge["origin_shield"] else "edge"
+
+
+def _template_edge_sentence(rd):
+    edge = rd["edge"]
+    route = " ".join(rd["shared_route"])
+    served = (f"{route} is served by {rd['function']['logical_id']} at {rd['function']['memory_mb']:,} MB "
+              f"({rd['function']['memory_from']}), {rd['function']['architecture']}, throttled at {rd['shared_rate']:,}/s")
+    if not rd["shared_route_declared"]:
+        served += f" (template.yaml declares no {' '.join(SHARED_ROUTE)} yet: its function stands for it)"
+    if edge is None:
+        return served + "; no CloudFront behaviour sends it to the API, so the template deploys the no-edge rows."
+    return (served + f"; {edge['distribution']}'s {edge['path_pattern']} behaviour caches it"
+            + (" through Origin Shield" if edge["origin_shield"] else ", without Origin Shield")
+            + (", compressed (`Compress`: the bytes below, measured uncompressed, are an upper bound of what is billed)"
+               if edge["compress"] else "")
+            + f": template.yaml deploys the {READ_PATHS[_path_of_template(rd)]} rows.")
+
+
+def read_section(c):
+    """The markdown between docs/CAPACITY.md's capacity-reads markers."""
+    reads, rd, d = c["reads"], c["rd"], c["deployment"]
+    small, large = reads["sizes"][0], reads["sizes"][-1]
+    flood = reads["flood"]
+    lines = [
+        f"Measured by `make bench-reads` (bench/results/reads.json, commit {reads['commit']}): one answer of each "
+        "kind, its Redis commands, DynamoDB read units (by AWS's rules), bytes and latency (p50 and p99 against "
+        "the local Redis and DynamoDB Local).",
+        "",
+        "| packet | state | answer | Redis commands | DynamoDB read units | bytes | p50 ms | p99 ms | samples |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for shares in reads["sizes"]:
+        for state in READ_STATES:
+            for answer in READ_ANSWERS:
+                row = reads["rows"][(shares, state, answer)]
+                lines.append(
+                    f"| {shares:,} shares | {state} | {'page' if answer == 'page' else '304'} | {count(row['redis_commands'])} | "
+                    f"{count(row['dynamodb_read_units'])} | {row['bytes']:,} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | "
+                    f"{row['samples']:,} |")
+    for state in READ_STATES:
+        big, little = reads["rows"][(large, state, "page")], reads["rows"][(small, state, "page")]
+        lines.append(
+            f"| {large:,} ÷ {small:,} | {state} | page | {_ratio(big['redis_commands'], little['redis_commands'])} | "
+            f"{_ratio(big['dynamodb_read_units'], little['dynamodb_read_units'])} | {_ratio(big['bytes'], little['bytes'])} | "
+            f"{_ratio(big['p50_ms'], little['p50_ms'])} | {_ratio(big['p99_ms'], little['p99_ms'])} | |")
+    interval, schedule, polling = c["interval"], c["schedule"], c["polling"]
+    one_x = levels(d)[0]
+    per_level = ", ".join(f"{name.split(' (')[0]}: {count(packets)}" for name, packets in c["levels"])
+    lines += [
+        "",
+        f"Through a stand-in edge cache: {flood['viewers']:,} viewers polling an open packet "
+        f"(`max-age={flood['max_age_seconds']}`) for {flood['seconds']:,} s sent {flood['polls']:,} polls, and "
+        f"{flood['reached_function']:,} reached the function: {flood['reached_per_second']:.2f}/s, against one "
+        f"revalidation per max-age ({1 / flood['max_age_seconds']:.2f}/s). An edge location is taken to "
+        f"revalidate an open packet {c['per_edge']:.2f} times a second, the higher of the two.",
+        "",
+        "**The campaign.** Each level is the grab tables' (above), in campaign packets of "
+        f"{large:,} shares: one at 1x, grabbed in {c['window']:,.0f} s at the template's {one_x[2]:,} grabs/s, "
+        f"and at each level as many as its grab rate is times 1x's ({per_level}). Every grabber watches its "
+        f"packet: {large:,} viewers a packet. They poll the shared view every {interval:g} s, as "
+        f"{polling['shared_from']} recommends, while it is open, and stop once it is settled (CLIENTS.md: "
+        "\"do not ask again\"), so a settled packet costs each viewer's last poll, its settled page. Each "
+        "polls its history and its wallet once after its grab on CLIENTS.md's backoff "
+        f"({', '.join(f'{delay} s' for delay in schedule)}: {len(schedule)} polls each, about {sum(schedule)} s), "
+        "then stops.",
+    ]
+    if polling["sdk"] and polling["sdk"] != interval:
+        lines += ["", f"The SDK's `watchSharedPacket` (sdk/src/watch.ts) polls every {polling['sdk']:g} s by default: "
+                      f"{interval / polling['sdk']:.2f}x the open packet's polls below."]
+    lines += [
+        "",
+        "**The edge.** " + _template_edge_sentence(rd) + " "
+        f"With CloudFront, each of its {c['edges']:,} edge locations (AWS documents \"600+ Points of Presence "
+        f"and 13 regional edge caches\", {EDGE_SOURCE}) is taken to revalidate an open packet on its own and "
+        "to fetch a settled (immutable) one once: an upper bound, since a miss goes through one of the "
+        "regional edge caches and a campaign's viewers gather at the locations near them. Origin Shield puts "
+        "one Region's cache in front of the origin: one revalidation per max-age per packet whatever the "
+        "locations, at the price of a request to the shield for each location's.",
+        "",
+        "A poll's answer: a page (1,000 grabs) while the packet changes (its grabbing, half of it on average "
+        "for a grabber, who arrives during it, and the viewer's first poll), a 304 after. What reaches "
+        f"API Gateway + Lambda ({rd['function']['logical_id']}) reads what the bench measured; an invocation is "
+        f"billed its measured p50, at least {ASSUMPTIONS['grab_seconds'] * MS_PER_SECOND:.0f} ms (one round trip "
+        "in the VPC). Prices: CloudFront "
+        f"${PRICES['cloudfront_https_per_10k']:.4f} per 10,000 HTTPS requests and ${PRICES['cloudfront_per_gb']:.3f} "
+        f"a GB out (the United States' column, first 10 TB), Origin Shield ${PRICES['origin_shield_per_10k']:.4f} per "
+        f"10,000 requests ({PRICE_SOURCES['cloudfront']}); without the edge, API Gateway's data transfer out at "
+        f"${PRICES['internet_per_gb']:.2f} a GB ({PRICE_SOURCES['api']}, {PRICE_SOURCES['internet']}); "
+        f"API Gateway ${PRICES['api_per_million'][rd['api_type']]:.2f} per million requests ({PRICE_SOURCES['api']}), "
+        f"Lambda ${PRICES['lambda_per_million']:.2f} per million and "
+        f"${rd['function']['gb_second_price']:.10f} per GB-s ({PRICE_SOURCES['lambda']}), "
+        f"ElastiCache Serverless ({d['cache_engine']}) ${PRICES['ecpu_per_million'][d['cache_engine']]:.4f} per million ECPUs "
+        f"({PRICE_SOURCES['elasticache']}), DynamoDB on-demand "
+        f"${PRICES['dynamodb_per_million_rru'][d['billing_mode']]:.3f} per million read request units "
+        f"({PRICE_SOURCES['dynamodb']}).",
+    ]
+    for state in READ_STATES:
+        title = ("An hour of an open packet (its first: the grabbing's pages, then 304s)" if state == "open"
+                 else "The packet settled: every viewer's last poll, its settled page")
+        cost_column = "cost per hour" if state == "open" else "cost"
+        lines += [
+            "",
+            f"**{title}**",
+            "",
+            "| level | viewers (packets) | path | polls | CloudFront requests | data out, GB | reach API Gateway + Lambda "
+            f"| ECPUs | DynamoDB read units | {cost_column} | per million polls |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, packets in c["levels"]:
+            for path, label in READ_PATHS.items():
+                h = read_hour(c, state, path, packets)
+                mark = " (the template's)" if path == _path_of_template(rd) else ""
+                lines.append(
+                    f"| {name} | {count(packets * c['shares'])} ({count(packets)}) | {label}{mark} | {count(h['polls'])} | "
+                    f"{count(h['cloudfront_requests'])} | {count(h['data_gb'])} | {count(h['origin'])} | {count(h['ecpu'])} | "
+                    f"{count(h['rru'])} | {money(h['total'])} | {money(h['total'] / h['polls'] * 1e6)} |")
+    lines += [
+        "",
+        "**The history's and the wallet's polls** (private: never cached at the edge; a 304 after one "
+        f"GetItem of the balance item, {ASSUMPTIONS['private_read_units']} read unit, an estimate: reads.json does "
+        "not measure them), once a campaign:",
+        "",
+        "| level | viewers | polls | at most a second, per route | DynamoDB read units | cost |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, packets in c["levels"]:
+        q = private_polls(c, packets)
+        lines.append(f"| {name} | {count(packets * c['shares'])} | {count(q['polls'])} | {count(q['per_route_per_second'])} | "
+                     f"{count(q['rru'])} | {money(q['cost'])} |")
+    table = read_limits(c)
+    lines += [
+        "",
+        "**What binds first on the read side**, in the busiest seconds (the busier state's load, as a share "
+        "of the limit's default): open, while the packet is being grabbed, when every viewer's poll and every "
+        "edge location's revalidation reads a page, with the history's and wallet's polls after the grabs; "
+        "settled, the interval in which every viewer's last poll reads the settled page (every viewer polling "
+        "at once: an upper bound).",
+        "",
+        "| level | " + " | ".join(READ_PATHS.values()) + " |",
+        "|---|" + "---|" * len(READ_PATHS),
+    ]
+    for name, packets in c["levels"]:
+        cells = []
+        for path in READ_PATHS:
+            ranked = read_binding(c, path, packets)
+            first, ratio = ranked[0]
+            over = sum(1 for _, share in ranked[1:] if share > 1)
+            cell = f"{table[first][0]} ({ratio:.0%}){' **over**' if ratio > 1 else ''}"
+            if over:
+                cell += f"; {over} more over"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    template_path = _path_of_template(rd)
+    rate = " and ".join(f"`{name}`" for name in rd["rate_parameters"]) or "the template's throttle"
+    lines += ["", f"Before a campaign, on the template's path ({READ_PATHS[template_path]}):", "",
+              "| level | over their default | what to do |", "|---|---|---|"]
+    for name, packets in c["levels"]:
+        over = [key for key, share in read_binding(c, template_path, packets) if share > 1]
+        loads = read_loads(c, template_path, packets)
+        todo = "; ".join(f"{READ_LIMIT_SHORT[key]}: {READ_ADVICE[key].format(rate=rate, to=number(loads[key] * 1.25))}"
+                         for key in over) or "nothing"
+        lines.append(f"| {name} | {', '.join(READ_LIMIT_SHORT[key] for key in over) or 'none'} | {todo} |")
+    lines += ["", "| limit | default | raisable | source |", "|---|---|---|---|"]
+    for key, (name, default, raisable, source) in table.items():
+        lines.append(f"| {name} | {default:,} | {raisable} | {source} |")
+    return "\n".join(lines) + "\n"
+
+
+def polls_table(c):
+    """The markdown between docs/DEPLOY.md's capacity-polls markers: the cost per million polls of
+    the shared view on the template's path, open and settled, part by part, and the history's and
+    wallet's."""
+    rd = c["rd"]
+    path = _path_of_template(rd)
+    _, packets = c["levels"][0]
+    hours = {state: read_hour(c, state, path, packets) for state in READ_STATES}
+    bare = {state: read_hour(c, state, "none", packets) for state in READ_STATES}
+
+    def per_million(h, part):
+        return money(h["cost"][part] / h["polls"] * 1e6)
+
+    how = {
+        "CloudFront requests": f"every poll, at ${PRICES['cloudfront_https_per_10k']:.4f} per 10,000 HTTPS requests",
+        "data transfer out": ("every answer's bytes (pages while the packet changes, then 304s), at "
+                              + (f"CloudFront's ${PRICES['cloudfront_per_gb']:.3f} a GB" if path != "none"
+                                 else f"API Gateway's ${PRICES['internet_per_gb']:.2f} a GB")),
+        "Origin Shield requests": f"each edge location's revalidation, at ${PRICES['origin_shield_per_10k']:.4f} per 10,000",
+        "API Gateway": f"what reaches it, at ${PRICES['api_per_million'][rd['api_type']]:.2f} per million",
+        "Lambda requests": f"what reaches it, at ${PRICES['lambda_per_million']:.2f} per million",
+        "Lambda duration": (f"{rd['function']['logical_id']} at {rd['function']['memory_mb']:,} MB, each answer's measured p50 "
+                            f"(at least {ASSUMPTIONS['grab_seconds'] * MS_PER_SECOND:.0f} ms)"),
+        "ElastiCache ECPUs": "the measured Redis commands, and an open page's KB",
+        "DynamoDB reads": "the measured read units (a settled page's Query; a 304 reads none)",
+    }
+    reach = {state: count(h["origin"] / h["polls"] * 1e6) for state, h in hours.items()}
+    lines = [
+        f"The shared view (`{' '.join(rd['shared_route'])}`) on the template's path ({READ_PATHS[path]}): a "
+        f"{c['shares']:,}-share campaign packet's viewers polling it every {c['interval']:g} s for its first hour "
+        "open, and each one's last poll once it is settled (docs/CAPACITY.md, \"The read side of a campaign\"; "
+        f"bench/results/reads.json, commit {c['reads']['commit']}). Of a million polls, {reach['open']} of an open "
+        f"packet's reach API Gateway and Lambda, and {reach['settled']} of a settled one's.",
+        "",
+        "| part | per million polls, open | per million last polls, settled | how |",
+        "|---|---|---|---|",
+    ]
+    for part in hours["open"]["cost"]:
+        if path == "none" and part == "CloudFront requests" or path != "shield" and part == "Origin Shield requests":
+            continue
+        lines.append(f"| {part} | {per_million(hours['open'], part)} | {per_million(hours['settled'], part)} | {how[part]} |")
+    total = {state: money(h["total"] / h["polls"] * 1e6) for state, h in hours.items()}
+    bare_total = {state: money(h["total"] / h["polls"] * 1e6) for state, h in bare.items()}
+    lines.append(f"| **total** | **~{total['open']}** | **~{total['settled']}** | the template's path: {READ_PATHS[path]} |")
+    if path != "none":
+        lines.append(f"| without the edge cache | ~{bare_total['open']} | ~{bare_total['settled']} | every poll reaches "
+                     "API Gateway and Lambda, and data transfer out is API Gateway's |")
+    q = private_polls(c, packets)
+    lines.append(f"| a history or wallet poll (private, never cached) | ~{money(q['cost'] / q['polls'] * 1e6)} | "
+                 f"~{money(q['cost'] / q['polls'] * 1e6)} | API Gateway, Lambda at "
+                 f"{ASSUMPTIONS['grab_seconds'] * MS_PER_SECOND:.0f} ms, one GetItem "
+                 f"({ASSUMPTIONS['private_read_units']} read unit, an estimate) |")
+    return "\n".join(lines) + "\n"
+
+
+def read_blocks(root=ROOT, deployment=None, reads=None):
+    """The read side's two blocks, (capacity-reads, capacity-polls): computed when reads.json
+    exists (or `reads` is given), else the one-line note."""
+    reads = reads if reads is not None else load_reads(root)
+    if reads is None:
+        return NOT_MEASURED, NOT_MEASURED
+    deployment = deployment or load_deployment(root / "template.yaml")
+    c = read_campaign(reads, load_polling(root), deployment, load_read_deployment(root / "template.yaml"))
+    return read_section(c), polls_table(c)
+
+
+def blocks(root=ROOT, deployment=None, reads=None):
+    """Every generated block, by its markers."""
+    deployment = deployment or load_deployment(root / "template.yaml")
+    section, polls = read_blocks(root, deployment, reads)
+    return {
+        (BEGIN, END): tables(load_figures(root, deployment), deployment),
+        (READS_BEGIN, READS_END): section,
+        (POLLS_BEGIN, POLLS_END): polls,
+    }
+
+
+def replaced(text, block, begin=BEGIN, end=END):
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[:start] + "\n" + block + text[stop:]
+
+
+def rendered(text, generated):
+    """`text` with each block of `generated` whose markers it holds put between them."""
+    for (begin, end), block in generated.items():
+        if begin in text:
+            text = replaced(text, block, begin, end)
+    return text
 
 
 def main(argv):
-    deployment = load_deployment()
-    block = tables(load_figures(ROOT, deployment), deployment)
-    if len(argv) == 3 and argv[1] in ("--write", "--check"):
-        path = Path(argv[2])
-        text = path.read_text()
-        expected = replaced(text, block)
-        if argv[1] == "--write":
-            path.write_text(expected)
-            return 0
-        if text != expected:
-            print(f"{path}: the capacity tables are not what scripts/capacity.py computes; run it with --write")
-            return 1
-        return 0
-    print(block, end="")
+    if len(argv) >= 3 and argv[1] in ("--write", "--check"):
+        generated = blocks()
+        status = 0
+        for name in argv[2:]:
+            path = Path(name)
+            text = path.read_text()
+            if not any(begin in text for begin, _ in generated):
+                print(f"{path}: no capacity markers")
+                status = 1
+                continue
+            expected = rendered(text, generated)
+            if argv[1] == "--write":
+                path.write_text(expected)
+            elif text != expected:
+                print(f"{path}: the capacity tables are not what scripts/capacity.py computes; run: "
+                      "python3 scripts/capacity.py --write docs/CAPACITY.md docs/DEPLOY.md")
+                status = 1
+        return status
+    for block in blocks().values():
+        print(block)
     return 0
 
 

@@ -327,7 +327,7 @@ def route_throttles(text, params):
 
 def rate_sum(throttles, order=()):
     """(requests/s of these routes at their rate limits, the parts in words): one part per limit,
-    "GrabRateLimit 5,000" or "ApiRateLimit 900 x 5 routes", in `order` (limits' names)."""
+    "GrabRateLimit 5,000" or "ApiRateLimit 800 x 6 routes", in `order` (limits' names)."""
     groups = {}
     for route in throttles.values():
         value, name = route["rate"]

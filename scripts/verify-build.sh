@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 declare -A events=(
   [send]="send.json cancel.json withdraw.json"
   [grab]="grab.json"
-  [query]="query.json history.json wallet.json"
+  [query]="query.json shared.json history.json wallet.json"
   [settle]="settle.json"
   [funds]="topup.json reconcile.json statement.json trial-balance.json withdrawal-paid.json withdrawal-failed.json"
   [operator]="adjustment-propose.json adjustment-approve.json"

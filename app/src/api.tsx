@@ -1,5 +1,6 @@
 // The API, through red-packets-sdk (../sdk): one client for the app, its token from the session,
-// its locale the user's. Types are the SDK's answers.
+// its locale the user's; packets' shared views read from config.json's sharedUrl. Types are the
+// SDK's answers.
 import { createRedPacketsClient, RedPacketsError, type RedPacketsClient } from 'red-packets-sdk';
 import { createContext, useCallback, useContext, useMemo, type ReactNode } from 'react';
 import type { AppConfig } from './config';
@@ -15,10 +16,11 @@ export type {
   Movement,
   PacketView,
   SendRequest,
+  SharedPacketView,
   WalletPage,
   Withdrawal,
 } from 'red-packets-sdk';
-export { messageFor, newIdempotencyKey, RedPacketsError } from 'red-packets-sdk';
+export { isBehind, messageFor, newIdempotencyKey, RedPacketsError, watchSharedPacket } from 'red-packets-sdk';
 
 const Context = createContext<Client | null>(null);
 
@@ -28,8 +30,8 @@ export function ApiProvider({ config, children }: { config: AppConfig; children:
   const user = state.status === 'signed-in' ? state.user : '';
   // a client per user: another user (or none) starts with no kept ETags and bodies
   const client = useMemo(
-    () => createRedPacketsClient({ baseUrl: config.apiUrl, token, locale }),
-    [config.apiUrl, token, locale, user],
+    () => createRedPacketsClient({ baseUrl: config.apiUrl, sharedBaseUrl: config.sharedUrl, token, locale }),
+    [config.apiUrl, config.sharedUrl, token, locale, user],
   );
   return <Context.Provider value={client}>{children}</Context.Provider>;
 }

@@ -249,14 +249,20 @@ async fn to_event(
     packet_id: Option<&str>,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
-    let throttle = Route::keyed(route_key).map_or(routes::Throttle::Default, |route| route.throttle);
+    let route = Route::keyed(route_key);
+    let throttle = route.map_or(routes::Throttle::Default, |route| route.throttle);
     if !functions.throttle.admits(throttle) {
         return Err(Refused::Throttled);
     }
     let (parts, body) = request.into_parts();
-    let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
-    let presented = authorization.is_some();
-    let claims = authorizer.verify_claims(authorization).ok_or(Refused::Unauthorized { presented })?;
+    // A public route has no authorizer: its token, if any, is neither checked nor passed on.
+    let claims = if route.is_some_and(|route| route.public) {
+        None
+    } else {
+        let authorization = parts.headers.get(AUTHORIZATION).and_then(|value| value.to_str().ok());
+        let presented = authorization.is_some();
+        Some(authorizer.verify_claims(authorization).ok_or(Refused::Unauthorized { presented })?)
+    };
     let body = to_bytes(body, MAX_FORWARDED_BODY)
         .await
         .map_err(|_| Refused::Api(ApiError::PayloadTooLarge { limit: red_packets::domain::limits::MAX_BODY_BYTES }))?;
@@ -301,7 +307,9 @@ async fn to_event(
     if let Some(packet_id) = packet_id {
         event["pathParameters"] = json!({ "packet_id": packet_id });
     }
-    event["requestContext"]["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
+    if let Some(claims) = claims {
+        event["requestContext"]["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
+    }
     events::to_request(&event)
         .map_err(|error| Refused::Api(ApiError::invalid("request", format!("unusable request: {error}"))))
 }

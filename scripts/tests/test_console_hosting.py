@@ -12,6 +12,8 @@ first deploy: its client's callback and sign-out URLs are the distribution's own
 deployment gives, and the operators' API the distribution sends /ops/* to names nothing (no
 OpenAPI body, its authorizer a resource of its own), so the client may name the distribution.
 (scripts/tests/test_sign_in.py follows the sign-in itself, and the circle, on every parameter set.)
+The same distribution caches the packets' shared views (`/packets/*/shared`, the app's API's one
+route without an authorizer) by the path and `grabs_from` alone.
 """
 
 import logging
@@ -128,6 +130,44 @@ class ConsoleHosting(unittest.TestCase):
         self.assertTrue(ops_paths(), "openapi.yaml has operators' routes")
         self.assertTrue(all(path.startswith("/ops/") for path in ops_paths()), "every operators' route is under /ops/")
         self.assertLessEqual({m.upper() for m in methods}, set(behaviour["AllowedMethods"]))
+
+    def test_the_shared_views_are_public_and_cached_by_path_and_page_alone(self):
+        """GET /packets/{packet_id}/shared, openapi.yaml's only app route without security: no
+        authorizer on the app's API, and the distribution's /packets/*/shared behaviour sends it
+        to that API (GET and HEAD, HTTPS), cached by the path and grabs_from alone for as long as
+        the origin's Cache-Control says, with grabs_from alone sent on."""
+        from samtranslator.yaml_helper import yaml_parse as parse
+
+        spec = parse((ROOT / "openapi.yaml").read_text())
+        public = {f"{method.upper()} {path}" for path, item in spec["paths"].items() for method, operation in item.items()
+                  if operation.get("security") == [] and "operators" not in operation.get("tags", [])}
+        self.assertEqual(public, {"GET /packets/{packet_id}/shared"})
+        stack = self.own_pool
+        body = stack.properties("HttpApi")["Body"]["paths"]
+        unauthorized = {f"{method.upper()} {path}" for path, item in body.items() for method, operation in item.items()
+                        if any("NONE" in requirement for requirement in operation.get("security", []))}
+        self.assertEqual(unauthorized, public, "the app's API runs its authorizer on every other route")
+        config = self.distribution(stack)
+        origins = {origin["Id"]: origin for origin in config["Origins"]}
+        (behaviour,) = [b for b in config["CacheBehaviors"] if b["PathPattern"] == "/packets/*/shared"]
+        origin = origins[behaviour["TargetOriginId"]]
+        self.assertEqual(origin["DomainName"], f"{stack.resource_ref('HttpApi')}.execute-api.us-east-1.amazonaws.com")
+        self.assertEqual(origin["CustomOriginConfig"]["OriginProtocolPolicy"], "https-only")
+        self.assertEqual((behaviour["AllowedMethods"], behaviour["ViewerProtocolPolicy"], behaviour["Compress"]),
+                         (["GET", "HEAD"], "https-only", True))
+        cache = stack.properties(stack.logical_id(behaviour["CachePolicyId"]))["CachePolicyConfig"]
+        self.assertEqual((cache["MinTTL"], cache["DefaultTTL"], cache["MaxTTL"]), (0, 0, 31536000))
+        key = cache["ParametersInCacheKeyAndForwardedToOrigin"]
+        self.assertEqual((key["HeadersConfig"], key["CookiesConfig"], key["QueryStringsConfig"]),
+                         ({"HeaderBehavior": "none"}, {"CookieBehavior": "none"},
+                          {"QueryStringBehavior": "whitelist", "QueryStrings": ["grabs_from"]}))
+        self.assertTrue(key["EnableAcceptEncodingGzip"] and key["EnableAcceptEncodingBrotli"])
+        sent = stack.properties(stack.logical_id(behaviour["OriginRequestPolicyId"]))["OriginRequestPolicyConfig"]
+        self.assertEqual((sent["HeadersConfig"], sent["CookiesConfig"], sent["QueryStringsConfig"]),
+                         ({"HeaderBehavior": "none"}, {"CookieBehavior": "none"},
+                          {"QueryStringBehavior": "whitelist", "QueryStrings": ["grabs_from"]}))
+        self.assertEqual(stack.resolve(stack.template["Outputs"]["SharedViewsUrl"]["Value"]),
+                         f"https://{stack.get_att('ConsoleDistribution', 'DomainName')}")
 
     def test_the_pages_send_console_csp_txt_with_only_the_operators_provider_added(self):
         local = directives((ROOT / "console" / "csp.txt").read_text().strip())

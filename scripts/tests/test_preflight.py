@@ -51,9 +51,9 @@ class TemplateDefaults(unittest.TestCase):
         self.assertEqual(raised(checks, preflight.DEPLOY), [])
         campaign = raised(checks, preflight.CAMPAIGN)
         self.assertEqual([c.quota for c in campaign], ["lambda L-B99A9384"])
-        # grab 5,000/s x 10 ms = 50, six other routes (withdrawals 100/s, five at ApiRateLimit 900/s)
-        # 4,600/s x 100 ms = 460, settle 2, funds 1.
-        self.assertEqual('first:   raise lambda L-B99A9384 "Concurrent executions" from 10 to 513', lines[-1])
+        # grab 5,000/s x 10 ms = 50, seven other routes (withdrawals 100/s, six at ApiRateLimit 800/s)
+        # 4,900/s x 100 ms = 490, settle 2, funds 1.
+        self.assertEqual('first:   raise lambda L-B99A9384 "Concurrent executions" from 10 to 543', lines[-1])
 
     def test_defaults_pass_on_a_default_account(self):
         checks, lines, status = run()
@@ -72,9 +72,9 @@ class TemplateDefaults(unittest.TestCase):
                                                            "WithdrawBurstLimit", "ApiRateLimit", "ApiBurstLimit"})
         for kind, value, name in limits:
             self.assertLessEqual(value, 5000 if kind == "burst" else 10000, name)
-        # Every route at its own rate: 5,000 + 100 + 5 x 900, within the documented 10,000.
+        # Every route at its own rate: 5,000 + 100 + 6 x 800, within the documented 10,000.
         total, parts = preflight.rate_sum(preflight.route_throttles(TEMPLATE, defaults))
-        self.assertEqual(total, 9600, parts)
+        self.assertEqual(total, 9900, parts)
         self.assertLessEqual(total, 10000)
 
     def test_every_parameter_preflight_reads_is_in_the_template(self):
@@ -146,15 +146,15 @@ class ApiGateway(unittest.TestCase):
         self.assertEqual(sorted(c.why.split(":")[0] for c in raised(checks, preflight.DEPLOY)),
                          ["ApiBurstLimit=2,000", "GrabBurstLimit=5,000", "GrabRateLimit=5,000"])
         self.assertEqual(lines[-1], 'first:   raise apigateway L-8A5B8E43 "Throttle rate" from 2,500 '
-                                    "to 9,600 (5,000 for the deploy to be accepted)")
+                                    "to 9,900 (5,000 for the deploy to be accepted)")
 
     def test_all_routes_at_their_limits_against_the_account_rate(self):
-        # 5,000 grab + 100 withdrawals + 5 routes x 1,500.
+        # 5,000 grab + 100 withdrawals + 6 routes x 1,500.
         checks, _, status = run(overrides=["ApiRateLimit=1500"])
         self.assertEqual(status, 0)
         campaign = raised(checks, preflight.CAMPAIGN)
-        self.assertEqual([(c.quota, c.need) for c in campaign], [("apigateway L-8A5B8E43", 12600)])
-        self.assertEqual(campaign[0].why, "GrabRateLimit 5,000 + WithdrawRateLimit 100 + ApiRateLimit 1,500 x 5 routes")
+        self.assertEqual([(c.quota, c.need) for c in campaign], [("apigateway L-8A5B8E43", 14100)])
+        self.assertEqual(campaign[0].why, "GrabRateLimit 5,000 + WithdrawRateLimit 100 + ApiRateLimit 1,500 x 6 routes")
 
     def test_a_route_in_route_settings_counts_at_its_own_limit(self):
         def api_rate(checks):
@@ -166,7 +166,7 @@ class ApiGateway(unittest.TestCase):
         base, _, _ = run()
         raised_withdrawals, _, status = run(overrides=["WithdrawRateLimit=3000"])
         self.assertEqual(status, 0)
-        self.assertEqual(api_rate(base).need, 9600)
+        self.assertEqual(api_rate(base).need, 9900)
         self.assertEqual(api_rate(raised_withdrawals).need - api_rate(base).need, 2900)
         self.assertEqual(api_rate(raised_withdrawals).status, "raise")
         self.assertIn("WithdrawRateLimit 3,000", api_rate(raised_withdrawals).why)
@@ -174,23 +174,23 @@ class ApiGateway(unittest.TestCase):
         self.assertEqual(lambda_need(raised_withdrawals) - lambda_need(base), 290)
         # Not a read route: the DynamoDB read estimate does not move.
         reads = [[c.need for c in checks if c.quota == "dynamodb L-CF0CBE56"] for checks in (base, raised_withdrawals)]
-        self.assertEqual(reads, [[2700], [2700]])
-        # ApiRateLimit moves the other five routes, not the withdrawal route.
+        self.assertEqual(reads, [[3200], [3200]])
+        # ApiRateLimit moves the other six routes, not the withdrawal route.
         api, _, _ = run(overrides=["ApiRateLimit=1000"])
-        self.assertEqual(api_rate(api).need - api_rate(base).need, 500)
+        self.assertEqual(api_rate(api).need - api_rate(base).need, 1200)
 
     def test_route_settings_are_read_from_the_template(self):
-        # Without its RouteSettings entry the withdrawal route shares DefaultRouteSettings: six routes
+        # Without its RouteSettings entry the withdrawal route shares DefaultRouteSettings: seven routes
         # at ApiRateLimit, and WithdrawRateLimit is no route's limit.
         without = re.sub(r'\n        "POST /me/withdrawals":\n(          .*\n)+', "\n", TEMPLATE, count=1)
         self.assertNotEqual(without, TEMPLATE)
         self.assertNotIn("ThrottlingRateLimit: !Ref WithdrawRateLimit", without)
         checks, _, _ = run(template=without)
         total = [c for c in checks if c.kind == preflight.CAMPAIGN and c.quota == "apigateway L-8A5B8E43"][0]
-        self.assertEqual((total.need, total.why), (10400, "GrabRateLimit 5,000 + ApiRateLimit 900 x 6 routes"))
+        self.assertEqual((total.need, total.why), (10600, "GrabRateLimit 5,000 + ApiRateLimit 800 x 7 routes"))
         self.assertFalse([c for c in checks if "WithdrawRateLimit" in c.why])
         throttle = preflight.route_throttles(without, preflight.template_defaults(without))[("POST", "/me/withdrawals")]
-        self.assertEqual(throttle, {"rate": (900, "ApiRateLimit"), "burst": (2000, "ApiBurstLimit")})
+        self.assertEqual(throttle, {"rate": (800, "ApiRateLimit"), "burst": (2000, "ApiBurstLimit")})
 
     def test_a_route_settings_limit_above_the_account_rate_is_refused(self):
         checks, lines, status = run(overrides=["WithdrawRateLimit=12000", "WithdrawBurstLimit=6000"])
@@ -205,14 +205,14 @@ class ApiGateway(unittest.TestCase):
                       "or lower WithdrawRateLimit to 10,000 (WithdrawRateLimit=12,000", "\n".join(lines))
         self.assertIn("raise    deploy   API Gateway account burst 5,000 < 6,000: lower WithdrawBurstLimit to 5,000",
                       "\n".join(lines))
-        # All routes at their limits, 5,000 + 12,000 + 4,500: the first quota to raise says both.
+        # All routes at their limits, 5,000 + 12,000 + 4,800: the first quota to raise says both.
         self.assertEqual(lines[-1], 'first:   raise apigateway L-8A5B8E43 "Throttle rate" from 10,000 '
-                                    "to 21,500 (12,000 for the deploy to be accepted)")
+                                    "to 21,800 (12,000 for the deploy to be accepted)")
 
 
 class DynamoDb(unittest.TestCase):
-    # 9,000 grabs/s, the other routes lowered to fit the account's 10,000: 9,000 + 100 + 5 x 180.
-    BIGGER_CAMPAIGN = ["GrabRateLimit=9000", "ApiRateLimit=180"]
+    # 9,000 grabs/s, the other routes lowered to fit the account's 10,000: 9,000 + 100 + 6 x 150.
+    BIGGER_CAMPAIGN = ["GrabRateLimit=9000", "ApiRateLimit=150"]
 
     def test_write_throughput_for_a_bigger_campaign(self):
         checks, _, status = run(overrides=self.BIGGER_CAMPAIGN)
@@ -230,7 +230,7 @@ class DynamoDb(unittest.TestCase):
     def test_reads_count_the_get_routes_only(self):
         checks, _, _ = run()
         read = [c for c in checks if c.quota == "dynamodb L-CF0CBE56"][0]
-        self.assertEqual((read.need, read.why), (2700, "3 read routes (ApiRateLimit 900 x 3 routes) x ~1 RRU"))
+        self.assertEqual((read.need, read.why), (3200, "4 read routes (ApiRateLimit 800 x 4 routes) x ~1 RRU"))
 
     def test_aws_defaults_answer_when_no_value_is_applied(self):
         facts = preflight.gather(answers("no-applied-values"), preflight.template_defaults(TEMPLATE))

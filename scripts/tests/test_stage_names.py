@@ -142,10 +142,14 @@ UNIQUE_NAMES = {
     "AWS::ApiGatewayV2::DomainName": Name("DomainName", (), "account + Region"),
     # CloudFront is global: https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateOriginAccessControl.html
     # (OriginAccessControlAlreadyExists), API_CreateResponseHeadersPolicy.html
-    # (ResponseHeadersPolicyAlreadyExists), API_CreateFunction.html (FunctionAlreadyExists): one
-    # name per account, every Region's stacks alike. A dotted property is nested.
+    # (ResponseHeadersPolicyAlreadyExists), API_CreateFunction.html (FunctionAlreadyExists),
+    # API_CreateCachePolicy.html (CachePolicyAlreadyExists), API_CreateOriginRequestPolicy.html
+    # (OriginRequestPolicyAlreadyExists): one name per account, every Region's stacks alike. A
+    # dotted property is nested.
     "AWS::CloudFront::OriginAccessControl": Name("OriginAccessControlConfig.Name", (), "account (every Region)"),
     "AWS::CloudFront::ResponseHeadersPolicy": Name("ResponseHeadersPolicyConfig.Name", (), "account (every Region)"),
+    "AWS::CloudFront::CachePolicy": Name("CachePolicyConfig.Name", (), "account (every Region)"),
+    "AWS::CloudFront::OriginRequestPolicy": Name("OriginRequestPolicyConfig.Name", (), "account (every Region)"),
     "AWS::CloudFront::Function": Name("Name", (), "account (every Region)"),
     # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html ("must be
     # unique within the VPC"); the default VPC when none is given.

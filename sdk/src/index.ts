@@ -1,7 +1,8 @@
 /**
  * The red packets API for apps (docs/CLIENTS.md built in): typed calls over the generated
  * client, an Idempotency-Key per send and withdrawal, retries of what may be retried, per-try
- * timeouts, ETag polling, and one error type with a sentence for users per code.
+ * timeouts, ETag polling (a packet's shared view polled with no token, kept per URL), and one
+ * error type with a sentence for users per code.
  * @packageDocumentation
  */
 import createClient from 'openapi-fetch';
@@ -16,12 +17,15 @@ export { RedPacketsError, decodeError, parseRetryAfter } from './errors.js';
 export { FALLBACK_MESSAGE, MESSAGES, messageFor } from './messages.js';
 export { DEFAULTS, backoffDelayMs, isRetryable, type RetryOptions, type TimeoutOptions } from './transport.js';
 export type { components, paths } from './schema.js';
+export { isBehind, watchSharedPacket, type SharedPacketWatch, type WatchOptions } from './watch.js';
 
 type Schemas = components['schemas'];
 /** A packet to send (`POST /packets`). */
 export type SendRequest = Schemas['SendRequest'];
-/** A packet as its view shows it. */
+/** A packet as its caller sees it (`GET /packets/{id}`): the shared view and the caller's own fields. */
 export type PacketView = Schemas['PacketView'];
+/** What every viewer of a packet sees (`GET /packets/{id}/shared`): no `eligible`, no `recipients`. */
+export type SharedPacketView = Schemas['SharedPacketView'];
 /** One grab of a packet's view. */
 export type GrabRecord = Schemas['GrabRecord'];
 /** The caller's share of a packet. */
@@ -45,6 +49,11 @@ export type Currency = Schemas['Currency'];
 export interface ClientOptions {
   /** The stack's `ApiUrl` (no stage in the path); locally `http://127.0.0.1:3000`. */
   baseUrl: string;
+  /**
+   * Where packets' shared views are read (`GET /packets/{id}/shared`): the stack's
+   * `SharedViewsUrl` (CloudFront) in AWS. Default `baseUrl` (as `make run` serves them).
+   */
+  sharedBaseUrl?: string;
   /** The app user's bearer token (JWT), asked for on every request: return a fresh one before `exp`. */
   token: () => string | Promise<string>;
   /** The language of {@link RedPacketsError.userMessage} by default: `zh-CN` (the default) or `en`. */
@@ -59,7 +68,11 @@ export interface ClientOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** A polled GET's answer: `notModified` when the server answered 304 and `data` is the kept body. */
+/**
+ * A polled GET's answer: `notModified` when `data` is the kept body, because the server answered
+ * 304, or because the kept answer was `immutable` (a finalised packet's shared view) and was not
+ * asked for again.
+ */
 export interface Polled<T> {
   data: T;
   /** The answer's ETag, when the server sent one (the client sends it back by itself). */
@@ -83,15 +96,26 @@ export interface RedPacketsClient {
   grab(packetId: string, options?: { passphrase?: string; membershipTicket?: string }): Promise<GrabResponse>;
   /** Takes back what is left of the caller's own packet (a repeat answers 200 again). */
   cancel(packetId: string): Promise<PacketView>;
-  /** A packet's view, polled with its ETag; `grabsFrom` pages its grabs (`next_grabs_from`). */
+  /**
+   * A packet as the caller sees it, with its own fields (`eligible`, `recipients`); polled with
+   * its ETag; `grabsFrom` pages its grabs (`next_grabs_from`). Read it once per page, then poll
+   * {@link RedPacketsClient.sharedPacket}.
+   */
   packet(packetId: string, options?: { grabsFrom?: number }): Promise<Polled<PacketView>>;
+  /**
+   * What every viewer of a packet sees, from `sharedBaseUrl`, sent with no token; polled with its
+   * ETag, the answer kept per URL alone (it is the same for every user). Once the packet is
+   * settled its answer never changes (`Cache-Control: immutable`): later calls give the kept body
+   * without a request. {@link watchSharedPacket} polls it until settled.
+   */
+  sharedPacket(packetId: string, options?: { grabsFrom?: number }): Promise<Polled<SharedPacketView>>;
   /** The caller's sent or received packets, newest first, polled with their ETag. */
   history(role: 'sent' | 'received', options?: { limit?: number; cursor?: string }): Promise<Polled<HistoryPage>>;
   /** The caller's balance and movements, newest first, polled with their ETag. */
   wallet(options?: { limit?: number; cursor?: string }): Promise<Polled<WalletPage>>;
   /** Asks for a withdrawal; the Idempotency-Key works as for {@link RedPacketsClient.send}. */
   withdraw(request: WithdrawalRequest, options?: { idempotencyKey?: string }): Promise<Withdrawal>;
-  /** Forgets every kept ETag and body (call it on sign-out). */
+  /** Forgets every kept ETag and body, shared views' too (call it on sign-out). */
   clearCache(): void;
 }
 
@@ -134,6 +158,10 @@ export function createRedPacketsClient(options: ClientOptions): RedPacketsClient
     },
     cache.middleware,
   );
+  // The shared views: sent with no token (the route takes none; its answer is the same for every
+  // caller), kept per URL alone.
+  const sharedApi = createClient<paths>({ baseUrl: options.sharedBaseUrl ?? options.baseUrl, fetch: reads });
+  sharedApi.use(cache.shared);
 
   /** Runs a call; throws its error decoded. On API Gateway's 401: token() once more, resent once. */
   async function call<R extends { data?: unknown; error?: unknown; response: Response }>(
@@ -181,6 +209,15 @@ export function createRedPacketsClient(options: ClientOptions): RedPacketsClient
       return polled(
         await call(() =>
           api.GET('/packets/{packet_id}', {
+            params: { path: { packet_id: packetId }, ...(grabsFrom === undefined ? {} : { query: { grabs_from: grabsFrom } }) },
+          }),
+        ),
+      );
+    },
+    async sharedPacket(packetId, { grabsFrom } = {}) {
+      return polled(
+        await call(() =>
+          sharedApi.GET('/packets/{packet_id}/shared', {
             params: { path: { packet_id: packetId }, ...(grabsFrom === undefined ? {} : { query: { grabs_from: grabsFrom } }) },
           }),
         ),

@@ -90,6 +90,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/packets/{packet_id}/shared": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What every viewer of a packet sees, cacheable at the edge
+         * @description The packet's view without the caller's own fields (eligible, recipients): the same bytes for every caller, so it needs no token and CloudFront and the app may keep it. A finalised packet's answer never changes (Cache-Control public, max-age one year, immutable); an open one's may be kept 2 seconds (public, max-age=2). A client reads GET /packets/{packet_id} once for its own fields and polls this, with If-None-Match; a 304 is answered from the packet's version (one Redis command, or none once finalised), never by building the page.
+         */
+        get: operations["getSharedPacket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me/packets": {
         parameters: {
             query?: never;
@@ -716,7 +736,15 @@ export interface components {
             user: string;
             amount_cents: components["schemas"]["Cents"];
         };
-        PacketView: {
+        /** @description A packet as its caller sees it: the shared view and the caller's own fields. */
+        PacketView: components["schemas"]["SharedPacketView"] & {
+            /** @description True when the caller may grab (a recipient */
+            eligible: boolean;
+            /** @description The recipients; shown to the sender only, and only when the packet names them. */
+            recipients?: string[];
+        };
+        /** @description What every viewer of a packet sees, the same bytes for every caller (GET /packets/{packet_id}/shared). */
+        SharedPacketView: {
             packet_id: string;
             sender: string;
             /** @enum {string} */
@@ -745,17 +773,13 @@ export interface components {
             grabs: components["schemas"]["GrabRecord"][];
             /** @description The packet's grabs in all. */
             grab_count: number;
-            /** @description Where the next page of grabs starts (GET /packets/{packet_id}?grabs_from=…); absent on the last page. */
+            /** @description Where the next page of grabs starts (grabs_from=…); absent on the last page. */
             next_grabs_from?: number;
             best_luck: components["schemas"]["BestLuck"] | null;
             settled: boolean;
             refund_cents: components["schemas"]["Cents"] | null;
             /** @description True when a grab must carry the passphrase. */
             has_passphrase: boolean;
-            /** @description True when the caller may grab (a recipient */
-            eligible: boolean;
-            /** @description The recipients; shown to the sender only, and only when the packet names them. */
-            recipients?: string[];
             /**
              * @description The version of the split's algorithm (docs/FAIRNESS.md): 2 for every packet sent since the pool became a seeded permutation.
              * @enum {integer}
@@ -1319,6 +1343,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The position of the page's first grab (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. An open packet's grabs run in grab order; a settled packet's by share. */
+        GrabsFrom: number;
         /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
         IfNoneMatch: string;
         /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at, whatever it holds. On a members-only packet a ticket over 1,024 bytes is malformed: 403 `not_eligible`. */
@@ -1464,8 +1490,8 @@ export interface operations {
     getPacket: {
         parameters: {
             query?: {
-                /** @description The first grab of the page, in grab order (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. */
-                grabs_from?: number;
+                /** @description The position of the page's first grab (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. An open packet's grabs run in grab order; a settled packet's by share. */
+                grabs_from?: components["parameters"]["GrabsFrom"];
             };
             header?: {
                 /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
@@ -1494,6 +1520,43 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["GatewayForbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSharedPacket: {
+        parameters: {
+            query?: {
+                /** @description The position of the page's first grab (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. An open packet's grabs run in grab order; a settled packet's by share. */
+                grabs_from?: components["parameters"]["GrabsFrom"];
+            };
+            header?: {
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @description 32 lowercase hex digits (128 random bits); anything else is 404. */
+                packet_id: components["parameters"]["PacketId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The packet's shared view, with a page of its grabs. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedPacketView"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["InvalidRequest"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["Throttled"];
             500: components["responses"]["ServerError"];

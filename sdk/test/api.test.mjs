@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { createRedPacketsClient } from '../dist/index.js';
-import { API_URL, NO_API, UUID, appToken, freshUser, fund, membershipTicket, startProxy } from './helpers.mjs';
+import { API_URL, NO_API, SHARED_URL, UUID, appToken, freshUser, fund, membershipTicket, startProxy } from './helpers.mjs';
 
 /** A client for `user` on `baseUrl` (the API itself by default). */
 async function clientFor(user, options = {}) {
@@ -106,6 +106,141 @@ describe('against the local API', { skip: NO_API }, () => {
     } finally {
       await close();
     }
+  });
+
+  /** A client reading shared views from SHARED_URL through a fetch that records each try's request and answer. */
+  function recordingClient(user, token) {
+    const seen = [];
+    const client = createRedPacketsClient({
+      baseUrl: API_URL,
+      sharedBaseUrl: SHARED_URL,
+      token: () => token,
+      fetch: async (request) => {
+        const response = await fetch(request);
+        seen.push({
+          url: request.url,
+          authorization: request.headers.get('authorization'),
+          ifNoneMatch: request.headers.get('if-none-match'),
+          status: response.status,
+          etag: response.headers.get('etag'),
+          cacheControl: response.headers.get('cache-control') ?? '',
+        });
+        return response;
+      },
+    });
+    return { client, seen, user };
+  }
+
+  /** Calls `probe` every 500 ms until it answers something truthy, for at most `ms`. */
+  async function until(ms, what, probe) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = await probe();
+      if (found) return found;
+      assert.ok(Date.now() < deadline, `${what}, within ${ms / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  const withoutOwnFields = ({ eligible: _eligible, recipients: _recipients, ...shared }) => shared;
+
+  test("a packet's shared view: the caller's view once, then the shared one polled with no token, a 304, a grab seen", async () => {
+    const carol = freshUser('carol');
+    const recipients = [bob, carol].sort();
+    const packet = await aliceClient.send({ total_cents: 600, count: 2, recipients });
+    const path = `/packets/${packet.packet_id}`;
+
+    // the caller's own view, read once: its own fields, private
+    const own = await aliceClient.packet(packet.packet_id);
+    assert.equal(typeof own.data.eligible, 'boolean');
+    assert.deepEqual(own.data.recipients, recipients, "the sender's view names the recipients");
+    const raw = await fetch(`${API_URL}${path}`, { headers: { authorization: `Bearer ${await appToken(alice)}` } });
+    assert.equal(raw.status, 200);
+    assert.match(raw.headers.get('cache-control') ?? '', /private/);
+    await raw.body?.cancel();
+
+    // the shared view: no token, no own fields, an ETag, public
+    const { client, seen } = recordingClient(alice, await appToken(alice));
+    const first = await client.sharedPacket(packet.packet_id);
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0].url, `${SHARED_URL}${path}/shared`);
+    assert.equal(seen[0].authorization, null, 'sent with no Authorization header');
+    assert.equal(seen[0].status, 200);
+    assert.equal(first.notModified, false);
+    assert.ok(!('eligible' in first.data), 'no eligible');
+    assert.ok(!('recipients' in first.data), 'no recipients');
+    assert.match(first.etag ?? '', /^(W\/)?"[^"]+"$/);
+    assert.equal(seen[0].etag, first.etag);
+    assert.match(seen[0].cacheControl, /\bpublic\b/);
+    assert.match(seen[0].cacheControl, /\bmax-age=2\b/, 'an open packet: kept 2 s');
+    assert.equal(first.data.settled, false);
+    assert.deepEqual(first.data, withoutOwnFields(own.data), "the caller's view less its own fields");
+
+    // the same bytes for everyone: anonymous, and as bob
+    for (const authorization of [undefined, `Bearer ${await appToken(bob)}`]) {
+      const other = await fetch(`${SHARED_URL}${path}/shared`, { headers: authorization ? { authorization } : {} });
+      assert.equal(other.status, 200);
+      assert.equal(other.headers.get('etag'), first.etag);
+      assert.deepEqual(await other.json(), first.data);
+    }
+
+    // polled again: If-None-Match, a 304 from the server, the kept body
+    const second = await client.sharedPacket(packet.packet_id);
+    assert.equal(seen.length, 2);
+    assert.equal(seen[1].ifNoneMatch, first.etag);
+    assert.equal(seen[1].status, 304, 'the server answered 304');
+    assert.equal(seen[1].authorization, null);
+    assert.equal(second.notModified, true);
+    assert.equal(second.etag, first.etag);
+    assert.deepEqual(second.data, first.data);
+
+    // bob grabs: the shared view changes (an open packet's may be 2 s old at the edge)
+    const share = await bobClient.grab(packet.packet_id);
+    assert.ok(share.amount_cents > 0);
+    const third = await until(10_000, 'the grab in the shared view', async () => {
+      const answer = await client.sharedPacket(packet.packet_id);
+      return answer.notModified ? undefined : answer;
+    });
+    assert.notEqual(third.etag, first.etag);
+    assert.equal(third.data.grab_count, first.data.grab_count + 1);
+    assert.equal(third.data.remaining_count, first.data.remaining_count - 1);
+    assert.deepEqual(
+      third.data.grabs.filter((grab) => grab.user === bob).map((grab) => grab.amount_cents),
+      [share.amount_cents],
+    );
+    assert.ok(!('eligible' in third.data) && !('recipients' in third.data));
+    assert.ok(seen.every((try_) => try_.authorization === null), 'no try carried a token');
+  });
+
+  test("a settled packet's shared view: immutable, a year at the edge, kept by the client without asking", async () => {
+    const packet = await aliceClient.send({ total_cents: 100, count: 1 });
+    await bobClient.grab(packet.packet_id);
+    const { client, seen } = recordingClient(alice, await appToken(alice));
+    // settle finalises it (locally every SETTLE_EVERY_SECONDS)
+    const settled = await until(60_000, 'the packet settled', async () => {
+      const answer = await client.sharedPacket(packet.packet_id);
+      return answer.data.settled ? answer : undefined;
+    });
+    assert.equal(settled.data.status, 'finished');
+    const last = seen.at(-1);
+    assert.equal(last.authorization, null);
+    assert.match(last.cacheControl, /\bpublic\b/);
+    assert.match(last.cacheControl, /\bmax-age=31536000\b/);
+    assert.match(last.cacheControl, /\bimmutable\b/);
+    assert.equal(last.etag, settled.etag);
+
+    const tries = seen.length;
+    const again = await client.sharedPacket(packet.packet_id);
+    assert.equal(seen.length, tries, 'not asked for again');
+    assert.equal(again.notModified, true);
+    assert.deepEqual(again.data, settled.data);
+
+    // the server's 304 for the tag, with no token
+    const conditional = await fetch(`${SHARED_URL}/packets/${packet.packet_id}/shared`, {
+      headers: { 'if-none-match': settled.etag },
+    });
+    assert.equal(conditional.status, 304);
+    assert.equal(await conditional.text(), '');
   });
 
   test('the sent history polled with its ETag: 304 while unchanged, a fresh 200 after a send', async (t) => {

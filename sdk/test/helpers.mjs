@@ -11,6 +11,12 @@ const sdk = dirname(dirname(fileURLToPath(import.meta.url)));
 /** The local API's base URL (env API_URL), without a trailing slash; undefined when unset. */
 export const API_URL = process.env.API_URL?.replace(/\/+$/, '') || undefined;
 
+/**
+ * Where packets' shared views are read (env SHARED_URL, the stack's SharedViewsUrl in AWS), without
+ * a trailing slash; API_URL when unset (`make run` serves them on the API's own base URL).
+ */
+export const SHARED_URL = process.env.SHARED_URL?.replace(/\/+$/, '') || API_URL;
+
 /** Why the tests against the API are skipped, or false. */
 export const NO_API = API_URL ? false : 'API_URL is not set: start the local API and export API_URL (see sdk/README.md)';
 

@@ -1,5 +1,6 @@
 // Unit tests, no server: error decoding, the retry decision table and the retry loop over a fake
-// fetch, user messages, ETag keeping.
+// fetch, user messages, ETag keeping, the shared packet view (no token, kept per URL) and its
+// polling.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
@@ -9,9 +10,11 @@ import {
   backoffDelayMs,
   createRedPacketsClient,
   decodeError,
+  isBehind,
   isRetryable,
   messageFor,
   parseRetryAfter,
+  watchSharedPacket,
 } from '../dist/index.js';
 import { UUID } from './helpers.mjs';
 
@@ -305,6 +308,203 @@ describe('ETags (fake server)', () => {
     assert.equal((await client.history('sent')).notModified, true);
     client.clearCache();
     assert.equal((await client.history('sent')).notModified, false);
+  });
+});
+
+describe('the shared packet view (fake server)', () => {
+  const OPEN = 'public, max-age=2';
+  const FINAL = 'public, max-age=31536000, immutable';
+  const shared = (over = {}) => ({ packet_id: PACKET_ID, status: 'open', settled: false, grab_count: 0, grabs: [], ...over });
+  /** Answers `state.body` with its tag and `state.cacheControl`; 304 when If-None-Match is the tag. */
+  function server(state) {
+    return (request) => {
+      const etag = `"${createHash('md5').update(JSON.stringify(state.body)).digest('hex')}"`;
+      const headers = { etag, 'cache-control': state.cacheControl ?? OPEN };
+      if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
+      return json(200, state.body, headers);
+    };
+  }
+  /** A client whose token is `user.name`'s, over `server(state)`; records requests. */
+  function clientOver(state, options = {}) {
+    const requests = [];
+    const user = { name: 'alice' };
+    let tokens = 0;
+    const client = createRedPacketsClient({
+      baseUrl: 'http://api.test',
+      token: () => (tokens++, jwt(user.name)),
+      fetch: async (request) => (requests.push(request), server(state)(request)),
+      ...options,
+    });
+    return { client, requests, user, tokens: () => tokens };
+  }
+
+  test('sent with no Authorization header (and no token asked for), to sharedBaseUrl', async () => {
+    const { client, requests, tokens } = clientOver({ body: shared() }, { sharedBaseUrl: 'https://edge.test/' });
+    const { data } = await client.sharedPacket(PACKET_ID, { grabsFrom: 3 });
+    assert.equal(data.packet_id, PACKET_ID);
+    assert.equal(requests.length, 1);
+    assert.equal(requests[0].headers.get('authorization'), null);
+    assert.equal(tokens(), 0, 'token() not called');
+    assert.equal(requests[0].method, 'GET');
+    assert.equal(requests[0].url, `https://edge.test/packets/${PACKET_ID}/shared?grabs_from=3`);
+
+    await client.packet(PACKET_ID);
+    assert.equal(requests[1].url, `http://api.test/packets/${PACKET_ID}`, "the caller's view: baseUrl");
+    assert.equal(requests[1].headers.get('authorization'), `Bearer ${jwt('alice')}`);
+
+    const local = clientOver({ body: shared() });
+    await local.client.sharedPacket(PACKET_ID);
+    assert.equal(local.requests[0].url, `http://api.test/packets/${PACKET_ID}/shared`, 'sharedBaseUrl defaults to baseUrl');
+  });
+
+  test('If-None-Match sent on the second call; the 304 gives the kept body; a change a fresh 200', async () => {
+    const state = { body: shared() };
+    const { client, requests } = clientOver(state);
+    const first = await client.sharedPacket(PACKET_ID);
+    assert.equal(first.notModified, false);
+    assert.match(first.etag, /^"[0-9a-f]{32}"$/);
+    assert.equal(requests[0].headers.get('if-none-match'), null);
+
+    const second = await client.sharedPacket(PACKET_ID);
+    assert.equal(requests.length, 2);
+    assert.equal(requests[1].headers.get('if-none-match'), first.etag);
+    assert.deepEqual([second.notModified, second.etag, second.data], [true, first.etag, first.data]);
+
+    state.body = shared({ grab_count: 1, grabs: [{ user: 'bob', amount_cents: 5 }] });
+    const third = await client.sharedPacket(PACKET_ID);
+    assert.equal(third.notModified, false);
+    assert.notEqual(third.etag, first.etag);
+    assert.equal(third.data.grab_count, 1);
+  });
+
+  test('kept per URL alone: another user sends the same If-None-Match; own views stay per user', async () => {
+    const state = { body: shared() };
+    const { client, requests, user } = clientOver(state);
+    const alices = await client.sharedPacket(PACKET_ID);
+    await client.packet(PACKET_ID);
+    user.name = 'bob';
+    const bobs = await client.sharedPacket(PACKET_ID);
+    assert.equal(requests[2].headers.get('if-none-match'), alices.etag, "bob polls with alice's tag");
+    assert.equal(bobs.notModified, true);
+    assert.deepEqual(bobs.data, alices.data);
+    await client.packet(PACKET_ID);
+    assert.equal(requests[3].headers.get('if-none-match'), null, "bob's own view is not alice's");
+    await client.sharedPacket(PACKET_ID, { grabsFrom: 2 });
+    assert.equal(requests[4].headers.get('if-none-match'), null, 'another URL');
+
+    // the shared key is not the anonymous own one: a view read with no token is not a shared one
+    const { cacheKey } = await import('../dist/etags.js');
+    const request = new Request(`http://api.test/packets/${PACKET_ID}/shared`);
+    assert.equal(cacheKey('shared', request), `shared ${request.url}`);
+    assert.equal(cacheKey('shared', new Request(request.url, { headers: { authorization: `Bearer ${jwt('bob')}` } })), `shared ${request.url}`);
+    assert.notEqual(cacheKey('own', request), cacheKey('shared', request));
+    assert.equal(cacheKey('own', new Request(request.url, { headers: { authorization: `Bearer ${jwt('bob')}` } })), `sub:bob ${request.url}`);
+
+    client.clearCache();
+    assert.equal((await client.sharedPacket(PACKET_ID)).notModified, false, 'clearCache forgets shared views too');
+  });
+
+  test("a settled view (immutable) is kept and not asked for again", async () => {
+    const state = { body: shared({ status: 'finished', settled: true }), cacheControl: FINAL };
+    const { client, requests } = clientOver(state);
+    const first = await client.sharedPacket(PACKET_ID);
+    assert.equal(first.notModified, false);
+    const second = await client.sharedPacket(PACKET_ID);
+    assert.equal(requests.length, 1, 'no second request');
+    assert.deepEqual([second.notModified, second.etag, second.data], [true, first.etag, first.data]);
+
+    // an open view (max-age=2) is asked for every time
+    const open = clientOver({ body: shared() });
+    await open.client.sharedPacket(PACKET_ID);
+    await open.client.sharedPacket(PACKET_ID);
+    assert.equal(open.requests.length, 2);
+  });
+
+  test('watchSharedPacket: polls one at a time, gives changes only, skips while paused, stops once settled', async () => {
+    const state = { body: shared() };
+    const { client, requests } = clientOver(state);
+    const views = [];
+    let paused = false;
+    let settledWith;
+    const settled = new Promise((resolve) => {
+      const watch = watchSharedPacket(client, PACKET_ID, {
+        intervalMs: 5,
+        paused: () => paused,
+        onView: (view) => {
+          views.push(view);
+          const polls = requests.length;
+          if (polls === 1) {
+            // a change on the next poll, but only after a pause
+            paused = true;
+            setTimeout(() => {
+              assert.equal(requests.length, polls, 'no poll while paused');
+              state.body = shared({ grab_count: 1 });
+              paused = false;
+            }, 40);
+          } else if (views.length === 2) {
+            state.body = shared({ grab_count: 1, status: 'finished', settled: true });
+            state.cacheControl = FINAL;
+          }
+        },
+        onSettled: (view) => resolve([watch, view]),
+      });
+    });
+    const [watch, last] = await settled;
+    settledWith = last;
+    assert.equal(watch.stopped, true);
+    assert.deepEqual(
+      views.map((v) => [v.grab_count, v.settled]),
+      [[0, false], [1, false], [1, true]],
+      'each view once, 304s not given',
+    );
+    assert.equal(settledWith.settled, true);
+    const polls = requests.length;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(requests.length, polls, 'no poll after settled');
+    assert.ok(requests.slice(1).every((r) => r.headers.get('if-none-match')), 'every poll after the first conditional');
+  });
+
+  test('watchSharedPacket: refresh polls at once, even paused; stop stops; a failed poll is reported and retried', async () => {
+    const state = { body: shared() };
+    let fail = 1;
+    const requests = [];
+    const client = createRedPacketsClient({
+      baseUrl: 'http://api.test',
+      token: () => jwt('alice'),
+      retry: { retries: 0 },
+      fetch: async (request) => {
+        requests.push(request);
+        if (fail-- > 0) return json(404, { error: { code: 'not_found', message: 'm' } });
+        return server(state)(request);
+      },
+    });
+    const errors = [];
+    const views = [];
+    const watch = watchSharedPacket(client, PACKET_ID, {
+      intervalMs: 60_000,
+      paused: () => true,
+      onView: (view) => views.push(view),
+      onError: (error) => errors.push(error.code),
+    });
+    await watch.refresh();
+    assert.deepEqual(errors, ['not_found']);
+    await watch.refresh();
+    assert.equal(views.length, 1);
+    assert.equal(requests.length, 2, 'the timer (60 s, paused) asked for nothing');
+    watch.stop();
+    await watch.refresh();
+    assert.equal(requests.length, 2, 'nothing after stop');
+    assert.equal(watch.stopped, true);
+  });
+
+  test('isBehind: an open or unsettled view never replaces a closed or settled one', () => {
+    const view = (status, settled) => ({ packet_id: PACKET_ID, status, settled });
+    assert.equal(isBehind(view('open', false), view('cancelled', false)), true);
+    assert.equal(isBehind(view('cancelled', false), view('cancelled', true)), true);
+    assert.equal(isBehind(view('open', false), view('open', false)), false);
+    assert.equal(isBehind(view('finished', false), view('open', false)), false);
+    assert.equal(isBehind(view('finished', true), view('finished', false)), false);
+    assert.equal(isBehind({ ...view('open', false), packet_id: 'b'.repeat(32) }, view('cancelled', true)), false);
   });
 });
 

@@ -117,35 +117,78 @@ pub fn money_response(status: StatusCode, value: &impl Serialize, currency: Curr
     json_response(status, &InCurrency { value, currency })
 }
 
+/// How a read's answer may be kept: its `Cache-Control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// The caller's own answer: `private, no-cache` (kept by the app alone, asked again each time
+    /// with its tag).
+    Private,
+    /// What every viewer of an open packet sees: `public, max-age=2`, so CloudFront and the app
+    /// keep it [`Caching::OPEN_SECONDS`] and then ask again with its tag.
+    SharedOpen,
+    /// What every viewer of a finalised packet sees, which never changes: `public,
+    /// max-age=31536000, immutable`.
+    SharedFinal,
+}
+
+impl Caching {
+    /// How long a shared view of an open packet may be kept: the most a viewer's page can be
+    /// behind, and how often at most one edge location asks the function for it.
+    pub const OPEN_SECONDS: u32 = 2;
+
+    /// The `Cache-Control` value.
+    pub fn header(self) -> &'static str {
+        match self {
+            Caching::Private => "private, no-cache",
+            Caching::SharedOpen => "public, max-age=2",
+            Caching::SharedFinal => "public, max-age=31536000, immutable",
+        }
+    }
+}
+
+/// The request's `If-None-Match` values (none when it has none).
+pub fn if_none_match(request: &Request) -> Vec<&str> {
+    request.headers().get_all(IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).collect()
+}
+
 /// `response` (a 200 of a read) with its `ETag`, a strong validator of its bytes (the first 128
 /// bits of their SHA-256, hex, quoted), and `Cache-Control: private, no-cache`; a `304` with no
 /// body instead when `request`'s `If-None-Match` names that tag (or `*`). The answer was built
-/// all the same: what a 304 saves is the bytes on the wire and the client's parsing, not the
-/// reads behind it (BENCHMARKS.md, "The app team's kit").
+/// to digest it: [`conditional_tagged`] with a version's tag saves the building too.
 pub fn conditional(request: &Request, response: Response<Body>) -> Response<Body> {
+    conditional_tagged(request, response, None, Caching::Private)
+}
+
+/// `response` (a 200 of a read) with `tag` as its `ETag` (its bytes' digest when `None`) and
+/// `caching`'s `Cache-Control`; a `304` instead when `request`'s `If-None-Match` names the tag.
+pub fn conditional_tagged(
+    request: &Request,
+    response: Response<Body>,
+    tag: Option<String>,
+    caching: Caching,
+) -> Response<Body> {
     use sha2::{Digest, Sha256};
     if response.status() != StatusCode::OK {
         return response;
     }
-    let digest = Sha256::digest(response.body().as_ref());
-    let tag = format!("\"{}\"", hex::encode(&digest[..16]));
-    let matches =
-        request.headers().get_all(IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
-            value
-                .split(',')
-                .map(|candidate| candidate.trim().trim_start_matches("W/"))
-                .any(|candidate| candidate == tag || candidate == "*")
-        });
-    let mut response = if matches {
-        let mut unchanged = Response::new(Body::Empty);
-        *unchanged.status_mut() = StatusCode::NOT_MODIFIED;
-        unchanged
-    } else {
-        response
-    };
+    let tag = tag.unwrap_or_else(|| format!("\"{}\"", hex::encode(&Sha256::digest(response.body().as_ref())[..16])));
+    if if_none_match(request).iter().any(|value| crate::domain::tags::named_in(value, &tag)) {
+        return not_modified(&tag, caching);
+    }
+    tagged(response, &tag, caching)
+}
+
+/// A `304` with no body for `tag`: the poll's answer is unchanged.
+pub fn not_modified(tag: &str, caching: Caching) -> Response<Body> {
+    let mut unchanged = Response::new(Body::Empty);
+    *unchanged.status_mut() = StatusCode::NOT_MODIFIED;
+    tagged(unchanged, tag, caching)
+}
+
+fn tagged(mut response: Response<Body>, tag: &str, caching: Caching) -> Response<Body> {
     let headers = response.headers_mut();
-    headers.insert(ETAG, HeaderValue::from_str(&tag).expect("hex in quotes is a header value"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    headers.insert(ETAG, HeaderValue::from_str(tag).expect("hex in quotes is a header value"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static(caching.header()));
     response
 }
 

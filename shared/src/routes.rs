@@ -36,8 +36,10 @@ pub enum Action {
     Send,
     /// Grab a share.
     Grab,
-    /// View a packet.
+    /// View a packet, as its caller sees it.
     Packet,
+    /// View what every viewer of a packet sees: no token, cacheable at the edge.
+    SharedPacket,
     /// The caller's history.
     History,
     /// Cancel a packet.
@@ -72,6 +74,9 @@ pub struct Route {
     pub throttle: Throttle,
     /// Its sample event in `events/`.
     pub event: &'static str,
+    /// True when the route takes no token (the template's `Authorizer: NONE`): its answer is the
+    /// same for every caller, so CloudFront may keep it.
+    pub public: bool,
 }
 
 impl Route {
@@ -98,6 +103,7 @@ pub const SEND: Route = Route {
     function: Function::Send,
     throttle: Throttle::Default,
     event: "send.json",
+    public: false,
 };
 /// `POST /packets/{packet_id}/grab`.
 pub const GRAB: Route = Route {
@@ -106,6 +112,7 @@ pub const GRAB: Route = Route {
     function: Function::Grab,
     throttle: Throttle::Grab,
     event: "grab.json",
+    public: false,
 };
 /// `GET /packets/{packet_id}`.
 pub const PACKET: Route = Route {
@@ -114,6 +121,16 @@ pub const PACKET: Route = Route {
     function: Function::Query,
     throttle: Throttle::Default,
     event: "query.json",
+    public: false,
+};
+/// `GET /packets/{packet_id}/shared`.
+pub const SHARED_PACKET: Route = Route {
+    key: "GET /packets/{packet_id}/shared",
+    action: Action::SharedPacket,
+    function: Function::Query,
+    throttle: Throttle::Default,
+    event: "shared.json",
+    public: true,
 };
 /// `GET /me/packets`.
 pub const HISTORY: Route = Route {
@@ -122,6 +139,7 @@ pub const HISTORY: Route = Route {
     function: Function::Query,
     throttle: Throttle::Default,
     event: "history.json",
+    public: false,
 };
 /// `POST /packets/{packet_id}/cancel`.
 pub const CANCEL: Route = Route {
@@ -130,6 +148,7 @@ pub const CANCEL: Route = Route {
     function: Function::Send,
     throttle: Throttle::Default,
     event: "cancel.json",
+    public: false,
 };
 /// `GET /me/wallet`.
 pub const WALLET: Route = Route {
@@ -138,6 +157,7 @@ pub const WALLET: Route = Route {
     function: Function::Query,
     throttle: Throttle::Default,
     event: "wallet.json",
+    public: false,
 };
 /// `POST /me/withdrawals`.
 pub const WITHDRAW: Route = Route {
@@ -146,10 +166,11 @@ pub const WITHDRAW: Route = Route {
     function: Function::Send,
     throttle: Throttle::Withdraw,
     event: "withdraw.json",
+    public: false,
 };
 
 /// Every route of the app's API.
-pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, HISTORY, CANCEL, WALLET, WITHDRAW];
+pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, SHARED_PACKET, HISTORY, CANCEL, WALLET, WITHDRAW];
 
 #[cfg(test)]
 mod tests {

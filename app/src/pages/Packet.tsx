@@ -4,14 +4,25 @@
 // SDK's sentence for the error's code). A packet sent members_only carries the user's membership
 // ticket for its chat when they have one; without one the grab is still sent and the server
 // refuses it (403 not_eligible). The sender, and whoever grabbed, see the details: the grabs
-// (user, amount, time), kept current by polling the packet view every 2.5 s (ETag: a 304 costs
-// next to nothing) until it is settled; 手气最佳 once settled; the sender can take back (收回)
-// what is left.
+// (user, amount, time). The page reads the caller's view (GET /packets/{id}) once, for its own
+// fields; then it polls the shared view (GET /packets/{id}/shared: no token, the same for every
+// viewer, cacheable at the edge) every 2.5 s with its ETag (a 304 is one cache read) for the
+// grabs, the status and 手气最佳, until it is settled (its shared view never changes after that);
+// the sender can take back (收回) what is left.
 import { Button, Dialog, ErrorBlock, Input, SpinLoading, Tag, Toast } from 'antd-mobile';
 import { LeftOutline } from 'antd-mobile-icons';
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { useNavigate, useParams } from 'react-router-dom';
-import { messageFor, RedPacketsError, useClient, useErrorText, type PacketView } from '../api';
+import {
+  isBehind,
+  messageFor,
+  RedPacketsError,
+  useClient,
+  useErrorText,
+  watchSharedPacket,
+  type PacketView,
+  type SharedPacketView,
+} from '../api';
 import { initial, LanguageSwitch } from '../components/Shell';
 import { formatTime, useI18n } from '../i18n';
 import { formatDigits, formatMoney } from '../money';
@@ -58,11 +69,27 @@ export function PacketPage() {
     };
   }, []);
 
+  // the caller's view, read once: the shared view and the caller's own fields (eligible, recipients)
   const load = useCallback(async () => {
     const answer = await client.packet(packetId);
-    if (!live.current) return;
-    if (!answer.notModified || answer.data) setView(answer.data);
+    if (live.current) setView(answer.data);
   }, [client, packetId]);
+
+  // a shared view: the shown one's own fields kept; never one older than what is shown (an open
+  // packet's shared view may be 2 s old at the edge, and a poll may land after a cancel's answer)
+  const apply = useCallback((shared: SharedPacketView) => {
+    if (!live.current) return;
+    setView((shown) => {
+      if (!shown || isBehind(shared, shown)) return shown;
+      return { ...shared, eligible: shown.eligible, ...(shown.recipients ? { recipients: shown.recipients } : {}) };
+    });
+  }, []);
+
+  /** The shared view now (after the user's grab or refusal); a failure leaves the view shown. */
+  const refresh = useCallback(async () => {
+    const answer = await client.sharedPacket(packetId);
+    if (!answer.notModified) apply(answer.data);
+  }, [client, packetId, apply]);
 
   // the first view decides the page: details for the sender and for whoever grabbed already
   useEffect(() => {
@@ -81,19 +108,20 @@ export function PacketPage() {
     setPhase(view.sender === user || grabbed ? 'details' : 'envelope');
   }, [view, phase, user]);
 
-  // polling, while the page is shown and the packet is not settled
+  // polling the shared view, while the page is shown and the packet is not settled (the SDK's
+  // watch stops by itself at the settled view; a failed poll is tried again at the next one, the
+  // view shown stays)
   const loaded = view !== null;
   const settled = view?.settled ?? false;
   useEffect(() => {
     if (!loaded || settled) return;
-    const timer = setInterval(() => {
-      if (document.hidden) return;
-      load().catch(() => {
-        // the next tick tries again; the view shown stays
-      });
-    }, POLL_MS);
-    return () => clearInterval(timer);
-  }, [loaded, settled, load]);
+    const watch = watchSharedPacket(client, packetId, {
+      intervalMs: POLL_MS,
+      paused: () => document.hidden,
+      onView: apply,
+    });
+    return () => watch.stop();
+  }, [loaded, settled, client, packetId, apply]);
 
   const open = async () => {
     if (!view || phase === 'opening') return;
@@ -111,7 +139,7 @@ export function PacketPage() {
       if (!live.current) return;
       setMine({ cents: answer.amount_cents, already: answer.already_grabbed });
       setPhase('opened');
-      load().catch(() => {});
+      refresh().catch(() => {});
       await sleep(FLAP_MS);
       if (live.current) setPhase('details');
     } catch (failure) {
@@ -120,7 +148,7 @@ export function PacketPage() {
       const code = failure instanceof RedPacketsError ? failure.code : 'network_error';
       setRefusal({ code, text: errorText(failure) });
       setPhase('envelope');
-      load().catch(() => {});
+      refresh().catch(() => {});
     }
   };
 

@@ -1,16 +1,25 @@
-//! `GET /packets/{packet_id}?grabs_from=`: the packet view, live from Redis while the packet is
-//! open, from the ledger once settled, with a page of its grabs. `GET /me/packets?role=sent|received&limit&cursor`: the
-//! caller's own history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and
-//! its movements, newest first. Each answers an `ETag`, and `304` with no body to an
-//! `If-None-Match` naming it (`http::conditional`): a poll that finds nothing changed.
+//! `GET /packets/{packet_id}?grabs_from=`: the packet view as its caller sees it, live from
+//! Redis while the packet is open, from the ledger once settled, one page of its grabs read at
+//! the cost of that page (`packets::packet_page`). `GET /packets/{packet_id}/shared`: the same
+//! without the caller's own fields, for everyone, kept by CloudFront and the app
+//! (`http::Caching`). `GET /me/packets?role=sent|received&limit&cursor`: the caller's own
+//! history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and its movements,
+//! newest first. Each answers an `ETag`, and `304` with no body to an `If-None-Match` naming it:
+//! a view's and the wallet's from their version (`packets::unchanged_view`, the balance's count
+//! of movements) without building the answer; the history's from its bytes.
 
 use std::sync::Arc;
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Error, Request, RequestExt, Response};
 use red_packets::domain::history::Role;
-use red_packets::http::{action, caller, conditional, money_response, packet_id, page_limit, respond};
-use red_packets::packets::current_view;
+use red_packets::domain::tags::{self, TagScope};
+use red_packets::domain::UserId;
+use red_packets::http::{
+    action, caller, conditional, conditional_tagged, if_none_match, money_response, not_modified, packet_id,
+    page_limit, respond, Caching,
+};
+use red_packets::packets::{packet_page, unchanged_view, ViewRead};
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
 use red_packets::routes::Action;
 use red_packets::{ApiError, Clock, SystemClock};
@@ -43,7 +52,8 @@ pub async fn handle<S: LiveStore, L: Ledger>(
     request: Request,
 ) -> Result<Response<Body>, Error> {
     let result = match action(&request) {
-        Ok(Action::Packet) => packet(service, &request).await,
+        Ok(Action::Packet) => packet(service, &request, false).await,
+        Ok(Action::SharedPacket) => packet(service, &request, true).await,
         Ok(Action::Wallet) => wallet(service, &request).await,
         Ok(Action::History) => history(service, &request).await,
         Ok(_) | Err(_) => Err(ApiError::NotFound),
@@ -51,16 +61,40 @@ pub async fn handle<S: LiveStore, L: Ledger>(
     Ok(respond(result))
 }
 
+/// The packet's view: the caller's (`shared` false), or everyone's. A poll whose tag the packet's
+/// version still names is a 304 before anything is built.
 async fn packet<S: LiveStore, L: Ledger>(
     service: &QueryService<S, L>,
     request: &Request,
+    shared: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let viewer = caller(request)?;
+    let viewer = if shared { nobody() } else { caller(request)? };
     let id = packet_id(request)?;
     let now_ms = service.clock.now_ms();
-    let from = grabs_from(request)?;
-    let view = current_view(&service.store, &service.ledger, &id, &viewer, now_ms).await?.ok_or(ApiError::NotFound)?;
-    Ok(conditional(request, money_response(StatusCode::OK, &view.page(from), service.ledger.currency())))
+    let read = ViewRead { id: &id, viewer: &viewer, shared, from: grabs_from(request)? };
+    let caching = |finalised: bool| match (shared, finalised) {
+        (false, _) => Caching::Private,
+        (true, false) => Caching::SharedOpen,
+        (true, true) => Caching::SharedFinal,
+    };
+    if let Some(unchanged) = unchanged_view(&service.store, read, &if_none_match(request), now_ms).await? {
+        return Ok(not_modified(&unchanged.tag, caching(unchanged.finalised)));
+    }
+    let page = packet_page(&service.store, &service.ledger, read, now_ms).await?.ok_or(ApiError::NotFound)?;
+    let currency = service.ledger.currency();
+    let caching = caching(page.view.shared.settled);
+    let response = if shared {
+        money_response(StatusCode::OK, &page.view.shared(), currency)
+    } else {
+        money_response(StatusCode::OK, &page.view, currency)
+    };
+    Ok(conditional_tagged(request, response, page.tag, caching))
+}
+
+/// Whom the shared view is built for: nobody in particular (its caller's own fields are left
+/// out of it).
+fn nobody() -> UserId {
+    UserId::from_claim("*").expect("a one-character id is a user id")
 }
 
 /// The `grabs_from` query parameter: the first grab of the page (1 for the first, the default).
@@ -95,8 +129,20 @@ async fn wallet<S: LiveStore, L: Ledger>(
     let user = caller(request)?;
     let cursor = request.query_string_parameters_ref().and_then(|query| query.first("cursor").map(str::to_owned));
     let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
+    let page_key = format!("{}|{}", asked.limit, asked.cursor.unwrap_or(""));
+    let scope = TagScope { read: "wallet", subject: user.as_str(), viewer: user.as_str(), page: &page_key };
+    let presented = if_none_match(request);
+    if !presented.is_empty() {
+        if let Some(version) = service.ledger.user_version(&user).await? {
+            let tag = tags::versioned(&scope, &version);
+            if presented.iter().any(|value| tags::lists(value, &tag)) {
+                return Ok(not_modified(&tag, Caching::Private));
+            }
+        }
+    }
     let page = service.ledger.wallet(&user, asked).await?;
-    Ok(conditional(request, money_response(StatusCode::OK, &page, service.ledger.currency())))
+    let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
+    Ok(conditional_tagged(request, money_response(StatusCode::OK, &page, service.ledger.currency()), tag, Caching::Private))
 }
 
 #[cfg(test)]
@@ -112,6 +158,7 @@ mod tests {
     use serde_json::Value;
 
     const QUERY_EVENT: &str = include_str!("../../../events/query.json");
+    const SHARED_EVENT: &str = include_str!("../../../events/shared.json");
     const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
     const WALLET_EVENT: &str = include_str!("../../../events/wallet.json");
 
@@ -217,7 +264,7 @@ mod tests {
             (StatusCode::OK, "private, no-cache")
         );
         let tag = etag(&first);
-        assert!(tag.len() == 34 && tag.starts_with('"') && tag.ends_with('"'), "{tag}");
+        assert!(tag.len() == 35 && tag.starts_with("\"v") && tag.ends_with('"'), "a version's tag: {tag}");
         let unchanged = poll(&view, Some(&format!("\"other\", {tag}"))).await;
         assert_eq!(
             (unchanged.status(), unchanged.body().as_ref().len(), etag(&unchanged)),
@@ -248,6 +295,43 @@ mod tests {
         };
         let tag = etag(&answer(None).await);
         assert_eq!(answer(Some(tag)).await.status(), StatusCode::NOT_MODIFIED);
+    }
+
+    /// The shared view needs no caller, carries none of a caller's own fields, and is what the
+    /// sender's own view says but for them; an open packet's may be kept 2 s by anyone, and its
+    /// version's tag answers a poll with a 304.
+    #[tokio::test]
+    async fn the_shared_view_is_everyones_and_kept_at_the_edge() {
+        let service = service_with(Funds::None);
+        let mut spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Fixed, 300, 3), 60);
+        spec.recipients = Some(vec![UserId::from_claim("bob").unwrap()]);
+        let packet = Packet::new(
+            PacketId::random(),
+            UserId::from_claim("bob").unwrap(),
+            &spec,
+            Seed::random(),
+            service.clock.now_ms(),
+        );
+        service.ledger.record_packet(&packet, None).await.unwrap();
+        service.store.load(&packet, &packet.shares()).await.unwrap();
+        let mut shared: Value = serde_json::from_str(SHARED_EVENT).unwrap();
+        events::set_packet_id(&mut shared, packet.id.as_str());
+        let response = handle(&service, events::to_request(&shared).unwrap()).await.unwrap();
+        assert_eq!(
+            (response.status(), response.headers()["cache-control"].to_str().unwrap()),
+            (StatusCode::OK, "public, max-age=2")
+        );
+        let tag = response.headers()["etag"].to_str().unwrap().to_owned();
+        let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        let mut own: Value = serde_json::from_str(QUERY_EVENT).unwrap();
+        events::set_packet_id(&mut own, packet.id.as_str());
+        let (_, mut bobs) = call(&service, &own).await;
+        assert_eq!((bobs["eligible"].take(), bobs["recipients"].take()), (Value::Bool(true), serde_json::json!(["bob"])));
+        bobs.as_object_mut().unwrap().retain(|name, _| name != "eligible" && name != "recipients");
+        assert_eq!(body, bobs, "the caller's view but for their own fields");
+        shared["headers"]["if-none-match"] = Value::String(tag.clone());
+        let again = handle(&service, events::to_request(&shared).unwrap()).await.unwrap();
+        assert_eq!((again.status(), again.headers()["etag"].to_str().unwrap()), (StatusCode::NOT_MODIFIED, tag.as_str()));
     }
 
     #[tokio::test]

@@ -122,7 +122,7 @@ async fn send<L: Ledger + Holds, S: LiveStore>(
     };
 
     let mut response = money_response(StatusCode::CREATED, &view, service.ledger.currency());
-    if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", view.packet_id)) {
+    if let Ok(location) = HeaderValue::from_str(&format!("/packets/{}", view.shared.packet_id)) {
         response.headers_mut().insert(LOCATION, location);
     }
     Ok(response)

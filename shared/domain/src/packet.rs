@@ -253,9 +253,10 @@ impl Packet {
         self.view(viewer, &[], PacketStatus::Open, None)
     }
 
-    /// The view `viewer` gets of this packet with `grabs` (in grab order), in `status`;
-    /// `refund_cents` is `Some` once settle has finalised it. Best luck shows once every share
-    /// is taken. Only the sender sees the recipients; everybody sees whether they may grab.
+    /// The view `viewer` gets of this packet with `grabs` (every grab, in grab order), in
+    /// `status`; `refund_cents` is `Some` once settle has finalised it. Best luck shows once
+    /// every share is taken. Only the sender sees the recipients; everybody sees whether they
+    /// may grab. [`PacketView::page`] keeps one page of the grabs.
     pub fn view(
         &self,
         viewer: &UserId,
@@ -263,40 +264,88 @@ impl Packet {
         status: PacketStatus,
         refund_cents: Option<Cents>,
     ) -> PacketView {
-        let grabbed: Cents = grabs.iter().map(|grab| grab.amount_cents).sum();
-        PacketView {
-            packet_id: self.id.clone(),
-            sender: self.sender.clone(),
-            terms: self.terms.clone(),
-            remaining_cents: self.terms.total_cents.saturating_sub(grabbed),
-            remaining_count: self.terms.count.saturating_sub(grabs.len() as u32),
-            status,
-            created_at: rfc3339(self.created_at_ms),
-            opens_at: self.opens_at_ms.map(rfc3339),
-            expires_at: rfc3339(self.expires_at_ms),
-            grabs: grabs
-                .iter()
-                .map(|grab| GrabRecord {
-                    share: grab.seq,
-                    user: grab.user.clone(),
-                    amount_cents: grab.amount_cents,
-                    grabbed_at: rfc3339(grab.at_ms),
-                })
-                .collect(),
-            best_luck: best_luck(self.terms.count, grabs),
+        let totals = GrabTotals {
             grab_count: grabs.len() as u32,
+            grabbed_cents: grabs.iter().map(|grab| grab.amount_cents).sum(),
+            best_luck: best_luck(self.terms.count, grabs),
             next_grabs_from: None,
-            settled: refund_cents.is_some(),
-            refund_cents,
-            has_passphrase: self.access.passphrase.is_some(),
-            members_only: self.access.members_of.is_some(),
+        };
+        self.page_view(viewer, grabs, &totals, status, refund_cents)
+    }
+
+    /// The view `viewer` gets of this packet showing the grabs of one page (`page`, in grab
+    /// order), with what `totals` says of all of them: what a page read costs whatever the
+    /// packet's size.
+    pub fn page_view(
+        &self,
+        viewer: &UserId,
+        page: &[LoggedGrab],
+        totals: &GrabTotals,
+        status: PacketStatus,
+        refund_cents: Option<Cents>,
+    ) -> PacketView {
+        PacketView {
+            shared: SharedView {
+                packet_id: self.id.clone(),
+                sender: self.sender.clone(),
+                terms: self.terms.clone(),
+                remaining_cents: self.terms.total_cents.saturating_sub(totals.grabbed_cents),
+                remaining_count: self.terms.count.saturating_sub(totals.grab_count),
+                status,
+                created_at: rfc3339(self.created_at_ms),
+                opens_at: self.opens_at_ms.map(rfc3339),
+                expires_at: rfc3339(self.expires_at_ms),
+                grabs: page
+                    .iter()
+                    .map(|grab| GrabRecord {
+                        share: grab.seq,
+                        user: grab.user.clone(),
+                        amount_cents: grab.amount_cents,
+                        grabbed_at: rfc3339(grab.at_ms),
+                    })
+                    .collect(),
+                best_luck: totals.best_luck.clone(),
+                grab_count: totals.grab_count,
+                next_grabs_from: totals.next_grabs_from,
+                settled: refund_cents.is_some(),
+                refund_cents,
+                has_passphrase: self.access.passphrase.is_some(),
+                members_only: self.access.members_of.is_some(),
+                split_version: self.split_version.number(),
+                commitment: self.commitment(),
+                seed: refund_cents.is_some().then(|| self.seed.to_hex()),
+            },
             eligible: self.access.admits(viewer),
             recipients: if viewer == &self.sender { self.access.recipients.clone() } else { None },
-            split_version: self.split_version.number(),
-            commitment: self.commitment(),
-            seed: refund_cents.is_some().then(|| self.seed.to_hex()),
         }
     }
+
+    /// The share best luck goes to once every share is taken: the largest, the first of equals
+    /// (as [`best_luck`] picks it among the grabs), by its seq and amount, from the split alone.
+    pub fn best_share(&self) -> Option<(u32, Cents)> {
+        let shares = self.shares();
+        let (index, amount) =
+            shares.iter().enumerate().max_by(|(a, x), (b, y)| x.cmp(y).then(b.cmp(a)))?;
+        Some((index as u32 + 1, *amount))
+    }
+
+    /// What the shares from `seq` on (1 for the first) come to, from the split alone.
+    pub fn shares_from(&self, seq: u32) -> Cents {
+        self.shares().iter().skip(seq.saturating_sub(1) as usize).sum()
+    }
+}
+
+/// What a view says of all of a packet's grabs, whichever page of them it shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GrabTotals {
+    /// How many grabs the packet has in all.
+    pub grab_count: u32,
+    /// What they took, in cents.
+    pub grabbed_cents: Cents,
+    /// Best luck, once every share is taken.
+    pub best_luck: Option<BestLuck>,
+    /// Where the page after this one starts, when there is one.
+    pub next_grabs_from: Option<u32>,
 }
 
 impl PacketView {
@@ -309,10 +358,15 @@ impl PacketView {
     pub fn page(mut self, from: u32) -> Self {
         let start = from.max(1) as usize - 1;
         let end = start.saturating_add(Self::GRABS_PAGE as usize);
-        let total = self.grabs.len();
-        self.grabs = self.grabs.drain(..).skip(start).take(Self::GRABS_PAGE as usize).collect();
-        self.next_grabs_from = (end < total).then_some(end as u32 + 1);
+        let total = self.shared.grabs.len();
+        self.shared.grabs = self.shared.grabs.drain(..).skip(start).take(Self::GRABS_PAGE as usize).collect();
+        self.shared.next_grabs_from = (end < total).then_some(end as u32 + 1);
         self
+    }
+
+    /// What every viewer sees: the view without the caller's own fields.
+    pub fn shared(self) -> SharedView {
+        self.shared
     }
 }
 
@@ -329,9 +383,24 @@ pub struct GrabRecord {
     pub grabbed_at: String,
 }
 
-/// A packet as `GET /packets/{id}` and `POST /packets` return it.
+/// A packet as `GET /packets/{id}` and `POST /packets` return it: what every viewer sees and
+/// the caller's own fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketView {
+    /// What every viewer sees.
+    #[serde(flatten)]
+    pub shared: SharedView,
+    /// True when the viewer may grab it (a recipient, or a packet naming none).
+    pub eligible: bool,
+    /// The recipients, shown to the sender only; absent for a packet naming none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<UserId>>,
+}
+
+/// What every viewer of a packet sees (`GET /packets/{id}/shared`): the same for every caller,
+/// so a shared cache may keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedView {
     /// Its id.
     pub packet_id: PacketId,
     /// Who sent it.
@@ -371,11 +440,6 @@ pub struct PacketView {
     /// True when only members of `chat_id` may grab, each with a membership ticket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub members_only: bool,
-    /// True when the viewer may grab it (a recipient, or a packet naming none).
-    pub eligible: bool,
-    /// The recipients, shown to the sender only; absent for a packet naming none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipients: Option<Vec<UserId>>,
     /// The version of the split's algorithm (`docs/FAIRNESS.md`).
     pub split_version: u8,
     /// SHA-256 of the packet's split inputs, its seed included ([`Packet::commitment`]),
@@ -427,7 +491,7 @@ mod tests {
         assert!(packet.opens_after(9_999));
         assert!(!packet.opens_after(10_000), "the opening instant itself is open");
         let view = packet.fresh_view(&UserId::from_claim("bob").unwrap());
-        assert_eq!(view.opens_at.as_deref(), Some("1970-01-01T00:00:10.000Z"));
+        assert_eq!(view.shared.opens_at.as_deref(), Some("1970-01-01T00:00:10.000Z"));
         // An opening already past when the send arrives (a retry, a slow clock) opens at once.
         let late = sent_by_alice(&scheduled, 20_000);
         assert_eq!((late.opens_at_ms, late.expires_at_ms), (None, 80_000));
@@ -456,7 +520,7 @@ mod tests {
         let bob = UserId::from_claim("bob").unwrap();
         let fresh = packet.fresh_view(&bob);
         assert_eq!(
-            (fresh.commitment.as_str(), fresh.seed.as_deref(), fresh.split_version),
+            (fresh.shared.commitment.as_str(), fresh.shared.seed.as_deref(), fresh.shared.split_version),
             (packet.commitment().as_str(), None, 2)
         );
         let json = serde_json::to_value(&fresh).unwrap();
@@ -464,9 +528,9 @@ mod tests {
         let shares = packet.shares();
         let grabs = [LoggedGrab { seq: 1, user: bob.clone(), amount_cents: shares[0], at_ms: 5 }];
         let finished_unsettled = packet.view(&bob, &grabs, PacketStatus::Open, None);
-        assert_eq!((finished_unsettled.seed, finished_unsettled.grabs[0].share), (None, 1));
+        assert_eq!((finished_unsettled.shared.seed, finished_unsettled.shared.grabs[0].share), (None, 1));
         let settled = packet.view(&bob, &grabs, PacketStatus::Expired, Some(10_000 - shares[0]));
-        assert_eq!(settled.seed, Some(packet.seed.to_hex()));
+        assert_eq!(settled.shared.seed, Some(packet.seed.to_hex()));
     }
 
     #[test]
@@ -482,11 +546,11 @@ mod tests {
             .collect();
         let view = packet.view(&packet.sender, &grabs, PacketStatus::Finished, None);
         let first = view.clone().page(1);
-        assert_eq!((first.grabs.len(), first.grab_count, first.next_grabs_from), (1_000, 2_500, Some(1_001)));
+        assert_eq!((first.shared.grabs.len(), first.shared.grab_count, first.shared.next_grabs_from), (1_000, 2_500, Some(1_001)));
         let last = view.clone().page(2_001);
-        assert_eq!((last.grabs.len(), last.grabs[0].share, last.next_grabs_from), (500, 2_001, None));
-        assert_eq!(view.clone().page(3_000).grabs.len(), 0, "past the end: no grabs, no next page");
-        assert_eq!(first.remaining_count, 0, "the totals are the packet's, whatever the page");
+        assert_eq!((last.shared.grabs.len(), last.shared.grabs[0].share, last.shared.next_grabs_from), (500, 2_001, None));
+        assert_eq!(view.clone().page(3_000).shared.grabs.len(), 0, "past the end: no grabs, no next page");
+        assert_eq!(first.shared.remaining_count, 0, "the totals are the packet's, whatever the page");
     }
 
     #[test]
@@ -514,7 +578,7 @@ mod tests {
         let by_sender = packet.fresh_view(&user("alice"));
         assert_eq!((by_sender.recipients.as_deref(), by_sender.eligible), (Some(&[user("bob")][..]), false));
         let by_bob = packet.fresh_view(&user("bob"));
-        assert_eq!((by_bob.recipients, by_bob.eligible, by_bob.has_passphrase), (None, true, false));
+        assert_eq!((by_bob.recipients, by_bob.eligible, by_bob.shared.has_passphrase), (None, true, false));
         assert!(!packet.fresh_view(&user("mallory")).eligible);
     }
 }

@@ -28,6 +28,10 @@ pub struct Finalisation {
     pub refund_cents: Cents,
     /// The largest share of a finished packet.
     pub best_luck: Option<BestLuck>,
+    /// How many grabs it had: what a page of its view says of all of them.
+    pub grab_count: u32,
+    /// The last share a grab took (0 for none): where its view's last page ends.
+    pub last_grab_seq: u32,
 }
 
 /// A packet whose books do not balance.
@@ -59,7 +63,13 @@ pub fn finalise(
     if status == PacketStatus::Finished && refund_cents != 0 {
         return Err(Mismatch(format!("every share taken yet {refund_cents} cents left")));
     }
-    Ok(Finalisation { status, refund_cents, best_luck: best_luck(count, grabs) })
+    Ok(Finalisation {
+        status,
+        refund_cents,
+        best_luck: best_luck(count, grabs),
+        grab_count: grabs.len() as u32,
+        last_grab_seq: grabs.iter().map(|grab| grab.seq).max().unwrap_or(0),
+    })
 }
 
 /// Finalises a packet from the ledger's own records: `claims` (one per share, every share

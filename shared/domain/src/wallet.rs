@@ -138,6 +138,10 @@ pub struct WalletPage {
     pub items: Vec<Movement>,
     /// Pass back as `cursor` for the next page; `null` on the last.
     pub next_cursor: Option<String>,
+    /// The version of the wallet the page was read at, when the ledger keeps one (the
+    /// balance's count of movements): what a poll's tag is computed from. Not in the answer.
+    #[serde(skip)]
+    pub version: Option<String>,
 }
 
 /// Most a single top-up may add: 1,000,000.00 in cents.

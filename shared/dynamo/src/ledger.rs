@@ -23,7 +23,7 @@ use red_packets_core::domain::ledger::{LedgerPacket, ShareClaim, ShareHolder};
 use red_packets_core::domain::limits::DailyLimit;
 use red_packets_core::domain::wallet::{MovementKind, WalletPage};
 use red_packets_core::domain::{Currency, Funds, Packet, PacketId, PacketStatus, UserId};
-use red_packets_core::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, StoreError};
+use red_packets_core::ports::{Conflict, IdempotencyClaim, Ledger, PageRequest, Recorded, SettledPage, StoreError};
 
 /// How long an idempotency claim holds.
 pub const IDEMPOTENCY_TTL_MS: Millis = 24 * 60 * 60 * 1000;
@@ -285,12 +285,16 @@ impl Ledger for DynamoLedger {
     }
 
     /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.
+    /// The balance first, then its movements, both strongly consistent: the page is at least as
+    /// new as the balance's version it carries, so a tag from that version never names an older
+    /// page.
     async fn wallet(&self, user: &UserId, page: PageRequest<'_>) -> Result<WalletPage, StoreError> {
         if self.funds == Funds::None {
             return Err(StoreError::Conflict(Conflict::NoWallets));
         }
         let start = page.cursor.map(|cursor| wallet::decode_cursor(cursor, user)).transpose()?;
-        let output = newest_first(self.movements_query(user)?, page.limit, start).await?;
+        let balance = self.balance_item(user).await?;
+        let output = newest_first(self.movements_query(user)?.consistent_read(true), page.limit, start).await?;
         let next_cursor = output.last_evaluated_key.as_ref().and_then(wallet::encode_cursor);
         let items = output
             .items
@@ -298,6 +302,23 @@ impl Ledger for DynamoLedger {
             .into_iter()
             .map(|item| from_item::<MovementItem>(item).map(|movement| movement.movement()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(WalletPage { balance_cents: self.balance(user).await?, items, next_cursor })
+        Ok(WalletPage {
+            balance_cents: balance.as_ref().map_or(0, |balance| balance.balance_cents),
+            items,
+            next_cursor,
+            version: Some(wallet::version_of(balance.as_ref())),
+        })
+    }
+
+    async fn settled_page(&self, id: &PacketId, from: u32, len: u32) -> Result<Option<SettledPage>, StoreError> {
+        self.settled_page_of(id, from, len).await
+    }
+
+    /// The balance item's count of movements, strongly consistent: one key read.
+    async fn user_version(&self, user: &UserId) -> Result<Option<String>, StoreError> {
+        if self.funds == Funds::None {
+            return Ok(None);
+        }
+        Ok(Some(wallet::version_of(self.balance_item(user).await?.as_ref())))
     }
 }

@@ -28,6 +28,7 @@ mod holds;
 mod items;
 mod ledger;
 mod metered;
+mod pages;
 mod queues;
 mod risk;
 mod settle;

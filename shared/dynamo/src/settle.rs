@@ -47,7 +47,8 @@ where
 
 impl DynamoLedger {
     /// The update finalising `packet` as `result` says, at `now_ms`, stamped `stamp`: its
-    /// status, refund, best luck and finalisation event set and the packet out of `open`, on
+    /// status, refund, best luck, grab count, last grabbed share (what a page of its view reads
+    /// besides the page, `settled_page`) and finalisation event set and the packet out of `open`, on
     /// the condition that it is still open.
     fn finalised_packet(&self, packet: &Packet, result: &Finalisation, now_ms: Millis, stamp: Millis) -> Update {
         let now = rfc3339(now_ms);
@@ -57,6 +58,8 @@ impl DynamoLedger {
             (":refund".to_owned(), AttributeValue::N(result.refund_cents.to_string())),
             (":now".to_owned(), AttributeValue::S(now.clone())),
             (":stamp".to_owned(), AttributeValue::N(stamp.to_string())),
+            (":grabs".to_owned(), AttributeValue::N(result.grab_count.to_string())),
+            (":last".to_owned(), AttributeValue::N(result.last_grab_seq.to_string())),
         ]);
         let event_type = match result.status {
             PacketStatus::Finished => EventType::PacketFinished,
@@ -66,7 +69,8 @@ impl DynamoLedger {
         let event = LedgerEvent::of_packet(event_type, packet, &packet.sender, result.refund_cents, now);
         values.insert(":event".into(), serde_dynamo::to_attribute_value(&event).expect("event serializes"));
         let mut set =
-            "SET #status = :status, refund_cents = :refund, settled_at = :now, settled_at_ms = :stamp, event = :event"
+            "SET #status = :status, refund_cents = :refund, settled_at = :now, settled_at_ms = :stamp, event = :event, \
+             grab_count = :grabs, last_grab_seq = :last"
                 .to_owned();
         if let Some(best_luck) = &result.best_luck {
             set.push_str(", best_luck = :best_luck");

@@ -86,9 +86,22 @@ impl DynamoLedger {
 
     /// `user`'s balance now (0 without a wallet item), strongly consistent.
     pub async fn balance(&self, user: &UserId) -> Result<Cents, StoreError> {
-        let item: Option<BalanceItem> = self.get(wallet_pk(user), BALANCE.into()).await?;
-        Ok(item.map(|item| item.balance_cents).unwrap_or(0))
+        Ok(self.balance_item(user).await?.map(|item| item.balance_cents).unwrap_or(0))
     }
+
+    /// `user`'s balance item, strongly consistent; `None` before their first movement.
+    pub(super) async fn balance_item(&self, user: &UserId) -> Result<Option<BalanceItem>, StoreError> {
+        self.get(wallet_pk(user), BALANCE.into()).await
+    }
+}
+
+/// A wallet's version: its balance item's count of movements and its balance, which every
+/// movement changes in the same write (none before the first).
+pub(super) fn version_of(balance: Option<&BalanceItem>) -> String {
+    balance.map_or_else(|| "none".to_owned(), |item| format!("{}|{}", item.moves.unwrap_or(0), item.balance_cents))
+}
+
+impl DynamoLedger {
 }
 
 /// The wallet's cursor: the last movement's sort key.

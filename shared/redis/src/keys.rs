@@ -242,7 +242,7 @@ mod tests {
     use super::*;
 
     /// Every Lua script of the crate, by name.
-    const LUA: [(&str, &str); 9] = [
+    const LUA: [(&str, &str); 10] = [
         ("cancel.lua", include_str!("../lua/cancel.lua")),
         ("close.lua", include_str!("../lua/close.lua")),
         ("freeze.lua", include_str!("../lua/freeze.lua")),
@@ -250,6 +250,7 @@ mod tests {
         ("grab_many.lua", include_str!("../lua/grab_many.lua")),
         ("load.lua", include_str!("../lua/load.lua")),
         ("lookup.lua", include_str!("../lua/lookup.lua")),
+        ("page.lua", include_str!("../lua/page.lua")),
         ("persisted.lua", include_str!("../lua/persisted.lua")),
         ("snapshot.lua", include_str!("../lua/snapshot.lua")),
     ];

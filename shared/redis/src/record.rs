@@ -16,7 +16,7 @@ use red_packets_core::domain::{
     Access, ChatId, LivePacket, Packet, PacketId, PacketKind, PacketTerms, PassphraseDigest, Seed, SplitRule,
     SplitVersion, UserId,
 };
-use red_packets_core::ports::StoreError;
+use red_packets_core::ports::{LivePage, LiveVersion, StoreError};
 
 /// The packet hash's fields `snapshot.lua` reads, in the order it answers them: the plain
 /// fields [`LoadFields::plain`] writes, then the state `load.lua` and the grab scripts keep.
@@ -195,4 +195,77 @@ impl RawSnapshot {
         let index = SNAPSHOT_FIELDS.iter().position(|field| *field == name)?;
         self.fields.get(index)?.as_deref()
     }
+}
+
+/// The packet hash's fields its version is read from, in one HMGET: `open_until` (its expiry
+/// while open, `0` once closed, `-1` once cancelled, `F:<token>` while frozen) and `last` (the
+/// latest grab's value, written with it by `grab.lua` and `grab_many.lua`).
+pub const VERSION_FIELDS: [&str; 2] = ["open_until", "last"];
+
+/// A packet's version as Redis holds it ([`VERSION_FIELDS`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawVersion {
+    /// `open_until`; `None` when Redis holds no such packet.
+    pub open_until: Option<String>,
+    /// `last`; `None` before the first grab since the packet was loaded.
+    pub last: Option<String>,
+}
+
+impl RawVersion {
+    /// The version of [`VERSION_FIELDS`]'s values, in order.
+    pub fn of(mut fields: Vec<Option<String>>) -> Self {
+        fields.resize(VERSION_FIELDS.len(), None);
+        let last = fields.pop().flatten();
+        RawVersion { open_until: fields.pop().flatten(), last }
+    }
+
+    /// The domain's version: open until its expiry while `open_until` is one; the stamp is both
+    /// fields as Redis holds them.
+    pub fn version(&self) -> LiveVersion {
+        let open_until = self.open_until.as_deref().unwrap_or("");
+        LiveVersion {
+            open_until_ms: open_until.parse::<Millis>().ok().filter(|expires_at_ms| *expires_at_ms > 0),
+            stamp: format!("{open_until}|{}", self.last.as_deref().unwrap_or("")),
+        }
+    }
+}
+
+/// What `page.lua` read of a packet at one instant.
+#[derive(Debug, Clone)]
+pub struct RawPage {
+    /// The packet's fields, its shares left, and the page's log entries as [`RawSnapshot::log`]
+    /// (no head mark: the script skips it).
+    pub snapshot: RawSnapshot,
+    /// The pool's head entry.
+    pub head: Option<String>,
+    /// How many grabs the log holds.
+    pub grabs: u32,
+    /// The entry asked for besides the page.
+    pub also: Option<String>,
+    /// Its version.
+    pub version: RawVersion,
+}
+
+/// The domain's page of what `page.lua` read.
+pub fn live_page(id: &PacketId, raw: RawPage) -> Result<LivePage, StoreError> {
+    let corrupt = || StoreError::Corrupt(format!("packet {id} in Redis has a bad log entry"));
+    let live = live_packet(id, &raw.snapshot)?;
+    let also = raw.also.as_deref().map(|entry| parse_log_entry(entry).ok_or_else(corrupt)).transpose()?;
+    let next_share = raw
+        .head
+        .as_deref()
+        .filter(|head| *head != super::keys::LIST_MARK)
+        .map(|head| head.split(':').next().and_then(|seq| seq.parse::<u32>().ok()).ok_or_else(corrupt))
+        .transpose()?;
+    Ok(LivePage {
+        open: live.open && !live.frozen,
+        cancelled: live.cancelled,
+        remaining_count: live.remaining_count,
+        next_share,
+        grab_count: raw.grabs,
+        grabs: live.grabs,
+        also,
+        version: raw.version.version(),
+        packet: live.packet,
+    })
 }

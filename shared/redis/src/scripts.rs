@@ -18,7 +18,7 @@ use redis::{RedisResult, Script};
 
 use super::keys::{grabber_value, log_entry, parse_log_entry, persisted_grab, share_entry, unplaced_share};
 use super::keys::{log_mark, PacketKeys, LIST_MARK};
-use super::record::{LoadFields, RawSnapshot, SNAPSHOT_FIELDS};
+use super::record::{LoadFields, RawPage, RawSnapshot, RawVersion, SNAPSHOT_FIELDS, VERSION_FIELDS};
 use red_packets_core::clock::Millis;
 use red_packets_core::domain::grab::LoggedGrab;
 use red_packets_core::domain::{PacketId, UserId};
@@ -32,6 +32,7 @@ static CANCEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../
 static PERSISTED: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/persisted.lua")));
 static FREEZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/freeze.lua")));
 static SNAPSHOT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/snapshot.lua")));
+static PAGE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../lua/page.lua")));
 
 /// How `load.lua` treats a packet Redis already holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,6 +318,56 @@ pub async fn mark_persisted<C: ConnectionLike>(
 ) -> RedisResult<usize> {
     let last = persisted_grab(last);
     PERSISTED.key(&keys.packet).key(&keys.grabs).arg(confirmed).arg(last).invoke_async(conn).await
+}
+
+/// Which page `page.lua` reads: `len` log entries from position `from` (1 for the first, in grab
+/// order), and the entry at position `also` besides (0 for none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageAsked {
+    /// The page's first entry.
+    pub from: u32,
+    /// How many entries.
+    pub len: u32,
+    /// One more entry's position, 0 for none.
+    pub also: u32,
+}
+
+/// `page.lua`'s reply: fields, pool head, grabs, page, the entry asked for besides.
+type PageReply = (Vec<Option<String>>, Option<String>, u32, Vec<String>, Option<String>);
+
+/// Runs `page.lua`: the packet's fields ([`SNAPSHOT_FIELDS`], then [`VERSION_FIELDS`]), its
+/// pool's head, how many grabs its log holds and the page asked for, in one call; `None` when
+/// Redis holds no such packet.
+pub async fn page<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    asked: PageAsked,
+    per_call: Duration,
+) -> RedisResult<Option<RawPage>> {
+    let mut invocation = PAGE.prepare_invoke();
+    invocation.key(&keys.packet).key(&keys.pool).key(&keys.grabs).arg(asked.from).arg(asked.len).arg(asked.also);
+    invocation.arg(&SNAPSHOT_FIELDS[..]).arg(&VERSION_FIELDS[..]);
+    let (mut fields, head, grabs, log, also): PageReply = bounded(per_call, invocation.invoke_async(conn)).await?;
+    let version = fields.split_off(SNAPSHOT_FIELDS.len());
+    let snapshot = RawSnapshot { fields, shares_left: super::keys::shares_left(head.as_deref()), log };
+    if snapshot.field("sender").is_none() {
+        return Ok(None);
+    }
+    Ok(Some(RawPage { snapshot, head, grabs, also, version: RawVersion::of(version) }))
+}
+
+/// Reads a packet's version ([`VERSION_FIELDS`] of its hash) in one command: `None` when Redis
+/// holds no such packet.
+pub async fn version<C: ConnectionLike>(
+    conn: &mut C,
+    keys: &PacketKeys,
+    per_call: Duration,
+) -> RedisResult<Option<RawVersion>> {
+    let mut read = redis::cmd("HMGET");
+    read.arg(&keys.packet).arg(&VERSION_FIELDS[..]);
+    let fields: Vec<Option<String>> = bounded(per_call, read.query_async(conn)).await?;
+    let version = RawVersion::of(fields);
+    Ok(version.open_until.is_some().then_some(version))
 }
 
 /// How many times a snapshot is read again when its log was rewritten between two pages.

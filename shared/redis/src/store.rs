@@ -17,7 +17,7 @@ use super::connection::{within, RedisConnection};
 use super::grab_batch::GrabCoalescer;
 use super::keys::{replicas_probe_key, PacketKeys};
 use super::rate::RefusedMemo;
-use super::record::live_packet;
+use super::record::{live_packet, live_page};
 use super::scripts::{self, LoadMode, Loaded};
 use super::sold_out::SoldOutMemo;
 use red_packets_core::clock::{Clock, Millis};
@@ -26,7 +26,7 @@ use red_packets_core::domain::grab::GrabAttempt;
 use red_packets_core::domain::risk::GrabRate;
 use red_packets_core::domain::{Cents, LivePacket, Packet, PacketId};
 use red_packets_core::ports::{
-    CancelOutcome, GrabCall, Ledger, LiveAnswer, LiveStore, PacketImage, Restored, StoreError,
+    CancelOutcome, GrabCall, Ledger, LiveAnswer, LivePage, LiveStore, LiveVersion, PacketImage, Restored, StoreError,
 };
 
 /// How long a finalised packet's keys stay, answering repeat grabs from Redis.
@@ -208,6 +208,23 @@ impl LiveStore for RedisStore {
             Loaded::StageLost => return Err(stage_lost()),
             Loaded::Staging => return Err(being_staged()),
         })
+    }
+
+    #[tracing::instrument(level = "debug", name = "redis.page", skip_all, fields(packet_id = %id, from))]
+    async fn page(&self, id: &PacketId, from: u32, len: u32, also: u32) -> Result<Option<LivePage>, StoreError> {
+        let mut conn = self.connection().await?;
+        let asked = scripts::PageAsked { from, len, also };
+        let Some(raw) = self.run(scripts::page(&mut conn, &self.keys(id), asked, self.limit())).await? else {
+            return Ok(None);
+        };
+        live_page(id, raw).map(Some)
+    }
+
+    #[tracing::instrument(level = "debug", name = "redis.version", skip_all, fields(packet_id = %id))]
+    async fn version(&self, id: &PacketId) -> Result<Option<LiveVersion>, StoreError> {
+        let mut conn = self.connection().await?;
+        let raw = self.run(scripts::version(&mut conn, &self.keys(id), self.limit())).await?;
+        Ok(raw.map(|raw| raw.version()))
     }
 
     #[tracing::instrument(level = "debug", name = "redis.snapshot", skip_all, fields(packet_id = %id))]

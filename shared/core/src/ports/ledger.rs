@@ -38,6 +38,44 @@ pub trait Ledger: Send + Sync {
     /// Everything the ledger holds of packet `id`: record, grabs, refund.
     fn ledger_packet(&self, id: &PacketId) -> impl Future<Output = Result<Option<LedgerPacket>, StoreError>> + Send;
 
+    /// One page of a finalised packet ([`SettledPage`]): the grabs of shares `from` to
+    /// `from + len - 1`, with the totals settle wrote when it finalised it. `None` when the
+    /// ledger holds no such packet, holds it open, or finalised it before the totals were kept:
+    /// then [`Ledger::ledger_packet`] says it all. This default reads the whole packet; DynamoDB
+    /// reads the page's share claims alone.
+    fn settled_page(
+        &self,
+        id: &PacketId,
+        from: u32,
+        len: u32,
+    ) -> impl Future<Output = Result<Option<SettledPage>, StoreError>> + Send {
+        async move {
+            let Some(recorded) = self.ledger_packet(id).await? else { return Ok(None) };
+            if recorded.status == crate::domain::PacketStatus::Open {
+                return Ok(None);
+            }
+            let end = from.saturating_add(len);
+            let totals = recorded.packet.view(&recorded.packet.sender, &recorded.grabs, recorded.status, None);
+            Ok(Some(SettledPage {
+                grabs: recorded.grabs.iter().filter(|grab| (from..end).contains(&grab.seq)).cloned().collect(),
+                more: recorded.grabs.iter().any(|grab| grab.seq >= end),
+                grab_count: totals.shared.grab_count,
+                best_luck: totals.shared.best_luck,
+                status: recorded.status,
+                refund_cents: recorded.refund_cents.unwrap_or(totals.shared.remaining_cents),
+                packet: recorded.packet,
+            }))
+        }
+    }
+
+    /// The version of `user`'s wallet and history as the ledger keeps it beside them, in one key
+    /// read: it changes with every movement of their wallet. `None` when this ledger keeps none
+    /// (no wallets): then a poll builds its answer.
+    fn user_version(&self, user: &UserId) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+        let _ = user;
+        async { Ok(None) }
+    }
+
     /// Records that `sender` cancelled packet `id` at `now_ms`, under a condition: the packet
     /// is theirs ([`Conflict::NotTheSender`]), still open and not expired ([`Conflict::NotOpen`]).
     /// Cancelling a cancelled packet again succeeds and changes nothing.
@@ -63,6 +101,25 @@ pub trait Ledger: Send + Sync {
         user: &UserId,
         page: PageRequest<'_>,
     ) -> impl Future<Output = Result<WalletPage, StoreError>> + Send;
+}
+
+/// One page of a finalised packet as the ledger holds it ([`Ledger::settled_page`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledPage {
+    /// The packet as sent.
+    pub packet: Packet,
+    /// How settle finalised it.
+    pub status: crate::domain::PacketStatus,
+    /// What went back to its sender.
+    pub refund_cents: Cents,
+    /// How many grabs it had in all.
+    pub grab_count: u32,
+    /// Its best luck, when every share was taken.
+    pub best_luck: Option<crate::domain::grab::BestLuck>,
+    /// The page's grabs, by share.
+    pub grabs: Vec<LoggedGrab>,
+    /// True when a grab of a later share follows the page.
+    pub more: bool,
 }
 
 /// Which page of a listing the caller asks for: at most `limit` entries, from `cursor` (what

@@ -60,6 +60,95 @@ pub trait LiveStore: Send + Sync {
     /// Closes an open packet to grabs as cancelled at `now_ms`, and marks it for settle, which
     /// refunds the rest. Idempotent.
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+
+    /// One page of the packet read at one instant ([`LivePage`]): the `len` grabs from position
+    /// `from` (1 for the first, in grab order) and, when `also` is not 0, the grab at that
+    /// position; `None` when the store does not hold it. This default reads the whole packet;
+    /// Redis reads the page alone.
+    fn page(
+        &self,
+        id: &PacketId,
+        from: u32,
+        len: u32,
+        also: u32,
+    ) -> impl Future<Output = Result<Option<LivePage>, StoreError>> + Send {
+        async move { Ok(self.snapshot(id).await?.map(|live| LivePage::of(&live, from, len, also))) }
+    }
+
+    /// The packet's version ([`LiveVersion`]) in one read; `None` when the store does not hold
+    /// it. This default reads the whole packet; Redis reads three fields of its hash.
+    fn version(&self, id: &PacketId) -> impl Future<Output = Result<Option<LiveVersion>, StoreError>> + Send {
+        async move { Ok(self.snapshot(id).await?.map(|live| LivePage::of(&live, 1, 0, 0).version)) }
+    }
+}
+
+/// A packet's version as the live store holds it: what changes with every grab, close, cancel,
+/// freeze and re-sync of it. Two reads with the same version saw the same packet, but for the
+/// time: whether it has expired by now is the reader's to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveVersion {
+    /// Until when it takes grabs (its expiry) while it is open; `None` once closed, cancelled
+    /// or frozen for a re-sync.
+    pub open_until_ms: Option<Millis>,
+    /// The store's own words for its state: its close or cancel mark and its latest grab.
+    pub stamp: String,
+}
+
+/// One page of a packet as the live store holds it, read at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LivePage {
+    /// The packet as sent.
+    pub packet: Packet,
+    /// False once closed to grabs.
+    pub open: bool,
+    /// True once the sender cancelled it.
+    pub cancelled: bool,
+    /// Shares left.
+    pub remaining_count: u32,
+    /// The seq of the next share handed out (the pool's head), when one is left.
+    pub next_share: Option<u32>,
+    /// How many grabs it has in all.
+    pub grab_count: u32,
+    /// The page's grabs, in grab order.
+    pub grabs: Vec<LoggedGrab>,
+    /// The grab at the position asked for besides the page, when asked and there is one.
+    pub also: Option<LoggedGrab>,
+    /// Its version at that instant.
+    pub version: LiveVersion,
+}
+
+impl LivePage {
+    /// The page of `live` from `from`, `len` long, and its grab at `also` (0: none).
+    pub fn of(live: &LivePacket, from: u32, len: u32, also: u32) -> Self {
+        let at = |position: u32| live.grabs.get(position.checked_sub(1)? as usize).cloned();
+        let start = (from.max(1) - 1) as usize;
+        let grabs = live.grabs.iter().skip(start).take(len as usize).cloned().collect();
+        let taken: std::collections::BTreeSet<u32> = live.grabs.iter().map(|grab| grab.seq).collect();
+        let next_share = (live.remaining_count > 0)
+            .then(|| (1..=live.packet.terms.count).find(|seq| !taken.contains(seq)))
+            .flatten();
+        let mark = match (live.open && !live.frozen, live.cancelled) {
+            (true, _) => "open",
+            (false, true) => "cancelled",
+            (false, false) if live.frozen => "frozen",
+            _ => "closed",
+        };
+        let last = live.grabs.last().map(|grab| format!("{}:{}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user));
+        LivePage {
+            packet: live.packet.clone(),
+            open: live.open && !live.frozen,
+            cancelled: live.cancelled,
+            remaining_count: live.remaining_count,
+            next_share,
+            grab_count: live.grabs.len() as u32,
+            grabs,
+            also: if also == 0 { None } else { at(also) },
+            version: LiveVersion {
+                open_until_ms: (live.open && !live.frozen).then_some(live.packet.expires_at_ms),
+                stamp: format!("{mark}|{}|{}", live.grabs.len(), last.unwrap_or_default()),
+            },
+        }
+    }
 }
 
 /// What restoring a packet into the live store came to.
@@ -112,5 +201,19 @@ impl<T: LiveStore> LiveStore for std::sync::Arc<T> {
 
     fn cancel(&self, id: &PacketId, now_ms: Millis) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
         (**self).cancel(id, now_ms)
+    }
+
+    fn page(
+        &self,
+        id: &PacketId,
+        from: u32,
+        len: u32,
+        also: u32,
+    ) -> impl Future<Output = Result<Option<LivePage>, StoreError>> + Send {
+        (**self).page(id, from, len, also)
+    }
+
+    fn version(&self, id: &PacketId) -> impl Future<Output = Result<Option<LiveVersion>, StoreError>> + Send {
+        (**self).version(id)
     }
 }

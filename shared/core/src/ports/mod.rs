@@ -134,7 +134,7 @@ mod live;
 mod operations;
 mod settle;
 
-pub use ledger::{Books, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, Wallets};
-pub use live::{Frozen, GrabCall, LiveAnswer, LiveStore, Restored};
+pub use ledger::{Books, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, SettledPage, Wallets};
+pub use live::{Frozen, GrabCall, LiveAnswer, LivePage, LiveStore, LiveVersion, Restored};
 pub use operations::{Adjustments, AuditTrail, Flags, Holds, ReportSink, RiskLedger, Withdrawals};
 pub use settle::{SettleCursor, SettleIndex, SettleLedger};

@@ -49,7 +49,7 @@ pub use corrections::{
     adjustment_pk, audit_pk, withdrawal_pk, AdjustmentItem, AuditItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX,
     USER_AUDIT_PREFIX, WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
-pub use grab::{CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
+pub use grab::{share_sk, CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
 pub use packet::{open_partitions, packet_pk, PacketItem, RefundItem, META, PACKET_PREFIX, REFUND};
 pub use risk::{

@@ -82,6 +82,12 @@ pub struct PacketItem {
     pub refund_cents: Option<Cents>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_luck: Option<BestLuck>,
+    /// How many grabs it had, set when finalised (absent on packets finalised before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grab_count: Option<u32>,
+    /// The last share a grab took (0 for none), set when finalised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_grab_seq: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_at: Option<String>,
     /// The only users who may grab, when the sender named them.
@@ -138,6 +144,8 @@ impl PacketItem {
             open_shard: Some(open_partition(packet.id.settle_shard(settle_shards), &packet.id)),
             refund_cents: None,
             best_luck: None,
+            grab_count: None,
+            last_grab_seq: None,
             settled_at: None,
             recipients: packet.access.recipients.clone(),
             passphrase_digest: packet.access.passphrase.clone(),
