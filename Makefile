@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine replay restore-report settings release build deploy bench bench-campaign bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
+.PHONY: run test check verify-build token ops-token console-screenshots app-screenshots deploy-console topup reconcile export trial-balance statement funds quarantine replay restore-report settings release build deploy bench bench-campaign bench-reads bench-controls bench-kit bench-fairness books-scale soak install invoke profile-grab preflight
 
 ## make run: Redis + DynamoDB Local + the local API on http://127.0.0.1:$(PORT) (default 3000)
 run:
@@ -135,6 +135,10 @@ bench:
 ## make bench-campaign: the campaign packet alone (100,000 shares opening at an instant, then settled under the partition ceiling): bench/results/campaign.json, BENCHMARKS.md
 bench-campaign:
 	BENCH_CAMPAIGN_ONLY=1 scripts/bench.sh
+
+## make bench-reads: the read side of a campaign: a page and a 304 of the shared view of a 1,000- and a 100,000-share packet, open and settled (Redis commands, DynamoDB read units, bytes, p50/p99), and 10,000 viewers polling through one edge location (what reaches the function): bench/results/reads.json, BENCHMARKS.md
+bench-reads:
+	BENCH_READS_ONLY=1 scripts/bench.sh
 
 ## make bench-controls: the risk controls off and on (the grab rate, 1,000 holds in force): the grab handler's Redis CPU and latency at concurrency 1 and 256; pattern detection's cost per event and false flags on ordinary chats (BENCH_PATTERNS_ONLY=1 alone): bench/results/controls.json, BENCHMARKS.md
 bench-controls:

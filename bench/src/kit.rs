@@ -278,7 +278,7 @@ fn read_event(sample: &str, query: &str) -> Value {
     event
 }
 
-async fn commands(conn: &mut red_packets::adapters::redis::connection::RedisConnection) -> u64 {
+pub(crate) async fn commands(conn: &mut red_packets::adapters::redis::connection::RedisConnection) -> u64 {
     let info: String = redis::cmd("INFO").arg("stats").query_async(conn).await.expect("INFO");
     info.lines()
         .find_map(|line| line.strip_prefix("total_commands_processed:"))

@@ -21,6 +21,7 @@ mod hot_key;
 mod hot_packet;
 mod kit;
 mod patterns;
+mod reads;
 mod redis_benchmark;
 mod report;
 mod seeds;
@@ -38,6 +39,22 @@ use red_packets::Config;
 /// The campaign bench's figures `latest.json` carries beside `campaign.json`.
 const CAMPAIGN_HEADLINES: [&str; 3] =
     ["campaign_100k_grabs_per_s", "campaign_100k_ledger_seconds", "peak_partition_write_units_per_s"];
+
+/// Measures the read side ([`reads::measure`]) into bench/results/reads.json (with the commit it
+/// measured, for the cost model: `scripts/capacity.py`) and renders BENCHMARKS.md.
+async fn write_reads(workspace: &std::path::Path, config: &Config) -> Result<(), Box<dyn std::error::Error>> {
+    let reads = reads::measure(config).await;
+    let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).current_dir(workspace).output()?;
+    let mut measured = serde_json::to_value(&reads)?;
+    measured["commit"] = String::from_utf8_lossy(&commit.stdout).trim().into();
+    measured["machine"] = serde_json::to_value(report::Machine::detect())?;
+    let results_dir = workspace.join("bench/results");
+    std::fs::create_dir_all(&results_dir)?;
+    std::fs::write(results_dir.join("reads.json"), serde_json::to_string_pretty(&measured)?)?;
+    bench::render::write(workspace)?;
+    println!("{}", serde_json::to_string_pretty(&measured)?);
+    Ok(())
+}
 
 fn step(what: &str) {
     eprintln!("[bench] {what}");
@@ -154,6 +171,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&measured)?);
         return Ok(());
     }
+    if std::env::var_os("BENCH_READS_ONLY").is_some() {
+        // `make bench-reads`: the read side of a campaign, into bench/results/reads.json.
+        step("the read side: a page and a 304 of 1,000- and 100,000-share packets, open and settled; 10,000 viewers through the edge");
+        write_reads(&workspace, &config).await?;
+        return Ok(());
+    }
     if std::env::var_os("BENCH_CONTROLS_ONLY").is_some() {
         // `make bench-controls`: what the risk controls cost a grab, and what pattern detection
         // costs the events it reads, into bench/results/controls.json.
@@ -250,9 +273,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::fs::write(results_dir.join("latest.json"), serde_json::to_string_pretty(&latest)?)?;
     std::fs::write(results_dir.join("campaign.json"), serde_json::to_string_pretty(&campaign)?)?;
-    bench::render::write(&workspace)?;
+    step("the read side: a page and a 304 of 1,000- and 100,000-share packets, open and settled; 10,000 viewers through the edge");
+    write_reads(&workspace, &config).await?;
     step(
-        "wrote bench/results/latest.json, bench/results/fairness.png, bench/results/settle-scale.png and BENCHMARKS.md",
+        "wrote bench/results/latest.json, reads.json, fairness.png, settle-scale.png and BENCHMARKS.md",
     );
     println!("{}", serde_json::to_string_pretty(&results.json()["grab_handler_ops_per_s_c64"])?);
     Ok(())

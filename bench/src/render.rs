@@ -25,8 +25,9 @@ pub fn workspace() -> PathBuf {
 /// What the template reads, from a results directory: `run` (`latest.json`'s details), `past`,
 /// `books_scale` (the recorded runs by passes, none at all leaving their section out) and
 /// `campaign_run` (`campaign.json`, `make bench-campaign`'s or the last full run's; null when none)
-/// and `controls_run` (`controls.json`, `make bench-controls`'s; null when none) and `kit_run`
-/// (`kit.json`, `make bench-kit`'s; null when none).
+/// and `controls_run` (`controls.json`, `make bench-controls`'s; null when none), `kit_run`
+/// (`kit.json`, `make bench-kit`'s; null when none) and `reads_run` (`reads.json`, `make
+/// bench-reads`'s or the last full run's; null when none).
 pub fn data(results: &Path) -> Result<Value, Error> {
     let read = |name: &str| -> Result<Value, Error> {
         let path = results.join(name);
@@ -42,6 +43,7 @@ pub fn data(results: &Path) -> Result<Value, Error> {
         .collect::<Result<Vec<_>, _>>()?;
     let optional = |name: &str| if results.join(name).exists() { read(name) } else { Ok(Value::Null) };
     let (campaign, controls, kit) = (optional("campaign.json")?, optional("controls.json")?, optional("kit.json")?);
+    let reads = optional("reads.json")?;
     Ok(json!({
         "run": run,
         "past": read("past.json")?,
@@ -49,6 +51,7 @@ pub fn data(results: &Path) -> Result<Value, Error> {
         "campaign_run": campaign,
         "controls_run": controls,
         "kit_run": kit,
+        "reads_run": reads,
     }))
 }
 

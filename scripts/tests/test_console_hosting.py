@@ -13,7 +13,9 @@ deployment gives, and the operators' API the distribution sends /ops/* to names 
 OpenAPI body, its authorizer a resource of its own), so the client may name the distribution.
 (scripts/tests/test_sign_in.py follows the sign-in itself, and the circle, on every parameter set.)
 The same distribution caches the packets' shared views (`/packets/*/shared`, the app's API's one
-route without an authorizer) by the path and `grabs_from` alone.
+route without an authorizer) by the path and `grabs_from` alone, answers CORS for them at the edge
+when the stack allows browser origins (the preflight answered by the app's API, which must then
+see it as one), and keeps no origin's error.
 """
 
 import logging
@@ -36,6 +38,10 @@ except ImportError:
 
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+CORS = {"CorsAllowedOrigins": "https://h5.example.com,https://m.example.com"}
+# The status codes CloudFront keeps from an origin, and CustomErrorResponses takes (416 it never
+# keeps): https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/HTTPStatusCodes.html
+KEPT_ERRORS = {400, 403, 404, 405, 414, 500, 501, 502, 503, 504}
 SSO = {
     "OperatorsJwtIssuer": "https://sso.example.com/oauth2/default",
     "OperatorsJwtAudience": "console-client",
@@ -168,6 +174,68 @@ class ConsoleHosting(unittest.TestCase):
                           {"QueryStringBehavior": "whitelist", "QueryStrings": ["grabs_from"]}))
         self.assertEqual(stack.resolve(stack.template["Outputs"]["SharedViewsUrl"]["Value"]),
                          f"https://{stack.get_att('ConsoleDistribution', 'DomainName')}")
+
+    def shared_behaviour(self, stack):
+        (behaviour,) = [b for b in self.distribution(stack)["CacheBehaviors"] if b["PathPattern"] == "/packets/*/shared"]
+        return behaviour
+
+    def test_the_shared_views_answer_cors_at_the_edge_only_for_the_allowed_origins(self):
+        """Without CorsAllowedOrigins: no CORS policy, no OPTIONS, no header sent on. With them: the
+        behaviour takes OPTIONS (not cached) and SharedViewsCors (the allowed origins, GET/HEAD/
+        OPTIONS, If-None-Match allowed, ETag exposed, in place of the origin's), and the preflight's
+        headers reach the app's API, whose CorsConfiguration answers it for the same origins and
+        allows If-None-Match; the cache key still holds no header."""
+        none = self.own_pool
+        self.assertNotIn("SharedViewsCors", none.created())
+        behaviour = self.shared_behaviour(none)
+        self.assertNotIn("ResponseHeadersPolicyId", behaviour)
+        self.assertEqual((behaviour["AllowedMethods"], behaviour["CachedMethods"]), (["GET", "HEAD"], ["GET", "HEAD"]))
+        sent = none.properties(none.logical_id(behaviour["OriginRequestPolicyId"]))["OriginRequestPolicyConfig"]
+        self.assertEqual(sent["HeadersConfig"], {"HeaderBehavior": "none"})
+
+        cors = stack(CORS)
+        origins = CORS["CorsAllowedOrigins"].split(",")
+        behaviour = self.shared_behaviour(cors)
+        self.assertEqual((behaviour["AllowedMethods"], behaviour["CachedMethods"]),
+                         (["GET", "HEAD", "OPTIONS"], ["GET", "HEAD"]))
+        self.assertIn("SharedViewsCors", cors.created("AWS::CloudFront::ResponseHeadersPolicy"))
+        self.assertEqual(cors.logical_id(behaviour["ResponseHeadersPolicyId"]), "SharedViewsCors")
+        edge = cors.properties("SharedViewsCors")["ResponseHeadersPolicyConfig"]["CorsConfig"]
+        self.assertEqual(edge["AccessControlAllowOrigins"]["Items"], origins)
+        self.assertEqual(edge["AccessControlAllowMethods"]["Items"], ["GET", "HEAD", "OPTIONS"])
+        self.assertEqual([h.lower() for h in edge["AccessControlAllowHeaders"]["Items"]], ["if-none-match"])
+        self.assertIn("etag", [h.lower() for h in edge["AccessControlExposeHeaders"]["Items"]])
+        self.assertIs(edge["OriginOverride"], True)
+        self.assertIs(edge["AccessControlAllowCredentials"], False, "the view takes no credentials")
+        self.assertEqual(set(self.distribution(cors)), set(self.distribution(none)))
+        for key, policy in self.distribution(cors).items():
+            if key != "CacheBehaviors":
+                self.assertEqual(policy, self.distribution(none)[key], key)
+
+        sent = cors.properties(cors.logical_id(behaviour["OriginRequestPolicyId"]))["OriginRequestPolicyConfig"]
+        self.assertEqual(sent["HeadersConfig"]["HeaderBehavior"], "whitelist")
+        self.assertEqual({h.lower() for h in sent["HeadersConfig"]["Headers"]},
+                         {"origin", "access-control-request-method", "access-control-request-headers"})
+        self.assertEqual(sent["QueryStringsConfig"], {"QueryStringBehavior": "whitelist", "QueryStrings": ["grabs_from"]})
+        key = cors.properties(cors.logical_id(behaviour["CachePolicyId"]))["CachePolicyConfig"]
+        self.assertEqual(key["ParametersInCacheKeyAndForwardedToOrigin"]["HeadersConfig"], {"HeaderBehavior": "none"},
+                         "every viewer of a page shares one object, whatever its origin")
+        api = cors.properties("HttpApi")["Body"]["x-amazon-apigateway-cors"]
+        self.assertEqual(api["allowOrigins"], origins, "the app's API answers the preflight for the same origins")
+        self.assertIn("if-none-match", api["allowHeaders"])
+        self.assertLessEqual({"GET", "OPTIONS"}, set(api["allowMethods"]))
+        self.assertEqual(edge["AccessControlMaxAgeSec"], api["maxAge"])
+
+    def test_no_origin_error_is_kept_at_the_edge(self):
+        """Every status code CloudFront keeps from an origin (a HEAD's 404 from the app's API, a
+        passing 503) is kept 0 s, on every parameter set, with no response page: the origin's own
+        answer goes to the viewer, the console's pages unchanged."""
+        for case, deployed in {"defaults": self.own_pool, "another issuer": self.sso, "CORS": stack(CORS)}.items():
+            with self.subTest(case):
+                errors = self.distribution(deployed)["CustomErrorResponses"]
+                self.assertEqual({e["ErrorCode"] for e in errors}, KEPT_ERRORS)
+                for error in errors:
+                    self.assertEqual(error, {"ErrorCode": error["ErrorCode"], "ErrorCachingMinTTL": 0})
 
     def test_the_pages_send_console_csp_txt_with_only_the_operators_provider_added(self):
         local = directives((ROOT / "console" / "csp.txt").read_text().strip())

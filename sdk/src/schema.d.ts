@@ -738,7 +738,7 @@ export interface components {
         };
         /** @description A packet as its caller sees it: the shared view and the caller's own fields. */
         PacketView: components["schemas"]["SharedPacketView"] & {
-            /** @description True when the caller may grab (a recipient */
+            /** @description True when the caller may grab (a recipient, or a packet naming none). */
             eligible: boolean;
             /** @description The recipients; shown to the sender only, and only when the packet names them. */
             recipients?: string[];

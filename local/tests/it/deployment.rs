@@ -53,7 +53,7 @@ fn template_openapi_and_local_api_list_the_same_routes() {
     let app = red_packets::routes::ROUTES.iter().map(|route| route.key.to_string());
     let operators = funds::ops_api::ROUTES.iter().map(|(route, _)| route.to_string());
     let local: BTreeSet<String> = app.chain(operators).collect();
-    assert_eq!(local.len(), 7 + funds::ops_api::ROUTES.len());
+    assert_eq!(local.len(), red_packets::routes::ROUTES.len() + funds::ops_api::ROUTES.len(), "no key twice");
     assert_eq!(template_routes(), local, "template.yaml and the local API");
     assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
 }
@@ -766,12 +766,16 @@ fn every_route_is_declared_once_and_the_template_events_and_verify_build_follow_
 
     let template = read("template.yaml");
     let mut served: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut public: BTreeSet<String> = BTreeSet::new();
     for (id, resource) in template["Resources"].as_mapping().unwrap() {
         for (_, event) in resource["Properties"]["Events"].as_mapping().into_iter().flatten() {
             if event["Type"].as_str() == Some("HttpApi") {
                 let properties = &event["Properties"];
                 let key =
                     format!("{} {}", properties["Method"].as_str().unwrap(), properties["Path"].as_str().unwrap());
+                if properties["Auth"]["Authorizer"].as_str() == Some("NONE") {
+                    public.insert(key.clone());
+                }
                 served.insert((key, id.as_str().unwrap().to_owned()));
             }
         }
@@ -788,6 +792,8 @@ fn every_route_is_declared_once_and_the_template_events_and_verify_build_follow_
         for function in functions {
             assert!(served.contains(&(route.key.to_owned(), function.to_string())), "{function} serves {}", route.key);
         }
+        let no_authorizer = public.contains(route.key);
+        assert_eq!(no_authorizer, route.public, "{}: Authorizer NONE in the template exactly when public", route.key);
         let parameters = match route.throttle {
             Throttle::Grab => Some(("GrabRateLimit", "GrabBurstLimit")),
             Throttle::Withdraw => Some(("WithdrawRateLimit", "WithdrawBurstLimit")),

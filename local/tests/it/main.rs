@@ -23,6 +23,7 @@ mod money_out;
 mod money_safety;
 mod operators_api;
 mod patterns;
+mod reads;
 mod recovery;
 mod restart;
 mod risk;

@@ -358,7 +358,7 @@ settings! {
         "the local gateway's withdrawal route: requests per second";
     LOCAL_WITHDRAW_BURST_LIMIT: Number(200), AtLeast(0), Locally(Some("WithdrawBurstLimit")), &[],
         "the local gateway's withdrawal route: burst";
-    LOCAL_API_RATE_LIMIT: Number(900), AtLeast(0), Locally(Some("ApiRateLimit")), &[],
+    LOCAL_API_RATE_LIMIT: Number(800), AtLeast(0), Locally(Some("ApiRateLimit")), &[],
         "the local gateway's other routes: requests per second";
     LOCAL_API_BURST_LIMIT: Number(2_000), AtLeast(0), Locally(Some("ApiBurstLimit")), &[],
         "the local gateway's other routes: burst";

@@ -13,9 +13,9 @@
 --                            for recipients-only plus 2 for members of chat_id only, then the
 --                            passphrase's digest if any), one field '+<user>' per recipient, '!<user>' = wrong
 --                            passphrases tried, ':<user>' = '<seq>:<amount>:<left>:<at_ms>'
---                            per user who grabbed, 'last' = the latest grab's value, written
---                            in the same HSET (the view's version, version.rs), and 'settled'
---                            once settle has finalised and retired it
+--                            per user who grabbed, 'last' = the latest grab's log entry,
+--                            written in the same HSET (the view's version: record.rs's
+--                            VERSION_FIELDS)
 -- KEYS[2]  rp:{<id>}:pool    list: the shares not yet taken, '<seq>:<amount>:<left>', in seq
 --                            order (left: how many shares remain once this one is taken), then
 --                            two '~' (load.lua): the key outlives its last share. Shares left:
@@ -144,8 +144,9 @@ if share == LIST_MARK then
   return 3
 end
 local grab = share .. ':' .. ARGV[2]
-redis.call('HSET', KEYS[1], ARGV[1], grab, 'last', grab)
-if redis.call('RPUSH', KEYS[3], grab .. ARGV[1]) - 1 == tonumber(packet[2]) then
+local entry = grab .. ARGV[1]
+redis.call('HSET', KEYS[1], ARGV[1], grab, 'last', entry)
+if redis.call('RPUSH', KEYS[3], entry) - 1 == tonumber(packet[2]) then
   return {grab}
 end
 return grab

@@ -10,7 +10,7 @@
 -- LPOP, the grabbers recorded in one HSET and logged in one RPUSH, whatever the batch's size.
 --
 -- KEYS[1]  rp:{<id>}:packet  the packet hash, as grab.lua reads and writes it ('last': the
---                            batch's last grab)
+--                            batch's last grab's log entry)
 -- KEYS[2]  rp:{<id>}:pool    the shares not yet taken, then two '~' (see grab.lua)
 -- KEYS[3]  rp:{<id>}:grabs   the grab log, after its head '~' (see grab.lua)
 -- (no lookup key, as in grab.lua: an id Redis does not hold answers 14 for every grab)
@@ -146,7 +146,7 @@ if granted > 0 then
     answers[i] = entry
   end
   records[2 * granted + 1] = 'last'
-  records[2 * granted + 2] = records[2 * granted]
+  records[2 * granted + 2] = entries[granted]
   redis.call('HSET', KEYS[1], unpack(records))
   local logged = redis.call('RPUSH', KEYS[3], unpack(entries))
   for i, again in pairs(repeats) do

@@ -199,7 +199,8 @@ impl RawSnapshot {
 
 /// The packet hash's fields its version is read from, in one HMGET: `open_until` (its expiry
 /// while open, `0` once closed, `-1` once cancelled, `F:<token>` while frozen) and `last` (the
-/// latest grab's value, written with it by `grab.lua` and `grab_many.lua`).
+/// latest grab's log entry, its user's included, written with it by `grab.lua` and
+/// `grab_many.lua`; a load or a re-sync's replace writes none).
 pub const VERSION_FIELDS: [&str; 2] = ["open_until", "last"];
 
 /// A packet's version as Redis holds it ([`VERSION_FIELDS`]).
