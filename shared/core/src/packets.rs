@@ -186,8 +186,9 @@ pub async fn packet_page<S: LiveStore, L: Ledger>(
 }
 
 /// The view of an open packet's page from the live store: the totals from the split, which the
-/// pool's head places (every share from it on is still to take, unless a re-sync left gaps:
-/// then `None`, and the caller reads the whole packet); best luck, once every share is taken,
+/// pool's head places (every share from it on is still to take, unless a re-sync left gaps, or
+/// the grabs do not account for every share taken: then `None`, and the caller reads the whole
+/// packet); best luck, once every share is taken,
 /// the grab of the split's largest share, read with the page or in one more call.
 async fn live_page<S: LiveStore>(
     store: &S,
@@ -198,7 +199,7 @@ async fn live_page<S: LiveStore>(
     let packet = &page.packet;
     let count = packet.terms.count;
     let grabbed_cents = match page.next_share {
-        _ if page.remaining_count == 0 => packet.terms.total_cents,
+        _ if page.remaining_count == 0 && page.grab_count == count => packet.terms.total_cents,
         Some(next) if count.checked_sub(next) == page.remaining_count.checked_sub(1) => {
             packet.terms.total_cents - packet.shares_from(next)
         }

@@ -22,8 +22,10 @@ const _: () = assert!(Limits::LARGEST_COUNT <= LAST_FIVE_DIGIT_SHARE + 1);
 impl DynamoLedger {
     /// The page of a finalised packet's grabs of shares `from` to `from + len - 1`, with its
     /// totals; `None` when the packet is unknown, open, or finalised before its totals were kept.
-    /// Eventually consistent: a finalised packet's items never change, and a packet item read
-    /// before its finalisation reached it says `open`, which sends the caller to the whole read.
+    /// The packet item is read eventually consistent (one read before its finalisation reached
+    /// it says `open`, which sends the caller to the whole read); the claims strongly
+    /// consistent, since a replica behind the one that answered `finalised` might lack the last
+    /// claims settle wrote before it, and this page is kept a year at the edge.
     pub(super) async fn settled_page_of(
         &self,
         id: &PacketId,
@@ -88,6 +90,7 @@ impl DynamoLedger {
             .expression_attribute_values(":pk", AttributeValue::S(packet_pk(id)))
             .expression_attribute_values(":first", AttributeValue::S(share_sk(first)))
             .expression_attribute_values(":last", AttributeValue::S(share_sk(last)))
+            .consistent_read(true)
             .into_paginator()
             .items()
             .send();
@@ -109,6 +112,7 @@ impl DynamoLedger {
             .table_name(&self.table)
             .key("pk", AttributeValue::S(packet_pk(id)))
             .key("sk", AttributeValue::S(share_sk(share)))
+            .consistent_read(true)
             .send()
             .await
             .map_err(unavailable)?;
