@@ -8,8 +8,9 @@
 //!   re-sync) and with its expiry by time alone: [`versioned`] with both.
 //! - A user's wallet changes with each movement: [`versioned`] with the balance's move count.
 //!
-//! Each is SHA-256 of its inputs, one per line, the first 128 bits in hex, quoted, after a
-//! letter saying which kind it is (`f`, `v`); a content digest (`http::conditional`) has none.
+//! Each is SHA-256 of its inputs, one per line ([`ANSWERS_SHAPE`] first), the first 128 bits in
+//! hex, quoted, after a letter saying which kind it is (`f`, `v`); a content digest
+//! (`http::conditional`) has none.
 
 use sha2::{Digest, Sha256};
 
@@ -27,6 +28,11 @@ pub struct TagScope<'a> {
     pub page: &'a str,
 }
 
+/// The answers' shape the tags are of: a deploy that changes what an answer holds bumps it, so
+/// no tag given before names an answer of the new shape (a finalised view's tag is otherwise
+/// good for ever).
+pub const ANSWERS_SHAPE: u32 = 1;
+
 /// The tag of an answer that never changes (a finalised packet's view).
 pub fn finalised(scope: &TagScope<'_>) -> String {
     tag('f', scope, "final")
@@ -38,7 +44,10 @@ pub fn versioned(scope: &TagScope<'_>, version: &str) -> String {
 }
 
 fn tag(kind: char, scope: &TagScope<'_>, version: &str) -> String {
-    let text = format!("{}\n{}\n{}\n{}\n{version}\n", scope.read, scope.subject, scope.viewer, scope.page);
+    let text = format!(
+        "{ANSWERS_SHAPE}\n{}\n{}\n{}\n{}\n{version}\n",
+        scope.read, scope.subject, scope.viewer, scope.page
+    );
     format!("\"{kind}{}\"", hex::encode(&Sha256::digest(text.as_bytes())[..16]))
 }
 
