@@ -108,7 +108,7 @@ checks=$!
 # the suites on servers of their own (faults, the hot packet, the commands ElastiCache Serverless
 # lacks) run here on Redis and there on Valkey, the engine axis.
 cluster_only=(send_and_grab grab_script who_may_grab settle_and_query settle_scales recovery money_safety campaign risk
-  events_on_binaries)
+  events_on_binaries reads)
 stage "the unit tests and the suites the topology cannot change, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
 AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model --skip-test fleet \

@@ -28,6 +28,7 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("send.json", "send"),
     ("grab.json", "grab"),
     ("query.json", "query"),
+    ("shared.json", "query"),
     ("history.json", "query"),
     ("settle.json", "settle"),
     ("cancel.json", "send"),
@@ -273,7 +274,11 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     let mut query_event = event("query.json");
     events::set_packet_id(&mut query_event, id);
     query_event.name = "query.json, on the packet sent".into();
-    let queries = on_emulator("query", vec![event("query.json"), query_event, event("history.json")]).await;
+    let mut shared_event = event("shared.json");
+    events::set_packet_id(&mut shared_event, id);
+    shared_event.name = "shared.json, on the packet sent".into();
+    let queries =
+        on_emulator("query", vec![event("query.json"), query_event, event("history.json"), shared_event]).await;
     assert_eq!(status_and_body(&queries[0]).0, 404, "{}", queries[0]);
     let (status, view) = status_and_body(&queries[1]);
     assert_eq!(status, 200, "{}", queries[1]);
@@ -282,6 +287,10 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert_eq!(status, 200, "{}", queries[2]);
     let items = history["items"].as_array().unwrap();
     assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{}", queries[2]);
+    // shared.json: no token, the view without the caller's own fields, kept 2 s by anyone.
+    let (status, shared) = status_and_body(&queries[3]);
+    assert_eq!((status, shared.get("eligible"), &shared["grab_count"]), (200, None, &view["grab_count"]), "{}", queries[3]);
+    assert_eq!(queries[3]["headers"]["cache-control"], "public, max-age=2", "{}", queries[3]);
 
     // cancel.json: 404 for its own id; alice cancels the packet just sent: 200, cancelled.
     let mut cancel_event = event("cancel.json");
