@@ -230,7 +230,7 @@ async fn flood(
 }
 
 /// Ours on a scheduled packet of `shares` opening 2 s after it is sent.
-pub(crate) async fn ours_flood(
+async fn ours_flood(
     config: &Config,
     store: &Arc<RedisStore>,
     ledger: &DynamoLedger,

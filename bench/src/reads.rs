@@ -2,7 +2,7 @@
 //!
 //! - **A page and a poll, by packet size.** A packet of 1,000 and one of 100,000 shares, each open
 //!   (every share but one grabbed, loaded into Redis as a re-sync loads it) and settled (every
-//!   share grabbed through the grab path, then finalised into the ledger by settle), their shared view (`GET /packets/{id}/shared`, the first page) asked
+//!   share grabbed, recorded and finalised by settle's own ledger writes: [`settled_packet`]), their shared view (`GET /packets/{id}/shared`, the first page) asked
 //!   [`SAMPLES`] times through the query handler in-process, without a tag (a page) and with the
 //!   page's own tag (a `304`): latency p50/p99, the body's bytes, Redis commands per request
 //!   (`INFO stats`' `total_commands_processed`, which counts the commands a script runs too) and
@@ -31,8 +31,8 @@ use local::probe::RequestCounter;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
-use red_packets::ports::{Ledger, LiveStore, PacketImage, SettleCursor, SettleIndex};
-use red_packets::settle::{SettleRequest, Settler};
+use red_packets::domain::settlement::finalise;
+use red_packets::ports::{Ledger, LiveStore, PacketImage, SettleLedger};
 use red_packets::{Clock, Config, SystemClock};
 use red_packets_testkit::events;
 use serde::Serialize;
@@ -216,13 +216,12 @@ pub async fn measure(config: &Config) -> Reads {
     config.table_name = format!("{}-reads-{}", config.table_name, std::process::id());
     config.redis.key_prefix = format!("reads-{}", std::process::id());
     config.limits.max_count = 100_000;
-    // DynamoDB Local has no partition ceiling: settle goes as fast as it takes the writes.
+    // DynamoDB Local has no partition ceiling: settle's writes go as fast as it takes them.
     config.settle_partition_write_units = 1_000_000;
     let client = DynamoLedger::client_from_env().expect("a DynamoDB client");
     let ledger = DynamoLedger::new(client.clone(), &config);
     ledger.ensure_table().await.expect("DynamoDB Local");
     let store = Arc::new(RedisStore::new(&config));
-    store.set_sweep_state([0, store.settle_shards() - 1], 0, i64::MAX).await.expect("sweep record");
     let (counter, meter) = (RequestCounter::default(), ReadMeter::default());
     let metered = DynamoLedger::new(meter.install(&counter.on(&client)), &config);
     let query = query::QueryService::new(store.clone(), metered);
@@ -230,10 +229,7 @@ pub async fn measure(config: &Config) -> Reads {
     let mut packets = Vec::new();
     for shares in [1_000, 100_000] {
         let open = packet_with_grabs(&store, &ledger, shares, shares - 1).await;
-        // Grabbed through the grab path, so settle records every grab and finalises it.
-        let run = format!("reads-{shares}-{}", &PacketId::random().as_str()[..8]);
-        let (_, settled) = crate::campaign::ours_flood(&config, &store, &ledger, shares, shares as usize, &run).await;
-        settle(&store, &ledger, &settled.id).await;
+        let settled = settled_packet(&ledger, shares).await;
         for (state, packet) in [("open", &open), ("settled", &settled)] {
             packets.extend(costs(&query, &store, &counter, &meter, shares, state, &packet.id).await);
         }
@@ -242,18 +238,32 @@ pub async fn measure(config: &Config) -> Reads {
     Reads { packets, flood }
 }
 
-/// Settle runs until the ledger holds packet `id` finalised.
-async fn settle(store: &Arc<RedisStore>, ledger: &DynamoLedger, id: &PacketId) {
-    let settler = Settler::new(store.clone(), ledger.clone());
-    for _ in 0..200 {
-        if let Err(error) = settler.run(settler.shards_of(&SettleRequest::default()), None).await {
-            eprintln!("[bench] a settle run stopped ({error}); the next goes on");
-        }
-        if ledger.ledger_packet(id).await.ok().flatten().is_some_and(|packet| packet.refund_cents.is_some()) {
-            return;
-        }
+/// A packet of `shares` shares, every one grabbed, in the ledger as settle leaves it: each grab
+/// recorded by settle's own write (`record_grabs`: the share's claim, then the grab item), then
+/// finalised by its own transaction with the totals a page reads. Settle's run itself would read
+/// the whole 200,000-item partition twice around the finalisation, which DynamoDB Local takes
+/// many minutes over; what a page reads afterwards is the same.
+async fn settled_packet(ledger: &DynamoLedger, shares: u32) -> Packet {
+    let now = SystemClock.now_ms();
+    let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares), 60);
+    let packet = Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
+    ledger.record_packet(&packet, None).await.expect("record the packet");
+    let amounts = packet.shares();
+    let grabs: Vec<LoggedGrab> = (1..=shares)
+        .map(|seq| LoggedGrab {
+            seq,
+            user: UserId::from_claim(&format!("grabber-{seq}")).expect("user"),
+            amount_cents: amounts[seq as usize - 1],
+            at_ms: now + i64::from(seq),
+        })
+        .collect();
+    for chunk in grabs.chunks(1_000) {
+        let refused = ledger.record_grabs(&packet, chunk).await.expect("record the grabs");
+        assert!(refused.is_empty(), "{refused:?}");
     }
-    panic!("packet {id} settled within 200 runs");
+    let result = finalise(packet.terms.total_cents, shares, &grabs, false).expect("the books balance");
+    assert!(ledger.finalise(&packet, &result, now).await.expect("finalise"), "finalised now");
+    packet
 }
 
 /// A page and a 304 of `id`'s shared view, [`SAMPLES`] each.
