@@ -96,9 +96,11 @@ ASSUMPTIONS = {
     # of Presence and 13 regional edge caches" (EDGE_SOURCE). An upper bound: a miss goes through
     # a regional edge cache, and viewers of one campaign gather at the few locations near them.
     "edge_locations": 600,
-    # A history or wallet poll that finds nothing changed: one GetItem of the user's balance item,
-    # under 4 KB: 1 read unit strongly consistent (half that eventually consistent). reads.json does
-    # not measure these polls; their invocation is taken at `grab_seconds` (one round trip).
+    # A wallet poll that finds nothing changed: one GetItem of the user's balance item, under 4 KB:
+    # 1 read unit strongly consistent. A history poll is built to compare (docs/DESIGN.md, "Tags
+    # from versions"): a query of its page and a BatchGetItem of its statuses, a page of 20 small
+    # items under 4 KB, about 1 read unit too. reads.json does not measure these polls; their
+    # invocation is taken at `grab_seconds` (one round trip).
     "private_read_units": 1,
     # The history's and the wallet's poll each take the schedule docs/CLIENTS.md recommends, once
     # a grab (then stop: about a minute); the shared view is polled at that schedule's last
@@ -1035,7 +1037,7 @@ def read_section(c):
     lines += [
         "",
         f"Through a stand-in edge cache: {flood['viewers']:,} viewers polling an open packet "
-        f"(`max-age={flood['max_age_seconds']}`) for {flood['seconds']:,} s sent {flood['polls']:,} polls, and "
+        f"(`max-age={flood['max_age_seconds']}`) for {flood['seconds']:.0f} s sent {flood['polls']:,} polls, and "
         f"{flood['reached_function']:,} reached the function: {flood['reached_per_second']:.2f}/s, against one "
         f"revalidation per max-age ({1 / flood['max_age_seconds']:.2f}/s). An edge location is taken to "
         f"revalidate an open packet {c['per_edge']:.2f} times a second, the higher of the two.",
@@ -1102,9 +1104,10 @@ def read_section(c):
                     f"{count(h['rru'])} | {money(h['total'])} | {money(h['total'] / h['polls'] * 1e6)} |")
     lines += [
         "",
-        "**The history's and the wallet's polls** (private: never cached at the edge; a 304 after one "
-        f"GetItem of the balance item, {ASSUMPTIONS['private_read_units']} read unit, an estimate: reads.json does "
-        "not measure them), once a campaign:",
+        "**The history's and the wallet's polls** (private: never cached at the edge; the wallet's 304 after one "
+        "GetItem of the balance item, the history's after its page is built, a query and a BatchGetItem: "
+        f"{ASSUMPTIONS['private_read_units']} read unit each, an estimate: reads.json does not measure them), once a "
+        "campaign:",
         "",
         "| level | viewers | polls | at most a second, per route | DynamoDB read units | cost |",
         "|---|---|---|---|---|---|",
@@ -1202,8 +1205,8 @@ def polls_table(c):
     q = private_polls(c, packets)
     lines.append(f"| a history or wallet poll (private, never cached) | ~{money(q['cost'] / q['polls'] * 1e6)} | "
                  f"~{money(q['cost'] / q['polls'] * 1e6)} | API Gateway, Lambda at "
-                 f"{ASSUMPTIONS['grab_seconds'] * MS_PER_SECOND:.0f} ms, one GetItem "
-                 f"({ASSUMPTIONS['private_read_units']} read unit, an estimate) |")
+                 f"{ASSUMPTIONS['grab_seconds'] * MS_PER_SECOND:.0f} ms, the wallet's one GetItem or the history's "
+                 f"query ({ASSUMPTIONS['private_read_units']} read unit, an estimate) |")
     return "\n".join(lines) + "\n"
 
 
