@@ -44,7 +44,8 @@ const CAMPAIGN_HEADLINES: [&str; 3] =
 /// measured, for the cost model: `scripts/capacity.py`) and renders BENCHMARKS.md.
 async fn write_reads(workspace: &std::path::Path, config: &Config) -> Result<(), Box<dyn std::error::Error>> {
     let reads = reads::measure(config).await;
-    let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).current_dir(workspace).output()?;
+    let commit =
+        std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).current_dir(workspace).output()?;
     let mut measured = serde_json::to_value(&reads)?;
     measured["commit"] = String::from_utf8_lossy(&commit.stdout).trim().into();
     measured["machine"] = serde_json::to_value(report::Machine::detect())?;
@@ -275,9 +276,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(results_dir.join("campaign.json"), serde_json::to_string_pretty(&campaign)?)?;
     step("the read side: a page and a 304 of 1,000- and 100,000-share packets, open and settled; 10,000 viewers through the edge");
     write_reads(&workspace, &config).await?;
-    step(
-        "wrote bench/results/latest.json, reads.json, fairness.png, settle-scale.png and BENCHMARKS.md",
-    );
+    step("wrote bench/results/latest.json, reads.json, fairness.png, settle-scale.png and BENCHMARKS.md");
     println!("{}", serde_json::to_string_pretty(&results.json()["grab_handler_ops_per_s_c64"])?);
     Ok(())
 }

@@ -30,8 +30,8 @@ use hdrhistogram::Histogram;
 use local::probe::RequestCounter;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::domain::grab::LoggedGrab;
-use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
 use red_packets::domain::settlement::finalise;
+use red_packets::domain::{Cents, Packet, PacketId, PacketKind, PacketSpec, PacketTerms, Seed, UserId};
 use red_packets::ports::{Ledger, LiveStore, PacketImage, SettleLedger};
 use red_packets::{Clock, Config, SystemClock};
 use red_packets_testkit::events;
@@ -138,7 +138,9 @@ impl Intercept for ReadMeter {
         _: &RuntimeComponents,
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        use aws_sdk_dynamodb::operation::{batch_get_item::BatchGetItemInput, get_item::GetItemInput, query::QueryInput};
+        use aws_sdk_dynamodb::operation::{
+            batch_get_item::BatchGetItemInput, get_item::GetItemInput, query::QueryInput,
+        };
         let total = Some(ReturnConsumedCapacity::Total);
         let input = context.input_mut();
         if let Some(get) = input.downcast_mut::<GetItemInput>() {
@@ -183,7 +185,8 @@ impl Intercept for ReadMeter {
 async fn packet_with_grabs(store: &RedisStore, ledger: &DynamoLedger, shares: u32, grabbed: u32) -> Packet {
     let now = SystemClock.now_ms();
     let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares), 86_400);
-    let packet = Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
+    let packet =
+        Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
     ledger.record_packet(&packet, None).await.expect("record the packet");
     let amounts = packet.shares();
     let grabs: Vec<LoggedGrab> = (1..=grabbed)
@@ -246,7 +249,8 @@ pub async fn measure(config: &Config) -> Reads {
 async fn settled_packet(ledger: &DynamoLedger, shares: u32) -> Packet {
     let now = SystemClock.now_ms();
     let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares), 60);
-    let packet = Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
+    let packet =
+        Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
     ledger.record_packet(&packet, None).await.expect("record the packet");
     let amounts = packet.shares();
     let grabs: Vec<LoggedGrab> = (1..=shares)
@@ -379,7 +383,10 @@ async fn flood(config: &Config, store: &Arc<RedisStore>, ledger: &DynamoLedger) 
     let functions = Arc::new(local::functions(config, local::LocalAuthorizer::new("reads")).await.expect("functions"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let origin = format!("http://{}", listener.local_addr().expect("an address"));
-    let server = tokio::spawn(std::future::IntoFuture::into_future(axum::serve(listener, local::gateway::router(functions.clone()))));
+    let server = tokio::spawn(std::future::IntoFuture::into_future(axum::serve(
+        listener,
+        local::gateway::router(functions.clone()),
+    )));
     let edge = Arc::new(Edge {
         origin,
         http: reqwest::Client::new(),
@@ -388,7 +395,8 @@ async fn flood(config: &Config, store: &Arc<RedisStore>, ledger: &DynamoLedger) 
         reached_not_modified: AtomicU64::new(0),
     });
     let path = format!("/packets/{}/shared", packet.id);
-    let (polls, not_modified, grabs) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (polls, not_modified, grabs) =
+        (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let started = Instant::now();
     let grabber = {
         let (functions, id, grabs) = (functions.clone(), packet.id.clone(), grabs.clone());

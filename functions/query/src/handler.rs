@@ -142,7 +142,12 @@ async fn wallet<S: LiveStore, L: Ledger>(
     }
     let page = service.ledger.wallet(&user, asked).await?;
     let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
-    Ok(conditional_tagged(request, money_response(StatusCode::OK, &page, service.ledger.currency()), tag, Caching::Private))
+    Ok(conditional_tagged(
+        request,
+        money_response(StatusCode::OK, &page, service.ledger.currency()),
+        tag,
+        Caching::Private,
+    ))
 }
 
 #[cfg(test)]
@@ -326,12 +331,18 @@ mod tests {
         let mut own: Value = serde_json::from_str(QUERY_EVENT).unwrap();
         events::set_packet_id(&mut own, packet.id.as_str());
         let (_, mut bobs) = call(&service, &own).await;
-        assert_eq!((bobs["eligible"].take(), bobs["recipients"].take()), (Value::Bool(true), serde_json::json!(["bob"])));
+        assert_eq!(
+            (bobs["eligible"].take(), bobs["recipients"].take()),
+            (Value::Bool(true), serde_json::json!(["bob"]))
+        );
         bobs.as_object_mut().unwrap().retain(|name, _| name != "eligible" && name != "recipients");
         assert_eq!(body, bobs, "the caller's view but for their own fields");
         shared["headers"]["if-none-match"] = Value::String(tag.clone());
         let again = handle(&service, events::to_request(&shared).unwrap()).await.unwrap();
-        assert_eq!((again.status(), again.headers()["etag"].to_str().unwrap()), (StatusCode::NOT_MODIFIED, tag.as_str()));
+        assert_eq!(
+            (again.status(), again.headers()["etag"].to_str().unwrap()),
+            (StatusCode::NOT_MODIFIED, tag.as_str())
+        );
     }
 
     #[tokio::test]

@@ -289,7 +289,12 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
     assert!(!items.is_empty() && items.iter().all(|item| item["sender"] == "alice"), "{}", queries[2]);
     // shared.json: no token, the view without the caller's own fields, kept 2 s by anyone.
     let (status, shared) = status_and_body(&queries[3]);
-    assert_eq!((status, shared.get("eligible"), &shared["grab_count"]), (200, None, &view["grab_count"]), "{}", queries[3]);
+    assert_eq!(
+        (status, shared.get("eligible"), &shared["grab_count"]),
+        (200, None, &view["grab_count"]),
+        "{}",
+        queries[3]
+    );
     assert_eq!(queries[3]["headers"]["cache-control"], "public, max-age=2", "{}", queries[3]);
 
     // cancel.json: 404 for its own id; alice cancels the packet just sent: 200, cancelled.

@@ -208,7 +208,8 @@ async fn a_poll_that_finds_nothing_new_reads_one_version_or_nothing() {
     let mut nothing = stack.config.clone();
     nothing.redis.url = "redis://127.0.0.1:9".into();
     nothing.redis.timeout = std::time::Duration::from_millis(200);
-    let unreachable = query::QueryService::with_clock(Arc::new(RedisStore::new(&nothing)), dead_ledger, stack.clock.clone());
+    let unreachable =
+        query::QueryService::with_clock(Arc::new(RedisStore::new(&nothing)), dead_ledger, stack.clock.clone());
     let unchanged = poll_on(&unreachable, SHARED_EVENT, None, Some(&id), "", Some(&settled.tag)).await;
     assert_eq!(
         (unchanged.status, unchanged.caching.as_str()),
@@ -290,7 +291,10 @@ async fn a_refund_changes_the_tags() {
     stack.settle_through(3).await;
     let refunded = changed_by(&stack, &id, &view.tag).await;
     let refund = 300 - grabbed["amount_cents"].as_u64().unwrap();
-    assert_eq!((refunded.body["refund_cents"].as_u64(), refunded.body["status"].as_str()), (Some(refund), Some("expired")));
+    assert_eq!(
+        (refunded.body["refund_cents"].as_u64(), refunded.body["status"].as_str()),
+        (Some(refund), Some("expired"))
+    );
     let purse_after = wallet(&stack, "alice", Some(&purse.tag)).await;
     assert_eq!(purse_after.status, 200, "the refund's movement changed the wallet");
     assert_eq!(purse_after.body["items"][0]["kind"], "refund", "{}", purse_after.body);
@@ -327,7 +331,8 @@ async fn a_resync_after_a_failover_changes_the_tag() {
     stack.empty_redis(&[&id]).await;
     assert_eq!(stack.grab(&id, "dave").await.0, 200);
     let after = changed_by(&stack, &id, &before.tag).await;
-    let users: Vec<&str> = after.body["grabs"].as_array().unwrap().iter().map(|grab| grab["user"].as_str().unwrap()).collect();
+    let users: Vec<&str> =
+        after.body["grabs"].as_array().unwrap().iter().map(|grab| grab["user"].as_str().unwrap()).collect();
     assert_eq!((after.body["grab_count"].as_u64(), users), (Some(2), vec!["bob", "dave"]));
 }
 
@@ -337,7 +342,8 @@ async fn a_withdrawal_changes_the_wallet_tag() {
     let stack = funded("tag-withdrawal").await;
     let before = wallet(&stack, "alice", None).await;
     assert_eq!(wallet(&stack, "alice", Some(&before.tag)).await.status, 304);
-    let (status, body) = stack.withdraw("alice", &json!({ "amount_cents": 1_000, "destination": "card-1" }), "withdrawal-1").await;
+    let (status, body) =
+        stack.withdraw("alice", &json!({ "amount_cents": 1_000, "destination": "card-1" }), "withdrawal-1").await;
     assert!((200..=202).contains(&status), "{status} {body}");
     let after = wallet(&stack, "alice", Some(&before.tag)).await;
     assert_eq!((after.status, after.body["balance_cents"].as_u64()), (200, Some(99_000)));
@@ -376,7 +382,9 @@ async fn settle_recording_a_grab_changes_the_history_tag() {
     const HISTORY_EVENT: &str = include_str!("../../../events/history.json");
     let received = |tag: Option<String>| {
         let stack = &stack;
-        async move { poll_on(&stack.functions.query, HISTORY_EVENT, Some("bob"), None, "role=received", tag.as_deref()).await }
+        async move {
+            poll_on(&stack.functions.query, HISTORY_EVENT, Some("bob"), None, "role=received", tag.as_deref()).await
+        }
     };
     let before = received(None).await;
     assert_eq!(received(Some(before.tag.clone())).await.status, 304);

@@ -5,9 +5,9 @@
 //! loads one without the ledger's grabs.
 
 use crate::clock::{Clock, Millis};
+use crate::domain::grab::BestLuck;
 use crate::domain::grab::GrabAttempt;
 use crate::domain::ledger::LedgerPacket;
-use crate::domain::grab::BestLuck;
 use crate::domain::tags::{self, TagScope};
 use crate::domain::{GrabOutcome, GrabTotals, LivePacket, PacketId, PacketStatus, PacketView, UserId};
 use crate::ports::{

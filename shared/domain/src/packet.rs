@@ -324,8 +324,7 @@ impl Packet {
     /// (as [`best_luck`] picks it among the grabs), by its seq and amount, from the split alone.
     pub fn best_share(&self) -> Option<(u32, Cents)> {
         let shares = self.shares();
-        let (index, amount) =
-            shares.iter().enumerate().max_by(|(a, x), (b, y)| x.cmp(y).then(b.cmp(a)))?;
+        let (index, amount) = shares.iter().enumerate().max_by(|(a, x), (b, y)| x.cmp(y).then(b.cmp(a)))?;
         Some((index as u32 + 1, *amount))
     }
 
@@ -546,9 +545,15 @@ mod tests {
             .collect();
         let view = packet.view(&packet.sender, &grabs, PacketStatus::Finished, None);
         let first = view.clone().page(1);
-        assert_eq!((first.shared.grabs.len(), first.shared.grab_count, first.shared.next_grabs_from), (1_000, 2_500, Some(1_001)));
+        assert_eq!(
+            (first.shared.grabs.len(), first.shared.grab_count, first.shared.next_grabs_from),
+            (1_000, 2_500, Some(1_001))
+        );
         let last = view.clone().page(2_001);
-        assert_eq!((last.shared.grabs.len(), last.shared.grabs[0].share, last.shared.next_grabs_from), (500, 2_001, None));
+        assert_eq!(
+            (last.shared.grabs.len(), last.shared.grabs[0].share, last.shared.next_grabs_from),
+            (500, 2_001, None)
+        );
         assert_eq!(view.clone().page(3_000).shared.grabs.len(), 0, "past the end: no grabs, no next page");
         assert_eq!(first.shared.remaining_count, 0, "the totals are the packet's, whatever the page");
     }

@@ -44,10 +44,8 @@ pub fn versioned(scope: &TagScope<'_>, version: &str) -> String {
 }
 
 fn tag(kind: char, scope: &TagScope<'_>, version: &str) -> String {
-    let text = format!(
-        "{ANSWERS_SHAPE}\n{}\n{}\n{}\n{}\n{version}\n",
-        scope.read, scope.subject, scope.viewer, scope.page
-    );
+    let text =
+        format!("{ANSWERS_SHAPE}\n{}\n{}\n{}\n{}\n{version}\n", scope.read, scope.subject, scope.viewer, scope.page);
     format!("\"{kind}{}\"", hex::encode(&Sha256::digest(text.as_bytes())[..16]))
 }
 
@@ -60,7 +58,10 @@ pub fn named_in(if_none_match: &str, tag: &str) -> bool {
 /// True when an `If-None-Match` value lists `tag` itself, weak or strong: what a check made
 /// before the answer is known to exist goes by (`*` says nothing of a version).
 pub fn lists(if_none_match: &str, tag: &str) -> bool {
-    if_none_match.split(',').map(|candidate| candidate.trim().trim_start_matches("W/")).any(|candidate| candidate == tag)
+    if_none_match
+        .split(',')
+        .map(|candidate| candidate.trim().trim_start_matches("W/"))
+        .any(|candidate| candidate == tag)
 }
 
 #[cfg(test)]

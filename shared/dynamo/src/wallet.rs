@@ -101,8 +101,7 @@ pub(super) fn version_of(balance: Option<&BalanceItem>) -> String {
     balance.map_or_else(|| "none".to_owned(), |item| format!("{}|{}", item.moves.unwrap_or(0), item.balance_cents))
 }
 
-impl DynamoLedger {
-}
+impl DynamoLedger {}
 
 /// The wallet's cursor: the last movement's sort key.
 pub(super) fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {

@@ -133,7 +133,8 @@ impl LivePage {
             (false, false) if live.frozen => "frozen",
             _ => "closed",
         };
-        let last = live.grabs.last().map(|grab| format!("{}:{}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user));
+        let last =
+            live.grabs.last().map(|grab| format!("{}:{}:{}:{}", grab.seq, grab.amount_cents, grab.at_ms, grab.user));
         LivePage {
             packet: live.packet.clone(),
             open: live.open && !live.frozen,

@@ -341,7 +341,12 @@ impl Ledger for MemoryLedger {
         let mut movements = state.movements.get(user).cloned().unwrap_or_default();
         movements.reverse();
         let (items, next_cursor) = page(&movements, &format!("{user}/wallet"), request)?;
-        Ok(WalletPage { balance_cents: state.balances.get(user).copied().unwrap_or(0), items, next_cursor, version: None })
+        Ok(WalletPage {
+            balance_cents: state.balances.get(user).copied().unwrap_or(0),
+            items,
+            next_cursor,
+            version: None,
+        })
     }
 }
 
