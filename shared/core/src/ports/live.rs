@@ -76,7 +76,7 @@ pub trait LiveStore: Send + Sync {
     }
 
     /// The packet's version ([`LiveVersion`]) in one read; `None` when the store does not hold
-    /// it. This default reads the whole packet; Redis reads three fields of its hash.
+    /// it. This default reads the whole packet; Redis reads two fields of its hash (one `HMGET`).
     fn version(&self, id: &PacketId) -> impl Future<Output = Result<Option<LiveVersion>, StoreError>> + Send {
         async move { Ok(self.snapshot(id).await?.map(|live| LivePage::of(&live, 1, 0, 0).version)) }
     }
