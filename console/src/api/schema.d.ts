@@ -1364,9 +1364,9 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description A strong validator of this answer's bytes ("<32 hex digits>"); send it back as `If-None-Match`. */
+        /** @description A strong validator of this answer, opaque to clients: its version's tag (`"v<32 hex digits>"`, or `"f<32 hex digits>"` for a finalised packet's view, which never changes) or its bytes' digest (`"<32 hex digits>"`). Send it back as `If-None-Match`. */
         ETag: string;
-        /** @description `private, no-cache`: a client (or a browser) may keep it, and must ask again with `If-None-Match` before showing it as current. */
+        /** @description `private, no-cache` on the caller's own answers: a client (or a browser) may keep it, and must ask again with `If-None-Match` before showing it as current. On the shared view, `public, max-age=2` while the packet is open and `public, max-age=31536000, immutable` once it is settled: CloudFront and the client may keep it that long. */
         CacheControl: string;
     };
     pathItems: never;
