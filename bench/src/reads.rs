@@ -178,25 +178,39 @@ impl Intercept for ReadMeter {
     }
 }
 
-/// A lucky packet of `shares` shares of 5 cents on average, `grabbed` of them taken, loaded
-/// into Redis as a re-sync would (its grabs in its log, counted as persisted, the rest in its
-/// pool) and recorded in the ledger: an open packet to read, which settle leaves alone until its
-/// expiry.
-async fn packet_with_grabs(store: &RedisStore, ledger: &DynamoLedger, shares: u32, grabbed: u32) -> Packet {
+/// A lucky packet of `shares` shares of 5 cents on average, lasting `lifetime_seconds`, recorded
+/// in the ledger, and its first `grabbed` shares taken, one user each, `<who>-<seq>` (not yet
+/// written anywhere).
+async fn recorded_with_grabs(
+    ledger: &DynamoLedger,
+    (shares, grabbed): (u32, u32),
+    lifetime_seconds: u32,
+    who: &str,
+) -> (Packet, Vec<LoggedGrab>) {
     let now = SystemClock.now_ms();
-    let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares), 86_400);
+    let terms = PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares);
+    let spec = PacketSpec::open_to_all(terms, lifetime_seconds);
     let packet =
         Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
     ledger.record_packet(&packet, None).await.expect("record the packet");
     let amounts = packet.shares();
-    let grabs: Vec<LoggedGrab> = (1..=grabbed)
+    let grabs = (1..=grabbed)
         .map(|seq| LoggedGrab {
             seq,
-            user: UserId::from_claim(&format!("viewer-{seq}")).expect("user"),
+            user: UserId::from_claim(&format!("{who}-{seq}")).expect("user"),
             amount_cents: amounts[seq as usize - 1],
             at_ms: now + i64::from(seq),
         })
         .collect();
+    (packet, grabs)
+}
+
+/// An open packet to read, `grabbed` of its `shares` taken, loaded into Redis as a re-sync would
+/// (its grabs in its log, counted as persisted, the rest in its pool): settle leaves it alone
+/// until its expiry.
+async fn packet_with_grabs(store: &RedisStore, ledger: &DynamoLedger, shares: u32, grabbed: u32) -> Packet {
+    let (packet, grabs) = recorded_with_grabs(ledger, (shares, grabbed), 86_400, "viewer").await;
+    let amounts = packet.shares();
     let pool: Vec<(u32, Cents)> = (grabbed + 1..=shares).map(|seq| (seq, amounts[seq as usize - 1])).collect();
     let image = PacketImage { packet: &packet, cancelled: false, closed: false, grabs: &grabs, pool: &pool };
     store.restore(image).await.expect("load into Redis");
@@ -247,26 +261,13 @@ pub async fn measure(config: &Config) -> Reads {
 /// the whole 200,000-item partition twice around the finalisation, which DynamoDB Local takes
 /// many minutes over; what a page reads afterwards is the same.
 async fn settled_packet(ledger: &DynamoLedger, shares: u32) -> Packet {
-    let now = SystemClock.now_ms();
-    let spec = PacketSpec::open_to_all(PacketTerms::new(PacketKind::Lucky, 5 * u64::from(shares), shares), 60);
-    let packet =
-        Packet::new(PacketId::random(), UserId::from_claim("brand").expect("user"), &spec, Seed::random(), now);
-    ledger.record_packet(&packet, None).await.expect("record the packet");
-    let amounts = packet.shares();
-    let grabs: Vec<LoggedGrab> = (1..=shares)
-        .map(|seq| LoggedGrab {
-            seq,
-            user: UserId::from_claim(&format!("grabber-{seq}")).expect("user"),
-            amount_cents: amounts[seq as usize - 1],
-            at_ms: now + i64::from(seq),
-        })
-        .collect();
+    let (packet, grabs) = recorded_with_grabs(ledger, (shares, shares), 60, "grabber").await;
     for chunk in grabs.chunks(1_000) {
         let refused = ledger.record_grabs(&packet, chunk).await.expect("record the grabs");
         assert!(refused.is_empty(), "{refused:?}");
     }
     let result = finalise(packet.terms.total_cents, shares, &grabs, false).expect("the books balance");
-    assert!(ledger.finalise(&packet, &result, now).await.expect("finalise"), "finalised now");
+    assert!(ledger.finalise(&packet, &result, SystemClock.now_ms()).await.expect("finalise"), "finalised now");
     packet
 }
 
