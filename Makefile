@@ -94,8 +94,9 @@ release:
 	@$(SETTLE_ENV) cargo run -q -p local -- release --operator "$(OPERATOR)" --reason "$(REASON)" $(ID)
 
 ## make invoke FN=grab EVENT=events/grab.json: one event on one function against make run's services,
-## through sam local invoke where a Docker daemon answers (the template's arm64 function, sam build in
-## debug mode), else on its release binary under AWS's Lambda Runtime Interface Emulator; says which.
+## through sam local invoke where a Docker daemon answers (the function's debug binary, laid out as sam
+## build lays it out, in SAM's container of this machine's architecture), else on its release binary
+## under AWS's Lambda Runtime Interface Emulator; says which.
 ## FN is send, grab, query, settle, funds, operator or risk (EVENT defaults to events/<FN>.json, for funds
 ## events/reconcile.json, for operator events/adjustment-propose.json)
 invoke:

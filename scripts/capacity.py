@@ -1105,7 +1105,8 @@ def read_section(c):
     lines += [
         "",
         "**The history's and the wallet's polls** (private: never cached at the edge; the wallet's 304 after one "
-        "GetItem of the balance item, the history's after its page is built, a query and a BatchGetItem: "
+        "GetItem of the balance item, the history's too once every packet on its page has ended (while one is "
+        "open, after its page is built, a query and a BatchGetItem): "
         f"{ASSUMPTIONS['private_read_units']} read unit each, an estimate: reads.json does not measure them), once a "
         "campaign:",
         "",

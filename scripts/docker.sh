@@ -1,53 +1,44 @@
 #!/usr/bin/env bash
 # A Docker daemon of the project's own, for `sam local invoke` (scripts/sam-local.sh): no image is
-# ever pulled, so the arm64 base image the functions run in is built here from Debian's packages.
+# ever pulled, so the base image the functions run in (the host's architecture: the host's own
+# binaries run in it natively) is built here from Debian's packages.
 #
-#   scripts/docker.sh install         Debian's docker.io and qemu-user-static, if missing
-#   scripts/docker.sh start NAME      arm64 binaries through qemu (binfmt_misc, registered with the
-#                                     F flag so it works inside containers), a bridge and a dockerd
-#                                     of NAME's own (its data and sockets in a folder under /tmp,
+#   scripts/docker.sh install         Debian's docker.io, if missing
+#   scripts/docker.sh start NAME      a bridge and a dockerd of NAME's own (its data and sockets in a folder under /tmp,
 #                                     out of the repository `sam build` reads; its log under
 #                                     .local/NAME/docker; no iptables rules, no host sysctl
 #                                     changed); prints
 #                                     `export DOCKER_HOST=... DOCKER_GATEWAY=...`: the socket, and
 #                                     the host's address on the bridge, where containers reach the
 #                                     host's services
-#   scripts/docker.sh stop NAME       stops what `start NAME` started and undoes its registration
-#   scripts/docker.sh base-image      builds public.ecr.aws/lambda/provided:al2023-arm64 on the
+#   scripts/docker.sh stop NAME       stops what `start NAME` started
+#   scripts/docker.sh arch            the host's architecture as Lambda names it: x86_64 or arm64
+#   scripts/docker.sh base-image      builds public.ecr.aws/lambda/provided:al2023-<arch> on the
 #                                     daemon `start` started (DOCKER_HOST), and on no other
 #   scripts/docker.sh answers         exit 0 when a daemon answers at DOCKER_HOST (or the default)
 #
-# The base image stands in for AWS's, under its name, on this daemon alone: the arm64 C library
-# and a static busybox (the shell `sam local invoke` builds its image layer with), from Debian's
-# arm64 packages, fetched by apt with a state of its own (the host's apt is not touched), and the
-# variables AWS's image sets. SAM adds its own copy of AWS's Runtime Interface Emulator on top and
+# The base image stands in for AWS's, under its name, on this daemon alone: the C library and a
+# static busybox (the shell `sam local invoke` builds its image layer with), from Debian's
+# packages of the host's architecture, fetched by apt with a state of its own (the host's apt is
+# not touched), and the variables AWS's image sets. SAM adds its own copy of AWS's Runtime Interface Emulator on top and
 # mounts the function's built artifact at /var/task.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-base_image=public.ecr.aws/lambda/provided:al2023-arm64
-binfmt=/proc/sys/fs/binfmt_misc
+case "$(uname -m)" in
+  aarch64 | arm64) lambda_arch=arm64 debian_arch=arm64 ;;
+  *) lambda_arch=x86_64 debian_arch=amd64 ;;
+esac
+base_image=public.ecr.aws/lambda/provided:al2023-$lambda_arch
 
 log() { printf '[docker] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 install() {
-  command -v dockerd >/dev/null && command -v qemu-aarch64-static >/dev/null && return
-  log "installing Debian packages: docker.io qemu-user-static"
+  command -v dockerd >/dev/null && return
+  log "installing Debian packages: docker.io"
   as_root apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
-    docker.io qemu-user-static >/dev/null
-}
-
-register_arm64() { # prints "registered" when this call did the registration
-  [ -e "$binfmt/register" ] || as_root mount -t binfmt_misc binfmt_misc "$binfmt"
-  [ -e "$binfmt/qemu-aarch64" ] && return
-  # Debian's own line (qemu-user-static's binfmt.d), flags OPF: F opens the interpreter now, so
-  # a container's arm64 binaries run through the host's static qemu without it in their image.
-  local line; line=$(cat /usr/lib/binfmt.d/qemu-aarch64.conf)
-  case "$line" in *:*F*) ;; *) line="${line}F" ;; esac
-  echo "$line" | as_root tee "$binfmt/register" >/dev/null
-  echo registered
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends docker.io >/dev/null
 }
 
 free_subnet() { # a 10.213.N.0/24 no route of the host covers
@@ -62,7 +53,6 @@ start() {
   local name=$1 dir="$root/.local/$1/docker"
   stop "$name" 2>/dev/null || true
   mkdir -p "$dir"
-  register_arm64 >"$dir/binfmt"
   # A bridge of the run's own (short name: 15 bytes at most), so a laptop's docker0 is not touched.
   local bridge="rp$(printf '%s' "$name" | cksum | cut -c1-8)" subnet; subnet=$(free_subnet)
   as_root ip link add "$bridge" type bridge
@@ -108,10 +98,6 @@ stop() {
     as_root ip link delete "$(cat "$dir/bridge")" 2>/dev/null || true
     rm -f "$dir/bridge"
   fi
-  if [ "$(cat "$dir/binfmt" 2>/dev/null)" = registered ]; then
-    echo -1 | as_root tee "$binfmt/qemu-aarch64" >/dev/null 2>&1 || true
-    rm -f "$dir/binfmt"
-  fi
 }
 
 base_image() {
@@ -121,12 +107,12 @@ base_image() {
   esac
   local work; work=$(mktemp -d)
   trap 'rm -rf "$work"' RETURN
-  local apt=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o "Dir::State=$work/state"
+  local apt=(-o "APT::Architecture=$debian_arch" -o "APT::Architectures::=$debian_arch" -o "Dir::State=$work/state"
     -o "Dir::State::status=$work/state/status" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1
     -o APT::Sandbox::User=root)
   mkdir -p "$work/state/lists/partial" "$work/cache/archives/partial" "$work/rootfs"
   touch "$work/state/status"
-  log "fetching Debian's arm64 libc6, libgcc-s1 and busybox-static (apt, a state of its own)"
+  log "fetching Debian's $debian_arch libc6, libgcc-s1 and busybox-static (apt, a state of its own)"
   apt-get "${apt[@]}" update -qq >/dev/null
   (cd "$work" && apt-get "${apt[@]}" download -qq libc6 libgcc-s1 busybox-static >/dev/null)
   for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/rootfs"; done
@@ -144,7 +130,7 @@ ENV LANG=en_US.UTF-8 TZ=:/etc/localtime PATH=/usr/local/sbin:/usr/local/bin:/usr
     LAMBDA_TASK_ROOT=/var/task LAMBDA_RUNTIME_DIR=/var/runtime
 WORKDIR /var/task
 EOF
-  DOCKER_BUILDKIT=0 docker build -q --platform linux/arm64 -t "$base_image" "$work" >"$work/build.log" 2>&1 ||
+  DOCKER_BUILDKIT=0 docker build -q --platform "linux/$debian_arch" -t "$base_image" "$work" >"$work/build.log" 2>&1 ||
     { cat "$work/build.log" >&2; return 1; }
   log "built $base_image ($(docker image inspect "$base_image" --format '{{.Architecture}}, {{.Size}} bytes'))"
 }
@@ -154,6 +140,7 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
   base-image) base_image ;;
+  arch) echo "$lambda_arch" ;;
   answers) docker version >/dev/null 2>&1 ;;
-  *) echo "usage: $0 install|start NAME|stop NAME|base-image|answers" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start NAME|stop NAME|arch|base-image|answers" >&2; exit 2 ;;
 esac

@@ -2,8 +2,8 @@
 # `make invoke FN=grab EVENT=events/grab.json`: one event on one function, against the Redis and
 # DynamoDB Local of `make run`, and which way it ran:
 # - where a Docker daemon answers (DOCKER_HOST, else the default socket): `sam local invoke` of
-#   the template's function, built by `sam build` in debug mode (scripts/sam-local.sh build), with
-#   local-env.json (make run's ports);
+#   the template's function, its debug binary laid out as `sam build` lays it out
+#   (scripts/sam-local.sh build), with local-env.json (make run's ports);
 # - otherwise: the function's release binary under AWS's Lambda Runtime Interface Emulator (the
 #   `aws-lambda-rie` that `sam local invoke` runs inside its container, shipped in the aws-sam-cli
 #   wheel) on the host, reaching make run's services unless REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB

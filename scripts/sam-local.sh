@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# `sam local invoke`, literally: the template's functions as `sam build` builds them, in SAM's
-# Lambda containers (arm64, the template's environment, memory and timeout) on a Docker daemon.
+# `sam local invoke`, literally: the template's functions in SAM's Lambda containers (the
+# template's environment, memory and timeout) on a Docker daemon, as the host's own binaries.
 #
-#   scripts/sam-local.sh build        `sam build` of every function for arm64 in debug mode
-#                                     (SAM_BUILD_MODE=debug: no LTO, minutes not ten) into
-#                                     .local/sam-local/build, cargo's output in target/sam-local
-#                                     (its own: a build beside make test's cargo never waits on it;
-#                                     incremental there, so --no-cached: the cache hashes the whole
-#                                     repository, target/ included, on every build)
+#   scripts/sam-local.sh build        the host's debug binaries (`cargo build --workspace --bins`,
+#                                     nothing to do after make test's build) laid out as `sam
+#                                     build` lays them out, into .local/sam-local/build, the
+#                                     template's architecture the host's (scripts/sam_stage.py):
+#                                     they run in SAM's containers natively, with no second build
+#                                     for arm64 and no qemu (an arm64 debug function under qemu
+#                                     took seconds to answer, and timed out on a busy machine).
+#                                     The arm64 build the stack deploys is `make build`'s, run
+#                                     under AWS's emulator by `make verify-build`.
 #   scripts/sam-local.sh test         local/tests/it/events_on_binaries.rs through `sam local invoke`
 #                                     (SAM_LOCAL_TEMPLATE): every function with every event in
 #                                     events/ and the routes' generated events, against the
@@ -16,8 +19,8 @@
 #   scripts/sam-local.sh readme NAME  the README's `sam local invoke` commands, run exactly as
 #                                     printed, against `make run` itself (ports 6479, 8479)
 #
-# DOCKER_HOST names the daemon (scripts/docker.sh start), which holds AWS's base image for arm64
-# functions as built here (scripts/docker.sh base-image); every invocation skips the pull.
+# DOCKER_HOST names the daemon (scripts/docker.sh start), which holds AWS's base image for the
+# host's architecture as built here (scripts/docker.sh base-image); every invocation skips the pull.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,11 +28,10 @@ build_dir=.local/sam-local/build
 export SAM_CLI_TELEMETRY=0
 
 build() {
-  scripts/stack.sh install-build >&2
-  rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 ||
-    rustup target list --installed | grep -q aarch64-unknown-linux-gnu
-  PATH="$root/.local/venv/bin:$PATH" SAM_BUILD_MODE=debug CARGO_TARGET_DIR="$root/target/sam-local" \
-    sam build --beta-features --parallel --no-cached --build-dir "$build_dir"
+  scripts/stack.sh install-sam >&2
+  cargo build --workspace --bins --locked >&2
+  rm -rf "$build_dir"
+  "$root/.local/venv/bin/python" scripts/sam_stage.py "$build_dir" "$root/target/debug" "$(scripts/docker.sh arch)"
 }
 
 run_tests() {

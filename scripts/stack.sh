@@ -239,7 +239,7 @@ install_all() {
   # (apt runs one at a time: Docker and qemu for the SAM stage after Redis and Java.)
   (install_redis && install_java && "$root/scripts/docker.sh" install && install_dynamodb_local && install_browser) & pids+=($!)
   install_console & pids+=($!)
-  (install_sam && install_valkey && install_verifier && install_build_tools) & pids+=($!)
+  (install_sam && install_valkey && install_verifier) & pids+=($!)
   install_fuzz & pids+=($!)
   install_client & pids+=($!)
   install_checkov & pids+=($!)

@@ -22,8 +22,8 @@ scripts/stack.sh install &
 installing=$!
 name="test-$$"
 valkey_name="$name-valkey"
-# Everything started below is stopped at exit, also on failure: the services, the Docker daemon
-# (its containers, its bridge) and the arm64 registration it made.
+# Everything started below is stopped at exit, also on failure: the services and the Docker
+# daemon (its containers, its bridge).
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   scripts/stack.sh stop "$name"
@@ -44,15 +44,14 @@ stage "built; waiting for the installs"
 wait "$installing"
 
 # The SAM stage's Docker daemon first: the services' Redis listens on its bridge too, where SAM's
-# containers reach it. Its arm64 build (debug, a target directory of its own, niced) runs beside
-# the first pass below, which leaves a core idle while its tests wait on services and timers.
+# containers reach it. Its functions are the binaries just built, laid out as `sam build` lays
+# them out (scripts/sam-local.sh build: seconds), run natively in containers of the host's
+# architecture. (An arm64 debug build beside the passes took about 7 core-minutes, and its
+# functions under qemu timed out on a busy machine; the deployed arm64 build is `make build`'s.)
 docker_exports=$(scripts/docker.sh start "$name")
 eval "$docker_exports"
 scripts/docker.sh base-image
-sam_build_log=".local/$name/sam-build.log"
-mkdir -p ".local/$name"
-nice -n 10 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS scripts/sam-local.sh build >"$sam_build_log" 2>&1 &
-sam_build=$!
+scripts/sam-local.sh build
 exports=$(LOCAL_BIND="$DOCKER_GATEWAY" scripts/stack.sh start "$name" 0 0)
 eval "$exports"
 # Secrets Manager's stand-in (moto's server, in memory), where the tests put the keys the
@@ -99,8 +98,8 @@ checks=$!
 # The test binaries `cargo test --workspace` built, one after another as cargo runs them,
 # through scripts/run_tests.py: each binary's time is kept, every binary runs after one fails, and
 # the cluster pass runs the same binaries (`cargo test -p local` would build them again, under
-# that package's features alone). Two at a time measured no faster: the arm64 build beside the
-# passes takes every idle moment of the cores, and the passes' timing tests failed under the load.
+# that package's features alone). Two at a time measured no faster, and the passes' timing tests
+# failed under the load.
 # The suites of packets on the shared cache run once, in the cluster pass below: on the topology
 # every deployment runs (template.yaml sets REDIS_CLUSTER "true" in every cache mode). Single-node
 # is `make run`'s topology, which this pass still drives end to end: the local API's suites (make
@@ -145,11 +144,9 @@ status=0
 wait "$fuzz" || status=$?
 cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
-stage "sam local invoke: each function's first event in SAM's arm64 containers, the rest on the host's binaries"
-wait "$sam_build" || { tail -40 "$sam_build_log"; echo "the arm64 sam build failed (log: $sam_build_log)"; exit 1; }
-echo "the arm64 build (begun beside the first pass) ended at $(date -r "$sam_build_log" +%T)"
+stage "sam local invoke: each function's first event in SAM's containers, the rest on the host's binaries"
 # The recovery model (pure: stateright on the domain's functions, a minute of CPU) runs niced
-# beside this stage and the next, which wait on SAM, Docker and qemu with most of a core idle;
+# beside this stage and the next, which wait on SAM and Docker with most of a core idle;
 # in the first pass it held both cores for 70 s. Its output follows the README's commands.
 model_log=".local/$name/recovery-model.log"
 nice -n 19 .local/venv/bin/python scripts/run_tests.py --jobs 1 --package red-packets --test recovery_model \

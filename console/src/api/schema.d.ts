@@ -1345,7 +1345,7 @@ export interface components {
     parameters: {
         /** @description The position of the page's first grab (1, the default, for the first): a view carries at most 1,000 grabs; next_grabs_from says where the next page starts. An open packet's grabs run in grab order; a settled packet's by share. */
         GrabsFrom: number;
-        /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+        /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
         IfNoneMatch: string;
         /** @description A membership ticket for the packet's chat and the caller, signed by the host app's chat server (docs/CLIENTS.md, "Chat packets"): `<payload>.<signature>`, each base64url without padding; the payload is the JSON `{"chat": …, "user": …, "exp": <epoch seconds>}`, the signature HMAC-SHA256 of the payload's base64url text under a membership key the stack holds. Needed only for a packet sent `members_only`; on any other it is not looked at, whatever it holds. On a members-only packet a ticket over 1,024 bytes is malformed: 403 `not_eligible`. */
         MembershipTicket: string;
@@ -1494,7 +1494,7 @@ export interface operations {
                 grabs_from?: components["parameters"]["GrabsFrom"];
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -1533,7 +1533,7 @@ export interface operations {
                 grabs_from?: components["parameters"]["GrabsFrom"];
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path: {
@@ -1572,7 +1572,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
@@ -1609,7 +1609,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When the answer would be the same (the same bytes), it is 304 with no body: show what you hold. Any other value gets the answer. Poll with it (docs/CLIENTS.md). */
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;

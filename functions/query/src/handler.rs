@@ -4,9 +4,10 @@
 //! without the caller's own fields, for everyone, kept by CloudFront and the app
 //! (`http::Caching`). `GET /me/packets?role=sent|received&limit&cursor`: the caller's own
 //! history, newest first. `GET /me/wallet?limit&cursor`: the caller's balance and its movements,
-//! newest first. Each answers an `ETag`, and `304` with no body to an `If-None-Match` naming it:
-//! a view's and the wallet's from their version (`packets::unchanged_view`, the balance's count
-//! of movements) without building the answer; the history's from its bytes.
+//! newest first. Each answers an `ETag`, and `304` with no body to an `If-None-Match` naming it,
+//! from a version without building the answer: a view's (`packets::unchanged_view`), the
+//! wallet's and a settled history page's (the user's version, `Ledger::user_version`). A history
+//! page with an open packet on it, or any without the wallet, is compared by its bytes.
 
 use std::sync::Arc;
 
@@ -16,8 +17,8 @@ use red_packets::domain::history::Role;
 use red_packets::domain::tags::{self, TagScope};
 use red_packets::domain::UserId;
 use red_packets::http::{
-    action, caller, conditional, conditional_tagged, if_none_match, money_response, not_modified, packet_id,
-    page_limit, respond, Caching,
+    action, caller, conditional_tagged, if_none_match, money_response, not_modified, packet_id, page_limit, respond,
+    Caching,
 };
 use red_packets::packets::{packet_page, unchanged_view, ViewRead};
 use red_packets::ports::{Ledger, LiveStore, PageRequest};
@@ -118,8 +119,19 @@ async fn history<S: LiveStore, L: Ledger>(
         .and_then(Role::parse)
         .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
     let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
+    let page_key = format!("{}|{}|{}", role.as_str(), asked.limit, asked.cursor.unwrap_or(""));
+    let scope = TagScope { read: "history", subject: user.as_str(), viewer: user.as_str(), page: &page_key };
+    if let Some(unchanged) = unchanged_for(service, request, &user, &scope).await? {
+        return Ok(unchanged);
+    }
     let page = service.ledger.history(&user, role, asked).await?;
-    Ok(conditional(request, money_response(StatusCode::OK, &page, service.ledger.currency())))
+    let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
+    Ok(conditional_tagged(
+        request,
+        money_response(StatusCode::OK, &page, service.ledger.currency()),
+        tag,
+        Caching::Private,
+    ))
 }
 
 async fn wallet<S: LiveStore, L: Ledger>(
@@ -131,14 +143,8 @@ async fn wallet<S: LiveStore, L: Ledger>(
     let asked = PageRequest { limit: page_limit(request)?, cursor: cursor.as_deref() };
     let page_key = format!("{}|{}", asked.limit, asked.cursor.unwrap_or(""));
     let scope = TagScope { read: "wallet", subject: user.as_str(), viewer: user.as_str(), page: &page_key };
-    let presented = if_none_match(request);
-    if !presented.is_empty() {
-        if let Some(version) = service.ledger.user_version(&user).await? {
-            let tag = tags::versioned(&scope, &version);
-            if presented.iter().any(|value| tags::lists(value, &tag)) {
-                return Ok(not_modified(&tag, Caching::Private));
-            }
-        }
+    if let Some(unchanged) = unchanged_for(service, request, &user, &scope).await? {
+        return Ok(unchanged);
     }
     let page = service.ledger.wallet(&user, asked).await?;
     let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
@@ -148,6 +154,24 @@ async fn wallet<S: LiveStore, L: Ledger>(
         tag,
         Caching::Private,
     ))
+}
+
+/// A `304` when the request's `If-None-Match` lists the tag of `scope` at `user`'s version now
+/// (one key read, [`Ledger::user_version`]); `None` when it lists none, or the ledger keeps no
+/// version: the answer is built then, and compared.
+async fn unchanged_for<S: LiveStore, L: Ledger>(
+    service: &QueryService<S, L>,
+    request: &Request,
+    user: &UserId,
+    scope: &TagScope<'_>,
+) -> Result<Option<Response<Body>>, ApiError> {
+    let presented = if_none_match(request);
+    if presented.is_empty() {
+        return Ok(None);
+    }
+    let Some(version) = service.ledger.user_version(user).await? else { return Ok(None) };
+    let tag = tags::versioned(scope, &version);
+    Ok(presented.iter().any(|value| tags::lists(value, &tag)).then(|| not_modified(&tag, Caching::Private)))
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! `sam local invoke -e events/<file>` does inside its container.
 //!
 //! `make test` runs these tests a second time through `sam local invoke` itself
-//! (`scripts/sam-local.sh` sets `SAM_LOCAL_TEMPLATE`): the template's functions, built for arm64
-//! by `sam build`, in SAM's Lambda containers on a Docker daemon of the run's own, with the same
-//! assertions. What only the binary on the host can show (a variable the template does not
+//! (`scripts/sam-local.sh` sets `SAM_LOCAL_TEMPLATE`): the template's functions, the same
+//! binaries laid out as `sam build` lays them out, in SAM's Lambda containers of the host's
+//! architecture on a Docker daemon of the run's own, with the same assertions. What only the binary on the host can show (a variable the template does not
 //! declare, a file the function wrote) is checked in the first run alone.
 
 use std::fmt;

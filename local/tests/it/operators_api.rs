@@ -671,3 +671,104 @@ async fn a_users_flags_and_audit_entries_are_read_newest_first() {
     );
     assert!(entries.iter().all(|entry| entry["user"] == user.as_str()));
 }
+
+/// The operators' operations' fields that name a user or an amount, read from openapi.yaml: a
+/// path's `{user}`, a body's property of schema `UserId`, a body's integer with both bounds.
+fn bounded_fields(contract: &Value) -> Vec<(String, String, String, Value)> {
+    let resolve = |schema: &Value| -> Value {
+        match schema["$ref"].as_str() {
+            Some(reference) => {
+                let name = reference.trim_start_matches("#/components/schemas/");
+                contract["components"]["schemas"][name].clone()
+            }
+            None => schema.clone(),
+        }
+    };
+    let mut fields = Vec::new();
+    for (path, operations) in contract["paths"].as_object().unwrap() {
+        if !path.starts_with("/ops/v1") {
+            continue;
+        }
+        for (method, operation) in operations.as_object().unwrap() {
+            let method = method.to_uppercase();
+            if path.contains("{user}") {
+                fields.push((method.clone(), path.clone(), "user".into(), json!({ "in": "path" })));
+            }
+            let body = resolve(&operation["requestBody"]["content"]["application/json"]["schema"]);
+            for (name, property) in body["properties"].as_object().into_iter().flatten() {
+                let names_a_user = property["$ref"] == "#/components/schemas/UserId";
+                let bounded = property["type"] == "integer" && property.get("minimum").is_some();
+                if names_a_user || (bounded && property.get("maximum").is_some()) {
+                    fields.push((method.clone(), path.clone(), name.clone(), resolve(property)));
+                }
+            }
+        }
+    }
+    fields
+}
+
+/// A body every check below starts from, valid but for the field it changes.
+fn valid_body(method: &str, path: &str) -> Option<Value> {
+    match (method, path) {
+        ("POST", "/ops/v1/adjustments") => Some(json!({
+            "reference": fresh("bounds"), "user": "zoe", "direction": "credit", "amount_cents": 100,
+            "reason": "a boundary test",
+        })),
+        ("POST", "/ops/v1/users/{user}/hold") => Some(json!({ "scope": "money_out", "reason": "a boundary test" })),
+        ("POST", "/ops/v1/users/{user}/hold/lift") => Some(json!({ "reason": "a boundary test" })),
+        ("POST", _) => Some(json!({})),
+        _ => None,
+    }
+}
+
+/// Every operation's user-naming and amount field, as the contract lists them, refused past its
+/// bounds with the app's error shape naming the field (a user no token can be would make a wallet
+/// the books cannot read), and its bounds themselves accepted as far as the field goes.
+#[tokio::test]
+async fn every_user_and_amount_field_of_the_contract_is_refused_past_its_bounds() {
+    let api = serve().await;
+    let contract: Value = serde_yaml::from_str(include_str!("../../../openapi.yaml")).unwrap();
+    let fields = bounded_fields(&contract);
+    let roles = ["support", "finance", "risk", "admin"];
+    let refused = |field: &str, (status, answer): &(u16, Value)| {
+        *status == 400 && answer["error"]["code"] == "invalid_request" && answer["error"]["field"] == field
+    };
+    let mut tried = 0;
+    for (method, path, field, schema) in &fields {
+        if schema["in"] == "path" {
+            for bad in ["%07zoe".to_owned(), "z".repeat(257)] {
+                let concrete = sample(&format!("{method} {path}")).1.replace("/zoe", &format!("/{bad}"));
+                let answer = api.as_operator("otto", &roles, method, &concrete, valid_body(method, path).as_ref()).await;
+                assert!(refused("user", &answer), "{method} {path} with user {bad:?}: {answer:?}");
+                tried += 1;
+            }
+            continue;
+        }
+        let base = valid_body(method, path)
+            .unwrap_or_else(|| panic!("{method} {path} names {field}: give it a valid body in valid_body"));
+        let (bad, good): (Vec<Value>, Vec<Value>) = if schema["type"] == "integer" {
+            let (min, max) = (schema["minimum"].as_i64().unwrap(), schema["maximum"].as_i64().unwrap());
+            (vec![json!(min - 1), json!(max + 1)], vec![json!(min), json!(max)])
+        } else {
+            (vec![json!(""), json!("z".repeat(257)), json!("zo\u{7}e")], vec![json!("z".repeat(256)), json!("佐伊")])
+        };
+        for value in bad {
+            let mut body = base.clone();
+            body[field.as_str()] = value.clone();
+            let answer = api.as_operator("otto", &roles, method, path, Some(&body)).await;
+            assert!(refused(field, &answer), "{method} {path} with {field} {value}: {answer:?}");
+            tried += 1;
+        }
+        for value in good {
+            let mut body = valid_body(method, path).unwrap();
+            body[field.as_str()] = value.clone();
+            let answer = api.as_operator("otto", &roles, method, path, Some(&body)).await;
+            assert!(!refused(field, &answer) && answer.0 < 500, "{method} {path} with {field} {value}: {answer:?}");
+        }
+    }
+    assert!(
+        fields.iter().any(|(_, path, field, _)| path == "/ops/v1/adjustments" && field == "user"),
+        "the contract's adjustment names its user as a UserId: {fields:?}"
+    );
+    assert!(tried >= 10, "{tried} refusals tried");
+}

@@ -16,6 +16,14 @@ pub enum Role {
 }
 
 impl Role {
+    /// `sent` or `received`, as the API names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Sent => "sent",
+            Role::Received => "received",
+        }
+    }
+
     /// `sent` or `received`.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
@@ -60,4 +68,50 @@ pub struct HistoryPage {
     pub items: Vec<HistoryItem>,
     /// Pass back as `cursor` for the next page; `null` on the last.
     pub next_cursor: Option<String>,
+    /// The version of the caller's entries the page was read at, when the ledger keeps one and
+    /// the page can change in no other way ([`HistoryPage::settled`]): what a poll's tag is
+    /// computed from. Not in the answer.
+    #[serde(skip)]
+    pub version: Option<String>,
+}
+
+impl HistoryPage {
+    /// True when nothing on the page can change but by a new entry: every packet on it is
+    /// finished, expired or cancelled (an entry's amounts and times are written once). A page
+    /// with an open packet changes when that packet settles, which no version of the caller's
+    /// own entries counts.
+    pub fn settled(&self) -> bool {
+        self.items.iter().all(|item| item.status.is_final())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(status: PacketStatus) -> HistoryItem {
+        HistoryItem {
+            packet_id: PacketId::random(),
+            sender: UserId::from_claim("alice").unwrap(),
+            total_cents: 300,
+            count: 3,
+            status,
+            created_at: "2026-12-07T08:00:00.000Z".into(),
+            amount_cents: None,
+            grabbed_at: None,
+            revoked_cents: None,
+        }
+    }
+
+    #[test]
+    fn a_page_is_settled_when_every_packet_on_it_is_final() {
+        let page = |statuses: &[PacketStatus]| HistoryPage {
+            items: statuses.iter().map(|status| entry(*status)).collect(),
+            next_cursor: None,
+            version: None,
+        };
+        assert!(page(&[]).settled());
+        assert!(page(&[PacketStatus::Finished, PacketStatus::Expired, PacketStatus::Cancelled]).settled());
+        assert!(!page(&[PacketStatus::Finished, PacketStatus::Open]).settled());
+    }
 }

@@ -46,8 +46,10 @@ impl fmt::Display for PacketId {
 }
 
 /// A user: the `sub` claim of the caller's verified token, never anything from the request.
+/// Read from JSON (an operator's command naming a user, a stored item) only when it is one a
+/// token could carry ([`UserId::from_claim`]), so no write names a user no token can be.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct UserId(String);
 
 impl UserId {
@@ -64,6 +66,22 @@ impl UserId {
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl TryFrom<String> for UserId {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        UserId::from_claim(&text).ok_or_else(|| {
+            format!("not a user id: a user id is 1 to {} bytes with no control character", UserId::MAX_LEN)
+        })
+    }
+}
+
+impl From<UserId> for String {
+    fn from(user: UserId) -> String {
+        user.0
     }
 }
 

@@ -139,6 +139,11 @@ impl PacketStatus {
         }
     }
 
+    /// True once the status can no longer change: finished, expired or cancelled.
+    pub fn is_final(self) -> bool {
+        self != PacketStatus::Open
+    }
+
     /// The status as a packet with `remaining_count` shares left, cancelled or not, stands at
     /// `now`: every share taken is finished whatever else happened; a cancel ends it before
     /// its expiry does.

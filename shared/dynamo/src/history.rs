@@ -136,16 +136,18 @@ impl DynamoLedger {
     /// grabber's wallet (`MOVE#<packet's creation>#grab#<id>`): those credits, newest packet
     /// first, merged with the entries of the history index (the revoked grabs; grab items
     /// written before the credit was the record). The cursor is the last entry's place in that
-    /// order, for its owner only.
+    /// order, for its owner only. With the page, how many revoked grabs the index listed (all of
+    /// the user's, on any page).
     pub(super) async fn received_with_wallet(
         &self,
         user: &UserId,
         page: PageRequest<'_>,
-    ) -> Result<HistoryPage, StoreError> {
+    ) -> Result<(HistoryPage, u64), StoreError> {
         let before = page.cursor.map(|cursor| decode_wallet_cursor(cursor, user)).transpose()?;
         let limit = page.limit as usize;
         let (mut entries, more_credits) = self.received_credits(user, before.as_deref(), limit).await?;
-        entries.extend(self.received_in_index(user, before.as_deref()).await?);
+        let (in_index, revoked_listed) = self.received_in_index(user, before.as_deref()).await?;
+        entries.extend(in_index);
         entries.sort_by(|a, b| b.0.cmp(&a.0));
         let next_cursor = if entries.len() > limit || more_credits {
             entries.truncate(limit);
@@ -154,11 +156,12 @@ impl DynamoLedger {
             None
         };
         let items = entries.into_iter().map(|(_, entry)| entry).collect();
-        Ok(HistoryPage { items: self.with_statuses(items).await?, next_cursor })
+        Ok((HistoryPage { items: self.with_statuses(items).await?, next_cursor, version: None }, revoked_listed))
     }
 
     /// `user`'s grab credits placed before `before` (all with none), newest packet first: pages
-    /// of them until there are `limit` or no more; true when more may follow.
+    /// of them until there are `limit` or no more; true when more may follow. Strongly
+    /// consistent: every credit the user's version counts.
     async fn received_credits(
         &self,
         user: &UserId,
@@ -184,6 +187,7 @@ impl DynamoLedger {
                 .expression_attribute_values(":upper", AttributeValue::S(upper.clone()))
                 .expression_attribute_values(":grab", AttributeValue::S(MovementKind::Grab.as_str().into()))
                 .scan_index_forward(false)
+                .consistent_read(true)
                 .limit(100)
                 .set_exclusive_start_key(start.take())
                 .send()
@@ -217,14 +221,19 @@ impl DynamoLedger {
     }
 
     /// Every entry of `user`'s received history in the history index placed before `before`
-    /// (all with none), in the credits' order: they are few (a revoked grab is rare).
-    async fn received_in_index(&self, user: &UserId, before: Option<&str>) -> Result<Vec<Placed>, StoreError> {
+    /// (all with none), in the credits' order: they are few (a revoked grab is rare). With them,
+    /// how many revoked grabs the index lists, before `before` or not.
+    async fn received_in_index(&self, user: &UserId, before: Option<&str>) -> Result<(Vec<Placed>, u64), StoreError> {
         let mut pages = self.history_query(user, Role::Received)?.into_paginator().items().send();
         let mut entries = Vec::new();
+        let mut revoked = 0;
         while let Some(item) = pages.next().await {
             let item = item.map_err(unavailable)?;
             let suffix = match item.get("sk").and_then(|sk| sk.as_s().ok()) {
-                Some(sk) if sk.starts_with("CASUALTY#") => format!("#{sk}"),
+                Some(sk) if sk.starts_with(CASUALTY_PREFIX) => {
+                    revoked += 1;
+                    format!("#{sk}")
+                }
                 _ => String::new(),
             };
             let entry = received_item(item)?;
@@ -233,7 +242,7 @@ impl DynamoLedger {
                 entries.push((place, entry));
             }
         }
-        Ok(entries)
+        Ok((entries, revoked))
     }
 
     /// `received` with each packet's current status.

@@ -117,6 +117,42 @@ impl DynamoLedger {
     }
 }
 
+impl DynamoLedger {
+    /// One page of `user`'s history in `role` from the history index (sent packets; received
+    /// grabs without the wallet), with no version.
+    async fn history_page(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
+        let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
+        let output = newest_first(self.history_query(user, role)?, page.limit, start).await?;
+        let next_cursor = output.last_evaluated_key.as_ref().and_then(history::encode_cursor);
+        let found = output.items.unwrap_or_default();
+        let items = match role {
+            Role::Sent => found
+                .into_iter()
+                .map(|item| {
+                    let packet: PacketItem = from_item(item)?;
+                    Ok(HistoryItem {
+                        packet_id: packet.packet_id,
+                        sender: packet.sender,
+                        total_cents: packet.total_cents,
+                        count: packet.count,
+                        status: packet.status,
+                        created_at: packet.created_at,
+                        amount_cents: None,
+                        grabbed_at: None,
+                        revoked_cents: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?,
+            Role::Received => {
+                // Grab items, and the grabs a failover cost their share with none left to give.
+                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
+                self.with_statuses(received).await?
+            }
+        };
+        Ok(HistoryPage { items, next_cursor, version: None })
+    }
+}
+
 impl Ledger for DynamoLedger {
     fn currency(&self) -> Currency {
         self.currency
@@ -248,40 +284,33 @@ impl Ledger for DynamoLedger {
         }))
     }
 
-    /// One page of `user`'s history in `role`, newest first.
+    /// One page of `user`'s history in `role`, newest first. With the wallet, the user's version
+    /// is read first (strongly consistent) and the page carries it when nothing on the page can
+    /// change but by a new version ([`HistoryPage::settled`]) and the history index, eventually
+    /// consistent, already lists what the version counts: the latest send on the sent history's
+    /// first page, every revoked grab in the received history.
     async fn history(&self, user: &UserId, role: Role, page: PageRequest<'_>) -> Result<HistoryPage, StoreError> {
-        if role == Role::Received && self.funds == Funds::Wallet {
-            return self.received_with_wallet(user, page).await;
+        if self.funds == Funds::None {
+            return self.history_page(user, role, page).await;
         }
-        let start = page.cursor.map(|cursor| history::decode_cursor(cursor, user, role)).transpose()?;
-        let output = newest_first(self.history_query(user, role)?, page.limit, start).await?;
-        let next_cursor = output.last_evaluated_key.as_ref().and_then(history::encode_cursor);
-        let found = output.items.unwrap_or_default();
-        let items = match role {
-            Role::Sent => found
-                .into_iter()
-                .map(|item| {
-                    let packet: PacketItem = from_item(item)?;
-                    Ok(HistoryItem {
-                        packet_id: packet.packet_id,
-                        sender: packet.sender,
-                        total_cents: packet.total_cents,
-                        count: packet.count,
-                        status: packet.status,
-                        created_at: packet.created_at,
-                        amount_cents: None,
-                        grabbed_at: None,
-                        revoked_cents: None,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?,
+        let balance = self.balance_item(user).await?.unwrap_or_default();
+        let first_page = page.cursor.is_none();
+        let (mut found, caught_up) = match role {
             Role::Received => {
-                // Grab items, and the grabs a failover cost their share with none left to give.
-                let received = found.into_iter().map(received_item).collect::<Result<Vec<_>, StoreError>>()?;
-                self.with_statuses(received).await?
+                let (found, revoked_listed) = self.received_with_wallet(user, page).await?;
+                (found, revoked_listed >= balance.revoked.unwrap_or(0))
+            }
+            Role::Sent => {
+                let found = self.history_page(user, role, page).await?;
+                let listed = |id: &PacketId| found.items.iter().any(|item| &item.packet_id == id);
+                let caught_up = !first_page || balance.last_sent.as_ref().is_none_or(listed);
+                (found, caught_up)
             }
         };
-        Ok(HistoryPage { items, next_cursor })
+        if caught_up && found.settled() {
+            found.version = Some(wallet::version_of(Some(&balance)));
+        }
+        Ok(found)
     }
 
     /// `user`'s balance and one page of their movements, newest first; [`Conflict::NoWallets`] with `FUNDS=none`.

@@ -139,13 +139,34 @@ impl SettleLedger for DynamoLedger {
 
     /// Records a casualty of a disagreement between Redis and the ledger, once (its item's
     /// condition): `GrabRegranted` or `GrabRevoked`, in the grabber's history. The money, if
-    /// any, moved with the regranted grab's own item.
+    /// any, moved with the regranted grab's own item. With the wallet, a revoked grab counts in
+    /// the grabber's balance item in the same transaction (`revoked`: their history's version).
     async fn record_casualty(&self, packet: &Packet, casualty: &Casualty, now_ms: Millis) -> Result<(), StoreError> {
+        let item = CasualtyItem::new(packet, casualty, now_ms);
+        if self.funds == Funds::Wallet && item.history_pk.is_some() {
+            let user = item.user.clone();
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(to_item(&item)))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .expect("casualty put");
+            let items: Transaction =
+                [(Write::Casualty, TransactWriteItem::builder().put(put).build()), self.revoked_count(&user)]
+                    .into_iter()
+                    .collect();
+            let Err(failed) = self.transact(items).await? else { return Ok(()) };
+            // Recorded before: the same casualty, counted then.
+            return match failed.refused_by(Write::Casualty) {
+                Some(_) => Ok(()),
+                None => Err(write_failed(failed.error)),
+            };
+        }
         let written = self
             .client()?
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(&CasualtyItem::new(packet, casualty, now_ms))))
+            .set_item(Some(to_item(&item)))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;

@@ -58,6 +58,8 @@ pub(super) enum Write {
     HoldsVersion,
     /// A risk flag (resolved only while open).
     Flag,
+    /// A casualty of a failover (new only).
+    Casualty,
 }
 
 /// A transaction being built: its items, each named.

@@ -45,16 +45,28 @@ impl DynamoLedger {
 
     /// `movement` (a send's) debited from its user's balance, as two transaction items: the
     /// balance change under the condition that the balance covers it (so it never goes below 0;
-    /// a missing balance is 0), first, then the movement.
+    /// a missing balance is 0), first, then the movement. A send's also names its packet as the
+    /// user's latest send (`last_sent`).
     pub(super) fn debit(&self, movement: &MovementItem) -> [(Write, TransactWriteItem); 2] {
+        let sent = movement.packet_id.as_ref().filter(|_| movement.kind == MovementKind::Send);
         let balance = Update::builder()
             .table_name(&self.table)
             .key("pk", AttributeValue::S(wallet_pk(&movement.user)))
             .key("sk", AttributeValue::S(BALANCE.into()))
-            .update_expression("SET balance_cents = balance_cents - :amount ADD moves :one")
+            .update_expression(match sent {
+                Some(_) => "SET balance_cents = balance_cents - :amount, last_sent = :packet ADD moves :one",
+                None => "SET balance_cents = balance_cents - :amount ADD moves :one",
+            })
             .condition_expression("balance_cents >= :amount")
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":amount", AttributeValue::N(movement.amount_cents.to_string()))
+            .set_expression_attribute_values(Some(
+                [
+                    (":one".to_owned(), AttributeValue::N("1".into())),
+                    (":amount".to_owned(), AttributeValue::N(movement.amount_cents.to_string())),
+                ]
+                .into_iter()
+                .chain(sent.map(|id| (":packet".to_owned(), AttributeValue::S(id.to_string()))))
+                .collect(),
+            ))
             .build()
             .expect("debit update");
         [
@@ -95,13 +107,35 @@ impl DynamoLedger {
     }
 }
 
-/// A wallet's version: its balance item's count of movements and its balance, which every
-/// movement changes in the same write (none before the first).
+/// A user's version: their balance item's count of movements and balance, which every movement
+/// changes in the same write (none before the first), and its count of revoked grabs, which
+/// each revoked grab's casualty changes in the same write. Every entry of the user's wallet and
+/// history is one of those writes: a send (its debit), a grab recorded (its credit), a refund, a
+/// top-up, a withdrawal, an adjustment, a revoked grab.
 pub(super) fn version_of(balance: Option<&BalanceItem>) -> String {
-    balance.map_or_else(|| "none".to_owned(), |item| format!("{}|{}", item.moves.unwrap_or(0), item.balance_cents))
+    balance.map_or_else(
+        || "none".to_owned(),
+        |item| format!("{}|{}|{}", item.moves.unwrap_or(0), item.balance_cents, item.revoked.unwrap_or(0)),
+    )
 }
 
-impl DynamoLedger {}
+impl DynamoLedger {
+    /// The change of `user`'s count of revoked grabs by one, as a transaction item beside the
+    /// casualty's own (the balance item created without a balance, which reads as 0).
+    pub(super) fn revoked_count(&self, user: &UserId) -> (Write, TransactWriteItem) {
+        let balance = Update::builder()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(wallet_pk(user)))
+            .key("sk", AttributeValue::S(BALANCE.into()))
+            .update_expression("ADD revoked :one SET #user = :user")
+            .expression_attribute_names("#user", "user")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":user", AttributeValue::S(user.to_string()))
+            .build()
+            .expect("revoked count update");
+        (Write::Balance, TransactWriteItem::builder().update(balance).build())
+    }
+}
 
 /// The wallet's cursor: the last movement's sort key.
 pub(super) fn encode_cursor(key: &HashMap<String, AttributeValue>) -> Option<String> {

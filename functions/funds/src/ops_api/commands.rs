@@ -25,13 +25,15 @@ pub(super) fn command_payload(
             json!({ "lift_hold": { "user": user_of(parameter)?, "reason": body.reason, "operator": me } })
         }
         OpsAction::ProposeAdjustment => {
-            let mut body: Value = parse_json(json_body(request)?)?;
-            let fields = body.as_object_mut().ok_or_else(|| ApiError::invalid("body", "a JSON object"))?;
+            let bytes = json_body(request)?;
+            let fields: serde_json::Map<String, Value> = parse_json(bytes)?;
             if fields.contains_key("proposer") {
                 return Err(ApiError::invalid("proposer", "the proposer is the signed-in operator, never the body's"));
             }
-            fields.insert("proposer".into(), me);
-            json!({ "propose_adjustment": body })
+            let body: AdjustmentBody = parse_json(bytes)?;
+            let mut proposal = serde_json::to_value(body).map_err(|error| ApiError::Internal(error.to_string()))?;
+            proposal["proposer"] = me;
+            json!({ "propose_adjustment": proposal })
         }
         OpsAction::ApproveAdjustment => {
             json!({ "approve_adjustment": { "reference": parameter.unwrap_or_default(), "approver": me } })

@@ -170,6 +170,20 @@ struct HoldBody {
     expires_at: Option<String>,
 }
 
+/// An adjustment proposed through the API: all of it but its proposer, the signed-in operator.
+/// Typed here, so a field the books could not read (a user no token can be) is refused naming it.
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AdjustmentBody {
+    reference: String,
+    user: UserId,
+    direction: red_packets::domain::adjustment::Direction,
+    amount_cents: red_packets::domain::Cents,
+    reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chargeback_of: Option<String>,
+}
+
 /// Why a hold is lifted.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

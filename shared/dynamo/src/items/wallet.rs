@@ -24,7 +24,8 @@ pub fn wallet_pk(user: &UserId) -> String {
     format!("{WALLET_PREFIX}{user}")
 }
 
-/// A wallet's balance (`WALLET#<user>` / `BALANCE`), changed only in the same write as a movement.
+/// A wallet's balance (`WALLET#<user>` / `BALANCE`), changed only in the same write as a movement;
+/// with the counts a poll of the user's wallet and history is compared by (`wallet::version_of`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BalanceItem {
     /// Never below 0: a debit's condition is `balance_cents >= :amount`.
@@ -34,6 +35,15 @@ pub struct BalanceItem {
     /// with the same count saw no change between them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moves: Option<u64>,
+    /// How many grabs of this user a failover revoked (their casualties, in the received
+    /// history): added to in the casualty's own write. No money.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<u64>,
+    /// The packet of the user's latest send, set by its debit: the sent history's first page is
+    /// known to hold every send once it lists this one (the history index is eventually
+    /// consistent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sent: Option<PacketId>,
 }
 
 /// One movement (`WALLET#<user>` / `MOVE#<at>#<kind>#<subject>`): written once, with its balance

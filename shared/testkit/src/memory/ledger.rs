@@ -326,7 +326,7 @@ impl Ledger for MemoryLedger {
         let items: Vec<HistoryItem> = listed.into_iter().map(|(_, _, item)| item).collect();
         let owner = format!("{user}/{}", if role == Role::Sent { "sent" } else { "received" });
         let (items, next_cursor) = page(&items, &owner, request)?;
-        Ok(HistoryPage { items, next_cursor })
+        Ok(HistoryPage { items, next_cursor, version: None })
     }
 
     fn currency(&self) -> Currency {
