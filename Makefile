@@ -34,7 +34,7 @@ app-screenshots:
 ## make ops-token OP=anna ROLES=support,finance: an operator's bearer token for the local
 ## operators' API (/ops/v1), roles among support, finance, risk and admin
 ops-token:
-	@cargo run -q -p local -- ops-token $(or $(OP),anna) $(or $(ROLES),support)
+	@cargo run -q -p local -- ops-token $(or $(OP),anna) "$(if $(filter undefined,$(origin ROLES)),support,$(ROLES))"
 
 # make run's DynamoDB Local (LOCAL_DYNAMODB_PORT, default 8479), for the funds commands below.
 FUNDS_ENV = AWS_ENDPOINT_URL_DYNAMODB=$${AWS_ENDPOINT_URL_DYNAMODB:-http://127.0.0.1:$${LOCAL_DYNAMODB_PORT:-8479}} \

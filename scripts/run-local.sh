@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: installs what is missing, starts Redis and DynamoDB Local under .local/run (unless
+# `make run`: installs what is missing, builds the console and the app when they are missing or
+# older than their sources, starts Redis and DynamoDB Local under .local/run (unless
 # REDIS_URL / AWS_ENDPOINT_URL_DYNAMODB point elsewhere), both keeping their data there across
 # restarts, and serves the local API on http://127.0.0.1:$PORT until Ctrl-C or SIGTERM, then
 # stops what it started. LOCAL_STACK_NAME (default run) names the folder under .local/.
@@ -12,6 +13,29 @@ dynamo_port=${LOCAL_DYNAMODB_PORT:-8479}
 [ -n "${AWS_ENDPOINT_URL_DYNAMODB:-}" ] && dynamo_port=-
 
 scripts/stack.sh install-services
+
+# The operators' console and the H5 app, served under /console/ and /app/: built when missing or
+# older than their sources (npm ci the first time, then each one's build: about a minute each on
+# two cores). MAKE_RUN_SITES=skip leaves them as they are (the suites that start make run for its
+# API alone).
+stale() { # stale DIST SOURCE...: true when DIST/index.html is missing or older than a source file
+  local built="$1/index.html"; shift
+  [ -f "$built" ] || return 0
+  [ -n "$(find "$@" -newer "$built" -type f -print -quit 2>/dev/null)" ]
+}
+if [ "${MAKE_RUN_SITES:-build}" != skip ]; then
+  if stale console/dist console/src console/index.html console/package-lock.json openapi.yaml; then
+    echo "building the operators' console into console/dist (older than its sources, or missing)"
+    scripts/stack.sh install-console
+    (cd console && npm run --silent build >/dev/null)
+  fi
+  if stale app/dist app/src app/index.html app/package-lock.json sdk/src openapi.yaml; then
+    echo "building the H5 app into app/dist (older than its sources, or missing)"
+    scripts/stack.sh install-app
+    (cd sdk && npm run --silent build >/dev/null)
+    (cd app && npm run --silent build >/dev/null)
+  fi
+fi
 # The workspace's feature set (not `local`'s alone), so `make test`'s build of the workspace serves
 # this one: `-p local` would build num-traits without its default feature, and the AWS SDK again.
 cargo build --workspace --bin local

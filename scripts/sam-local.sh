@@ -65,7 +65,7 @@ readme() {
   # make run as a developer starts it: its own services and settings, not make test's (whose
   # services and FUNDS=none are in the caller's environment).
   local as_typed=(env -u REDIS_URL -u REDIS_CLUSTER -u AWS_ENDPOINT_URL_DYNAMODB -u TABLE_NAME -u FUNDS -u PASSPHRASE_KEY)
-  "${as_typed[@]}" LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" PORT="$port" \
+  "${as_typed[@]}" LOCAL_STACK_NAME="$name" LOCAL_BIND="$DOCKER_GATEWAY" PORT="$port" MAKE_RUN_SITES=skip \
     scripts/run-local.sh >".local/$name-run.log" 2>&1 &
   local run=$!
   # shellcheck disable=SC2064 # expanded now: the values of this call

@@ -379,6 +379,7 @@ stop() {
 case "${1:-}" in
   install) install_all ;;
   install-services) install_redis; install_java; install_dynamodb_local ;;
+  install-console) install_console ;;
   install-app) install_app ;;
   install-sam) install_sam ;;
   install-valkey) install_valkey ;;
@@ -392,5 +393,5 @@ case "${1:-}" in
   cluster) shift; cluster "$@" ;;
   secrets) shift; secrets "$@" ;;
   stop) shift; stop "$@" ;;
-  *) echo "usage: $0 install|install-services|install-sam|install-valkey|install-verifier|install-build|install-qemu|install-awscli|install-moto|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|secrets NAME|stop NAME" >&2; exit 2 ;;
+  *) echo "usage: $0 install|install-services|install-console|install-app|install-sam|install-valkey|install-verifier|install-build|install-qemu|install-awscli|install-moto|start NAME [REDIS_PORT DYNAMO_PORT [persist]]|cluster NAME|secrets NAME|stop NAME" >&2; exit 2 ;;
 esac

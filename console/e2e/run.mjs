@@ -340,8 +340,10 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
 
   // approving it as sam (support): the server's 403, shown; sam stays signed in
   await approve(sam.page, reference);
-  const refused = await notification(sam.page, 'forbidden');
-  assert.match(refused, /this needs one of the roles finance, admin/);
+  // said in the console's language with the roles it needs, never in the server's English words
+  const refused = await notification(sam.page, '没有权限');
+  assert.match(refused, /需要以下角色之一：财务 \(finance\)、管理员 \(admin\)/);
+  assert.doesNotMatch(refused, /this needs|forbidden/);
   await shot(sam.page, 'forbidden');
   assert.equal(await sam.page.locator('[data-testid=approve-result]').count(), 0);
   assert.ok(new URL(sam.page.url()).pathname.endsWith('/adjustments'), 'a 403 does not sign out');
@@ -422,8 +424,8 @@ test('1b: the pending adjustments: finance approves one from the list and reject
   const notHers = fay.page.locator('[data-dialog=withdraw-adjustment]');
   await notHers.locator('textarea[name=reason]').first().fill('e2e: not mine to withdraw');
   await notHers.locator('[data-submit=withdraw-adjustment]').click();
-  const refused = await notification(fay.page, 'invalid_request');
-  assert.match(refused, /\(operator\)/);
+  const refused = await notification(fay.page, '请求有误');
+  assert.match(refused, /请求有误：操作员 不符合要求/);
   await shot(fay.page, 'withdraw-refused');
   await fay.page.keyboard.press('Escape');
   await notHers.waitFor({ state: 'detached' });
@@ -476,8 +478,19 @@ test('2: risk holds money out (403 account_held, nothing debited), lifts it from
   const rita = await session(t);
   await signIn(rita.page, 'rita', ['risk']);
   assert.equal(await openUser(rita.page, user), 10_000);
+  assert.equal(await rita.page.locator('[data-testid=user-unknown]').count(), 0, 'a user on record is not unknown');
+  // a typo is said to be one, not shown as an empty account
+  const typo = `nobody-such-user-${Date.now()}`;
+  assert.equal(await openUser(rita.page, typo), 0);
+  assert.match(await rita.page.locator('[data-testid=user-unknown]').innerText(), /没有用户 nobody-such-user-\d+ 的任何记录/);
+  assert.equal(await openUser(rita.page, user), 10_000);
   await rita.page.locator('[data-action=place-hold]').click();
   const dialog = rita.page.locator('[data-dialog=place-hold]');
+  // the scope is chosen, never preselected: without one the dialog refuses to submit
+  await dialog.locator('textarea[name=reason]').first().fill('e2e: suspicious payout');
+  await dialog.locator('[data-submit=place-hold]').click();
+  await dialog.getByText('必填').first().waitFor();
+  assert.equal(await dialog.locator('input[name=scope]').inputValue(), '', 'no scope preselected');
   await dialog.getByRole('combobox').click();
   await rita.page.getByRole('option', { name: '提现' }).click();
   await dialog.locator('textarea[name=reason]').first().fill('e2e: suspicious payout');
@@ -754,6 +767,8 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
   // a hold whose reason is markup
   await page.locator('[data-action=place-hold]').click();
   const dialog = page.locator('[data-dialog=place-hold]');
+  await dialog.getByRole('combobox').click();
+  await page.getByRole('option', { name: '全部' }).click();
   await dialog.locator('textarea[name=reason]').first().fill(XSS);
   await dialog.locator('[data-submit=place-hold]').click();
   await notification(page, user);
@@ -1112,7 +1127,7 @@ test('7: OIDC sign-in: the company account button, through the provider and back
   const calls = site.proxied.filter((call) => call.path === '/ops/v1/holds');
   assert.ok(calls.length > 0 && calls.every((call) => call.status === 200), JSON.stringify(calls));
   assert.ok(calls.every((call) => call.authorization === `Bearer ${idToken}`), 'the ID token is the bearer');
-  assert.equal(await page.locator('.MuiSnackbar-root').filter({ hasText: /401|403|forbidden/i }).count(), 0);
+  assert.equal(await page.locator('.MuiSnackbar-root').filter({ hasText: /401|403|forbidden|没有权限/i }).count(), 0);
 
   // sign out: on to the provider's end_session_endpoint (OpenID Connect RP-Initiated Logout) and
   // back to the sign-in page

@@ -9,6 +9,7 @@ import {
 } from 'react-admin';
 import type { ApiClient } from './api/client';
 import { toHttpError } from './api/errors';
+import { i18nProvider } from './i18n';
 import type { components } from './api/schema';
 import type { Currency } from './money';
 
@@ -93,7 +94,7 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
 
   async function call<T>(request: Promise<Answer<T>>): Promise<T> {
     const { data, error, response } = await request;
-    if (!response.ok || data === undefined) throw toHttpError(response.status, error);
+    if (!response.ok || data === undefined) throw toHttpError(response.status, error, i18nProvider.translate);
     const answered = (data as { currency?: Currency }).currency;
     if (answered) currency = answered;
     return data;

@@ -14,6 +14,7 @@
 //! prints the settings' table (`--write`: into DEPLOY.md and DESIGN.md, `make settings`).
 
 use local::LocalAuthorizer;
+use red_packets::domain::operators::Role;
 
 const USAGE: &str =
     "usage: local [serve] | local token <user> [ttl-seconds] | local ops-token <operator> <role,role...> [ttl-seconds] | local topup <user> <cents> [reference] | local reconcile [--file <export>] [--as-of <time>] [--passes <n>] | local export <file> | local trial-balance [day] | local statement <user> <day> | local funds <payload-json|file> | local quarantine | local release --operator <name> --reason <why> <packet-id>... | local replay | local restore-report <before-table> <after-table> | local settings [--write]";
@@ -34,6 +35,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let operator = args.next().ok_or(USAGE)?;
             let roles = args.next().ok_or(USAGE)?;
             let roles: Vec<&str> = roles.split(',').map(str::trim).filter(|role| !role.is_empty()).collect();
+            let known: Vec<&str> = Role::ALL.iter().map(|role| role.as_str()).collect();
+            if roles.is_empty() || roles.iter().any(|role| !known.contains(role)) {
+                return Err(format!("ROLES must name one or more of {} (comma-separated)", known.join(", ")).into());
+            }
             let ttl: u64 = args.next().map(|t| t.parse()).transpose()?.unwrap_or(28_800);
             println!("{}", LocalAuthorizer::operators_from_env().operator_token(&operator, &roles, ttl));
             Ok(())

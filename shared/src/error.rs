@@ -45,8 +45,8 @@ pub enum ApiError {
     },
     /// 403 `forbidden` on the operators' API: the operator's roles do not include one the
     /// action needs (named).
-    #[error("this needs one of the roles {0}")]
-    RoleRequired(String),
+    #[error("this needs one of the roles {}", .0.join(", "))]
+    RoleRequired(Vec<&'static str>),
     /// 403: the grab carried a wrong passphrase, or none.
     #[error("the passphrase is wrong or missing")]
     WrongPassphrase,

@@ -206,6 +206,9 @@ struct ErrorBody<'a> {
     /// A scheduled packet's opening, on `not_open_yet`.
     #[serde(skip_serializing_if = "Option::is_none")]
     opens_at: Option<String>,
+    /// The roles one of which the operators' route needs, on its `forbidden`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    roles: Option<&'a [&'static str]>,
 }
 
 /// Largest page of a listing.
@@ -225,7 +228,7 @@ pub fn page_limit(request: &Request) -> Result<u32, ApiError> {
     }
 }
 
-/// The response for `error`: `{"error": {"code", "message", "field"?, "opens_at"?}}`, with
+/// The response for `error`: `{"error": {"code", "message", "field"?, "opens_at"?, "roles"?}}`, with
 /// `Retry-After` on a 503 (jittered) and on `not_open_yet` (the seconds until the opening).
 /// Server-side failures are logged here; their details never reach the client.
 pub fn error_response(error: &ApiError) -> Response<Body> {
@@ -247,10 +250,14 @@ pub fn error_response(error: &ApiError) -> Response<Body> {
         ApiError::NotYetOpen { opens_at_ms, .. } => Some(crate::clock::rfc3339(*opens_at_ms)),
         _ => None,
     };
+    let roles = match error {
+        ApiError::RoleRequired(roles) => Some(roles.as_slice()),
+        _ => None,
+    };
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json_response(
         status,
-        &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field, opens_at } },
+        &ErrorEnvelope { error: ErrorBody { code: error.code(), message: error.to_string(), field, opens_at, roles } },
     );
     match error {
         ApiError::Unavailable { .. } => {

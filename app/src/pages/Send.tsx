@@ -200,12 +200,17 @@ export function SendPage() {
           </label>
         </div>
         <div className="form-card">
+          <label className="visually-hidden" htmlFor="greeting">
+            {t.greeting}
+          </label>
           <TextArea
+            id="greeting"
             name="greeting"
             placeholder={t.defaultGreeting}
             value={greeting}
             onChange={setGreeting}
             maxLength={64}
+            showCount
             rows={1}
             autoSize={{ minRows: 1, maxRows: 3 }}
           />

@@ -660,6 +660,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A user's id as their token's `sub` carries it: 1 to 256 bytes (UTF-8), no control character. Anything else is refused (400 `invalid_request`, `field` naming it). */
+        UserId: string;
         /** @description An amount in integer minor units of the answer's `currency` (cents of CNY). */
         Cents: number;
         /** @description The stack's one currency (ISO 4217): every amount in the answer is an integer of its minor unit; 1234 with exponent 2 is 12.34 */
@@ -905,6 +907,8 @@ export interface components {
         };
         OpsUser: {
             user: string;
+            /** @description False when nothing is on record for this id: no movement, no packet sent or received, no hold (a typo, or a user who never used the service). */
+            known: boolean;
             balance_cents: components["schemas"]["Cents"];
             hold?: components["schemas"]["Hold"] | null;
             movements: {
@@ -914,12 +918,13 @@ export interface components {
             currency: components["schemas"]["Currency"];
         };
         AdjustmentProposal: {
-            /** @description The case it settles (a ticket, a chargeback notice): one adjustment per reference. */
+            /** @description The case it settles (a ticket, a chargeback notice): one adjustment per reference, 1 to 64 of [A-Za-z0-9_.:-]. */
             reference: string;
-            user: string;
+            user: components["schemas"]["UserId"];
             /** @enum {string} */
             direction: "credit" | "debit";
-            amount_cents: components["schemas"]["Cents"];
+            /** @description 1..=100000000 (1,000,000.00), in integer minor units of the stack's currency. */
+            amount_cents: number;
             reason: string;
             /** @description A chargeback: the reference of the top-up it reverses (a debit). */
             chargeback_of?: string;
@@ -1149,6 +1154,8 @@ export interface components {
                 field?: string;
                 /** @description not_open_yet only: when the packet opens. */
                 opens_at?: components["schemas"]["Time"];
+                /** @description forbidden on an operators' route only: the roles one of which it needs. */
+                roles?: ("support" | "finance" | "risk" | "admin")[];
             };
         };
     };

@@ -7,7 +7,8 @@ import { HOLD_SCOPES } from './choices';
 
 const reasonRules = [required(), maxLength(500)];
 
-/** `POST /ops/v1/users/{user}/hold` (risk or admin; the server decides). */
+/** `POST /ops/v1/users/{user}/hold` (risk or admin; the server decides). The scope is chosen,
+ * never preselected: a hold on everything is as easy to place by mistake as the default. */
 export const PlaceHoldButton = ({ user }: { user: string }) => {
   const dataProvider = useConsoleDataProvider();
   const notify = useNotify();
@@ -19,7 +20,6 @@ export const PlaceHoldButton = ({ user }: { user: string }) => {
       title={translate('console.hold.place_title', { user })}
       icon={<LockIcon />}
       color="warning"
-      defaultValues={{ scope: 'all' }}
       action={(values) =>
         dataProvider.placeHold(user, {
           scope: values.scope as HoldScope,

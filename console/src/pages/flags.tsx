@@ -45,7 +45,14 @@ const ResolveButton = () => {
           note: String(values.note),
         })
       }
-      done={() => notify('console.flag.resolved', { type: 'info', messageArgs: { id } })}
+      done={(result) =>
+        result?.changed
+          ? notify('console.flag.resolved', {
+              type: 'info',
+              messageArgs: { id, outcome: translate(`console.flag.outcomes.${result.flag?.status ?? 'dismissed'}`) },
+            })
+          : notify('console.flag.unchanged', { type: 'warning', messageArgs: { id } })
+      }
     >
       <RadioButtonGroupInput
         source="outcome"
@@ -81,10 +88,12 @@ const AssignButton = () => {
         return dataProvider.assignFlag(id, assignee || undefined);
       }}
       done={(result) =>
-        notify('console.flag.assigned', {
-          type: 'info',
-          messageArgs: { id, assignee: result?.flag?.assignee ?? '' },
-        })
+        result?.changed
+          ? notify('console.flag.assigned', {
+              type: 'info',
+              messageArgs: { id, assignee: result?.flag?.assignee ?? '' },
+            })
+          : notify('console.flag.unchanged', { type: 'warning', messageArgs: { id } })
       }
     >
       <TextInput

@@ -1,6 +1,6 @@
 import AddCardIcon from '@mui/icons-material/AddCard';
 import SearchIcon from '@mui/icons-material/Search';
-import { Box, Card, CardContent, Divider, Link as MuiLink, Typography } from '@mui/material';
+import { Alert, Box, Card, CardContent, Divider, Link as MuiLink, Typography } from '@mui/material';
 import { Link } from 'react-router-dom';
 import {
   CreateButton,
@@ -94,6 +94,19 @@ const UserActions = () => {
       <PlaceHoldButton user={user} />
       {record.hold ? <LiftHoldButton user={user} /> : null}
     </TopToolbar>
+  );
+};
+
+/** Said first when nothing is on record for the id (`known: false`): a typo reads as an empty
+ * account otherwise. */
+const UnknownUser = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  if (record?.known !== false) return null;
+  return (
+    <Alert severity="warning" data-testid="user-unknown" sx={{ mb: 1 }}>
+      {translate('console.users.unknown', { user: String(record.user) })}
+    </Alert>
   );
 };
 
@@ -259,6 +272,7 @@ const UserAudit = () => (
 export const UserShow = () => (
   <Show title={<UserTitle />} actions={<UserActions />}>
     <SimpleShowLayout>
+      <UnknownUser />
       <TextField source="user" data-testid="user-id" />
       <MoneyField source="balance_cents" className="user-balance" variant="h5" />
       <HoldInForce />

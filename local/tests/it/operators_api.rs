@@ -123,6 +123,8 @@ async fn every_route_refuses_another_issuers_token_and_an_operator_without_its_r
             (403, Some("forbidden")),
             "{route} as {roles:?}: {answer}"
         );
+        let named: Vec<&str> = action.roles().iter().map(|role| role.as_str()).collect();
+        assert_eq!(answer["error"]["roles"], json!(named), "{route}: the roles, for a client to say them");
         let message = answer["error"]["message"].as_str().unwrap();
         assert!(
             action.roles().iter().all(|role| message.contains(role.as_str())),
@@ -738,7 +740,8 @@ async fn every_user_and_amount_field_of_the_contract_is_refused_past_its_bounds(
         if schema["in"] == "path" {
             for bad in ["%07zoe".to_owned(), "z".repeat(257)] {
                 let concrete = sample(&format!("{method} {path}")).1.replace("/zoe", &format!("/{bad}"));
-                let answer = api.as_operator("otto", &roles, method, &concrete, valid_body(method, path).as_ref()).await;
+                let answer =
+                    api.as_operator("otto", &roles, method, &concrete, valid_body(method, path).as_ref()).await;
                 assert!(refused("user", &answer), "{method} {path} with user {bad:?}: {answer:?}");
                 tried += 1;
             }

@@ -41,6 +41,8 @@ impl RunLocal {
             .env_remove("AWS_ENDPOINT_URL_DYNAMODB")
             .env_remove("TABLE_NAME")
             .env("LOCAL_STACK_NAME", name)
+            // Its API alone: the console and the app are the browser suites' to build.
+            .env("MAKE_RUN_SITES", "skip")
             .env("PORT", api.to_string())
             .env("LOCAL_REDIS_PORT", redis.to_string())
             .env("LOCAL_DYNAMODB_PORT", dynamo.to_string())

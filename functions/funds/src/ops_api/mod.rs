@@ -246,8 +246,7 @@ where
     let matched = route(request.method(), request.uri().path()).ok_or(ApiError::NotFound)?;
     let (action, key, parameter) = (matched.action, matched.key, matched.parameter());
     if !operator.may(action) {
-        let roles: Vec<&str> = action.roles().iter().map(|role| role.as_str()).collect();
-        return Err(ApiError::RoleRequired(roles.join(", ")));
+        return Err(ApiError::RoleRequired(action.roles().iter().map(|role| role.as_str()).collect()));
     }
     tracing::info!(route = key, operator = operator.subject, "operators' API");
     let me = Value::String(operator.subject.clone());

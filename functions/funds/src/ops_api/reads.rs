@@ -177,7 +177,20 @@ pub(super) async fn read_user<L: Ledger + Wallets + Holds + Flags + AuditTrail>(
         return Ok(money_response(StatusCode::OK, &page, currency));
     }
     let hold = ledger.holds().await?.into_iter().find(|hold| hold.user == user);
-    let overview = json!({ "user": user, "balance_cents": page.balance_cents, "hold": hold,
+    let known = !page.items.is_empty() || hold.is_some() || has_packets(ledger, &user).await?;
+    let overview = json!({ "user": user, "known": known, "balance_cents": page.balance_cents, "hold": hold,
                            "movements": { "items": page.items, "next_cursor": page.next_cursor } });
     Ok(money_response(StatusCode::OK, &overview, currency))
+}
+
+/// True when `user` sent or received a packet the ledger lists (one entry of either history is
+/// enough): with no movement and no hold either, nobody by that id is on record (a typo).
+async fn has_packets<L: Ledger>(ledger: &L, user: &UserId) -> Result<bool, ApiError> {
+    for role in [HistoryRole::Sent, HistoryRole::Received] {
+        let first = PageRequest { limit: 1, cursor: None };
+        if !Ledger::history(ledger, user, role, first).await?.items.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

@@ -130,6 +130,8 @@ impl<S: SettleIndex + SettleCursor, L: SettleLedger> Settler<S, L> {
                 ?summary,
                 "settle run complete with packets it could not settle ({SETTLE_PACKET_SKIPPED} above)"
             );
+        } else if summary.idle() {
+            tracing::debug!(?summary, "settle run complete");
         } else {
             tracing::info!(?summary, "settle run complete");
         }

@@ -75,6 +75,18 @@ pub struct SettleSummary {
 }
 
 impl SettleSummary {
+    /// True when the run found nothing to do: no packet looked at, nothing swept, released or
+    /// replayed, none left in quarantine. An idle run is logged at debug, not info (`make run`
+    /// settles every second).
+    pub fn idle(&self) -> bool {
+        self.packets == 0
+            && self.swept_shards == 0
+            && self.released == 0
+            && self.replayed == 0
+            && self.in_quarantine.is_empty()
+            && !self.stopped_early
+    }
+
     /// Adds a later pass's summary to this one.
     pub(super) fn add_pass(&mut self, pass: SettleSummary) {
         self.packets += pass.packets;
@@ -107,5 +119,19 @@ impl SettleSummary {
         self.quarantined += packet.quarantined;
         self.deferred += packet.deferred;
         self.lag_ms = self.lag_ms.max(packet.lag_ms);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_found_nothing_to_do_is_idle() {
+        assert!(SettleSummary::default().idle());
+        assert!(!SettleSummary { packets: 1, ..SettleSummary::default() }.idle());
+        assert!(!SettleSummary { swept_shards: 16, ..SettleSummary::default() }.idle());
+        let quarantined = PacketId::random();
+        assert!(!SettleSummary { in_quarantine: vec![quarantined], ..SettleSummary::default() }.idle());
     }
 }
