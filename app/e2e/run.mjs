@@ -22,7 +22,6 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { messageFor } from 'red-packets-sdk';
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
 const APP_URL = (process.env.APP_URL ?? 'http://127.0.0.1:3000/app/').replace(/\/?$/, '/');
@@ -119,13 +118,14 @@ after(async () => {
  * fails the test on any dialog (an alert an injected script would open), uncaught error, or
  * Content-Security-Policy violation.
  */
-async function session(t) {
+async function session(t, { locale = 'zh-CN', bypassCSP = false } = {}) {
   const context = await browser.newContext({
     viewport: { width: 390, height: 844 },
     deviceScaleFactor: 1,
     isMobile: true,
     hasTouch: true,
-    locale: 'zh-CN',
+    locale,
+    bypassCSP,
   });
   context.setDefaultTimeout(STEP_MS);
   context.setDefaultNavigationTimeout(STEP_MS);
@@ -196,6 +196,59 @@ async function grabAs(t, link, user, chats, { screenshots = {} } = {}) {
   await s.page.locator('[data-action=open]').click();
   return s;
 }
+
+/** axe-core's engine, put into a page by the accessibility test (a context that bypasses the CSP). */
+const AXE = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
+
+/**
+ * The serious and critical violations axe-core finds on the page as it stands, under WCAG 2.1's
+ * A and AA rules: each rule's id and the first elements it names (`described`).
+ */
+/** An element axe-core names: its selector, and for a contrast its colours and ratio. */
+function described(node) {
+  const data = node.any?.[0]?.data;
+  const colours = data?.fgColor ? ` (${data.fgColor} on ${data.bgColor}: ${data.contrastRatio}:1)` : '';
+  return `${node.target.join(' ')}${colours}`;
+}
+
+async function accessibilityViolations(page) {
+  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.addScriptTag({ content: AXE });
+  const results = await page.evaluate(() =>
+    globalThis.axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+      resultTypes: ['violations'],
+    }),
+  );
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.nodes.slice(0, 5).map(described).join(', ')}`);
+}
+
+test('every page has no serious accessibility violation (axe-core, WCAG 2.1 A and AA)', async (t) => {
+  topup('alice', 1_000);
+  const sent = await api('POST', '/packets', {
+    user: 'alice',
+    idempotencyKey: randomUUID(),
+    body: { total_cents: 200, count: 2, greeting: '恭喜发财' },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  const { page } = await session(t, { bypassCSP: true });
+  const found = {};
+  await page.goto(`${APP_URL}p/${sent.body.packet_id}`);
+  await page.locator('input[name=user]').waitFor();
+  found.signin = await accessibilityViolations(page);
+  await signIn(page, 'bob');
+  await page.locator('[data-testid=envelope-greeting]').waitFor();
+  found.envelope = await accessibilityViolations(page);
+  for (const [path, ready] of [['', 'textarea[name=greeting]'], ['history', '[data-testid^=history-]'], ['wallet', '[data-testid=wallet-balance]']]) {
+    await page.goto(`${APP_URL}${path}`);
+    await page.locator(ready).first().waitFor();
+    await page.waitForLoadState('networkidle', { timeout: STEP_MS }).catch(() => {});
+    found[path || 'send'] = await accessibilityViolations(page);
+  }
+  const failing = Object.entries(found).filter(([, violations]) => violations.length > 0);
+  assert.deepEqual(failing, [], JSON.stringify(failing, null, 1));
+});
 
 test('the app is served under its Content-Security-Policy, page paths included', async () => {
   for (const path of ['', 'p/0123456789abcdef0123456789abcdef', 'history', 'wallet', 'signin']) {
@@ -279,7 +332,8 @@ test('a members-only lucky packet in chat family: two members grab, a non-member
   const refused = dave.page.locator('[data-testid=grab-refused]');
   await refused.waitFor();
   assert.equal(await refused.getAttribute('data-code'), 'not_eligible');
-  assert.equal((await refused.innerText()).trim(), messageFor('not_eligible', 'zh-CN'));
+  // said as a members-only packet's refusal: for the chat's members
+  assert.equal((await refused.innerText()).trim(), '这个红包仅限群「family」的成员领取');
   assert.equal(await dave.page.locator('[data-testid=grab-amount]').count(), 0);
   await shot(dave.page, 'refused');
   dave.assertClean();
@@ -331,6 +385,22 @@ test('a members-only lucky packet in chat family: two members grab, a non-member
   const wallet = await api('GET', '/me/wallet?limit=1', { user: 'alice' });
   assert.equal(wallet.body.balance_cents, balance);
   await shot(page, 'wallet');
+
+  // a withdrawal is confirmed first, naming the amount and where it goes; kept back, nothing moves
+  await page.locator('input[name=withdraw_amount]').fill('1.00');
+  await page.locator('input[name=destination]').fill('card-e2e');
+  await page.locator('[data-submit=withdraw]').click();
+  const confirm = page.locator('.adm-dialog');
+  await confirm.getByText(/将 .*1\.00.* 提现到 card-e2e/).waitFor();
+  await confirm.getByRole('button', { name: '再想想' }).click();
+  await confirm.waitFor({ state: 'detached' });
+  assert.equal((await api('GET', '/me/wallet?limit=1', { user: 'alice' })).body.balance_cents, balance, 'kept back');
+  await page.locator('[data-submit=withdraw]').click();
+  await page.locator('.adm-dialog').getByRole('button', { name: '确认提现' }).click();
+  await until(STEP_MS, 'the withdrawal debited', async () => {
+    const after = await api('GET', '/me/wallet?limit=1', { user: 'alice' });
+    return after.body.balance_cents === balance - 100;
+  });
   alice.assertClean();
 });
 
@@ -396,6 +466,10 @@ test('a greeting of markup is shown as text; the language switch', async (t) => 
   await bob.page.locator('[data-action=language]').click();
   await bob.page.getByRole('heading', { name: '登录' }).waitFor();
   await signIn(bob.page, 'bob');
+  // a browser in English opens the sign-in page in English
+  const visitor = await session(t, { locale: 'en-US' });
+  await visitor.page.goto(`${APP_URL}p/${sent.body.packet_id}`);
+  await visitor.page.getByRole('heading', { name: 'Sign in' }).waitFor();
   const greeting = bob.page.locator('[data-testid=envelope-greeting]');
   await greeting.waitFor();
   assert.equal((await greeting.innerText()).trim(), XSS);

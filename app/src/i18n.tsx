@@ -1,5 +1,5 @@
-// The app's words: Simplified Chinese first, English second (the switch in the top bar and on the
-// sign-in page; the choice is kept in localStorage). Error sentences are the SDK's
+// The app's words: Simplified Chinese first, English second (the browser's language until the
+// switch in the top bar or on the sign-in page is used; the choice is kept in localStorage). Error sentences are the SDK's
 // (RedPacketsError.userMessage), in the same locale.
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
 
@@ -91,6 +91,7 @@ const zh = {
   noGrabs: '还没有人领取',
   opensAtLabel: (at: string) => `${at} 开抢`,
   membersOnlyTag: (chat: string) => `仅群「${chat}」成员可领`,
+  notAMember: (chat: string) => `这个红包仅限群「${chat}」的成员领取`,
   chatTag: (chat: string) => `群「${chat}」`,
   packetMissing: '找不到这个红包',
   back: '返回',
@@ -126,6 +127,8 @@ const zh = {
   withdrawDestinationInvalid: '请输入绑定的账户（字母、数字、_ . : -）',
   withdrawSubmit: '确认提现',
   withdrawn: (amount: string) => `已申请提现 ${amount}，处理中`,
+  withdrawConfirm: '确认提现？',
+  withdrawConfirmLead: (amount: string, to: string) => `将 ${amount} 提现到 ${to}，提交后不能撤回。`,
   refresh: '刷新',
   loading: '加载中…',
   networkBusy: '网络繁忙，请稍后再试',
@@ -216,6 +219,7 @@ const en: Words = {
   noGrabs: 'Nobody has grabbed yet',
   opensAtLabel: (at: string) => `Opens ${at}`,
   membersOnlyTag: (chat: string) => `Members of “${chat}” only`,
+  notAMember: (chat: string) => `This packet is for the members of “${chat}” only`,
   chatTag: (chat: string) => `Chat “${chat}”`,
   packetMissing: 'No such packet',
   back: 'Back',
@@ -249,6 +253,8 @@ const en: Words = {
   withdrawDestinationInvalid: 'Enter a bound account (letters, digits, _ . : -)',
   withdrawSubmit: 'Withdraw',
   withdrawn: (amount: string) => `Withdrawal of ${amount} asked for: pending`,
+  withdrawConfirm: 'Withdraw?',
+  withdrawConfirmLead: (amount: string, to: string) => `${amount} to ${to}; it cannot be taken back once asked for.`,
   refresh: 'Refresh',
   loading: 'Loading…',
   networkBusy: 'Network busy, please try again',
@@ -257,9 +263,16 @@ const en: Words = {
 const WORDS: Record<Locale, Words> = { 'zh-CN': zh, en };
 const KEY = 'app.locale';
 
+/** The choice kept, else the browser's first language the app speaks, else Chinese. */
 function initialLocale(): Locale {
   const kept = localStorage.getItem(KEY);
-  return kept === 'en' || kept === 'zh-CN' ? kept : 'zh-CN';
+  if (kept === 'en' || kept === 'zh-CN') return kept;
+  for (const language of navigator.languages ?? [navigator.language]) {
+    const tag = language.toLowerCase();
+    if (tag.startsWith('zh')) return 'zh-CN';
+    if (tag.startsWith('en')) return 'en';
+  }
+  return 'zh-CN';
 }
 
 interface I18n {

@@ -212,8 +212,8 @@ after(async () => {
  * A fresh browser session (its own sessionStorage) whose page fails the test on any dialog
  * (an alert an injected script would open), uncaught error, or Content-Security-Policy violation.
  */
-async function session(t) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN' });
+async function session(t, { bypassCSP = false } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN', bypassCSP });
   context.setDefaultTimeout(STEP_MS);
   context.setDefaultNavigationTimeout(STEP_MS);
   const page = await context.newPage();
@@ -238,6 +238,33 @@ async function session(t) {
       assert.deepEqual(problems, [], 'no dialog, page error or CSP violation');
     },
   };
+}
+
+/** axe-core's engine, put into a page by the accessibility test (a context that bypasses the CSP). */
+const AXE = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
+
+/**
+ * The serious and critical violations axe-core finds on the page as it stands, under WCAG 2.1's
+ * A and AA rules: each rule's id and the first elements it names (`described`).
+ */
+/** An element axe-core names: its selector, and for a contrast its colours and ratio. */
+function described(node) {
+  const data = node.any?.[0]?.data;
+  const colours = data?.fgColor ? ` (${data.fgColor} on ${data.bgColor}: ${data.contrastRatio}:1)` : '';
+  return `${node.target.join(' ')}${colours}`;
+}
+
+async function accessibilityViolations(page) {
+  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.addScriptTag({ content: AXE });
+  const results = await page.evaluate(() =>
+    globalThis.axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+      resultTypes: ['violations'],
+    }),
+  );
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.nodes.slice(0, 5).map(described).join(', ')}`);
 }
 
 async function shot(page, name) {
@@ -880,6 +907,31 @@ test('5b: a packet\'s page sets Redis beside the ledger: its grab row, both amou
 // data-dialog=release-packet, data-submit=release-packet) are not tested end to end: nothing in
 // the local stack sets a packet aside on demand (no route; `local quarantine` runs a settle pass
 // and lists the quarantined ones, it quarantines none).
+
+test('every page has no serious accessibility violation (axe-core, WCAG 2.1 A and AA), dialogs open too', async (t) => {
+  const user = `a11y-${randomUUID().slice(0, 8)}`;
+  topup(user, 1_000);
+  const { page } = await session(t, { bypassCSP: true });
+  const found = {};
+  await page.goto(`${CONSOLE_URL}login`);
+  await page.locator('input[name=operator]').waitFor();
+  found.login = await accessibilityViolations(page);
+  await signIn(page, 'ada', ['support', 'finance', 'risk', 'admin']);
+  const pages = ['', 'users', `users/${user}/show`, 'audit', 'adjustments', 'withdrawals', 'flags', 'holds', 'reports'];
+  for (const path of pages) {
+    await page.goto(`${CONSOLE_URL}${path}`);
+    await page.locator('#react-admin-title').filter({ hasText: /\S/ }).waitFor();
+    await page.waitForLoadState('networkidle', { timeout: STEP_MS }).catch(() => {});
+    found[path || 'dashboard'] = await accessibilityViolations(page);
+  }
+  // a dialog's form: the hold's
+  await page.goto(`${CONSOLE_URL}users/${user}/show`);
+  await page.locator('[data-action=place-hold]').click();
+  await page.locator('[data-dialog=place-hold] textarea[name=reason]').first().waitFor();
+  found['place-hold dialog'] = await accessibilityViolations(page);
+  const failing = Object.entries(found).filter(([, violations]) => violations.length > 0);
+  assert.deepEqual(failing, [], JSON.stringify(failing, null, 1));
+});
 
 test('a 401 signs out: a token the API refuses brings the sign-in page back', async (t) => {
   const { page, assertClean } = await session(t);

@@ -146,7 +146,9 @@ export function PacketPage() {
       await sleep(SPIN_MS - (Date.now() - started));
       if (!live.current) return;
       const code = failure instanceof RedPacketsError ? failure.code : 'network_error';
-      setRefusal({ code, text: errorText(failure) });
+      // A members-only packet refuses those its chat's ticket does not admit: said as such.
+      const forMembers = code === 'not_eligible' && view.members_only && view.chat_id;
+      setRefusal({ code, text: forMembers ? t.notAMember(view.chat_id as string) : errorText(failure) });
       setPhase('envelope');
       refresh().catch(() => {});
     }

@@ -1,7 +1,7 @@
 // 零钱: the balance, its movements newest first (paged back by cursor), and a withdrawal to a
 // bound card or account (the payments system's token for it). One Idempotency-Key per withdrawal
 // the user means, kept with its draft in sessionStorage as the send's is.
-import { Button, ErrorBlock, Input, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
+import { Button, Dialog, ErrorBlock, Input, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
 import { useCallback, useEffect, useState } from 'react';
 import { useNavigate } from 'react-router-dom';
 import { newIdempotencyKey, useClient, useErrorText, type Movement, type WalletPage as Page } from '../api';
@@ -80,6 +80,14 @@ export function WalletPage() {
     const to = destination.trim();
     if (!DESTINATION.test(to)) return setFormError(t.withdrawDestinationInvalid);
     const request = { amount_cents: cents, destination: to };
+    // Money out is confirmed first, with what leaves and where to, as WeChat does.
+    const confirmed = await Dialog.confirm({
+      title: t.withdrawConfirm,
+      content: t.withdrawConfirmLead(formatMoney(cents, currency), to),
+      confirmText: t.withdrawSubmit,
+      cancelText: t.cancelKeep,
+    });
+    if (!confirmed) return;
     setWithdrawing(true);
     try {
       const receipt = await client.withdraw(request, { idempotencyKey: keyFor(JSON.stringify(request)) });
