@@ -108,6 +108,14 @@ checks=$!
 # lacks) run here on Redis and there on Valkey, the engine axis.
 cluster_only=(send_and_grab grab_script who_may_grab settle_and_query settle_scales recovery money_safety campaign risk
   events_on_binaries reads)
+# The recovery model (pure: stateright on the domain's functions, about 70 CPU-seconds) runs at
+# nice 19 beside the first pass, whose tests leave a fifth of the two cores idle while they wait
+# on services and timers: it takes that idle time and little else. Its output follows the README's
+# commands. (Not recorded in .local/test-durations.json, which the pass beside it writes.)
+model_log=".local/$name/recovery-model.log"
+nice -n 19 .local/venv/bin/python scripts/run_tests.py --no-record --jobs 1 --package red-packets --test recovery_model \
+  >"$model_log" 2>&1 &
+model=$!
 stage "the unit tests and the suites the topology cannot change, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
 AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model --skip-test fleet \
@@ -119,6 +127,28 @@ AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.p
 fuzz_log=".local/$name/schemathesis.log"
 scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz=$!
+
+# The split's verifier (local/tests/it/fairness.rs: 1,000 packets sent, grabbed and settled
+# through the handlers, then recomputed by scripts/verify_split.py; about 80 CPU-seconds, most of it
+# the test process's own) at nice 19, and the pages in Chromium at nice 10, one browser suite after
+# the other (each its build, then node's test runner against a local API of its own on these
+# services): the operators' console (scripts/console-e2e.sh), then the app team's kit
+# (scripts/app-e2e.sh: the SDK's tests over HTTP, then the H5 app in a phone's viewport). Beside
+# the cluster pass, which leaves a fifth of the cores idle too; at the end they were the run's
+# tail (nearly 2 minutes after the README's commands). Their calls are recorded like the passes'.
+verifier_log=".local/$name/split-verifier.log"
+AWS_CALL_LOG="$calls" TEST_PASS=redis nice -n 19 .local/venv/bin/python scripts/run_tests.py --no-record --jobs 1 \
+  --package local --test fairness >"$verifier_log" 2>&1 &
+verifier=$!
+console_log=".local/$name/console-e2e.log"
+app_log=".local/$name/app-e2e.log"
+(
+  status=0
+  nice -n 10 scripts/console-e2e.sh >"$console_log" 2>&1 || status=1
+  nice -n 10 scripts/app-e2e.sh >"$app_log" 2>&1 || status=$((status + 2))
+  exit "$status"
+) &
+pages=$!
 
 # Two passes cover both axes, the engine and the topology: above, on single-node Redis, the unit
 # tests, the suites the topology cannot change and the suites on servers of their own; here the
@@ -145,47 +175,20 @@ wait "$fuzz" || status=$?
 cat "$fuzz_log"
 [ "$status" = 0 ] || { echo "schemathesis failed"; exit 1; }
 stage "sam local invoke: each function's first event in SAM's containers, the rest on the host's binaries"
-# The recovery model (pure: stateright on the domain's functions, a minute of CPU) runs niced
-# beside this stage and the next, which wait on SAM and Docker with most of a core idle;
-# in the first pass it held both cores for 70 s. Its output follows the README's commands.
-model_log=".local/$name/recovery-model.log"
-nice -n 19 .local/venv/bin/python scripts/run_tests.py --jobs 1 --package red-packets --test recovery_model \
-  >"$model_log" 2>&1 &
-model=$!
-# So does the split's verifier (local/tests/it/fairness.rs: 1,000 packets sent, grabbed and settled
-# through the handlers, then recomputed by scripts/verify_split.py), 80 s of the first pass, most
-# of it the test process's own CPU; its calls are recorded like the first pass's.
-verifier_log=".local/$name/split-verifier.log"
-AWS_CALL_LOG="$calls" TEST_PASS=redis nice -n 19 .local/venv/bin/python scripts/run_tests.py --jobs 1 --package local \
-  --test fairness >"$verifier_log" 2>&1 &
-verifier=$!
-# The pages in Chromium beside the SAM stage too, one browser suite after the other (each its
-# build, then node's test runner against a local API of its own on these services): the
-# operators' console (scripts/console-e2e.sh), then the app team's kit (scripts/app-e2e.sh: the
-# SDK's tests over HTTP, then the H5 app in a phone's viewport).
-console_log=".local/$name/console-e2e.log"
-app_log=".local/$name/app-e2e.log"
-(
-  status=0
-  nice -n 5 scripts/console-e2e.sh >"$console_log" 2>&1 || status=1
-  nice -n 5 scripts/app-e2e.sh >"$app_log" 2>&1 || status=$((status + 2))
-  exit "$status"
-) &
-pages=$!
 scripts/sam-local.sh test 2>&1 | tee -a "$log"
 stage "the README's sam local invoke commands, as printed, against make run"
 scripts/sam-local.sh readme "$name-readme"
-stage "the recovery model (run beside the two stages above)"
+stage "the recovery model (run beside the first pass)"
 status=0
 wait "$model" || status=$?
 tee -a "$log" <"$model_log"
 [ "$status" = 0 ] || { echo "the recovery model failed"; exit 1; }
-stage "the split's verifier (run beside the two stages above)"
+stage "the split's verifier (run beside the cluster pass)"
 status=0
 wait "$verifier" || status=$?
 tee -a "$log" <"$verifier_log"
 [ "$status" = 0 ] || { echo "the split's verifier failed"; exit 1; }
-stage "the operators' console, the SDK and the H5 app in Chromium (run beside the two stages above)"
+stage "the operators' console, the SDK and the H5 app in Chromium (run beside the cluster pass)"
 status=0
 wait "$pages" || status=$?
 tee -a "$log" <"$console_log"
