@@ -108,6 +108,19 @@ async fn call(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// [`call`] without a body, asked again while it answers 503 (a service just started may not have
+/// reached its Redis yet: "retry shortly", as the API tells every client), for 30 s at most.
+async fn answered(client: &reqwest::Client, method: reqwest::Method, url: String, user: &str) -> (u16, Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = call(client, method.clone(), url.clone(), user, None).await;
+        if status != 503 || std::time::Instant::now() > deadline {
+            return (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn make_run_keeps_its_data_across_a_restart() {
     if std::env::var("TEST_PASS").is_ok_and(|pass| pass != "redis") {
@@ -120,21 +133,21 @@ async fn make_run_keeps_its_data_across_a_restart() {
 
     let started = std::time::Instant::now();
     let mut run = RunLocal::start(&name, ports).await;
-    // The packet must outlive a stop and a second start (DynamoDB Local's JVM): at least 20 s,
+    // The packet must outlive a stop and a second start (DynamoDB Local's JVM): at least 30 s,
     // more on a machine busy enough that the first start was slow (make test's other stages).
-    let expires_in = (started.elapsed().as_secs() * 5 / 2 + 10).max(20);
+    let expires_in = (started.elapsed().as_secs() * 5 / 2 + 10).max(30);
     let body = json!({ "total_cents": 1_000, "count": 4, "expires_in_seconds": expires_in });
     let (status, sent) = call(&client, post.clone(), run.url("/packets"), "alice", Some(body)).await;
     assert_eq!(status, 201, "{sent}");
     let id = sent["packet_id"].as_str().unwrap().to_owned();
-    let (status, bob) = call(&client, post.clone(), run.url(&format!("/packets/{id}/grab")), "bob", None).await;
+    let (status, bob) = answered(&client, post.clone(), run.url(&format!("/packets/{id}/grab")), "bob").await;
     assert_eq!(status, 200, "{bob}");
     run.stop();
 
     let restarted = std::time::Instant::now();
     let run = RunLocal::start(&name, ports).await;
     let grab_url = run.url(&format!("/packets/{id}/grab"));
-    let (status, again) = call(&client, post.clone(), grab_url.clone(), "bob", None).await;
+    let (status, again) = answered(&client, post.clone(), grab_url.clone(), "bob").await;
     assert_eq!((status, again["already_grabbed"].as_bool()), (200, Some(true)), "{again}");
     assert_eq!(again["amount_cents"], bob["amount_cents"], "bob's grab survived the restart");
     let (status, carol) = call(&client, post.clone(), grab_url, "carol", None).await;
