@@ -3,8 +3,9 @@
 # Redis and DynamoDB Local with their data and logs under .local/.
 #
 #   scripts/stack.sh install            install redis-server, Java 17, DynamoDB Local, SAM CLI,
-#                                       cargo-lambda and zig, Docker and qemu (scripts/docker.sh),
-#                                       pycryptodome (the split verifier), moto's server
+#                                       Docker (scripts/docker.sh), Chromium, valkey, pycryptodome
+#                                       (the split verifier), moto's server, the console's packages
+#                                       (cargo-lambda and zig are make build's: install-build)
 #   scripts/stack.sh install-awscli     install the AWS CLI into .local/venv (make preflight)
 #   scripts/stack.sh start NAME R D [persist]
 #                                       start Redis on port R and DynamoDB Local on port D
