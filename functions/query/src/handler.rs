@@ -125,13 +125,7 @@ async fn history<S: LiveStore, L: Ledger>(
         return Ok(unchanged);
     }
     let page = service.ledger.history(&user, role, asked).await?;
-    let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
-    Ok(conditional_tagged(
-        request,
-        money_response(StatusCode::OK, &page, service.ledger.currency()),
-        tag,
-        Caching::Private,
-    ))
+    Ok(own_answer(request, &scope, &page, page.version.as_deref(), service.ledger.currency()))
 }
 
 async fn wallet<S: LiveStore, L: Ledger>(
@@ -147,26 +141,35 @@ async fn wallet<S: LiveStore, L: Ledger>(
         return Ok(unchanged);
     }
     let page = service.ledger.wallet(&user, asked).await?;
-    let tag = page.version.as_deref().map(|version| tags::versioned(&scope, version));
-    Ok(conditional_tagged(
-        request,
-        money_response(StatusCode::OK, &page, service.ledger.currency()),
-        tag,
-        Caching::Private,
-    ))
+    Ok(own_answer(request, &scope, &page, page.version.as_deref(), service.ledger.currency()))
+}
+
+/// `page`, the caller's own 200, tagged with `scope` at `version` when it carries one (its bytes'
+/// digest otherwise), or a `304` when `If-None-Match` names that tag.
+fn own_answer(
+    request: &Request,
+    scope: &TagScope<'_>,
+    page: &impl serde::Serialize,
+    version: Option<&str>,
+    currency: red_packets::domain::Currency,
+) -> Response<Body> {
+    let tag = version.map(|version| tags::versioned(scope, version));
+    conditional_tagged(request, money_response(StatusCode::OK, page, currency), tag, Caching::Private)
 }
 
 /// A `304` when the request's `If-None-Match` lists the tag of `scope` at `user`'s version now
-/// (one key read, [`Ledger::user_version`]); `None` when it lists none, or the ledger keeps no
-/// version: the answer is built then, and compared.
+/// (one key read, [`Ledger::user_version`]); `None` when it lists no version's tag, or the ledger
+/// keeps no version: the answer is built then, and compared.
 async fn unchanged_for<S: LiveStore, L: Ledger>(
     service: &QueryService<S, L>,
     request: &Request,
     user: &UserId,
     scope: &TagScope<'_>,
 ) -> Result<Option<Response<Body>>, ApiError> {
+    // A digest presented (a page with an open packet) is compared once the page is built: no
+    // version read for it, which the page's own read repeats.
     let presented = if_none_match(request);
-    if presented.is_empty() {
+    if !presented.iter().any(|value| tags::lists_a_version(value)) {
         return Ok(None);
     }
     let Some(version) = service.ledger.user_version(user).await? else { return Ok(None) };

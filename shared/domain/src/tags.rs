@@ -64,9 +64,23 @@ pub fn lists(if_none_match: &str, tag: &str) -> bool {
         .any(|candidate| candidate == tag)
 }
 
+/// True when an `If-None-Match` value lists a version's tag (`v…`), weak or strong: only then can
+/// a version read answer it; a digest or a finalised tag never matches one.
+pub fn lists_a_version(if_none_match: &str) -> bool {
+    if_none_match.split(',').any(|candidate| candidate.trim().trim_start_matches("W/").starts_with("\"v"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_tag_is_told_from_a_digest_and_a_final_tag() {
+        let version = versioned(&SCOPE, "3|100|0");
+        assert!(lists_a_version(&version) && lists_a_version(&format!("\"0123\", W/{version}")));
+        assert!(!lists_a_version(&finalised(&SCOPE)));
+        assert!(!lists_a_version("\"0123456789abcdef0123456789abcdef\", *"));
+    }
 
     const SCOPE: TagScope<'static> = TagScope { read: "shared", subject: "p1", viewer: "*", page: "1" };
 
