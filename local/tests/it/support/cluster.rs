@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 
+/// `MIGRATE`'s own timeout, in milliseconds.
+const MIGRATE_TIMEOUT_MS: u64 = 5_000;
+
+/// How long the test's own admin commands are waited for: longer than `MIGRATE`'s own timeout.
+const ADMIN_RESPONSE_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// One node of the cluster: its process, port and id.
 pub struct Node {
     pub port: u16,
@@ -54,10 +60,13 @@ impl Node {
         self.child.is_some()
     }
 
-    /// A connection to this node alone (no redirects followed).
+    /// A connection to this node alone (no redirects followed), for the test's own admin commands.
+    /// It waits as long as those may take on a busy machine: a `MIGRATE` may take up to its own
+    /// timeout, far past the client's default 500 ms response timeout.
     pub async fn connection(&self) -> MultiplexedConnection {
         let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.port)).unwrap();
-        client.get_multiplexed_async_connection().await.expect("the node answers")
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(ADMIN_RESPONSE_TIMEOUT));
+        client.get_multiplexed_async_connection_with_config(&config).await.expect("the node answers")
     }
 
     /// Kills the process (SIGKILL: no goodbye, like a failed host).
@@ -243,7 +252,14 @@ impl OwnCluster {
                 };
                 for batch in batches {
                     let mut migrate = redis::cmd("MIGRATE");
-                    migrate.arg("127.0.0.1").arg(target.port).arg("").arg(0).arg(5_000).arg("KEYS").arg(&batch);
+                    migrate
+                        .arg("127.0.0.1")
+                        .arg(target.port)
+                        .arg("")
+                        .arg(0)
+                        .arg(MIGRATE_TIMEOUT_MS)
+                        .arg("KEYS")
+                        .arg(&batch);
                     let _: String = query(&mut source_conn, &migrate).await;
                     if let Migration::KeyByKey { gap } = how {
                         let now = Instant::now();
