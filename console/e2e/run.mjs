@@ -655,6 +655,27 @@ test('3: a 接龙 chain is flagged; risk assigns it to herself and resolves it c
   await dialog.locator('[data-submit=resolve-flag]').click();
   await notification(rita.page, /已处理/);
   await row.waitFor({ state: 'detached' }); // no longer open
+
+  // the dashboard's hourly view counts the game among today's traffic: its four sends and twelve
+  // grabs, once each (the risk function counts the events as the bus delivers them)
+  const hoursPath = `/ops/v1/reports/hours/${businessDay()}`;
+  const hours = await until(30_000, 'the hourly view counting the game', async () => {
+    const answer = await api('GET', hoursPath, { token: ritaToken });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const { sent, grabbed } = answer.body.totals;
+    return sent.count >= 4 && grabbed.count >= 12 ? answer.body : undefined;
+  });
+  assert.equal(hours.hours.length, 24);
+  await rita.page.goto(CONSOLE_URL);
+  const hoursText = rita.page.locator('[data-testid=hours-text]');
+  await hoursText.waitFor();
+  const text = await hoursText.innerText();
+  const count = (name) => Number(new RegExp(`${name}：(\\d+)（`).exec(text)?.[1] ?? -1);
+  assert.ok(count('发出红包') >= hours.totals.sent.count, `sends as the API counts them: ${text}`);
+  assert.ok(count('抢到') >= hours.totals.grabbed.count, `grabs as the API counts them: ${text}`);
+  assert.ok((await rita.page.locator('[data-testid=hours-counts] .recharts-bar-rectangle').count()) >= 1, 'bars drawn');
+  await rita.page.locator('[data-testid=chart-hours]').scrollIntoViewIfNeeded();
+  await shot(rita.page, 'dashboard-hours');
   rita.assertClean();
 
   // the API: confirmed, assigned to and resolved by rita

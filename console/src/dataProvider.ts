@@ -22,6 +22,7 @@ export type FlagResolution = Schemas['FlagResolution'];
 export type HoldResult = Schemas['HoldResult'];
 export type FlagResolved = Schemas['FlagResolved'];
 export type TrialBalance = Schemas['TrialBalance'];
+export type BusinessHours = Schemas['BusinessHours'];
 export type Statement = Schemas['Statement'];
 export type Reconciliation = Schemas['Reconciliation'];
 export type PacketSides = Schemas['PacketSides'];
@@ -43,6 +44,8 @@ export type ConsoleDataProvider = DataProvider & {
   /** `assignee` undefined: the signed-in operator (the server decides who that is). */
   assignFlag(flagId: string, assignee?: string): Promise<FlagResolved>;
   trialBalance(day: string): Promise<TrialBalance>;
+  /** A business day's hourly view: sends, grabs, refunds and withdrawals by hour. */
+  businessHours(day: string): Promise<BusinessHours>;
   /** The trial balance as the server's CSV, its text untouched. */
   trialBalanceCsv(day: string): Promise<string>;
   statement(user: string, day: string): Promise<Statement>;
@@ -373,6 +376,8 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
     resolveFlag: (flagId, body) => call(client.POST('/ops/v1/flags/{flag_id}/resolve', { params: flag(flagId), body })),
     assignFlag: (flagId, assignee) =>
       call(client.POST('/ops/v1/flags/{flag_id}/assign', { params: flag(flagId), body: assignee ? { assignee } : {} })),
+    businessHours: async (day) =>
+      json(await call(client.GET('/ops/v1/reports/hours/{day}', { params: { path: { day } } }))),
     trialBalance: async (day) =>
       json(await call(client.GET('/ops/v1/reports/trial-balance/{day}', { params: { path: { day } } }))),
     trialBalanceCsv: (day) =>

@@ -636,6 +636,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ops/v1/reports/hours/{day}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A business day's hourly view - sends, grabs, refunds and withdrawals by hour
+         * @description Every role. Each hour of the business day (its zone's clocks, `time_zone`), the count and amount of the packets sent, the grabs recorded, the refunds, the grabs revoked after a failover and the withdrawals asked for, paid and failed: counted from the ledger's events as the bus delivers them, each event once whatever its deliveries' order or number, in the hour it occurred. An event reaches the view seconds after its ledger write (the stream, the Pipe, the bus); a day with no events answers 24 empty hours.
+         */
+        get: operations["opsBusinessHours"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ops/v1/reconciliations": {
         parameters: {
             query?: never;
@@ -1051,6 +1071,30 @@ export interface components {
             balanced: boolean;
             /** @description Differences reconciliation found at either end. */
             differences: number;
+            currency: components["schemas"]["Currency"];
+        };
+        Tally: {
+            count: number;
+            amount_cents: components["schemas"]["Cents"];
+        };
+        /** @description Sums of one hour, or of a day: each measure's count and amount. */
+        HourFigures: {
+            /** @description The hour on the business day's clocks (absent from the day's totals). */
+            hour?: number;
+            sent: components["schemas"]["Tally"];
+            grabbed: components["schemas"]["Tally"];
+            refunded: components["schemas"]["Tally"];
+            revoked: components["schemas"]["Tally"];
+            withdrawal_requested: components["schemas"]["Tally"];
+            withdrawal_paid: components["schemas"]["Tally"];
+            withdrawal_failed: components["schemas"]["Tally"];
+        };
+        BusinessHours: {
+            day: string;
+            /** @description The IANA zone whose clocks the hours are (BUSINESS_TIME_ZONE). */
+            time_zone: string;
+            hours: components["schemas"]["HourFigures"][];
+            totals: components["schemas"]["HourFigures"];
             currency: components["schemas"]["Currency"];
         };
         StatementLine: {
@@ -2413,6 +2457,35 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TrialBalance"];
                     "text/csv": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
+                day: components["parameters"]["Day"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The day's hours. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BusinessHours"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

@@ -2,11 +2,12 @@ import { Box, Card, CardContent, CardHeader, Link as MuiLink, Typography } from 
 import { useQuery } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { Link } from 'react-router-dom';
-import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { Title, useGetIdentity, useGetList, useTranslate } from 'react-admin';
 import { FLAG_RULES, HOLD_SCOPES } from '../components/choices';
 import { MoneyField } from '../components/MoneyField';
-import { useConsoleDataProvider, type Walked } from '../dataProvider';
+import { useBusinessToday } from '../businessDay';
+import { useConsoleDataProvider, type BusinessHours, type Walked } from '../dataProvider';
 import { formatMoney, type Currency } from '../money';
 import { UserSearch } from './users';
 
@@ -106,10 +107,101 @@ const PendingOutChart = ({ rows, currency }: { rows: PendingOut[]; currency?: Cu
   );
 };
 
+/** The hourly view's measures, in the server's order. */
+const MEASURES = [
+  'sent',
+  'grabbed',
+  'refunded',
+  'revoked',
+  'withdrawal_requested',
+  'withdrawal_paid',
+  'withdrawal_failed',
+] as const;
+type MeasureName = (typeof MEASURES)[number];
+/** What the charts draw: counts of sends and grabs, amounts of the money's four ways. */
+const COUNTED: MeasureName[] = ['sent', 'grabbed'];
+const AMOUNTS: MeasureName[] = ['sent', 'grabbed', 'refunded', 'withdrawal_paid'];
+const COLOURS: Record<MeasureName, string> = {
+  sent: '#c62828',
+  grabbed: '#b45309',
+  refunded: '#1565c0',
+  revoked: '#6a1b9a',
+  withdrawal_requested: '#2e7d32',
+  withdrawal_paid: '#2e7d32',
+  withdrawal_failed: '#455a64',
+};
+
+/**
+ * Today's business day by hour, from the server's hourly view (`GET /ops/v1/reports/hours/{day}`):
+ * sends and grabs counted, the money's ways in amounts, and every measure's day total as text
+ * beneath (what a screen reader or no chart says).
+ */
+const HoursCharts = ({ view }: { view: BusinessHours }) => {
+  const translate = useTranslate();
+  const name = (measure: MeasureName) => translate(`console.dashboard.m_${measure}`);
+  const exponent = view.currency.exponent;
+  const rows = view.hours.map((hour) => {
+    const row: Record<string, number | string> = { hour: String(hour.hour ?? 0).padStart(2, '0') };
+    for (const measure of MEASURES) {
+      row[`${measure}_count`] = hour[measure].count;
+      row[`${measure}_amount`] = hour[measure].amount_cents / 10 ** exponent;
+    }
+    return row;
+  });
+  return (
+    <>
+      <Typography variant="body2" component="p">
+        {translate('console.dashboard.hours_counts')}
+      </Typography>
+      <Box sx={{ height: 200 }} data-testid="hours-counts">
+        <ResponsiveContainer width="100%" height="100%">
+          <BarChart data={rows}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="hour" />
+            <YAxis allowDecimals={false} />
+            <Tooltip />
+            <Legend />
+            {COUNTED.map((measure) => (
+              <Bar key={measure} dataKey={`${measure}_count`} name={name(measure)} fill={COLOURS[measure]} isAnimationActive={false} />
+            ))}
+          </BarChart>
+        </ResponsiveContainer>
+      </Box>
+      <Typography variant="body2" component="p">
+        {translate('console.dashboard.hours_amounts')} ({view.currency.code})
+      </Typography>
+      <Box sx={{ height: 200 }} data-testid="hours-amounts">
+        <ResponsiveContainer width="100%" height="100%">
+          <LineChart data={rows}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="hour" />
+            <YAxis />
+            <Tooltip />
+            <Legend />
+            {AMOUNTS.map((measure) => (
+              <Line key={measure} dataKey={`${measure}_amount`} name={name(measure)} stroke={COLOURS[measure]} isAnimationActive={false} />
+            ))}
+          </LineChart>
+        </ResponsiveContainer>
+      </Box>
+      <Typography variant="body2" color="text.secondary" component="p" data-testid="hours-text">
+        {MEASURES.map((measure) =>
+          translate('console.dashboard.hours_total', {
+            name: name(measure),
+            count: view.totals[measure].count,
+            amount: formatMoney(view.totals[measure].amount_cents, view.currency),
+          }),
+        ).join(' · ')}
+      </Typography>
+    </>
+  );
+};
+
 /**
  * The home page: find a user; open risk flags by rule (every page of them), money pending out
  * (pending withdrawals, on time and overdue), the adjustments waiting for a second operator, and
- * the holds in force by scope. A list the signed-in roles may not read shows the server's word.
+ * the holds in force by scope, and today's business day by hour. A list the signed-in roles may
+ * not read shows the server's word.
  */
 const Dashboard = () => {
   const translate = useTranslate();
@@ -131,6 +223,12 @@ const Dashboard = () => {
     retry: false,
   });
   const holds = useGetList('holds', { pagination: { page: 1, perPage: 10000 } });
+  const today = useBusinessToday();
+  const hours = useQuery({
+    queryKey: ['console', 'dashboard', 'hours', today],
+    queryFn: () => dataProvider.businessHours(today),
+    retry: false,
+  });
 
   const pendingOut: PendingOut[] = (['on_time', 'overdue'] as const).map((id) => {
     const rows = (withdrawals.data?.records ?? []).filter((record) => Boolean(record.overdue) === (id === 'overdue'));
@@ -176,6 +274,13 @@ const Dashboard = () => {
         </Panel>
         <Panel testId="chart-holds" title={translate('console.dashboard.holds_by_scope')}>
           <CountChart data={countBy(holds.data, 'scope', HOLD_SCOPES, translate)} />
+        </Panel>
+        <Panel
+          testId="chart-hours"
+          title={translate('console.dashboard.hours', { day: today, zone: hours.data?.time_zone ?? '' })}
+          error={hours.error}
+        >
+          {hours.data ? <HoursCharts view={hours.data} /> : null}
         </Panel>
       </Box>
     </Box>

@@ -18,7 +18,7 @@ use red_packets::domain::Invalid;
 use red_packets::funds::FundsEntry;
 use red_packets::http::{json_body, json_response, respond};
 use red_packets::ports::{
-    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, ReportSink, SettleIndex, Wallets, Withdrawals,
+    Adjustments, AuditTrail, Books, BusinessHours, Flags, Holds, Ledger, ReportSink, SettleIndex, Wallets, Withdrawals,
 };
 use red_packets::{ApiError, Clock};
 use serde_json::Value;
@@ -72,7 +72,7 @@ pub async fn handle_request<L, R, S>(
     request: Request,
 ) -> Result<Response<Body>, Error>
 where
-    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags + BusinessHours,
     R: ReportSink,
     S: SettleIndex,
 {

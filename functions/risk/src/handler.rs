@@ -1,14 +1,17 @@
-//! The Lambda handler: one EventBridge event from the bus's rule (`detail-type` `PacketSent`,
-//! `PacketFinished` or `GrabRecorded`, `detail` as the events Pipe shapes it), run through the
-//! pattern rules. It answers the flags the event raised. An event it cannot read fails as
-//! `InvalidRiskEvent`, and a ledger it cannot reach as `StoreUnavailable`: Lambda retries both,
-//! then the rule's dead-letter queue keeps the event.
+//! The Lambda handler: one EventBridge event from the bus's rule (`detail` as the events Pipe
+//! shapes it). Every event of a type the hourly view counts (`domain::hourly`) is counted in its
+//! business hour, once; a `PacketSent`, `PacketFinished` or `GrabRecorded` is then run through
+//! the pattern rules. It answers whether the event was counted now and the flags it raised. An
+//! event it cannot read fails as `InvalidRiskEvent`, and a ledger it cannot reach as
+//! `StoreUnavailable`: Lambda retries both, then the rule's dead-letter queue keeps the event.
+//! A retry counts nothing twice and raises no flag twice.
 
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::clock::{parse_rfc3339, Clock};
+use red_packets::domain::hourly::{Counted, Measure};
 use red_packets::domain::patterns::RiskFlag;
-use red_packets::domain::{PacketId, UserId};
-use red_packets::ports::{Holds, Ledger, RiskLedger};
+use red_packets::domain::{BusinessDay, EventType, PacketId, UserId};
+use red_packets::ports::{BusinessHours, Holds, Ledger, RiskLedger};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,8 +42,11 @@ impl From<RiskFailure> for Diagnostic {
 /// What an event came to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Watched {
-    /// The event's type, or `ignored` for one no rule reads.
+    /// The event's type, or `ignored` for one neither the hourly view nor a rule reads.
     pub event: String,
+    /// For a type the hourly view counts: whether it was counted now (`false`: counted before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted: Option<bool>,
     /// The flags it raised.
     pub flags: Vec<RiskFlag>,
 }
@@ -65,20 +71,51 @@ struct Detail {
     occurred_at: String,
 }
 
-/// Runs the rules on one event from the bus.
-pub async fn handle<L: Ledger + RiskLedger + Holds, C: Clock>(
+/// Counts one event from the bus in its hour and runs the rules on it.
+pub async fn handle<L: Ledger + RiskLedger + Holds + BusinessHours, C: Clock>(
     watch: &Watch<L, C>,
     event: LambdaEvent<Value>,
 ) -> Result<Watched, RiskFailure> {
     let bus_event: BusEvent =
         serde_json::from_value(event.payload).map_err(|error| RiskFailure::InvalidEvent(error.to_string()))?;
-    let Some(observed) = observed(&bus_event)? else {
-        return Ok(Watched { event: "ignored".into(), flags: Vec::new() });
+    let event_id = bus_event.detail.event_id.clone();
+    let failed = |error: &WatchError| {
+        tracing::warn!(%event_id, %error, "the risk function failed on an event; Lambda delivers it again");
     };
-    let flags = watch.observe(&observed).await.inspect_err(|error| {
-        tracing::warn!(event_id = %bus_event.detail.event_id, %error, "the risk rules failed on an event; Lambda delivers it again");
-    })?;
-    Ok(Watched { event: bus_event.detail_type, flags })
+    let counted = match counted(&bus_event, watch.business_day())? {
+        Some(counted) => Some(watch.count_hour(&counted).await.inspect_err(failed)?),
+        None => None,
+    };
+    let Some(observed) = observed(&bus_event)? else {
+        let event = if counted.is_some() { bus_event.detail_type } else { "ignored".into() };
+        return Ok(Watched { event, counted, flags: Vec::new() });
+    };
+    let flags = watch.observe(&observed).await.inspect_err(failed)?;
+    Ok(Watched { event: bus_event.detail_type, counted, flags })
+}
+
+/// The event as the hourly view counts it in `day`'s hours, `None` for a type it skips (or one it
+/// does not know).
+fn counted(event: &BusEvent, day: &BusinessDay) -> Result<Option<Counted>, RiskFailure> {
+    let invalid = |what: String| RiskFailure::InvalidEvent(format!("{what} in a {} event", event.detail_type));
+    let Ok(event_type) = serde_json::from_value::<EventType>(Value::String(event.detail_type.clone())) else {
+        return Ok(None);
+    };
+    if Measure::of(event_type).is_none() {
+        return Ok(None);
+    }
+    let detail = &event.detail;
+    let amount_cents = detail.amount_cents.parse().map_err(|_| invalid("no whole amount_cents".into()))?;
+    Counted::from_parts(&detail.event_id, event_type, amount_cents, &detail.occurred_at, day).map_err(invalid)
+}
+
+/// The event types the pattern rules read.
+const RULES_READ: [EventType; 3] = [EventType::PacketSent, EventType::PacketFinished, EventType::GrabRecorded];
+
+/// The event types this function reads: those the hourly view counts and those the rules read.
+/// template.yaml's rule for the function names these (local/tests/it/hourly.rs checks it).
+pub fn event_types() -> Vec<EventType> {
+    EventType::ALL.into_iter().filter(|kind| Measure::of(*kind).is_some() || RULES_READ.contains(kind)).collect()
 }
 
 /// The event the rules read, `None` for a type none reads.
@@ -102,6 +139,7 @@ fn observed(event: &BusEvent) -> Result<Option<Observed>, RiskFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use red_packets::domain::hourly::{DayHours, Tally};
     use red_packets::domain::{ChatId, Packet, PacketKind, PacketSpec, PacketTerms, Seed};
     use red_packets::Config;
     use red_packets_testkit::memory::MemoryLedger;
@@ -140,7 +178,7 @@ mod tests {
         let packet = sent_in_chat(&ledger, &clock).await;
         let watch = Watch::new(ledger.clone(), &config, clock);
         let watched = handle(&watch, sample("PacketSent", &packet)).await.unwrap();
-        assert_eq!(watched, Watched { event: "PacketSent".into(), flags: Vec::new() });
+        assert_eq!(watched, Watched { event: "PacketSent".into(), counted: Some(true), flags: Vec::new() });
         let (log, version) = ledger.chat_log(&ChatId::parse("family-chat").unwrap()).await.unwrap();
         assert_eq!((log.packets.len(), version), (1, 1));
         let again = handle(&watch, sample("PacketSent", &packet)).await.unwrap();
@@ -150,6 +188,32 @@ mod tests {
             log,
             "a redelivery adds nothing"
         );
+    }
+
+    #[tokio::test]
+    async fn an_event_is_counted_in_its_business_hour_once_whatever_its_deliveries() {
+        let config = config();
+        let ledger = MemoryLedger::new(&config);
+        let clock = ManualClock::starting_now();
+        let packet = sent_in_chat(&ledger, &clock).await;
+        let watch = Watch::new(ledger.clone(), &config, clock);
+        let mut paid = sample("WithdrawalPaid", &packet);
+        paid.payload["detail"]["event_id"] = Value::String("WithdrawalPaid:w-1:alice".into());
+        paid.payload["detail"]["amount_cents"] = Value::String("250".into());
+        let first = handle(&watch, paid.clone()).await.unwrap();
+        assert_eq!(first, Watched { event: "WithdrawalPaid".into(), counted: Some(true), flags: Vec::new() });
+        assert_eq!(handle(&watch, paid).await.unwrap().counted, Some(false), "a redelivery counts nothing");
+        handle(&watch, sample("PacketSent", &packet)).await.unwrap();
+        let tallies = ledger.day_tallies("2026-11-23").await.unwrap();
+        let day = DayHours::sum("2026-11-23", &BusinessDay::default(), tallies);
+        assert_eq!(day.hours[8].figures.withdrawal_paid, Tally { count: 1, amount_cents: 250 });
+        assert_eq!(day.hours[8].figures.sent, Tally { count: 1, amount_cents: 1000 });
+        assert_eq!(day.totals.sent.count + day.totals.withdrawal_paid.count, 2);
+
+        let mut nameless = sample("GrabRecorded", &packet);
+        nameless.payload["detail"]["event_id"] = Value::String(String::new());
+        let failure = handle(&watch, nameless).await.unwrap_err();
+        assert!(failure.to_string().contains("event_id"), "{failure}");
     }
 
     #[tokio::test]

@@ -8,12 +8,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use red_packets::clock::{rfc3339, Clock, Millis};
+use red_packets::domain::hourly::Counted;
 use red_packets::domain::patterns::{
     flag_id, over_chat_limit, Chain, ChatPacket, Finding, FlagRule, Handoff, PairFlow, PairGrab, RiskFlag, RiskRules,
 };
 use red_packets::domain::risk::{HoldRequest, HoldScope};
 use red_packets::domain::{BusinessDay, Cents, ChatId, Packet, PacketId, UserId};
-use red_packets::ports::{Holds, Ledger, RiskLedger, StoreError};
+use red_packets::ports::{BusinessHours, Holds, Ledger, RiskLedger, StoreError};
 use red_packets::Config;
 
 /// Saves of a chat's log tried before the event fails (and Lambda delivers it again).
@@ -72,6 +73,20 @@ impl<L: Ledger + RiskLedger + Holds, C: Clock> Watch<L, C> {
             packets: Mutex::new(HashMap::new()),
             chats_counted: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Counts `counted` in the hourly view, once: `true` when counted now, `false` when its event
+    /// was counted before.
+    pub async fn count_hour(&self, counted: &Counted) -> Result<bool, WatchError>
+    where
+        L: BusinessHours,
+    {
+        Ok(self.ledger.count_event(counted, self.clock.now_ms()).await?)
+    }
+
+    /// The business day whose hours events are counted in.
+    pub fn business_day(&self) -> &BusinessDay {
+        &self.business_day
     }
 
     /// Runs the rules `event` concerns: the flags it raised (none when it raised nothing new).

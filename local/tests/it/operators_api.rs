@@ -775,3 +775,138 @@ async fn every_user_and_amount_field_of_the_contract_is_refused_past_its_bounds(
     );
     assert!(tried >= 10, "{tried} refusals tried");
 }
+
+/// The hourly view (`GET /ops/v1/reports/hours/{day}`), kept by the risk function from the
+/// ledger's events: a day of traffic on a table of its own (a top-up, sends, grabs, a cancel,
+/// settle, two withdrawals paid and failed), its stream passed through template.yaml's Pipe and
+/// the risk function's rule, every event delivered twice and the whole in a shuffled order. The
+/// route's hours equal a count of the published events by type and business hour, and its totals
+/// their sum; the rule names exactly the types the function reads.
+#[tokio::test]
+async fn the_hourly_view_counts_each_ledger_event_once_whatever_its_deliveries() {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
+    use red_packets::ports::Withdrawals;
+
+    let mut types: Vec<String> =
+        risk::event_types().iter().map(|kind| json!(kind).as_str().unwrap().to_owned()).collect();
+    let mut ruled = local::pipe::rule_detail_types("RiskFunction");
+    types.sort();
+    ruled.sort();
+    assert_eq!(ruled, types, "template.yaml's rule names the types the risk function reads");
+
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    let stack = crate::support::stack::Stack::with_config("hours", config).await;
+    let dynamodb = red_packets::adapters::DynamoLedger::client_from_env().unwrap();
+    let mut stream = local::pipe::StreamReader::enable(&dynamodb, &stack.config.table_name).await.expect("the stream");
+    let alice = UserId::from_claim("alice").unwrap();
+    let topup = TopUp { user: alice.clone(), amount_cents: 5_000, reference: "pay-hours-1".into() };
+    stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap();
+    let finished = stack.send("alice", json!({ "total_cents": 300, "count": 3 })).await;
+    for user in ["bob", "carol", "dave"] {
+        assert_eq!(stack.grab(&finished, user).await.0, 200);
+    }
+    stack.clock.advance(3_600_000); // the next hour
+    let cancelled = stack.send("alice", json!({ "total_cents": 400, "count": 4 })).await;
+    assert_eq!(stack.grab(&cancelled, "bob").await.0, 200);
+    assert_eq!(stack.cancel(&cancelled, "alice").await.0, 200);
+    stack.settle().await;
+    stack.settle().await;
+    let mut withdrawals = Vec::new();
+    for key in ["hours-out-1", "hours-out-2"] {
+        let (status, receipt) =
+            stack.withdraw("alice", &json!({ "amount_cents": 120, "destination": "card-1" }), key).await;
+        assert_eq!(status, 201, "{receipt}");
+        withdrawals.push(receipt["withdrawal_id"].as_str().unwrap().to_owned());
+    }
+    for (id, outcome) in withdrawals.iter().zip([WithdrawalStatus::Paid, WithdrawalStatus::Failed]) {
+        let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: format!("po-{id}") };
+        stack.ledger.resolve_withdrawal(&resolution, outcome, stack.clock.now_ms()).await.unwrap();
+    }
+
+    let pipe = local::pipe::Pipe::of_template();
+    let records = stream.read_new().await.expect("the stream's records");
+    let published: Vec<(String, Value)> = records
+        .iter()
+        .filter_map(|record| pipe.publish(record))
+        .filter(|(detail_type, _)| ruled.contains(detail_type))
+        .collect();
+    // The count the view must equal: each published event of a counted type, by business hour.
+    let measure = |detail_type: &str| match detail_type {
+        "PacketSent" => Some("sent"),
+        "GrabRecorded" => Some("grabbed"),
+        "PacketRefunded" => Some("refunded"),
+        "GrabRevoked" => Some("revoked"),
+        "WithdrawalRequested" => Some("withdrawal_requested"),
+        "WithdrawalPaid" => Some("withdrawal_paid"),
+        "WithdrawalFailed" => Some("withdrawal_failed"),
+        _ => None,
+    };
+    let mut expected: std::collections::BTreeMap<(String, u64, &str), (u64, u64)> = Default::default();
+    for (detail_type, detail) in &published {
+        let Some(measure) = measure(detail_type) else { continue };
+        let at = red_packets::clock::parse_rfc3339(detail["occurred_at"].as_str().unwrap()).unwrap();
+        let hour = stack.config.business_day.hour_of(at);
+        let tally = expected.entry((hour.day, u64::from(hour.hour), measure)).or_default();
+        tally.0 += 1;
+        tally.1 += detail["amount_cents"].as_str().unwrap().parse::<u64>().unwrap();
+    }
+    let counted: u64 = expected.values().map(|(count, _)| count).sum();
+    assert_eq!(counted, 2 + 4 + 1 + 2 + 1 + 1, "sends, grabs, the refund, withdrawals asked, paid, failed");
+
+    let mut deliveries: Vec<Value> = published
+        .iter()
+        .flat_map(|(detail_type, detail)| std::iter::repeat_n(local::pipe::bus_event(detail_type, detail), 2))
+        .collect();
+    deliveries.shuffle(&mut rand::rngs::StdRng::seed_from_u64(20_261_207));
+    let watch = risk::Watch::new(stack.ledger.clone(), &stack.config, SystemClock);
+    let mut counted_now = 0;
+    for event in deliveries {
+        let watched = risk::handle(&watch, lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()))
+            .await
+            .expect("the risk function takes the event");
+        counted_now += u64::from(watched.counted == Some(true));
+    }
+    assert_eq!(counted_now, counted, "each event counted at one of its two deliveries");
+
+    let api = serve_with(|config| config.table_name = stack.config.table_name.clone()).await;
+    let days: std::collections::BTreeSet<String> = expected.keys().map(|(day, ..)| day.clone()).collect();
+    for day in days {
+        let (status, view) =
+            api.as_operator("sue", &["support"], "GET", &format!("/ops/v1/reports/hours/{day}"), None).await;
+        assert_eq!(status, 200, "{view}");
+        assert_eq!(view["hours"].as_array().unwrap().len(), 24);
+        let mut totals: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+        for hour in view["hours"].as_array().unwrap() {
+            for measure in [
+                "sent",
+                "grabbed",
+                "refunded",
+                "revoked",
+                "withdrawal_requested",
+                "withdrawal_paid",
+                "withdrawal_failed",
+            ] {
+                let tally = (hour[measure]["count"].as_u64().unwrap(), hour[measure]["amount_cents"].as_u64().unwrap());
+                let want =
+                    expected.get(&(day.clone(), hour["hour"].as_u64().unwrap(), measure)).copied().unwrap_or_default();
+                assert_eq!(tally, want, "{day} hour {} {measure}", hour["hour"]);
+                let total = totals.entry(measure).or_default();
+                total.0 += tally.0;
+                total.1 += tally.1;
+            }
+        }
+        for (measure, (count, cents)) in totals {
+            assert_eq!(
+                (view["totals"][measure]["count"].as_u64(), view["totals"][measure]["amount_cents"].as_u64()),
+                (Some(count), Some(cents)),
+                "{day} {measure}"
+            );
+        }
+        assert_eq!(view["time_zone"], stack.config.business_day.zone());
+    }
+    let (status, refused) = api.as_operator("sue", &["support"], "GET", "/ops/v1/reports/hours/2026-13-45", None).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("day")), "{refused}");
+}

@@ -8,6 +8,17 @@ use chrono_tz::Tz;
 
 use crate::clock::Millis;
 
+/// An hour of a business day: the day (`YYYY-MM-DD`) and the hour its clocks show (0 to 23).
+/// On the day the zone's clocks go back, the repeated hour's two hours are one; on the day they
+/// go forward, the skipped hour stays empty.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BusinessHour {
+    /// The business day.
+    pub day: String,
+    /// The hour on its clocks.
+    pub hour: u8,
+}
+
 /// The time zone whose calendar days are the business's days.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BusinessDay(Tz);
@@ -33,6 +44,15 @@ impl BusinessDay {
     pub fn day_of(&self, at_ms: Millis) -> String {
         let instant = chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default();
         instant.with_timezone(&self.0).format("%Y-%m-%d").to_string()
+    }
+
+    /// The business day of `at_ms` and the hour its clocks show then.
+    pub fn hour_of(&self, at_ms: Millis) -> BusinessHour {
+        let instant = chrono::DateTime::from_timestamp_millis(at_ms).unwrap_or_default().with_timezone(&self.0);
+        BusinessHour {
+            day: instant.format("%Y-%m-%d").to_string(),
+            hour: u8::try_from(chrono::Timelike::hour(&instant)).unwrap_or_default(),
+        }
     }
 
     /// Business day `YYYY-MM-DD` as `[start, end)` in epoch ms, from its midnight to the next

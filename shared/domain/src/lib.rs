@@ -15,6 +15,7 @@ pub mod flags;
 pub mod grab;
 pub mod grab_rule;
 pub mod history;
+pub mod hourly;
 pub mod ids;
 pub mod invalid;
 pub mod ledger;

@@ -81,6 +81,8 @@ pub enum OpsAction {
     Reconcile,
     /// Take a packet out of quarantine.
     ReleasePacket,
+    /// A business day's hourly view: sends, grabs, refunds and withdrawals by hour.
+    ReadBusinessHours,
 }
 
 impl OpsAction {
@@ -93,7 +95,8 @@ impl OpsAction {
             | OpsAction::ListHolds
             | OpsAction::ListFlags
             | OpsAction::ListPendingAdjustments
-            | OpsAction::ReadAudit => &[Support, Finance, Risk, Admin],
+            | OpsAction::ReadAudit
+            | OpsAction::ReadBusinessHours => &[Support, Finance, Risk, Admin],
             OpsAction::PlaceHold | OpsAction::LiftHold | OpsAction::AssignFlag | OpsAction::ResolveFlag => {
                 &[Risk, Admin]
             }

@@ -3,7 +3,7 @@
 //! claims (layout in [`items`], one file per kind of item, the only place keys are spelled).
 //! One file per port: `ledger` ([`Ledger`]: sends, cancels, reads, with `history` beneath it),
 //! `settle` ([`SettleLedger`], its grab writes and reads in `grabs`), `wallet` ([`Wallets`]),
-//! `corrections` ([`Withdrawals`], [`Adjustments`]), `holds` ([`Holds`]), `books` ([`Books`]); beneath them the table (its client, built on first use or handed in,
+//! `corrections` ([`Withdrawals`], [`Adjustments`]), `holds` ([`Holds`]), `books` ([`Books`]), `hourly` ([`BusinessHours`]); beneath them the table (its client, built on first use or handed in,
 //! and its codec) and transactions read by name. Every failure to reach DynamoDB is
 //! [`StoreError::Unavailable`].
 //!
@@ -14,6 +14,7 @@
 //! [`Adjustments`]: red_packets_core::ports::Adjustments
 //! [`Books`]: red_packets_core::ports::Books
 //! [`Holds`]: red_packets_core::ports::Holds
+//! [`BusinessHours`]: red_packets_core::ports::BusinessHours
 //! [`StoreError::Unavailable`]: red_packets_core::ports::StoreError::Unavailable
 
 mod adjustments;
@@ -25,6 +26,7 @@ pub mod export;
 mod grabs;
 mod history;
 mod holds;
+mod hourly;
 mod items;
 mod ledger;
 mod metered;

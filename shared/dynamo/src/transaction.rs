@@ -60,6 +60,10 @@ pub(super) enum Write {
     Flag,
     /// A casualty of a failover (new only).
     Casualty,
+    /// The mark of an event the hourly view counted (new only: an event counts once).
+    CountedMark,
+    /// An hour's figures in the hourly view (unconditional: the mark's condition makes it once).
+    HourFigures,
 }
 
 /// A transaction being built: its items, each named.

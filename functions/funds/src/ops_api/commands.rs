@@ -64,6 +64,7 @@ pub(super) fn command_payload(
         | OpsAction::ReleasePacket
         | OpsAction::ReadStatement
         | OpsAction::ReadTrialBalance
+        | OpsAction::ReadBusinessHours
         | OpsAction::Reconcile
         | OpsAction::ListPendingAdjustments
         | OpsAction::ListPendingWithdrawals => return Err(ApiError::NotFound),

@@ -26,7 +26,8 @@ use red_packets::domain::{PacketId, UserId};
 use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
 use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
 use red_packets::ports::{
-    Adjustments, AuditTrail, Books, Flags, Holds, Ledger, PageRequest, ReportSink, SettleIndex, Wallets, Withdrawals,
+    Adjustments, AuditTrail, Books, BusinessHours, Flags, Holds, Ledger, PageRequest, ReportSink, SettleIndex, Wallets,
+    Withdrawals,
 };
 use red_packets::settle::release_packets;
 use red_packets::{ApiError, Clock};
@@ -69,6 +70,7 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
     ("GET /ops/v1/audit/{day}", OpsAction::ReadAudit),
     ("GET /ops/v1/reports/trial-balance/{day}", OpsAction::ReadTrialBalance),
+    ("GET /ops/v1/reports/hours/{day}", OpsAction::ReadBusinessHours),
     ("POST /ops/v1/reconciliations", OpsAction::Reconcile),
 ];
 
@@ -224,7 +226,7 @@ pub struct OpsApi<'a, L, R, S> {
 /// error shapes.
 pub async fn handle_api<L, R, S>(api: &OpsApi<'_, L, R, S>, clock: &dyn Clock, request: &Request) -> Response<Body>
 where
-    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags + BusinessHours,
     R: ReportSink,
     S: SettleIndex,
 {
@@ -237,7 +239,7 @@ async fn answer<L, R, S>(
     request: &Request,
 ) -> Result<Response<Body>, ApiError>
 where
-    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    L: Ledger + Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags + BusinessHours,
     R: ReportSink,
     S: SettleIndex,
 {
@@ -274,6 +276,7 @@ where
         OpsAction::ReadTrialBalance => {
             return read_trial_balance(ledger, clock, &parameter.unwrap_or_default(), report_format(request)?).await
         }
+        OpsAction::ReadBusinessHours => return read_business_hours(ledger, &parameter.unwrap_or_default()).await,
         OpsAction::Reconcile => {
             let options: ReconcileOptions = parse_json(json_body(request)?)?;
             let cutoff = Cutoff::from_options(&options, clock.now_ms())?;

@@ -2,6 +2,7 @@
 //! or CSV), the pending withdrawals; answered here, from the ledger and the live store.
 
 use super::*;
+use red_packets::domain::hourly::DayHours;
 
 /// How a report is answered: `json` (default) or `csv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,20 @@ pub(super) async fn read_trial_balance<L: Books>(
         ReportFormat::Csv => csv_response(report.to_csv(), &format!("trial-balance-{day}.csv")),
         ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
     }
+}
+
+/// Business day `day`'s hourly view (`domain::hourly`): each hour's sends, grabs, refunds,
+/// revoked grabs and withdrawals, counted from the ledger's events as the bus delivered them.
+pub(super) async fn read_business_hours<L: Books + BusinessHours>(
+    ledger: &L,
+    day: &str,
+) -> Result<Response<Body>, ApiError> {
+    let zone = ledger.business_day();
+    if zone.bounds(day).is_none() {
+        return Err(ApiError::invalid("day", "day must be a date, YYYY-MM-DD"));
+    }
+    let tallies = ledger.day_tallies(day).await?;
+    Ok(money_response(StatusCode::OK, &DayHours::sum(day, &zone, tallies), ledger.currency()))
 }
 
 /// `user`'s statement of `day`, to the latest safe cut-off (what the funds function files).

@@ -136,5 +136,5 @@ mod settle;
 
 pub use ledger::{Books, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, SettledPage, Wallets};
 pub use live::{Frozen, GrabCall, LiveAnswer, LivePage, LiveStore, LiveVersion, Restored};
-pub use operations::{Adjustments, AuditTrail, Flags, Holds, ReportSink, RiskLedger, Withdrawals};
+pub use operations::{Adjustments, AuditTrail, BusinessHours, Flags, Holds, ReportSink, RiskLedger, Withdrawals};
 pub use settle::{SettleCursor, SettleIndex, SettleLedger};

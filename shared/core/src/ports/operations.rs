@@ -1,7 +1,8 @@
 //! The operations' ports: withdrawals, adjustments, holds, flags, the risk ledger, the audit
-//! trail and the reports' sink.
+//! trail, the hourly view and the reports' sink.
 
 use super::*;
+use crate::domain::hourly::{Counted, Measure, Tally};
 
 /// Money out of the wallets: a user's withdrawal, and the payments system's word on it.
 pub trait Withdrawals: Send + Sync {
@@ -202,6 +203,17 @@ pub trait AuditTrail: Send + Sync {
     /// release from quarantine, in the live store). The ledger's own actions write theirs in
     /// their transaction.
     fn record(&self, entry: AuditEntry, at_ms: Millis) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// The hourly view of the business (`domain::hourly`), kept in the ledger.
+pub trait BusinessHours: Send + Sync {
+    /// Adds `counted` to its hour's shard unless its event was counted before, in one write
+    /// whose condition is that mark (kept [`crate::domain::hourly::COUNTED_MARK_KEPT_MS`] from `now_ms`): `true` when it
+    /// was counted now, `false` for an event counted already.
+    fn count_event(&self, counted: &Counted, now_ms: Millis) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Business day `day`'s tallies as kept, `(hour, measure, tally)` per shard that holds any.
+    fn day_tallies(&self, day: &str) -> impl Future<Output = Result<Vec<(u8, Measure, Tally)>, StoreError>> + Send;
 }
 
 /// Where reports go: a bucket in AWS, a directory locally. Write-once: a report filed under a

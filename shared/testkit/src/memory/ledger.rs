@@ -12,6 +12,7 @@ use red_packets::config::Config;
 use red_packets::domain::audit::AuditEntry;
 use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::history::{HistoryItem, HistoryPage, Role};
+use red_packets::domain::hourly::{Counted, Measure, Tally};
 use red_packets::domain::ledger::{LedgerPacket, Refusal, ShareClaim, ShareHolder};
 use red_packets::domain::patterns::{
     ChatLog, FlagAssignment, FlagResolution, FlagResolved, FlagStatus, PairFlow, PairGrab, RiskFlag,
@@ -28,8 +29,8 @@ use red_packets::domain::{
     BusinessDay, Cents, ChatId, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId,
 };
 use red_packets::ports::{
-    AuditTrail, Conflict, Flags, Holds, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded, RiskLedger,
-    SettleLedger, StoreError, Wallets, Withdrawals,
+    AuditTrail, BusinessHours, Conflict, Flags, Holds, IdempotencyClaim, Ledger, PageRequest, QueuePage, Recorded,
+    RiskLedger, SettleLedger, StoreError, Wallets, Withdrawals,
 };
 
 /// The ledger in memory. Clones share one ledger, as clones of the DynamoDB ledger share a
@@ -83,6 +84,8 @@ struct State {
     unreachable: bool,
     settle_writes_timing_out: u32,
     poisoned: HashSet<PacketId>,
+    counted_events: HashSet<String>,
+    hours: BTreeMap<(String, u8, Measure), Tally>,
 }
 
 impl MemoryLedger {
@@ -760,6 +763,29 @@ fn memory_page<T>(items: Vec<T>, page: PageRequest<'_>, place: impl Fn(&T) -> St
         after.last().map(&place)
     });
     QueuePage { items: after, next_cursor: next_cursor.flatten() }
+}
+
+impl BusinessHours for MemoryLedger {
+    async fn count_event(&self, counted: &Counted, _: Millis) -> Result<bool, StoreError> {
+        let mut state = self.state()?;
+        if !state.counted_events.insert(counted.event_id.clone()) {
+            return Ok(false);
+        }
+        let tally = state.hours.entry((counted.hour.day.clone(), counted.hour.hour, counted.measure)).or_default();
+        tally.count += 1;
+        tally.amount_cents += counted.amount_cents;
+        Ok(true)
+    }
+
+    async fn day_tallies(&self, day: &str) -> Result<Vec<(u8, Measure, Tally)>, StoreError> {
+        let state = self.state()?;
+        Ok(state
+            .hours
+            .iter()
+            .filter(|((of, ..), _)| of == day)
+            .map(|((_, hour, measure), tally)| (*hour, *measure, *tally))
+            .collect())
+    }
 }
 
 impl AuditTrail for MemoryLedger {
