@@ -408,6 +408,22 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
   assert.match(trail, /\bfay\b/);
   assert.equal(await rows.count(), 2, 'proposed and approved, once each');
   await shot(fay.page, 'audit');
+  // exported as filtered: the two entries, as the API has them
+  const [download] = await Promise.all([
+    fay.page.waitForEvent('download'),
+    fay.page.locator('button[aria-label="导出"]').click(),
+  ]);
+  const exported = readFileSync(await download.path(), 'utf8').trimEnd().split('\n');
+  assert.equal(exported.length, 1 + 2, `a header and the two entries: ${exported.join(' | ')}`);
+  assert.ok(exported.slice(1).every((line) => line.includes(reference)), 'the filter kept');
+  const answer = await api('GET', `/ops/v1/audit/${businessDay()}`, { token: await opsToken('fay', ['finance']) });
+  const entries = answer.body.entries.filter((entry) => entry.subject === reference);
+  assert.deepEqual(
+    entries.map((entry) => entry.actor).sort(),
+    ['fay', 'sam'],
+    'the API names the same two steps',
+  );
+  assert.ok(entries.every((entry) => exported.some((line) => line.includes(entry.at))), 'each at its time');
   fay.assertClean();
 });
 
@@ -758,9 +774,28 @@ test('4: finance reads the business day\'s trial balance, downloads the CSV the 
   assert.equal(cents(await pending.locator('[data-cents]').innerText()), 1_234);
   assert.equal(await pending.locator('[data-overdue=true]').count(), 0, 'asked a moment ago: not overdue');
   await shot(fay.page, 'withdrawals');
+
+  // the CSV export holds what the API lists under the same filter, every page of it
+  const finance = await opsToken('fay', ['finance']);
+  const exported = async () => {
+    const [download] = await Promise.all([
+      fay.page.waitForEvent('download'),
+      fay.page.locator('button[aria-label="导出"]').click(),
+    ]);
+    return readFileSync(await download.path(), 'utf8').trimEnd().split('\n');
+  };
+  const all = (await everyItem('/ops/v1/withdrawals/pending', {}, finance)).map((item) => item.withdrawal_id);
+  const lines = await exported();
+  assert.ok(lines[0].split(',').includes('withdrawal_id'), `a header: ${lines[0]}`);
+  assert.equal(lines.length - 1, all.length, 'a line a pending withdrawal');
+  assert.ok(all.every((id) => lines.some((line) => line.includes(id))), 'each pending withdrawal exported');
   await fay.page.locator('input[name=overdue]').check();
   await pending.waitFor({ state: 'detached' });
   assert.equal(await fay.page.locator('tbody tr [data-overdue=false]').count(), 0, 'only overdue ones listed');
+  const overdue = await everyItem('/ops/v1/withdrawals/pending', { overdue: 'true' }, finance);
+  const overdueLines = overdue.length ? await exported() : [];
+  assert.equal(Math.max(overdueLines.length - 1, 0), overdue.length, 'the export keeps the filter');
+  assert.ok(!overdueLines.some((line) => line.includes(asked.body.withdrawal_id)), 'not the one on time');
   fay.assertClean();
 });
 

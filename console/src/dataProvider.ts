@@ -197,8 +197,12 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
     };
   }
 
-  const paged = <T,>(pager: Pager<T>, params: GetListParams) =>
-    cursorPage(pager.key, params, pager.fetchPage, pager.toRecord);
+  /** A page of a cursor-paged list; with `meta.everyPage` (an export), every page up to `perPage` records. */
+  const paged = async <T,>(pager: Pager<T>, params: GetListParams): Promise<GetListResult> => {
+    if (!params.meta?.everyPage) return cursorPage(pager.key, params, pager.fetchPage, pager.toRecord);
+    const walked = await walk(pager, Math.ceil((params.pagination?.perPage ?? 100) / 100));
+    return { data: walked.records, total: walked.records.length };
+  };
 
   async function walk<T>(pager: Pager<T>, maxPages: number): Promise<Walked> {
     const records: RaRecord[] = [];

@@ -1,7 +1,22 @@
-import { Datagrid, DateInput, List, Pagination, SearchInput, SelectField, SelectInput, TextField, required } from 'react-admin';
+import {
+  Datagrid,
+  DateInput,
+  ExportButton,
+  List,
+  Pagination,
+  SearchInput,
+  SelectField,
+  SelectInput,
+  TextField,
+  TopToolbar,
+  required,
+} from 'react-admin';
 import { TimeField } from '../components/TimeField';
 import { AUDIT_ACTIONS } from '../components/choices';
 import { useBusinessToday } from '../businessDay';
+
+/** The most entries one export holds (a day's trail is read whole, then filtered here). */
+const EXPORT_MAX = 100_000;
 
 const filters = [
   <DateInput key="day" source="day" alwaysOn validate={required()} />,
@@ -11,7 +26,8 @@ const filters = [
 
 /**
  * `GET /ops/v1/audit/{day}`: a business day's trail (who did what, when and why); a day picker,
- * today's business day (config.json's businessTimeZone) by default.
+ * today's business day (config.json's businessTimeZone) by default. Exported as CSV as filtered
+ * (react-admin's exporter: every entry the filters keep, not only the page shown).
  */
 export const AuditList = () => {
   const today = useBusinessToday();
@@ -22,8 +38,11 @@ export const AuditList = () => {
       sort={{ field: 'at', order: 'ASC' }}
       perPage={50}
       pagination={<Pagination rowsPerPageOptions={[50, 100, 200]} />}
-      exporter={false}
-      actions={false}
+      actions={
+        <TopToolbar>
+          <ExportButton maxResults={EXPORT_MAX} />
+        </TopToolbar>
+      }
     >
       <Datagrid bulkActionButtons={false} rowClick={false}>
         <TimeField source="at" />

@@ -2,9 +2,11 @@ import { Chip } from '@mui/material';
 import {
   BooleanInput,
   Datagrid,
+  ExportButton,
   List,
   Pagination,
   TextField,
+  TopToolbar,
   useRecordContext,
   useTranslate,
   type RaRecord,
@@ -38,15 +40,19 @@ const overdueRow = (record: RaRecord) =>
 /**
  * `GET /ops/v1/withdrawals/pending?overdue=`: the withdrawals the payments system has not
  * resolved yet, oldest first (the server's order), a page at a time by cursor; overdue ones
- * marked, or listed alone. A row opens its user.
+ * marked, or listed alone. A row opens its user. Exported as CSV as filtered, every page of it
+ * (the export asks the data provider to walk the server's cursors, `meta.everyPage`).
  */
 export const WithdrawalList = () => (
   <List
     filters={filters}
     perPage={25}
     pagination={<Pagination rowsPerPageOptions={[25, 50, 100]} />}
-    exporter={false}
-    actions={false}
+    actions={
+      <TopToolbar>
+        <ExportButton maxResults={10_000} meta={{ everyPage: true }} />
+      </TopToolbar>
+    }
     empty={false}
     title="console.withdrawal.title"
   >

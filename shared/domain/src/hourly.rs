@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(day.hours[23].figures.sent, tally(1, 100));
         assert_eq!(day.totals.grabbed, tally(3, 35));
         assert_eq!(day.hours[0].figures, Figures::default());
-        let json = serde_json::to_value(&day.hours[9]).unwrap();
+        let json = serde_json::to_value(day.hours[9]).unwrap();
         assert_eq!(json["grabbed"]["amount_cents"], 35);
         assert_eq!(json["hour"], 9);
     }
