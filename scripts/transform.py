@@ -260,7 +260,15 @@ def check_dashboard(resources):
 EVENT_FIELDS = ["event_id", "type", "packet_id", "user", "amount_cents", "occurred_at", "reference", "proposed_by", "approved_by", "chat_id", "currency"]
 
 # What the risk function reads from the bus (its EventBridgeRule's pattern).
-RISK_PATTERN = {"source": ["red-packets"], "detail-type": ["PacketSent", "PacketFinished", "GrabRecorded"]}
+# The hourly view's types and the pattern rules' (functions/risk/src/handler.rs, event_types;
+# local/tests/it/operators_api.rs checks the template's rule against it).
+RISK_PATTERN = {
+    "source": ["red-packets"],
+    "detail-type": [
+        "PacketSent", "PacketFinished", "GrabRecorded", "PacketRefunded", "GrabRevoked",
+        "WithdrawalRequested", "WithdrawalPaid", "WithdrawalFailed",
+    ],
+}
 
 
 def check_risk_trigger(resources):
