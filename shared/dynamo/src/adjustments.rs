@@ -5,12 +5,11 @@
 
 use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::corrections::{n, s};
 use super::items::{
     adjustment_pk, topup_pk, write_stamp, AdjustmentItem, MovementItem, NewMovement, Queue, TopupItem, ADJUSTMENT,
     TOPUP,
 };
-use super::table::{to_item, unavailable, DynamoLedger};
+use super::table::{n, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Failed, Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::adjustment::{

@@ -16,7 +16,7 @@ use super::items::{
     WithdrawalItem, USER_AUDIT_PREFIX, WITHDRAWAL,
 };
 use super::queues::Order;
-use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::table::{from_item, n, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
@@ -27,14 +27,6 @@ use red_packets_core::domain::withdrawal::{
 };
 use red_packets_core::domain::{Funds, UserId};
 use red_packets_core::ports::{AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
-
-pub(super) fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_owned())
-}
-
-pub(super) fn n(number: impl ToString) -> AttributeValue {
-    AttributeValue::N(number.to_string())
-}
 
 impl DynamoLedger {
     pub(super) fn keeps_wallets(&self) -> Result<(), StoreError> {

@@ -8,15 +8,11 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::items::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};
-use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::table::{from_item, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use red_packets_core::ports::{Holds, StoreError};
-
-fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_owned())
-}
 
 impl DynamoLedger {
     /// The holds' version, plus one.

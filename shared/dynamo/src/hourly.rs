@@ -8,11 +8,9 @@
 //! An event costs one `TransactWriteItems` of two small items (4 write units); a day's view one
 //! `Query` per shard (at most 24 items each, eventually consistent: 0.5 read units a 4 KB).
 
-use std::collections::HashMap;
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
-
-use super::table::{unavailable, write_failed, DynamoLedger};
+use super::table::{n, number, s, unavailable, write_failed, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::Millis;
 use red_packets_core::domain::hourly::{Counted, Measure, Tally, COUNTED_MARK_KEPT_MS, SHARDS};
@@ -31,18 +29,6 @@ fn hour_sk(hour: u8) -> String {
 /// The hour an item's sort key names.
 fn hour_of_sk(sk: &str) -> Option<u8> {
     sk.strip_prefix('H')?.parse().ok().filter(|hour| *hour < 24)
-}
-
-fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_owned())
-}
-
-fn n(number: impl ToString) -> AttributeValue {
-    AttributeValue::N(number.to_string())
-}
-
-fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
-    item.get(name).and_then(|value| value.as_n().ok()).and_then(|text| text.parse().ok()).unwrap_or(0)
 }
 
 impl BusinessHours for DynamoLedger {

@@ -19,7 +19,7 @@ use super::items::{
     USER_FLAG_PREFIX,
 };
 use super::queues::Order;
-use super::table::{from_item, to_item, unavailable, DynamoLedger};
+use super::table::{from_item, n, number, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::patterns::{
@@ -27,18 +27,6 @@ use red_packets_core::domain::patterns::{
 };
 use red_packets_core::domain::{ChatId, Packet, PacketId, UserId};
 use red_packets_core::ports::{Flags, PageRequest, QueuePage, RiskLedger, StoreError};
-
-fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_owned())
-}
-
-fn n(number: impl ToString) -> AttributeValue {
-    AttributeValue::N(number.to_string())
-}
-
-fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
-    item.get(name).and_then(|value| value.as_n().ok()).and_then(|text| text.parse().ok()).unwrap_or(0)
-}
 
 /// The item a counting update leaves: the one it wrote, or, when its condition found the count
 /// taken already, the one that stood.

@@ -304,6 +304,21 @@ pub(super) fn from_item<T: for<'de> Deserialize<'de>>(item: HashMap<String, Attr
     serde_dynamo::from_item(item).map_err(|error| StoreError::Corrupt(format!("corrupt ledger item: {error}")))
 }
 
+/// A string attribute, for the expressions' values and the keys built by hand.
+pub(super) fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_owned())
+}
+
+/// A number attribute.
+pub(super) fn n(number: impl ToString) -> AttributeValue {
+    AttributeValue::N(number.to_string())
+}
+
+/// The number attribute `name` of `item`: 0 when the item lacks it (a count never added to).
+pub(super) fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
+    item.get(name).and_then(|value| value.as_n().ok()).and_then(|text| text.parse().ok()).unwrap_or(0)
+}
+
 /// A failed ledger write in settle: DynamoDB rejecting the item itself (a poison packet) is
 /// [`StoreError::Rejected`], so settle skips that packet; no answer in time is
 /// [`StoreError::TimedOut`], which slows the run; anything else is

@@ -97,9 +97,8 @@ pub struct Moved {
 /// A cluster of `masters` masters, each with `replicas` replicas, on free loopback ports.
 pub struct OwnCluster {
     pub masters: Vec<Node>,
-    /// Master `n`'s replicas are `replicas[n * per_master..(n + 1) * per_master]`.
+    /// Master `n`'s replicas at the start are `replicas[n * per_master..(n + 1) * per_master]`.
     pub replicas: Vec<Node>,
-    per_master: usize,
     dir: PathBuf,
 }
 
@@ -124,7 +123,6 @@ impl OwnCluster {
         let mut cluster = OwnCluster {
             masters: (0..masters).map(|_| spawn(&dir)).collect(),
             replicas: (0..masters * per_master).map(|_| spawn(&dir)).collect(),
-            per_master,
             dir,
         };
         for node in cluster.masters.iter_mut().chain(cluster.replicas.iter_mut()) {
@@ -167,11 +165,6 @@ impl OwnCluster {
             }
         }
         cluster
-    }
-
-    /// Master `n`'s replicas.
-    pub fn replicas_of(&self, n: usize) -> &[Node] {
-        &self.replicas[n * self.per_master..(n + 1) * self.per_master]
     }
 
     /// The seed URL a client is given (`REDIS_URL`).
@@ -292,6 +285,43 @@ impl OwnCluster {
             }
         }
         None
+    }
+
+    /// Once the primary on `killed` is dead: only its replicas holding the most of its writes may
+    /// take over (`cluster-replica-no-failover` on the others, off on them), as a managed failover
+    /// promotes the replica of least lag. The cluster still detects the failure and elects on its
+    /// own; what it may not do is what an election on stale gossip does on a busy machine:
+    /// promote the replica behind, losing what `WAIT` had the other acknowledge, then answer
+    /// grabs 503 while the one ahead resyncs from scratch. Returns each replica's offset.
+    pub async fn only_the_freshest_replicas_may_take_over(&self, killed: u16) -> Vec<(u16, u64)> {
+        let mut offsets = Vec::new();
+        for node in self.masters.iter().chain(&self.replicas).filter(|node| node.running()) {
+            let info: String = query(&mut node.connection().await, redis::cmd("INFO").arg("replication")).await;
+            let field =
+                |name: &str| info.lines().find_map(|line| line.strip_prefix(name)).map(|value| value.trim().to_owned());
+            if field("role:").as_deref() == Some("slave") && field("master_port:") == Some(killed.to_string()) {
+                let offset = field("master_repl_offset:").and_then(|offset| offset.parse().ok()).unwrap_or(0);
+                offsets.push((node.port, offset));
+            }
+        }
+        let freshest = offsets.iter().map(|&(_, offset)| offset).max().unwrap_or(0);
+        for &(port, offset) in &offsets {
+            let node = self.masters.iter().chain(&self.replicas).find(|node| node.port == port).unwrap();
+            let excluded = if offset < freshest { "yes" } else { "no" };
+            let mut set = redis::cmd("CONFIG");
+            set.arg("SET").arg("cluster-replica-no-failover").arg(excluded);
+            let _: () = query(&mut node.connection().await, &set).await;
+        }
+        offsets
+    }
+
+    /// Whether the running node on `port` is a primary with a replica online (synced, so it
+    /// acknowledges `WAIT`).
+    pub async fn has_a_replica_online(&self, port: u16) -> bool {
+        let node = self.masters.iter().chain(&self.replicas).find(|node| node.port == port).unwrap();
+        let info: String = query(&mut node.connection().await, redis::cmd("INFO").arg("replication")).await;
+        info.contains("role:master")
+            && info.lines().any(|line| line.starts_with("slave") && line.contains("state=online"))
     }
 
     /// The node on `port`, master or replica.
