@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # Which binary answers which sample event (as local/tests/it/events_on_binaries.rs maps them).
 declare -A events=(
-  [send]="send.json cancel.json withdraw.json"
+  [send]="send.json cancel.json withdraw.json limits.json"
   [grab]="grab.json"
   [query]="query.json shared.json history.json wallet.json"
   [settle]="settle.json"

@@ -450,6 +450,41 @@ test('best luck: a packet every share of which is taken shows 手气最佳 on th
   alice.assertClean();
 });
 
+test("the send form states the stack's limits and refuses a draft over them with the limit's sentence, sending nothing", async (t) => {
+  const limits = await api('GET', '/me/limits', { user: 'limits-carol' });
+  assert.equal(limits.status, 200, JSON.stringify(limits.body));
+  const { max_total_cents: maxTotal, max_count: maxCount } = limits.body;
+  const yuan = (cents) => (cents / 100).toFixed(2);
+  const carol = await session(t);
+  const { page } = carol;
+  const sends = [];
+  page.on('request', (request) => {
+    if (request.method() === 'POST' && new URL(request.url()).pathname.endsWith('/packets')) sends.push(request.url());
+  });
+  await page.goto(APP_URL);
+  await signIn(page, 'limits-carol');
+  const stated = page.locator('[data-testid=send-limits]');
+  await stated.waitFor();
+  assert.equal(Number(await stated.getAttribute('data-max-total')), maxTotal);
+  assert.equal(Number(await stated.getAttribute('data-max-count')), maxCount);
+  assert.match(await stated.innerText(), new RegExp(`单个红包金额不可超过${yuan(maxTotal)}元[\\s\\S]*红包个数不可超过${maxCount}个`));
+  const refusal = page.locator('[data-testid=send-error]');
+  for (const [amount, count, sentence] of [
+    ['1.00', String(maxCount + 1), `红包个数不可超过${maxCount}个`],
+    [yuan(maxTotal * 50), '10', `单个红包金额不可超过${yuan(maxTotal)}元`],
+    ['0.05', '10', '每人至少0.01元，请减少个数或增加金额'],
+  ]) {
+    await page.locator('input[name=amount]').fill(amount);
+    await page.locator('input[name=count]').fill(count);
+    await page.locator('[data-submit=send]').click();
+    await refusal.waitFor();
+    assert.equal((await refusal.innerText()).trim(), sentence, `${amount} in ${count}`);
+  }
+  await shot(page, 'send-limit');
+  assert.deepEqual(sends, [], 'a draft over the limits is refused before it is sent');
+  carol.assertClean();
+});
+
 test('a greeting of markup is shown as text; the language switch', async (t) => {
   topup('alice', 1_000);
   const sent = await api('POST', '/packets', {

@@ -15,12 +15,21 @@ export type {
   HistoryPage,
   Movement,
   PacketView,
+  SendLimits,
   SendRequest,
   SharedPacketView,
   WalletPage,
   Withdrawal,
 } from 'red-packets-sdk';
-export { isBehind, messageFor, newIdempotencyKey, RedPacketsError, watchSharedPacket } from 'red-packets-sdk';
+export {
+  draftProblem,
+  isBehind,
+  limitMessage,
+  messageFor,
+  newIdempotencyKey,
+  RedPacketsError,
+  watchSharedPacket,
+} from 'red-packets-sdk';
 
 const Context = createContext<Client | null>(null);
 

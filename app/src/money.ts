@@ -1,6 +1,8 @@
 // Amounts are integers of the currency's minor unit (openapi.yaml's Currency: {code, exponent}),
 // shown and parsed by integer arithmetic on the digits, never floats.
 
+import { formatDigits as sdkDigits } from 'red-packets-sdk';
+
 export interface Currency {
   code: string;
   exponent: number;
@@ -11,13 +13,9 @@ export const DEFAULT_CURRENCY: Currency = { code: 'CNY', exponent: 2 };
 
 const SYMBOLS: Record<string, string> = { CNY: '¥', JPY: '¥', USD: '$', HKD: 'HK$', EUR: '€', GBP: '£' };
 
-/** 1234 with exponent 2 → "12.34" (no symbol, no grouping). */
+/** 1234 with exponent 2 → "12.34" (no symbol, no grouping): the SDK's, so the app and its sentences agree. */
 export function formatDigits(cents: number, currency: Currency = DEFAULT_CURRENCY): string {
-  const exponent = currency.exponent;
-  const digits = Math.abs(Math.trunc(cents)).toString().padStart(exponent + 1, '0');
-  const major = digits.slice(0, digits.length - exponent);
-  const minor = digits.slice(digits.length - exponent);
-  return `${cents < 0 ? '-' : ''}${major}${exponent > 0 ? `.${minor}` : ''}`;
+  return sdkDigits(cents, currency);
 }
 
 /** 1234 → "¥12.34" (CNY), "12.34 SGD" for a currency without a symbol here; `signed` adds "+". */

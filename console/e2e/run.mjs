@@ -663,6 +663,16 @@ test('3: a 接龙 chain is flagged; risk assigns it to herself and resolves it c
   await row.locator('[data-testid=flag-assignee]').filter({ hasText: /^rita$/ }).waitFor();
   await shot(rita.page, 'flags');
 
+  // a second tab, opened before the flag is resolved, still offers to assign it: its dialog open
+  const stale = await rita.page.context().newPage();
+  await signIn(stale, 'rita', ['risk']); // a tab of its own signs in of its own (sessionStorage)
+  await stale.goto(`${CONSOLE_URL}flags?filter=${open}&page=1&perPage=100`);
+  const staleRow = stale.locator('tbody tr').filter({ hasText: chat });
+  await staleRow.waitFor();
+  await staleRow.locator('[data-action=assign-flag]').click();
+  const staleAssign = stale.locator('[data-dialog=assign-flag]');
+  await staleAssign.waitFor();
+
   // and resolves it, confirmed, with a note
   await row.locator('[data-action=resolve-flag]').click();
   const dialog = rita.page.locator('[data-dialog=resolve-flag]');
@@ -671,6 +681,11 @@ test('3: a 接龙 chain is flagged; risk assigns it to herself and resolves it c
   await dialog.locator('[data-submit=resolve-flag]').click();
   await notification(rita.page, /已处理/);
   await row.waitFor({ state: 'detached' }); // no longer open
+
+  // the stale tab's assignment changes nothing (200, changed: false), and the console says so
+  await staleAssign.locator('[data-submit=assign-flag]').click();
+  await notification(stale, `${flag.flag_id} 已不是待处理状态，没有变化`);
+  await stale.close();
 
   // the dashboard's hourly view counts the game among today's traffic: its four sends and twelve
   // grabs, once each (the risk function counts the events as the bus delivers them)
@@ -845,6 +860,11 @@ test('5: user-supplied text is shown as text: an adjustment reason and a hold re
   } else {
     t.diagnostic('GET /ops/v1/packets/{packet_id} answered 404 (not served by this API yet): the packet page skipped');
   }
+  // the same packet found by its id in the search box (upper case as some tools print it)
+  await page.goto(`${CONSOLE_URL}users`);
+  await page.locator('input[name=user]').fill(packet.toUpperCase());
+  await page.locator('[data-submit=find-user]').click();
+  await page.waitForURL((url) => url.pathname.endsWith(`/packets/${packet}/show`));
   await openUser(page, user);
 
   // a hold whose reason is markup

@@ -1,6 +1,6 @@
 //! API Gateway's throttling, locally: a token bucket per route setting of the template (the
-//! grab route's and the withdrawal route's `RouteSettings`, and `DefaultRouteSettings` shared by
-//! the other routes), refilled
+//! grab route's, the withdrawal route's and the limits route's `RouteSettings`, and
+//! `DefaultRouteSettings` shared by the other routes), refilled
 //! at its rate limit up to its burst limit. A request that finds its bucket empty never reaches
 //! the authorizer or the function: the gateway answers 429 `{"message":"Too Many Requests"}`
 //! itself, which openapi.yaml's `GatewayMessage` describes and the app's own 429 codes
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use red_packets::config::ConfigError;
-use red_packets::routes::Throttle as RouteThrottle;
+use red_packets::routes::{Throttle as RouteThrottle, LIMITS_BURST_LIMIT, LIMITS_RATE_LIMIT};
 use red_packets::settings::{self, Setting};
 
 /// One route setting's bucket: `rate` tokens a second, at most `burst` held.
@@ -44,12 +44,13 @@ impl TokenBucket {
     }
 }
 
-/// The stage's throttling: the grab route's bucket, the withdrawal route's, and the other
-/// routes' one.
+/// The stage's throttling: the grab route's bucket, the withdrawal route's, the limits route's
+/// (its numbers the template's), and the other routes' one.
 #[derive(Debug)]
 pub struct Throttle {
     grab: TokenBucket,
     withdraw: TokenBucket,
+    limits: TokenBucket,
     other: TokenBucket,
 }
 
@@ -73,6 +74,7 @@ impl Throttle {
         Throttle {
             grab: TokenBucket::new(grab.0, grab.1),
             withdraw: TokenBucket::new(withdraw.0, withdraw.1),
+            limits: TokenBucket::new(LIMITS_RATE_LIMIT.into(), LIMITS_BURST_LIMIT),
             other: TokenBucket::new(other.0, other.1),
         }
     }
@@ -82,6 +84,7 @@ impl Throttle {
         match setting {
             RouteThrottle::Grab => self.grab.try_take(),
             RouteThrottle::Withdraw => self.withdraw.try_take(),
+            RouteThrottle::Limits => self.limits.try_take(),
             RouteThrottle::Default => self.other.try_take(),
         }
     }

@@ -15,6 +15,8 @@ import { DEFAULTS, retryingFetch, type RetryOptions, type TimeoutOptions } from 
 export type { AppErrorCode, ClientErrorCode, ErrorCode, GatewayErrorCode, Locale } from './codes.js';
 export { RedPacketsError, decodeError, parseRetryAfter } from './errors.js';
 export { FALLBACK_MESSAGE, MESSAGES, messageFor } from './messages.js';
+export { draftProblem, limitMessage, type DraftProblem } from './limits.js';
+export { formatDigits } from './money.js';
 export { DEFAULTS, backoffDelayMs, isRetryable, type RetryOptions, type TimeoutOptions } from './transport.js';
 export type { components, paths } from './schema.js';
 export { isBehind, watchSharedPacket, type SharedPacketWatch, type WatchOptions } from './watch.js';
@@ -44,6 +46,8 @@ export type WithdrawalRequest = Schemas['WithdrawalRequest'];
 export type Withdrawal = Schemas['WithdrawalReceipt'];
 /** The currency every amount of an answer is in (integer minor units). */
 export type Currency = Schemas['Currency'];
+/** What a send may be on this stack (`GET /me/limits`). */
+export type SendLimits = Schemas['SendLimits'];
 
 /** How to reach the API and how patiently. */
 export interface ClientOptions {
@@ -115,6 +119,11 @@ export interface RedPacketsClient {
   wallet(options?: { limit?: number; cursor?: string }): Promise<Polled<WalletPage>>;
   /** Asks for a withdrawal; the Idempotency-Key works as for {@link RedPacketsClient.send}. */
   withdraw(request: WithdrawalRequest, options?: { idempotencyKey?: string }): Promise<Withdrawal>;
+  /**
+   * What a send may be on this stack ({@link SendLimits}), polled with its ETag: read it once a
+   * session, state it on the send form, and check a draft with {@link draftProblem} before sending.
+   */
+  limits(): Promise<Polled<SendLimits>>;
   /** Forgets every kept ETag and body, shared views' too (call it on sign-out). */
   clearCache(): void;
 }
@@ -234,6 +243,9 @@ export function createRedPacketsClient(options: ClientOptions): RedPacketsClient
         api.POST('/me/withdrawals', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: request, fetch: writes }),
       );
       return data;
+    },
+    async limits() {
+      return polled(await call(() => api.GET('/me/limits')));
     },
     clearCache: () => cache.clear(),
   };

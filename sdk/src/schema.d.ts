@@ -176,6 +176,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/me/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the caller may send, per packet and per business day
+         * @description The stack's limits, for a send form to state them and refuse early what a send would be refused for (the send checks them again, and names the field it refuses: `total_cents`, `count`, `greeting`, ...). The same for every caller of the stack, changed only by a deployment: a client reads it once a session, or asks again with its tag (`304`).
+         */
+        get: operations["myLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ops/v1/users/{user}": {
         parameters: {
             query?: never;
@@ -863,6 +883,64 @@ export interface components {
             amount_cents: number;
             /** @description The payments system's token for a bank card or account the user bound there; this service never sees the account itself. */
             destination: string;
+        };
+        /** @description What a send may be on this stack (`POST /packets` refuses the rest with `invalid_request` and the `field`, or `limit_exceeded` for a day's limits). */
+        SendLimits: {
+            /**
+             * @description Largest `total_cents` of one packet.
+             * @example 20000
+             */
+            max_total_cents: number;
+            /**
+             * @description Most shares in one packet.
+             * @example 100
+             */
+            max_count: number;
+            /**
+             * @description Smallest share: `total_cents` is at least `count` of these (and a fixed packet's shares are equal).
+             * @example 1
+             */
+            min_share_cents: number;
+            /**
+             * @description Longest greeting, in characters.
+             * @example 64
+             */
+            max_greeting_chars: number;
+            /**
+             * @description Longest passphrase, in characters.
+             * @example 32
+             */
+            max_passphrase_chars: number;
+            /**
+             * @description Most recipients one packet may name.
+             * @example 500
+             */
+            max_recipients: number;
+            /** @example 60 */
+            min_expires_in_seconds: number;
+            /** @example 86400 */
+            max_expires_in_seconds: number;
+            /**
+             * @description The lifetime of a packet whose send names none.
+             * @example 86400
+             */
+            default_expires_in_seconds: number;
+            /**
+             * @description How far ahead of its send `opens_at` may be.
+             * @example 604800
+             */
+            max_opens_ahead_seconds: number;
+            /**
+             * @description Packets one sender may send per business day.
+             * @example 200
+             */
+            max_sends_per_day: number;
+            /**
+             * @description Cents one sender may send per business day.
+             * @example 2000000
+             */
+            max_sent_cents_per_day: number;
+            currency: components["schemas"]["Currency"];
         };
         WithdrawalReceipt: {
             /** @description What the payments system pays it out and resolves it by (the `reference` of its events and wallet lines). */
@@ -1736,6 +1814,37 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    myLimits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` of the answer the client holds (or several, comma-separated). When one of them names the answer the server would give now (the same tag, strong or weak as `W/"…"`, RFC 9110's weak comparison) or the value is `*` (any answer there is), it is 304 with no body: show what you hold. A tag of another answer gets the answer. Poll with it (docs/CLIENTS.md). */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The limits, in the stack's currency. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendLimits"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["GatewayForbidden"];
             429: components["responses"]["Throttled"];
             500: components["responses"]["ServerError"];
             503: components["responses"]["Unavailable"];

@@ -2,7 +2,7 @@
 // $LOCAL_BIN topup), through the built dist. Each test's users are fresh: histories start empty.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { createRedPacketsClient } from '../dist/index.js';
+import { createRedPacketsClient, draftProblem } from '../dist/index.js';
 import { API_URL, NO_API, SHARED_URL, UUID, appToken, freshUser, fund, membershipTicket, startProxy } from './helpers.mjs';
 
 /** A client for `user` on `baseUrl` (the API itself by default). */
@@ -242,6 +242,34 @@ describe('against the local API', { skip: NO_API }, () => {
     });
     assert.equal(conditional.status, 304);
     assert.equal(await conditional.text(), '');
+  });
+
+  test("the stack's limits: stated, a 304 when asked again, and a draft over them refused by the server for the field the check names", async () => {
+    const first = await aliceClient.limits();
+    assert.equal(first.notModified, false);
+    assert.ok(first.etag);
+    const limits = first.data;
+    assert.ok(limits.max_total_cents > 0 && limits.max_count > 0 && limits.min_share_cents === 1, JSON.stringify(limits));
+    assert.deepEqual(Object.keys(limits.currency).sort(), ['code', 'exponent']);
+    const again = await aliceClient.limits();
+    assert.equal(again.notModified, true);
+    assert.deepEqual(again.data, limits);
+    const drafts = [
+      { total_cents: limits.max_total_cents + 1, count: 1 },
+      { total_cents: limits.max_total_cents, count: limits.max_count + 1 },
+      { total_cents: 5, count: 10 },
+    ];
+    for (const draft of drafts) {
+      const problem = draftProblem(draft, limits);
+      assert.ok(problem, JSON.stringify(draft));
+      const refused = await aliceClient.send(draft).then(
+        () => assert.fail(`sent ${JSON.stringify(draft)}`),
+        (error) => error,
+      );
+      assert.equal(refused.code, 'invalid_request');
+      assert.equal(refused.field, problem.field, `${JSON.stringify(draft)}: ${refused.message}`);
+    }
+    assert.equal(draftProblem({ total_cents: limits.max_total_cents, count: 1 }, limits), undefined);
   });
 
   test('the sent history polled with its ETag: 304 while unchanged, a fresh 200 after a send', async (t) => {

@@ -10,7 +10,10 @@ import {
   backoffDelayMs,
   createRedPacketsClient,
   decodeError,
+  draftProblem,
+  formatDigits,
   isBehind,
+  limitMessage,
   isRetryable,
   messageFor,
   parseRetryAfter,
@@ -542,5 +545,51 @@ describe('messages', () => {
       assert.equal(error.userMessage('zh-CN'), '手慢了，红包派完了');
       return true;
     });
+  });
+});
+
+describe('the send limits', () => {
+  const limits = {
+    max_total_cents: 20000,
+    max_count: 100,
+    min_share_cents: 1,
+    max_greeting_chars: 64,
+    max_passphrase_chars: 32,
+    max_recipients: 500,
+    min_expires_in_seconds: 60,
+    max_expires_in_seconds: 86400,
+    default_expires_in_seconds: 86400,
+    max_opens_ahead_seconds: 604800,
+    max_sends_per_day: 200,
+    max_sent_cents_per_day: 2000000,
+    currency: { code: 'CNY', exponent: 2 },
+  };
+
+  test('a draft is checked against each limit, the first crossed named with its field', () => {
+    assert.equal(draftProblem({ total_cents: 20000, count: 100, greeting: '福'.repeat(64) }, limits), undefined);
+    assert.deepEqual(draftProblem({ total_cents: 20000, count: 101 }, limits), { limit: 'max_count', field: 'count' });
+    assert.deepEqual(draftProblem({ total_cents: 999900, count: 10 }, limits), { limit: 'max_total_cents', field: 'total_cents' });
+    assert.deepEqual(draftProblem({ total_cents: 5, count: 10 }, limits), { limit: 'min_share_cents', field: 'count' });
+    assert.deepEqual(draftProblem({ total_cents: 100, count: 1, greeting: '福'.repeat(65) }, limits), {
+      limit: 'max_greeting_chars',
+      field: 'greeting',
+    });
+    const crowd = Array.from({ length: 501 }, (_, n) => `u${n}`);
+    assert.deepEqual(draftProblem({ total_cents: 1000, count: 1, recipients: crowd }, limits), { limit: 'max_recipients', field: 'recipients' });
+  });
+
+  test('each limit has its sentence in both languages, with its value', () => {
+    assert.equal(limitMessage('max_total_cents', limits), '单个红包金额不可超过200.00元');
+    assert.equal(limitMessage('max_total_cents', limits, 'en'), 'A packet may hold at most 200.00 CNY');
+    assert.equal(limitMessage('max_count', limits), '红包个数不可超过100个');
+    assert.match(limitMessage('min_share_cents', limits), /^每人至少0\.01元/);
+    assert.equal(limitMessage('max_greeting_chars', limits, 'en'), 'The greeting may be at most 64 characters');
+    for (const limit of ['max_total_cents', 'max_count', 'min_share_cents', 'max_greeting_chars', 'max_recipients']) {
+      for (const locale of ['zh-CN', 'en']) assert.ok(limitMessage(limit, limits, locale).length > 5, `${limit} ${locale}`);
+    }
+    const yen = { ...limits, max_total_cents: 30000, currency: { code: 'JPY', exponent: 0 } };
+    assert.equal(limitMessage('max_total_cents', yen), '单个红包金额不可超过30000 JPY');
+    assert.equal(formatDigits(5, { exponent: 2 }), '0.05');
+    assert.equal(formatDigits(-123456, { exponent: 3 }), '-123.456');
   });
 });

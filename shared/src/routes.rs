@@ -48,6 +48,8 @@ pub enum Action {
     Wallet,
     /// Ask for a withdrawal.
     Withdraw,
+    /// What a sender may send: the stack's limits, for the send form.
+    Limits,
 }
 
 /// The stage's throttle a route counts against.
@@ -57,9 +59,18 @@ pub enum Throttle {
     Grab,
     /// The withdrawal route's own `RouteSettings` (`WithdrawRateLimit`, `WithdrawBurstLimit`).
     Withdraw,
+    /// The limits route's own `RouteSettings`, numbers written in the template
+    /// ([`LIMITS_RATE_LIMIT`], [`LIMITS_BURST_LIMIT`]): a read once a session adds little to the
+    /// sum of every route at its limit that the account's quota must hold.
+    Limits,
     /// `DefaultRouteSettings`, which every other route shares (`ApiRateLimit`, `ApiBurstLimit`).
     Default,
 }
+
+/// `GET /me/limits`'s rate limit, requests a second (template.yaml's `RouteSettings`).
+pub const LIMITS_RATE_LIMIT: u32 = 100;
+/// `GET /me/limits`'s burst limit (template.yaml's `RouteSettings`).
+pub const LIMITS_BURST_LIMIT: u32 = 200;
 
 /// One route of the app's API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,8 +180,18 @@ pub const WITHDRAW: Route = Route {
     public: false,
 };
 
+/// `GET /me/limits`.
+pub const LIMITS: Route = Route {
+    key: "GET /me/limits",
+    action: Action::Limits,
+    function: Function::Send,
+    throttle: Throttle::Limits,
+    event: "limits.json",
+    public: false,
+};
+
 /// Every route of the app's API.
-pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, SHARED_PACKET, HISTORY, CANCEL, WALLET, WITHDRAW];
+pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, SHARED_PACKET, HISTORY, CANCEL, WALLET, WITHDRAW, LIMITS];
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,17 @@
 import { Button, Collapse, Input, Switch, Tabs, TextArea, Toast } from 'antd-mobile';
 import { useEffect, useMemo, useState } from 'react';
 import { useNavigate } from 'react-router-dom';
-import { newIdempotencyKey, RedPacketsError, useClient, useErrorText, type PacketView, type SendRequest } from '../api';
+import {
+  draftProblem,
+  limitMessage,
+  newIdempotencyKey,
+  RedPacketsError,
+  useClient,
+  useErrorText,
+  type PacketView,
+  type SendLimits,
+  type SendRequest,
+} from '../api';
 import { Shell } from '../components/Shell';
 import { useI18n } from '../i18n';
 import { DEFAULT_CURRENCY, formatMoney, parseMoney, type Currency } from '../money';
@@ -56,6 +66,20 @@ export function SendPage() {
   const [error, setError] = useState('');
   const [sent, setSent] = useState<PacketView | null>(null);
   const [balance, setBalance] = useState<{ cents: number; currency: Currency } | null>(null);
+  const [limits, setLimits] = useState<SendLimits | null>(null);
+
+  // The stack's limits, read once: stated under the form, and every draft checked against them
+  // before it is sent (GET /me/limits; the server checks them again).
+  useEffect(() => {
+    let live = true;
+    client
+      .limits()
+      .then(({ data }) => live && setLimits(data))
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [client]);
 
   useEffect(() => {
     let live = true;
@@ -96,6 +120,8 @@ export function SendPage() {
       ...(chat && membersOnly ? { members_only: true } : {}),
       ...(opensAt ? { opens_at: new Date(opensAt).toISOString() } : {}),
     } as SendRequest;
+    const problem = limits && draftProblem(draft, limits);
+    if (limits && problem) return setError(limitMessage(problem.limit, limits, locale));
     const idempotencyKey = keyFor(JSON.stringify(draft));
     setBusy(true);
     try {
@@ -103,7 +129,8 @@ export function SendPage() {
       sessionStorage.removeItem(DRAFT_KEY);
       setSent(packet);
     } catch (failure) {
-      setError(explain(failure, errorText(failure), t, locale));
+      const crossed = limits && draftProblem(draft, limits);
+      setError(crossed ? limitMessage(crossed.limit, limits, locale) : explain(failure, errorText(failure), t, locale));
     } finally {
       setBusy(false);
     }
@@ -209,7 +236,7 @@ export function SendPage() {
             placeholder={t.defaultGreeting}
             value={greeting}
             onChange={setGreeting}
-            maxLength={64}
+            maxLength={limits?.max_greeting_chars ?? 64}
             showCount
             rows={1}
             autoSize={{ minRows: 1, maxRows: 3 }}
@@ -279,6 +306,13 @@ export function SendPage() {
           </Collapse.Panel>
         </Collapse>
 
+        {limits && (
+          <p className="muted small limits-hint" data-testid="send-limits" data-max-total={limits.max_total_cents} data-max-count={limits.max_count}>
+            {limitMessage('max_total_cents', limits, locale)}
+            {locale === 'en' ? '; ' : '；'}
+            {limitMessage('max_count', limits, locale)}
+          </p>
+        )}
         <div className="big-total" data-testid="send-total" data-cents={totalCents ?? 0}>
           {formatMoney(totalCents ?? 0, currency)}
         </div>

@@ -53,8 +53,8 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       operator_invalid: '1 to 256 of letters, digits and _.:@/+=,-',
     },
     users: {
-      search_title: 'Find a user',
-      search_help: "The user's id (their token's sub)",
+      search_title: 'Find a user or a packet',
+      search_help: "A user's id (their token's sub), or a packet's id (32 hex digits)",
       open: 'Open user',
       title: 'User %{user}',
       no_hold: 'No hold',

@@ -105,8 +105,8 @@ export const zh = {
       operator_invalid: '1 到 256 个字符：字母、数字及 _.:@/+=,-',
     },
     users: {
-      search_title: '查找用户',
-      search_help: '用户 ID（其令牌的 sub）',
+      search_title: '查找用户或红包',
+      search_help: '用户 ID（其令牌的 sub），或红包 ID（32 位十六进制）',
       open: '查看用户',
       title: '用户 %{user}',
       no_hold: '无冻结',

@@ -41,6 +41,15 @@ import {
 } from '../components/choices';
 
 /** The users' page: a user id, then that user's page. */
+/**
+ * Where a search goes: a packet id (32 hex digits, as every answer writes it) opens the packet,
+ * anything else the user of that id (whose page says when nothing is on record for it).
+ */
+export function searched(typed: string): ['show', 'packets' | 'users', string] {
+  const text = typed.trim();
+  return /^[0-9a-fA-F]{32}$/.test(text) ? ['show', 'packets', text.toLowerCase()] : ['show', 'users', text];
+}
+
 export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
   const redirect = useRedirect();
   const translate = useTranslate();
@@ -52,7 +61,7 @@ export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
           <Typography variant="h6" gutterBottom>
             {translate('console.users.search_title')}
           </Typography>
-          <Form onSubmit={(values: Record<string, unknown>) => redirect('show', 'users', String(values.user).trim())}>
+          <Form onSubmit={(values: Record<string, unknown>) => redirect(...searched(String(values.user)))}>
             <TextInput
               source="user"
               resource="users"

@@ -15,7 +15,7 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use red_packets::domain::risk::HeldAction;
 use red_packets::domain::validate::parse_send_request;
-use red_packets::domain::{Limits, Packet, PacketId, Seed};
+use red_packets::domain::{Limits, Packet, PacketId, Seed, SendLimits};
 use red_packets::holds::HoldCheck;
 use red_packets::http::{action, caller, idempotency_key, json_body, money_response, respond};
 use red_packets::keys::Keys;
@@ -30,6 +30,8 @@ pub struct SendService<L, S> {
     pub(crate) ledger: L,
     pub(crate) store: S,
     limits: Limits,
+    /// The limits as `GET /me/limits` answers them (the daily ones are the ledger's to enforce).
+    pub(crate) send_limits: SendLimits,
     keys: Arc<Keys>,
     pub(crate) holds: HoldCheck,
     pub(crate) clock: Arc<dyn Clock>,
@@ -44,7 +46,8 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
     /// A service reading time from `clock`.
     pub fn with_clock(ledger: L, store: S, config: &Config, clock: Arc<dyn Clock>) -> Self {
         let (limits, keys, holds) = (config.limits, Arc::new(Keys::fixed(config)), HoldCheck::new(config.hold_refresh));
-        SendService { ledger, store, limits, keys, holds, clock }
+        let send_limits = SendLimits::of(&config.limits, &config.daily);
+        SendService { ledger, store, limits, send_limits, keys, holds, clock }
     }
 
     /// The same service with `keys` (read from their secrets at run time, in AWS).
@@ -54,7 +57,7 @@ impl<L: Ledger, S: LiveStore> SendService<L, S> {
     }
 }
 
-/// The Lambda handler of its three routes ([`red_packets::routes`]: send, cancel, withdraw), by
+/// The Lambda handler of its four routes ([`red_packets::routes`]: send, cancel, withdraw, limits), by
 /// the event's route key; another key is a 404. Every outcome, errors included, is an HTTP
 /// response; every send is counted (`Sends` by outcome: `created`, `replayed` or the error's
 /// code; `SentCents`).
@@ -65,6 +68,7 @@ pub async fn handle<L: Ledger + Withdrawals + Holds, S: LiveStore>(
     let result = match action(&request) {
         Ok(Action::Cancel) => crate::cancel::cancel(service, &request).await,
         Ok(Action::Withdraw) => crate::withdraw::withdraw(service, &request).await,
+        Ok(Action::Limits) => crate::limits::limits(service, &request),
         Ok(Action::Send) => {
             let sent = send(service, &request).await;
             if let Err(error) = &sent {

@@ -762,7 +762,7 @@ fn every_setting_is_declared_once_and_the_template_docs_and_local_env_follow_it(
 /// binary.
 #[test]
 fn every_route_is_declared_once_and_the_template_events_and_verify_build_follow_it() {
-    use red_packets::routes::{Function, Throttle, ROUTES};
+    use red_packets::routes::{Function, Throttle, LIMITS_BURST_LIMIT, LIMITS_RATE_LIMIT, ROUTES};
 
     let template = read("template.yaml");
     let mut served: BTreeSet<(String, String)> = BTreeSet::new();
@@ -797,13 +797,22 @@ fn every_route_is_declared_once_and_the_template_events_and_verify_build_follow_
         let parameters = match route.throttle {
             Throttle::Grab => Some(("GrabRateLimit", "GrabBurstLimit")),
             Throttle::Withdraw => Some(("WithdrawRateLimit", "WithdrawBurstLimit")),
-            Throttle::Default => None,
+            Throttle::Limits | Throttle::Default => None,
         };
         let setting = settings.get(route.key);
-        assert_eq!(setting.is_some(), parameters.is_some(), "{}: RouteSettings of its own or the default", route.key);
+        assert_eq!(
+            setting.is_some(),
+            route.throttle != Throttle::Default,
+            "{}: RouteSettings of its own or the default",
+            route.key
+        );
         if let (Some(setting), Some((rate, burst))) = (setting, parameters) {
             assert_eq!(reference(&setting["ThrottlingRateLimit"]), Some(rate), "{}", route.key);
             assert_eq!(reference(&setting["ThrottlingBurstLimit"]), Some(burst), "{}", route.key);
+        }
+        if let (Some(setting), Throttle::Limits) = (setting, route.throttle) {
+            assert_eq!(setting["ThrottlingRateLimit"].as_u64(), Some(u64::from(LIMITS_RATE_LIMIT)), "{}", route.key);
+            assert_eq!(setting["ThrottlingBurstLimit"].as_u64(), Some(u64::from(LIMITS_BURST_LIMIT)), "{}", route.key);
         }
         let event: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(workspace.join("events").join(route.event)).unwrap())

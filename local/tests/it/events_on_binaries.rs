@@ -38,6 +38,7 @@ const EVENT_FUNCTIONS: &[(&str, &str)] = &[
     ("statement.json", "funds"),
     ("trial-balance.json", "funds"),
     ("withdraw.json", "send"),
+    ("limits.json", "send"),
     ("withdrawal-paid.json", "funds"),
     ("withdrawal-failed.json", "funds"),
     ("adjustment-propose.json", "operator"),

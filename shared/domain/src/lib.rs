@@ -46,7 +46,7 @@ pub use day::BusinessDay;
 pub use grab::GrabOutcome;
 pub use ids::{ChatId, IdempotencyKey, PacketId, UserId};
 pub use invalid::Invalid;
-pub use limits::{DailyLimits, Limits};
+pub use limits::{DailyLimits, Limits, SendLimits};
 pub use live::LivePacket;
 pub use money::{Cents, Currency};
 pub use packet::{GrabTotals, Packet, PacketKind, PacketSpec, PacketStatus, PacketTerms, PacketView, SharedView};

@@ -130,3 +130,57 @@ mod tests {
         assert_eq!(utc.day_of(1_795_219_200_000), "2026-11-21");
     }
 }
+
+/// What a sender may send, as `GET /me/limits` answers it: the stack's limits, for a client's form
+/// to state and to check before it sends (the send checks them again). Every amount is in cents of
+/// the stack's currency, which the answer carries beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SendLimits {
+    /// Largest `total_cents` of one packet (`MAX_TOTAL_CENTS`).
+    pub max_total_cents: Cents,
+    /// Most shares in one packet (`MAX_COUNT`).
+    pub max_count: u32,
+    /// Smallest share: a packet's `total_cents` is at least `count` of these.
+    pub min_share_cents: Cents,
+    /// Longest greeting, in characters.
+    pub max_greeting_chars: usize,
+    /// Longest passphrase, in characters.
+    pub max_passphrase_chars: usize,
+    /// Most recipients one packet may name (`MAX_RECIPIENTS`).
+    pub max_recipients: u32,
+    /// Shortest lifetime a sender may ask for (`MIN_EXPIRES_IN_SECONDS`).
+    pub min_expires_in_seconds: u32,
+    /// Longest lifetime a sender may ask for (`MAX_EXPIRES_IN_SECONDS`).
+    pub max_expires_in_seconds: u32,
+    /// Lifetime when the sender does not say (`DEFAULT_EXPIRES_IN_SECONDS`).
+    pub default_expires_in_seconds: u32,
+    /// How far ahead of its send a packet may open.
+    pub max_opens_ahead_seconds: u32,
+    /// Packets one sender may send per business day (`MAX_SENDS_PER_DAY`).
+    pub max_sends_per_day: u32,
+    /// Cents one sender may send per business day (`MAX_SENT_CENTS_PER_DAY`).
+    pub max_sent_cents_per_day: Cents,
+}
+
+impl SendLimits {
+    /// The smallest share: one cent.
+    pub const MIN_SHARE_CENTS: Cents = 1;
+
+    /// A deployment's limits, per packet and per day, as one answer.
+    pub fn of(limits: &Limits, daily: &DailyLimits) -> SendLimits {
+        SendLimits {
+            max_total_cents: limits.max_total_cents,
+            max_count: limits.max_count,
+            min_share_cents: Self::MIN_SHARE_CENTS,
+            max_greeting_chars: MAX_GREETING_CHARS,
+            max_passphrase_chars: super::access::MAX_PASSPHRASE_CHARS,
+            max_recipients: limits.max_recipients,
+            min_expires_in_seconds: limits.min_expires_in_seconds,
+            max_expires_in_seconds: limits.max_expires_in_seconds,
+            default_expires_in_seconds: limits.default_expires_in_seconds,
+            max_opens_ahead_seconds: limits.max_opens_ahead_seconds,
+            max_sends_per_day: daily.max_sends,
+            max_sent_cents_per_day: daily.max_sent_cents,
+        }
+    }
+}

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::access::{Passphrase, PassphraseKey, MAX_PASSPHRASE_CHARS, MAX_RECIPIENT_CHARS};
 use super::ids::{ChatId, UserId};
 use super::invalid::Invalid;
-use super::limits::{Limits, MAX_GREETING_CHARS};
+use super::limits::{Limits, SendLimits, MAX_GREETING_CHARS};
 use super::packet::{PacketKind, PacketSpec, PacketTerms};
 use super::split::SplitRule;
 use crate::clock::{parse_rfc3339, Millis};
@@ -93,7 +93,7 @@ fn validate(request: SendRequest, limits: &Limits, key: &PassphraseKey, now_ms: 
         return Err(Invalid::field("count", format!("count must be between 1 and {}", limits.max_count)));
     }
     let count = count as u32;
-    if total_cents < u64::from(count) {
+    if total_cents < u64::from(count) * SendLimits::MIN_SHARE_CENTS {
         return Err(Invalid::field("count", "count must not exceed total_cents: every share is at least 1 cent"));
     }
 
