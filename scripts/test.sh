@@ -29,7 +29,6 @@ cleanup() {
   scripts/stack.sh stop "$name"
   scripts/stack.sh stop "$valkey_name"
   scripts/stack.sh stop "$name-readme"
-  scripts/stack.sh stop "$name-side"
   scripts/docker.sh stop "$name"
 }
 trap cleanup EXIT
@@ -117,26 +116,16 @@ model_log=".local/$name/recovery-model.log"
 nice -n 19 .local/venv/bin/python scripts/run_tests.py --no-record --jobs 1 --package red-packets --test recovery_model \
   >"$model_log" 2>&1 &
 model=$!
-# The jobs beside the cluster pass (schemathesis, the split's verifier, the browser suites) get a
-# Redis and a DynamoDB Local of their own, started now, beside the first pass: the cluster pass's
-# DynamoDB Local then serves its suites alone, not their requests queued behind the fuzzer's and
-# the browsers' in one JVM.
-side_env=".local/$name/side.env"
-mkdir -p ".local/$name"
-scripts/stack.sh start "$name-side" 0 0 >"$side_env" &
-side=$!
 stage "the unit tests and the suites the topology cannot change, on single-node Redis, recording each function's AWS calls (local/src/calls.rs)"
 calls="$PWD/.local/$name/calls"
 AWS_CALL_LOG="$calls" TEST_PASS=redis .local/venv/bin/python scripts/run_tests.py --jobs 1 --skip-test recovery_model --skip-test fleet \
   --skip-test fairness "${cluster_only[@]/#/--skip-test=}" 2>&1 | tee "$log"
 
-# Schemathesis against the local API beside the cluster pass below: the two share no Redis, no
-# DynamoDB Local and no table (the local API uses the side services, the pass a cluster of its
-# own and the first services), and the fuzzer waits on the API as much as it computes. Its
-# output follows the pass's.
-wait "$side"
+# Schemathesis against the local API beside the cluster pass below: the two share no Redis (the
+# local API uses the services' own, the pass a cluster of its own) and no table, and the fuzzer
+# waits on the API as much as it computes. Its output follows the pass's.
 fuzz_log=".local/$name/schemathesis.log"
-(eval "$(cat "$side_env")" && scripts/fuzz.sh) >"$fuzz_log" 2>&1 &
+scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz=$!
 
 # The split's verifier (local/tests/it/fairness.rs: 1,000 packets sent, grabbed and settled
@@ -148,13 +137,12 @@ fuzz=$!
 # the cluster pass, which leaves a fifth of the cores idle too; at the end they were the run's
 # tail (nearly 2 minutes after the README's commands). Their calls are recorded like the passes'.
 verifier_log=".local/$name/split-verifier.log"
-(eval "$(cat "$side_env")" && AWS_CALL_LOG="$calls" TEST_PASS=redis nice -n 19 .local/venv/bin/python scripts/run_tests.py \
-  --no-record --jobs 1 --package local --test fairness) >"$verifier_log" 2>&1 &
+AWS_CALL_LOG="$calls" TEST_PASS=redis nice -n 19 .local/venv/bin/python scripts/run_tests.py --no-record --jobs 1 \
+  --package local --test fairness >"$verifier_log" 2>&1 &
 verifier=$!
 console_log=".local/$name/console-e2e.log"
 app_log=".local/$name/app-e2e.log"
 (
-  eval "$(cat "$side_env")"
   status=0
   nice -n 10 scripts/console-e2e.sh >"$console_log" 2>&1 || status=1
   nice -n 10 scripts/app-e2e.sh >"$app_log" 2>&1 || status=$((status + 2))
