@@ -811,6 +811,30 @@ test('4: finance reads the business day\'s trial balance, downloads the CSV the 
   const overdueLines = overdue.length ? await exported() : [];
   assert.equal(Math.max(overdueLines.length - 1, 0), overdue.length, 'the export keeps the filter');
   assert.ok(!overdueLines.some((line) => line.includes(asked.body.withdrawal_id)), 'not the one on time');
+
+  // the withdrawal a user quotes, found by its id in the search box: pending; once the payments
+  // system has paid it, paid with its reference, and no longer a pending one
+  const withdrawalId = asked.body.withdrawal_id;
+  const find = async () => {
+    await fay.page.goto(`${CONSOLE_URL}users`);
+    await fay.page.locator('input[name=user]').fill(withdrawalId);
+    await fay.page.locator('[data-submit=find-user]').click();
+    await fay.page.waitForURL((url) => url.pathname.endsWith(`/withdrawals/${withdrawalId}/show`));
+    await fay.page.locator('[data-testid=withdrawal-id]').filter({ hasText: withdrawalId }).waitFor();
+  };
+  await find();
+  await fay.page.locator('[data-testid=withdrawal-status]').filter({ hasText: '处理中' }).waitFor();
+  assert.equal((await fay.page.locator('[data-testid=withdrawal-user]').innerText()).trim(), user);
+  // the payments system's word, through the funds function (`local funds` prints its log line, then the answer)
+  const said = local('funds', JSON.stringify({ withdrawal_paid: { withdrawal_id: withdrawalId, reference: `${RUN}-payout-1` } }));
+  const paid = JSON.parse(said.slice(said.indexOf('{')));
+  assert.equal(paid.withdrawal?.applied, true, said);
+  await find();
+  await fay.page.locator('[data-testid=withdrawal-status]').filter({ hasText: '已到账' }).waitFor();
+  await fay.page.getByText(`${RUN}-payout-1`).waitFor();
+  await shot(fay.page, 'withdrawal');
+  const unknown = await api('GET', `/ops/v1/withdrawals/wd-${'0'.repeat(32)}`, { token: finance });
+  assert.equal(unknown.status, 404, JSON.stringify(unknown.body));
   fay.assertClean();
 });
 

@@ -34,7 +34,7 @@ import { LoginPage } from './pages/LoginPage';
 import { PacketShow } from './pages/packets';
 import { ReportsPage } from './pages/reports';
 import { UserSearchPage, UserShow } from './pages/users';
-import { WithdrawalList } from './pages/withdrawals';
+import { WithdrawalList, WithdrawalShow } from './pages/withdrawals';
 
 // The charts (recharts) load with the dashboard only.
 const Dashboard = lazy(() => import('./pages/Dashboard'));
@@ -125,7 +125,7 @@ export const App = ({ config }: { config: ConsoleConfig }) => {
     >
       <Resource name="users" list={UserSearchPage} show={UserShow} icon={PersonSearchIcon} recordRepresentation="user" />
       <Resource name="adjustments" list={AdjustmentsPage} create={AdjustmentCreate} icon={AccountBalanceWalletIcon} />
-      <Resource name="withdrawals" list={WithdrawalList} icon={PaymentsIcon} />
+      <Resource name="withdrawals" list={WithdrawalList} show={WithdrawalShow} icon={PaymentsIcon} />
       <Resource name="holds" list={HoldList} icon={LockIcon} />
       <Resource name="flags" list={FlagList} icon={FlagIcon} />
       <Resource name="audit" list={AuditList} icon={HistoryEduIcon} />

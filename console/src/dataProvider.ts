@@ -85,6 +85,7 @@ type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
  * | adjustments    | getList: GET /ops/v1/adjustments/pending                 | reference      |
  * |                | create: POST /ops/v1/adjustments                         |                |
  * | withdrawals    | getList(overdue): GET /ops/v1/withdrawals/pending        | withdrawal_id  |
+ * |                | getOne: GET /ops/v1/withdrawals/{withdrawal_id}          |                |
  *
  * The server pages movements, packets, flags (a user's too), a user's audit entries, pending
  * adjustments and pending withdrawals by cursor: page n is reached through the cursors of the pages before it (kept here), and answered
@@ -333,6 +334,12 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
             client.GET('/ops/v1/packets/{packet_id}', { params: { path: { packet_id: String(params.id) } } }),
           );
           return { data: { ...answer, id: answer.packet_id } as never };
+        }
+        case 'withdrawals': {
+          const answer = await call(
+            client.GET('/ops/v1/withdrawals/{withdrawal_id}', { params: { path: { withdrawal_id: String(params.id) } } }),
+          );
+          return { data: { ...answer, id: answer.withdrawal_id } as never };
         }
         default:
           throw new Error(`${resource}: no record of its own in the operators' API`);

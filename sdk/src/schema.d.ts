@@ -616,6 +616,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ops/v1/withdrawals/{withdrawal_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One withdrawal by its id, whatever its state
+         * @description Role support, finance or admin. The withdrawal as the ledger holds it: pending, paid or failed, with the payments system's reference and when it resolved it once it has, and whether it is overdue (pending longer than a day). What support looks up when a user quotes a `wd-…` id, and finance before asking the payments system about an overdue one (docs/OPERATIONS.md, `WithdrawalsOverdueAlarm`). 404 for an id the ledger does not hold.
+         */
+        get: operations["opsWithdrawal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ops/v1/flags/{flag_id}/assign": {
         parameters: {
             query?: never;
@@ -1124,6 +1144,21 @@ export interface components {
             requested_at: components["schemas"]["Time"];
             /** @description Pending for longer than a day. */
             overdue: boolean;
+        };
+        OpsWithdrawal: {
+            withdrawal_id: string;
+            user: string;
+            amount_cents: components["schemas"]["Cents"];
+            destination: string;
+            /** @enum {string} */
+            status: "pending" | "paid" | "failed";
+            requested_at: components["schemas"]["Time"];
+            resolved_at?: components["schemas"]["Time"];
+            /** @description The payments system's reference of the payout, or of its failure. */
+            reference?: string;
+            /** @description Pending for longer than a day. */
+            overdue: boolean;
+            currency: components["schemas"]["Currency"];
         };
         PendingWithdrawalPage: {
             items: components["schemas"]["PendingWithdrawal"][];
@@ -2504,6 +2539,33 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                withdrawal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The withdrawal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpsWithdrawal"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["OperatorForbidden"];
             404: components["responses"]["NotFound"];

@@ -129,8 +129,7 @@ export function SendPage() {
       sessionStorage.removeItem(DRAFT_KEY);
       setSent(packet);
     } catch (failure) {
-      const crossed = limits && draftProblem(draft, limits);
-      setError(crossed ? limitMessage(crossed.limit, limits, locale) : explain(failure, errorText(failure), t, locale));
+      setError(explain(failure, errorText(failure), t, locale));
     } finally {
       setBusy(false);
     }

@@ -54,7 +54,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     users: {
       search_title: 'Find a user or a packet',
-      search_help: "A user's id (their token's sub), or a packet's id (32 hex digits)",
+      search_help: "A user's id (their token's sub), a packet's id (32 hex digits), or a withdrawal's id (wd-…)",
       open: 'Open user',
       title: 'User %{user}',
       no_hold: 'No hold',
@@ -123,6 +123,8 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       overdue: 'Overdue',
       on_time: 'Pending',
       overdue_only: 'Overdue only',
+      one: 'Withdrawal %{id}',
+      statuses: { pending: 'Pending', paid: 'Paid out', failed: 'Failed, returned to the balance' },
     },
     flag: {
       resolve: 'Resolve',
@@ -371,6 +373,8 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
         destination: 'Destination',
         status: 'Status',
         requested_at: 'Requested at',
+        resolved_at: 'Resolved at',
+        reference: 'Payments reference',
         overdue: 'Overdue',
       },
     },

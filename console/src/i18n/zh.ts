@@ -106,7 +106,7 @@ export const zh = {
     },
     users: {
       search_title: '查找用户或红包',
-      search_help: '用户 ID（其令牌的 sub），或红包 ID（32 位十六进制）',
+      search_help: '用户 ID（其令牌的 sub），红包 ID（32 位十六进制），或提现 ID（wd-…）',
       open: '查看用户',
       title: '用户 %{user}',
       no_hold: '无冻结',
@@ -173,6 +173,8 @@ export const zh = {
       overdue: '已逾期',
       on_time: '处理中',
       overdue_only: '只看逾期',
+      one: '提现 %{id}',
+      statuses: { pending: '处理中', paid: '已到账', failed: '失败，已退回余额' },
     },
     flag: {
       resolve: '处理',
@@ -422,6 +424,8 @@ export const zh = {
         destination: '收款账户',
         status: '状态',
         requested_at: '申请时间',
+        resolved_at: '完成时间',
+        reference: '支付方参考号',
         overdue: '是否逾期',
       },
     },

@@ -42,12 +42,15 @@ import {
 
 /** The users' page: a user id, then that user's page. */
 /**
- * Where a search goes: a packet id (32 hex digits, as every answer writes it) opens the packet,
- * anything else the user of that id (whose page says when nothing is on record for it).
+ * Where a search goes: a packet id (32 hex digits, as every answer writes it) opens the packet, a
+ * withdrawal id (`wd-` and 32 hex digits) the withdrawal, anything else the user of that id (whose
+ * page says when nothing is on record for it).
  */
-export function searched(typed: string): ['show', 'packets' | 'users', string] {
+export function searched(typed: string): ['show', 'packets' | 'withdrawals' | 'users', string] {
   const text = typed.trim();
-  return /^[0-9a-fA-F]{32}$/.test(text) ? ['show', 'packets', text.toLowerCase()] : ['show', 'users', text];
+  if (/^[0-9a-fA-F]{32}$/.test(text)) return ['show', 'packets', text.toLowerCase()];
+  if (/^wd-[0-9a-fA-F]{32}$/i.test(text)) return ['show', 'withdrawals', text.toLowerCase()];
+  return ['show', 'users', text];
 }
 
 export const UserSearch = ({ titled = true }: { titled?: boolean }) => {

@@ -5,12 +5,16 @@ import {
   ExportButton,
   List,
   Pagination,
+  SelectField,
+  Show,
+  SimpleShowLayout,
   TextField,
   TopToolbar,
   useRecordContext,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
+import { Link } from 'react-router-dom';
 import { MoneyField } from '../components/MoneyField';
 import { TimeField } from '../components/TimeField';
 
@@ -19,6 +23,7 @@ const Overdue = (_props: { label?: string }) => {
   const record = useRecordContext();
   const translate = useTranslate();
   if (!record) return null;
+  if (record.status !== undefined && record.status !== 'pending') return <span>—</span>;
   return record.overdue ? (
     <Chip
       size="small"
@@ -69,4 +74,44 @@ export const WithdrawalList = () => (
       <Overdue label="resources.withdrawals.fields.overdue" />
     </Datagrid>
   </List>
+);
+
+const WITHDRAWAL_STATUSES = ['pending', 'paid', 'failed'].map((id) => ({ id, name: `console.withdrawal.statuses.${id}` }));
+
+const WithdrawalUser = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  if (!record) return null;
+  const user = String(record.user);
+  return (
+    <Link to={`/users/${encodeURIComponent(user)}/show`} data-testid="withdrawal-user">
+      {user}
+    </Link>
+  );
+};
+
+const WithdrawalTitle = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  return <span>{record ? translate('console.withdrawal.one', { id: record.withdrawal_id }) : ''}</span>;
+};
+
+/**
+ * `GET /ops/v1/withdrawals/{withdrawal_id}`: one withdrawal, whatever its state, found by the id a
+ * user quotes (the search box opens it): its user, amount, destination, state, the payments
+ * system's reference once it resolved it, and whether it is overdue.
+ */
+export const WithdrawalShow = () => (
+  <Show title={<WithdrawalTitle />}>
+    <SimpleShowLayout>
+      <TextField source="withdrawal_id" data-testid="withdrawal-id" />
+      <WithdrawalUser label="resources.withdrawals.fields.user" />
+      <MoneyField source="amount_cents" />
+      <TextField source="destination" />
+      <SelectField source="status" choices={WITHDRAWAL_STATUSES} data-testid="withdrawal-status" />
+      <TimeField source="requested_at" />
+      <TimeField source="resolved_at" emptyText="—" />
+      <TextField source="reference" emptyText="—" />
+      <Overdue label="resources.withdrawals.fields.overdue" />
+    </SimpleShowLayout>
+  </Show>
 );

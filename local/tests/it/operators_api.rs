@@ -98,7 +98,8 @@ fn sample(route: &str) -> (String, String, Option<Value>) {
         .replace("{reference}", "case-none")
         .replace("{flag_id}", "chain-none")
         .replace("{day}", "2026-11-28")
-        .replace("{packet_id}", &"0".repeat(32));
+        .replace("{packet_id}", &"0".repeat(32))
+        .replace("{withdrawal_id}", &format!("wd-{}", "0".repeat(32)));
     let body = (method == "POST").then(|| json!({}));
     (method.to_owned(), path, body)
 }
@@ -448,6 +449,8 @@ async fn flags_are_paged_by_status_assigned_and_resolved_once() {
     );
 }
 
+/// Pending withdrawals are listed, and each read by its id (`GET /ops/v1/withdrawals/{id}`, not by
+/// risk), until the payments system resolves them; then it reads paid, with its reference.
 #[tokio::test]
 async fn pending_withdrawals_are_listed_until_the_payments_system_resolves_them() {
     use red_packets::domain::withdrawal::{WithdrawalResolution, WithdrawalStatus};
@@ -476,12 +479,31 @@ async fn pending_withdrawals_are_listed_until_the_payments_system_resolves_them(
     let (status, refused) =
         api.as_operator("otto", &["finance"], "GET", "/ops/v1/withdrawals/pending?overdue=soon", None).await;
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("overdue")), "{refused}");
+    let one = format!("/ops/v1/withdrawals/{id}");
+    let (status, read) = api.as_operator("sam", &["support"], "GET", &one, None).await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        (read["user"].as_str(), read["amount_cents"].as_u64(), read["status"].as_str(), read["overdue"].as_bool()),
+        (Some(user.as_str()), Some(400), Some("pending"), Some(false)),
+        "{read}"
+    );
+    let (status, _) = api.as_operator("rita", &["risk"], "GET", &one, None).await;
+    assert_eq!(status, 403, "risk reads no withdrawal");
+    let unknown = format!("/ops/v1/withdrawals/wd-{}", "0".repeat(32));
+    assert_eq!(api.as_operator("sam", &["support"], "GET", &unknown, None).await.0, 404);
 
     let resolution = WithdrawalResolution { withdrawal_id: id.clone(), reference: "payout-1".into() };
     let ledger = &api.functions.operators.ledger;
     let paid = ledger.resolve_withdrawal(&resolution, WithdrawalStatus::Paid, SystemClock.now_ms()).await.unwrap();
     assert!(paid.applied);
     assert!(listed(all_pages(&api, &["finance"], "/ops/v1/withdrawals/pending", 100).await).is_none(), "resolved");
+    let (status, read) = api.as_operator("sam", &["support"], "GET", &one, None).await;
+    assert_eq!(
+        (status, read["status"].as_str(), read["reference"].as_str(), read["overdue"].as_bool()),
+        (200, Some("paid"), Some("payout-1"), Some(false)),
+        "{read}"
+    );
+    assert!(read["resolved_at"].is_string(), "{read}");
 }
 
 #[tokio::test]

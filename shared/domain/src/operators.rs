@@ -73,6 +73,8 @@ pub enum OpsAction {
     WithdrawAdjustment,
     /// The withdrawals waiting for the payments system.
     ListPendingWithdrawals,
+    /// One withdrawal by its id, whatever its state.
+    ReadWithdrawal,
     /// Assign a flag.
     AssignFlag,
     /// A day's trial balance.
@@ -103,7 +105,8 @@ impl OpsAction {
             OpsAction::ProposeAdjustment
             | OpsAction::WithdrawAdjustment
             | OpsAction::ReadStatement
-            | OpsAction::ListPendingWithdrawals => &[Support, Finance, Admin],
+            | OpsAction::ListPendingWithdrawals
+            | OpsAction::ReadWithdrawal => &[Support, Finance, Admin],
             OpsAction::ApproveAdjustment
             | OpsAction::RejectAdjustment
             | OpsAction::ReadTrialBalance

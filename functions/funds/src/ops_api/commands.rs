@@ -67,6 +67,7 @@ pub(super) fn command_payload(
         | OpsAction::ReadBusinessHours
         | OpsAction::Reconcile
         | OpsAction::ListPendingAdjustments
-        | OpsAction::ListPendingWithdrawals => return Err(ApiError::NotFound),
+        | OpsAction::ListPendingWithdrawals
+        | OpsAction::ReadWithdrawal => return Err(ApiError::NotFound),
     })
 }

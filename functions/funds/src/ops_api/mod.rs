@@ -21,7 +21,7 @@ use red_packets::domain::operators::{Operator, OpsAction};
 use red_packets::domain::risk::HoldScope;
 use red_packets::domain::sides::compare;
 use red_packets::domain::validate::parse_json;
-use red_packets::domain::withdrawal::{Withdrawal, OVERDUE_AFTER_MS};
+use red_packets::domain::withdrawal::{Withdrawal, WithdrawalStatus, OVERDUE_AFTER_MS};
 use red_packets::domain::{PacketId, UserId};
 use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
 use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
@@ -65,6 +65,7 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("POST /ops/v1/adjustments/{reference}/reject", OpsAction::RejectAdjustment),
     ("POST /ops/v1/adjustments/{reference}/withdraw", OpsAction::WithdrawAdjustment),
     ("GET /ops/v1/withdrawals/pending", OpsAction::ListPendingWithdrawals),
+    ("GET /ops/v1/withdrawals/{withdrawal_id}", OpsAction::ReadWithdrawal),
     ("GET /ops/v1/flags", OpsAction::ListFlags),
     ("POST /ops/v1/flags/{flag_id}/assign", OpsAction::AssignFlag),
     ("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
@@ -295,6 +296,7 @@ where
             };
             return read_pending_withdrawals(ledger, clock, page_request(request, &query)?, overdue_only).await;
         }
+        OpsAction::ReadWithdrawal => return read_withdrawal(ledger, clock, &parameter.unwrap_or_default()).await,
         _ => command_payload(action, parameter, request, &query, me)?,
     };
     let event = LambdaEvent::new(payload, Context::default());
@@ -324,6 +326,12 @@ mod tests {
         assert!(route(&Method::DELETE, "/ops/v1/holds").is_none());
         assert!(route(&Method::GET, "/ops/v1/users").is_none());
         assert!(route(&Method::GET, "/ops/v2/holds").is_none());
+        assert_eq!(
+            route(&Method::GET, "/ops/v1/withdrawals/pending").unwrap().action,
+            OpsAction::ListPendingWithdrawals
+        );
+        let matched = route(&Method::GET, "/ops/v1/withdrawals/wd-0a").unwrap();
+        assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ReadWithdrawal, Some("wd-0a")));
     }
 
     #[test]

@@ -102,6 +102,24 @@ pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
     Ok(money_response(StatusCode::OK, &json!({ "items": items, "next_cursor": next_cursor }), ledger_currency(ledger)))
 }
 
+/// `GET /ops/v1/withdrawals/{withdrawal_id}`: one withdrawal as the ledger holds it, pending,
+/// paid or failed (with the payments system's reference once resolved), and whether it is
+/// overdue; 404 for an id it does not hold (a malformed one too: no withdrawal has it).
+pub(super) async fn read_withdrawal<L: Withdrawals + Ledger>(
+    ledger: &L,
+    clock: &dyn Clock,
+    id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let withdrawal = ledger.withdrawal(id).await?.ok_or(ApiError::NotFound)?;
+    let due = clock.now_ms() - OVERDUE_AFTER_MS;
+    let mut value = json!(withdrawal);
+    value["overdue"] = Value::Bool(
+        withdrawal.status == WithdrawalStatus::Pending
+            && parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at < due),
+    );
+    Ok(money_response(StatusCode::OK, &value, ledger_currency(ledger)))
+}
+
 pub(super) fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
     Ledger::currency(ledger)
 }
