@@ -112,6 +112,40 @@ async fn grabs_survive_script_flush_and_a_restart() {
     assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(true)));
 }
 
+/// A Redis that answers nobody for longer than the connection's response timeout, then comes
+/// back: the grab's first call timed out (it may have run), so it is asked again once, and the
+/// caller is paid once, with a 200, not sent away with a 503 for a share that was taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grab_whose_call_timed_out_is_asked_again_and_paid_once() {
+    let redis = OwnRedis::start();
+    let mut config = redis.config();
+    config.redis.timeout = Duration::from_millis(1_000);
+    let functions = Arc::new(functions(&config).await);
+    let id = send_packet(&functions, 1_000, 10).await;
+    assert_eq!(grab(&functions, &id, "before-pause").await.0, 200, "the connection and script are warm");
+
+    redis.pause();
+    let patient = {
+        let (functions, id) = (functions.clone(), id.clone());
+        tokio::spawn(async move { grab(&functions, &id, "patient").await })
+    };
+    // Past the first call's response timeout (1 s), within the call asked again (1 s after it).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    redis.resume();
+    let (status, body, _) = patient.await.unwrap();
+    assert_eq!((status, body["already_grabbed"].as_bool()), (200, Some(false)), "{body}");
+
+    let (status, again, _) = grab(&functions, &id, "patient").await;
+    assert_eq!((status, again["already_grabbed"].as_bool()), (200, Some(true)), "{again}");
+    assert_eq!(again["amount_cents"], body["amount_cents"], "one share, told the same twice");
+    let store = red_packets::adapters::RedisStore::new(&config);
+    let mut conn = store.connection().await.unwrap();
+    let keys = store.keys(&red_packets::domain::PacketId::parse(&id).unwrap());
+    let log: Vec<String> = redis::cmd("LRANGE").arg(&keys.grabs).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+    let theirs = log.iter().filter_map(|entry| red_packets::adapters::redis::keys::parse_log_entry(entry));
+    assert_eq!(theirs.filter(|entry| entry.user.as_str() == "patient").count(), 1, "one share in the settle log");
+}
+
 /// Five packets of 100 shares.
 async fn five_packets(functions: &Functions) -> Vec<String> {
     let mut packets = Vec::new();

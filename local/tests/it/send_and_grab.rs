@@ -21,7 +21,7 @@ const GRAB_EVENT: &str = include_str!("../../../events/grab.json");
 async fn functions() -> Arc<Functions> {
     let mut config = Config::from_env().expect("configuration");
     // Loaded 2-core machines answer slowly; 503s under load are another test's subject.
-    config.redis.timeout = std::time::Duration::from_secs(5);
+    config.redis.timeout = std::time::Duration::from_secs(10);
     Arc::new(local::functions(&config, LocalAuthorizer::new("test")).await.expect("DynamoDB Local is reachable"))
 }
 

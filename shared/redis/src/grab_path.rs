@@ -155,6 +155,9 @@ impl RedisStore {
         match answered {
             Ok(Ok(answers)) => Ok(answers),
             Ok(Err(error)) if error.code() == Some("OOM") => Err(BatchFailure::OutOfMemory(error.to_string())),
+            // The connection's own response timeout (`RedisConfig::timeout`) fires before the
+            // limit: the call may have run, so it is a timeout like the limit's, asked again once.
+            Ok(Err(error)) if error.is_timeout() => Err(BatchFailure::TimedOut(error.to_string())),
             Ok(Err(error)) => Err(BatchFailure::Unavailable(error.to_string())),
             Err(_) => Err(BatchFailure::TimedOut(format!("no answer within {:?}", self.limit()))),
         }
