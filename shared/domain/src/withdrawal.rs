@@ -10,7 +10,7 @@ use super::ids::{IdempotencyKey, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
 use super::reference::reference_ok;
-use crate::clock::Millis;
+use crate::clock::{parse_rfc3339, Millis};
 
 /// Most a single withdrawal may take out: 1,000,000.00 in cents, as much as a top-up may bring in.
 pub const MAX_WITHDRAWAL_CENTS: Cents = 100_000_000;
@@ -18,6 +18,13 @@ pub const MAX_WITHDRAWAL_CENTS: Cents = 100_000_000;
 /// How long a withdrawal may stay pending before reconciliation reports it overdue (the
 /// `WithdrawalsOverdue` metric and its alarm): a day, the payments system's own promise.
 pub const OVERDUE_AFTER_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// True when a withdrawal pending since `pending_since_ms` is overdue at `now_ms`: pending
+/// longer than [`OVERDUE_AFTER_MS`]. The one rule the console's queue, a withdrawal's page and
+/// reconciliation's `WithdrawalsOverdue` share.
+pub fn overdue(pending_since_ms: Millis, now_ms: Millis) -> bool {
+    pending_since_ms < now_ms - OVERDUE_AFTER_MS
+}
 
 /// `POST /me/withdrawals`'s body, validated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +103,15 @@ pub struct Withdrawal {
     /// The payments system's reference of the payout (or of its failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+}
+
+impl Withdrawal {
+    /// True when it is still pending and [`overdue`] at `now_ms` (a `requested_at` that does not
+    /// parse is never overdue: nothing this ledger wrote).
+    pub fn is_overdue_at(&self, now_ms: Millis) -> bool {
+        self.status == WithdrawalStatus::Pending
+            && parse_rfc3339(&self.requested_at).is_some_and(|since| overdue(since, now_ms))
+    }
 }
 
 /// What asking for a withdrawal came to.
@@ -205,6 +221,29 @@ mod tests {
         assert!(resolution.validate().is_ok(), "{id}");
         let bad = WithdrawalResolution { withdrawal_id: "wd-xyz".into(), reference: "payout-1".into() };
         assert_eq!(bad.validate().unwrap_err().field.as_deref(), Some("withdrawal_id"));
+    }
+
+    #[test]
+    fn a_withdrawal_is_overdue_only_while_pending_past_a_day() {
+        let requested = "2026-12-01T08:00:00Z";
+        let since = crate::clock::parse_rfc3339(requested).unwrap();
+        let withdrawal = |status| Withdrawal {
+            withdrawal_id: "wd-f740d5e329027e69e7b9103fc888403b".into(),
+            user: alice(),
+            amount_cents: 500,
+            destination: "card-1".into(),
+            status,
+            requested_at: requested.into(),
+            resolved_at: None,
+            reference: None,
+        };
+        let pending = withdrawal(WithdrawalStatus::Pending);
+        assert!(!pending.is_overdue_at(since + OVERDUE_AFTER_MS), "a day exactly is not past it");
+        assert!(pending.is_overdue_at(since + OVERDUE_AFTER_MS + 1));
+        assert!(!withdrawal(WithdrawalStatus::Paid).is_overdue_at(since + 2 * OVERDUE_AFTER_MS), "resolved");
+        assert!(!withdrawal(WithdrawalStatus::Failed).is_overdue_at(since + 2 * OVERDUE_AFTER_MS));
+        let unreadable = Withdrawal { requested_at: "yesterday".into(), ..pending };
+        assert!(!unreadable.is_overdue_at(since + 2 * OVERDUE_AFTER_MS));
     }
 
     #[test]

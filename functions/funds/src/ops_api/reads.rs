@@ -76,7 +76,7 @@ pub(super) async fn read_statement<L: Books>(
 }
 
 /// A page of the pending withdrawals, each marked overdue (pending longer than
-/// [`OVERDUE_AFTER_MS`]); with `overdue_only`, the page's overdue ones (the queue is oldest
+/// [`red_packets::domain::withdrawal::OVERDUE_AFTER_MS`]); with `overdue_only`, the page's overdue ones (the queue is oldest
 /// first, so the overdue ones come first and a page with one that is not is the last of them).
 pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
     ledger: &L,
@@ -84,9 +84,9 @@ pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
     page: PageRequest<'_>,
     overdue_only: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let due = clock.now_ms() - OVERDUE_AFTER_MS;
+    let now_ms = clock.now_ms();
     let page = ledger.pending_withdrawals(page).await?;
-    let overdue = |withdrawal: &Withdrawal| parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at < due);
+    let overdue = |withdrawal: &Withdrawal| withdrawal.is_overdue_at(now_ms);
     let all_overdue = page.items.iter().all(overdue);
     let items: Vec<Value> = page
         .items
@@ -111,12 +111,8 @@ pub(super) async fn read_withdrawal<L: Withdrawals + Ledger>(
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
     let withdrawal = ledger.withdrawal(id).await?.ok_or(ApiError::NotFound)?;
-    let due = clock.now_ms() - OVERDUE_AFTER_MS;
     let mut value = json!(withdrawal);
-    value["overdue"] = Value::Bool(
-        withdrawal.status == WithdrawalStatus::Pending
-            && parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at < due),
-    );
+    value["overdue"] = Value::Bool(withdrawal.is_overdue_at(clock.now_ms()));
     Ok(money_response(StatusCode::OK, &value, ledger_currency(ledger)))
 }
 

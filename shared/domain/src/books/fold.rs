@@ -15,7 +15,7 @@ use crate::ids::{PacketId, UserId};
 use crate::money::Cents;
 use crate::packet::PacketStatus;
 use crate::wallet::MovementKind;
-use crate::withdrawal::{WithdrawalStatus, OVERDUE_AFTER_MS};
+use crate::withdrawal::{overdue, WithdrawalStatus};
 
 /// The fold: feed it every collection, then [`BooksFold::finish`].
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub struct BooksFold {
     pub(super) withdrawn_cents: Total,
     /// Withdrawals debited and not resolved as of the cut-off.
     pub(super) pending_withdrawals_cents: Total,
-    /// The ids of those pending longer than [`OVERDUE_AFTER_MS`].
+    /// The ids of those pending longer than [`crate::withdrawal::OVERDUE_AFTER_MS`].
     pub(super) overdue_withdrawals: Vec<String>,
     pub(super) adjusted_in_cents: Total,
     pub(super) adjusted_out_cents: Total,
@@ -156,7 +156,7 @@ impl BooksFold {
                     WithdrawalStatus::Pending => {
                         let pending = self.pending_withdrawals_cents.plus(u128::from(amount_cents));
                         self.pending_withdrawals_cents = pending.map_err(overflow)?;
-                        if written_at_ms < self.as_of_ms - OVERDUE_AFTER_MS {
+                        if overdue(written_at_ms, self.as_of_ms) {
                             self.overdue_withdrawals.push(id);
                         }
                     }
