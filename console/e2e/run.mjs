@@ -137,6 +137,13 @@ async function until(ms, what, probe, every = 500) {
 let businessTimeZone = 'Asia/Shanghai';
 
 /** Today's business day, YYYY-MM-DD, in the console's business time zone. */
+/** The calendar day `n` days from `day` (`YYYY-MM-DD`). */
+function shiftDay(day, n) {
+  const at = new Date(`${day}T12:00:00Z`);
+  at.setUTCDate(at.getUTCDate() + n);
+  return at.toISOString().slice(0, 10);
+}
+
 function businessDay(at = new Date()) {
   const parts = new Intl.DateTimeFormat('en-US', {
     timeZone: businessTimeZone,
@@ -424,6 +431,16 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
     'the API names the same two steps',
   );
   assert.ok(entries.every((entry) => exported.some((line) => line.includes(entry.at))), 'each at its time');
+
+  // the reference a case quotes, typed in the search box: the adjustment, applied, its user
+  await fay.page.goto(`${CONSOLE_URL}users`);
+  await fay.page.locator('input[name=user]').fill(reference);
+  await fay.page.locator('[data-submit=find-user]').click();
+  await fay.page.waitForURL((url) => url.pathname.endsWith(`/adjustments/${encodeURIComponent(reference)}/show`));
+  await fay.page.locator('[data-testid=adjustment-reference]').filter({ hasText: reference }).waitFor();
+  await fay.page.locator('[data-testid=adjustment-status]').filter({ hasText: '已入账' }).waitFor();
+  assert.equal((await fay.page.locator('[data-testid=adjustment-user]').innerText()).trim(), user);
+  await shot(fay.page, 'adjustment');
   fay.assertClean();
 });
 
@@ -812,6 +829,65 @@ test('4: finance reads the business day\'s trial balance, downloads the CSV the 
   assert.equal(Math.max(overdueLines.length - 1, 0), overdue.length, 'the export keeps the filter');
   assert.ok(!overdueLines.some((line) => line.includes(asked.body.withdrawal_id)), 'not the one on time');
 
+  // a period: requested from tomorrow on leaves today's out; yesterday to today holds it, and
+  // the export keeps the period as the API does
+  const today = businessDay();
+  const [yesterday, tomorrow] = [shiftDay(today, -1), shiftDay(today, 1)];
+  await fay.page.locator('input[name=overdue]').uncheck();
+  await pending.waitFor();
+  await fay.page.locator('input[name=from]').fill(tomorrow);
+  await pending.waitFor({ state: 'detached' });
+  await fay.page.locator('input[name=from]').fill(yesterday);
+  await fay.page.locator('input[name=to]').fill(today);
+  await pending.waitFor();
+  const period = await everyItem('/ops/v1/withdrawals/pending', { from: yesterday, to: today }, finance);
+  const periodLines = await exported();
+  assert.equal(periodLines.length - 1, period.length, 'the export keeps the period');
+  assert.ok(periodLines.some((line) => line.includes(asked.body.withdrawal_id)), 'this one among them');
+
+  // the payee's statement of yesterday to today: one period, dated at both ends; its CSV the
+  // server's for the same period. A statement stops at the latest cut-off (a minute ago), which
+  // moves while the test runs: the file is compared with the API's CSV asked for just before and
+  // just after it, and downloaded again if the two differ.
+  await fay.page.goto(`${CONSOLE_URL}reports`);
+  const card = fay.page.locator('[data-testid=statement-card]');
+  await card.locator('input[name=user]').fill(user);
+  await card.locator('input[name=day]').fill(yesterday);
+  await card.locator('input[name=to]').fill(today);
+  await card.locator('[data-submit=statement]').click();
+  const statement = card.locator(`[data-testid=statement][data-to="${today}"]`);
+  await statement.waitFor();
+  assert.equal(await statement.getAttribute('data-day'), yesterday);
+  const periodCsv = async () => {
+    const response = await fetch(`${API_URL}/ops/v1/users/${user}/statements/${yesterday}?to=${today}&format=csv`, {
+      headers: { authorization: `Bearer ${finance}` },
+    });
+    assert.equal(response.status, 200);
+    return response.text();
+  };
+  let matched = false;
+  for (let attempt = 1; attempt <= 3 && !matched; attempt++) {
+    const before = await periodCsv();
+    const [download] = await Promise.all([
+      fay.page.waitForEvent('download'),
+      card.locator('[data-action=download-statement]').click(),
+    ]);
+    assert.equal(download.suggestedFilename(), `statement-${user}-${yesterday}-to-${today}.csv`);
+    const downloaded = readFileSync(await download.path(), 'utf8');
+    const after = await periodCsv();
+    if (before !== after) {
+      t.diagnostic(`attempt ${attempt}: the cut-off passed a movement while comparing; again`);
+      continue;
+    }
+    assert.equal(downloaded, after, 'the CSV downloaded is the API\'s for the same period');
+    const rows = downloaded.trimEnd().split('\n');
+    assert.ok(rows[1].startsWith(`${user},${yesterday},opening,`), rows[1]);
+    assert.ok(rows.at(-1).startsWith(`${user},${today},closing,`), rows.at(-1));
+    matched = true;
+  }
+  assert.ok(matched, 'the period held still for one comparison in three');
+  await shot(fay.page, 'statement-period');
+
   // the withdrawal a user quotes, found by its id in the search box: pending; once the payments
   // system has paid it, paid with its reference, and no longer a pending one
   const withdrawalId = asked.body.withdrawal_id;
@@ -1017,7 +1093,13 @@ test('every page has no serious accessibility violation (axe-core, WCAG 2.1 A an
   await page.locator('input[name=operator]').waitFor();
   found.login = await accessibilityViolations(page);
   await signIn(page, 'ada', ['support', 'finance', 'risk', 'admin']);
+  const adjustment = { reference: `${user}-case`, user, direction: 'credit', amount_cents: 100, reason: 'a11y' };
+  const proposed = await api('POST', '/ops/v1/adjustments', { token: await opsToken('sam', ['support']), body: adjustment });
+  assert.equal(proposed.status, 200, JSON.stringify(proposed.body));
+  const withdrawal = await withdraw(user, 100);
+  assert.equal(withdrawal.status, 201, JSON.stringify(withdrawal.body));
   const pages = ['', 'users', `users/${user}/show`, 'audit', 'adjustments', 'withdrawals', 'flags', 'holds', 'reports'];
+  pages.push(`adjustments/${adjustment.reference}/show`, `withdrawals/${withdrawal.body.withdrawal_id}/show`);
   for (const path of pages) {
     await page.goto(`${CONSOLE_URL}${path}`);
     await page.locator('#react-admin-title').filter({ hasText: /\S/ }).waitFor();

@@ -26,7 +26,7 @@ import { BusinessTimeZoneProvider, dayIn } from './businessDay';
 import type { ConsoleConfig } from './config';
 import { makeDataProvider } from './dataProvider';
 import { i18nProvider } from './i18n';
-import { AdjustmentCreate, AdjustmentsPage } from './pages/adjustments';
+import { AdjustmentCreate, AdjustmentShow, AdjustmentsPage } from './pages/adjustments';
 import { AuditList } from './pages/audit';
 import { FlagList } from './pages/flags';
 import { HoldList } from './pages/holds';
@@ -124,7 +124,13 @@ export const App = ({ config }: { config: ConsoleConfig }) => {
       disableTelemetry
     >
       <Resource name="users" list={UserSearchPage} show={UserShow} icon={PersonSearchIcon} recordRepresentation="user" />
-      <Resource name="adjustments" list={AdjustmentsPage} create={AdjustmentCreate} icon={AccountBalanceWalletIcon} />
+      <Resource
+        name="adjustments"
+        list={AdjustmentsPage}
+        create={AdjustmentCreate}
+        show={AdjustmentShow}
+        icon={AccountBalanceWalletIcon}
+      />
       <Resource name="withdrawals" list={WithdrawalList} show={WithdrawalShow} icon={PaymentsIcon} />
       <Resource name="holds" list={HoldList} icon={LockIcon} />
       <Resource name="flags" list={FlagList} icon={FlagIcon} />

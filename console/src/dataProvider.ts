@@ -27,6 +27,7 @@ export type Statement = Schemas['Statement'];
 export type Reconciliation = Schemas['Reconciliation'];
 export type PacketSides = Schemas['PacketSides'];
 export type PacketReleased = Schemas['PacketReleased'];
+export type ResendResult = Schemas['ResendResult'];
 
 /** The lists the server pages by cursor, each walked whole by `everyPage`. */
 export type PagedResource = 'adjustments' | 'withdrawals' | 'flags';
@@ -48,14 +49,16 @@ export type ConsoleDataProvider = DataProvider & {
   businessHours(day: string): Promise<BusinessHours>;
   /** The trial balance as the server's CSV, its text untouched. */
   trialBalanceCsv(day: string): Promise<string>;
-  statement(user: string, day: string): Promise<Statement>;
+  statement(user: string, day: string, to?: string): Promise<Statement>;
   /** The statement as the server's CSV, its text untouched. */
-  statementCsv(user: string, day: string): Promise<string>;
+  statementCsv(user: string, day: string, to?: string): Promise<string>;
   reconcile(asOf?: string): Promise<Reconciliation>;
   /** A packet as Redis and the ledger each hold it, with what differs and its quarantine. */
   packetSides(packetId: string): Promise<PacketSides>;
   /** Takes a packet out of quarantine (finance or admin; the server decides), audited. */
   releasePacket(packetId: string, reason: string): Promise<PacketReleased>;
+  /** Sends an overdue withdrawal's order to the payments system again (finance or admin; no money moves). */
+  resendWithdrawal(withdrawalId: string, reason: string): Promise<ResendResult>;
   /** Every page of a paged list (at most `maxPages` of 100), for counts and sums. */
   everyPage(resource: PagedResource, filter?: Record<string, unknown>, maxPages?: number): Promise<Walked>;
   /** The stack's currency (from the last answer, else from the holds list). */
@@ -81,11 +84,13 @@ type Page<T> = { items: T[]; next_cursor?: string | null; currency: Currency };
  * |                | releasePacket: POST …/packets/{packet_id}/release        |                |
  * | holds          | getList: GET /ops/v1/holds                               | the user       |
  * | flags          | getList(status): GET /ops/v1/flags                       | flag_id        |
- * | audit          | getList(day): GET /ops/v1/audit/{day}                    | day#index      |
+ * | audit          | getList(day, to): GET /ops/v1/audit/{day}?to=            | day#index      |
  * | adjustments    | getList: GET /ops/v1/adjustments/pending                 | reference      |
+ * |                | getOne: GET /ops/v1/adjustments/{reference}              |                |
  * |                | create: POST /ops/v1/adjustments                         |                |
- * | withdrawals    | getList(overdue): GET /ops/v1/withdrawals/pending        | withdrawal_id  |
+ * | withdrawals    | getList(overdue, from, to): GET …/withdrawals/pending    | withdrawal_id  |
  * |                | getOne: GET /ops/v1/withdrawals/{withdrawal_id}          |                |
+ * |                | resendWithdrawal: POST …/{withdrawal_id}/resend          |                |
  *
  * The server pages movements, packets, flags (a user's too), a user's audit entries, pending
  * adjustments and pending withdrawals by cursor: page n is reached through the cursors of the pages before it (kept here), and answered
@@ -190,10 +195,12 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
 
   function withdrawalsPager(filter: Record<string, unknown> | undefined): Pager<Schemas['PendingWithdrawal']> {
     const overdue = filter?.overdue === true || filter?.overdue === 'true' ? true : undefined;
+    const from = filter?.from ? String(filter.from) : undefined;
+    const to = filter?.to ? String(filter.to) : undefined;
     return {
-      key: `withdrawals|${overdue ? 'overdue' : 'all'}`,
+      key: `withdrawals|${overdue ? 'overdue' : 'all'}|${from ?? ''}|${to ?? ''}`,
       fetchPage: (cursor, limit) =>
-        call(client.GET('/ops/v1/withdrawals/pending', { params: { query: { overdue, limit, cursor } } })),
+        call(client.GET('/ops/v1/withdrawals/pending', { params: { query: { overdue, from, to, limit, cursor } } })),
       toRecord: (withdrawal, page) => ({ ...withdrawal, id: withdrawal.withdrawal_id, currency: page.currency }),
     };
   }
@@ -308,9 +315,10 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
           return paged(withdrawalsPager(params.filter), params);
         case 'audit': {
           const day = String(params.filter?.day || businessToday());
-          const answer = await call(client.GET('/ops/v1/audit/{day}', { params: { path: { day } } }));
+          const to = params.filter?.to ? String(params.filter.to) : undefined;
+          const answer = await call(client.GET('/ops/v1/audit/{day}', { params: { path: { day }, query: { to } } }));
           const records = answer.entries.map((entry, index) => ({ ...entry, id: `${answer.day}#${index}` }));
-          return localPage(records, params, ['day']);
+          return localPage(records, params, ['day', 'to']);
         }
         case 'movements':
         case 'user_packets':
@@ -340,6 +348,10 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
             client.GET('/ops/v1/withdrawals/{withdrawal_id}', { params: { path: { withdrawal_id: String(params.id) } } }),
           );
           return { data: { ...answer, id: answer.withdrawal_id } as never };
+        }
+        case 'adjustments': {
+          const answer = await call(client.GET('/ops/v1/adjustments/{reference}', { params: reference(String(params.id)) }));
+          return { data: { ...answer, id: answer.reference } as never };
         }
         default:
           throw new Error(`${resource}: no record of its own in the operators' API`);
@@ -398,16 +410,29 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
           parseAs: 'text',
         }),
       ),
-    statement: async (target, day) =>
-      json(await call(client.GET('/ops/v1/users/{user}/statements/{day}', { params: { path: { user: target, day } } }))),
-    statementCsv: (target, day) =>
+    statement: async (target, day, to) =>
+      json(
+        await call(
+          client.GET('/ops/v1/users/{user}/statements/{day}', {
+            params: { path: { user: target, day }, query: { to: to || undefined } },
+          }),
+        ),
+      ),
+    statementCsv: (target, day, to) =>
       call(
         client.GET('/ops/v1/users/{user}/statements/{day}', {
-          params: { path: { user: target, day }, query: { format: 'csv' } },
+          params: { path: { user: target, day }, query: { to: to || undefined, format: 'csv' } },
           parseAs: 'text',
         }),
       ),
     packetSides: (packetId) => call(client.GET('/ops/v1/packets/{packet_id}/sides', { params: packet(packetId) })),
+    resendWithdrawal: (withdrawalId, reason) =>
+      call(
+        client.POST('/ops/v1/withdrawals/{withdrawal_id}/resend', {
+          params: { path: { withdrawal_id: withdrawalId } },
+          body: { reason },
+        }),
+      ),
     releasePacket: (packetId, reason) =>
       call(client.POST('/ops/v1/packets/{packet_id}/release', { params: packet(packetId), body: { reason } })),
     reconcile: (asOf) => call(client.POST('/ops/v1/reconciliations', { body: asOf ? { as_of: asOf } : {} })),

@@ -504,8 +504,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A business day's audit trail
-         * @description Any operator role. Every release, adjustment step, withdrawal resolution, hold and flag resolution of the day, who did it, when and why.
+         * A business day's audit trail, or a period's
+         * @description Any operator role. Every release, adjustment step, withdrawal resolution, hold and flag resolution of the day, who did it, when and why; with `to`, each day's of the period in turn (`to` in the answer). A withdrawal resolution's entry is how finance lists the withdrawals paid or failed in a period.
          */
         get: operations["opsReadAudit"];
         put?: never;
@@ -524,8 +524,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A user's statement of one business day, as JSON or CSV
-         * @description Role support, finance or admin. The day's movements in booking order with the balance after each, from the opening balance to the closing one; `format=csv` answers the same rows as `text/csv` to download, byte for byte the CSV the funds function files. A day not over yet stops at the latest cut-off no write can still land behind. Nothing is filed.
+         * A user's statement of one business day or a period, as JSON or CSV
+         * @description Role support, finance or admin. The day's movements in booking order with the balance after each, from the opening balance to the closing one; `format=csv` answers the same rows as `text/csv` to download, byte for byte the CSV the funds function files. A day not over yet stops at the latest cut-off no write can still land behind. Nothing is filed. With `to`, one statement of the period: the first day's opening balance, every movement of the days in booking order, the last day's closing balance (`to` in the answer).
          */
         get: operations["opsUserStatement"];
         put?: never;
@@ -548,6 +548,26 @@ export interface paths {
          * @description Any operator role. Read through an index that holds only proposals still `proposed`: an approved, rejected or withdrawn one leaves it in the same write.
          */
         get: operations["opsPendingAdjustments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/adjustments/{reference}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One adjustment by its reference, whatever its state
+         * @description Any operator role. The adjustment as the ledger holds it: proposed, applied, rejected or withdrawn, who proposed it and who approved or closed it, when and why. What support looks up when a case or a statement line quotes its reference. 404 for a reference nothing was proposed under (`pending` is the list's name, never a reference).
+         */
+        get: operations["opsAdjustment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -605,7 +625,7 @@ export interface paths {
         };
         /**
          * The withdrawals the payments system has not resolved yet, oldest first
-         * @description Role support, finance or admin. Read through an index that holds only pending withdrawals; each says whether it is overdue (pending longer than a day, what the `WithdrawalsOverdue` alarm counts). `overdue=true` lists only those.
+         * @description Role support, finance or admin. Read through an index that holds only pending withdrawals; each says whether it is overdue (pending longer than a day, what the `WithdrawalsOverdue` alarm counts). `overdue=true` lists only those; `from` and `to` (business days, both included, either alone) only those requested within them. A page may hold fewer than `limit`, even none, and still carry a `next_cursor`.
          */
         get: operations["opsPendingWithdrawals"];
         put?: never;
@@ -630,6 +650,26 @@ export interface paths {
         get: operations["opsWithdrawal"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ops/v1/withdrawals/{withdrawal_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an overdue withdrawal's order to the payments system again (moves no money)
+         * @description Role finance or admin. Only a withdrawal still pending and overdue (pending longer than a day); else a 400 naming `withdrawal_id`. Publishes its `WithdrawalRequested` event once more, the same event (its same `event_id`: a redelivery, which the payments system applies at most once per withdrawal id), in the same write as the audit entry `withdrawal_resent` with the reason. Once in each hour: the hour's second call changes nothing (`changed: false`). The money stays pending either way; only the payments system's word pays or returns it.
+         */
+        post: operations["opsResendWithdrawal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1066,6 +1106,23 @@ export interface components {
             closed_at?: components["schemas"]["Time"];
             close_reason?: string;
         };
+        ResendResult: {
+            /** @description False when its order was sent again earlier this hour (nothing published now). */
+            changed: boolean;
+            withdrawal: {
+                withdrawal_id: string;
+                user: string;
+                amount_cents: components["schemas"]["Cents"];
+                destination: string;
+                /** @enum {string} */
+                status: "pending";
+                requested_at: components["schemas"]["Time"];
+            };
+            currency: components["schemas"]["Currency"];
+        };
+        OpsAdjustment: components["schemas"]["Adjustment"] & {
+            currency: components["schemas"]["Currency"];
+        };
         AdjustmentResult: {
             /** @description False when this step was taken before (nothing changed now). */
             applied: boolean;
@@ -1111,7 +1168,7 @@ export interface components {
         AuditEntry: {
             at: components["schemas"]["Time"];
             /** @enum {string} */
-            action: "packet_released" | "adjustment_proposed" | "adjustment_approved" | "adjustment_rejected" | "adjustment_withdrawn" | "withdrawal_paid" | "withdrawal_failed" | "hold_placed" | "hold_lifted" | "flag_assigned" | "flag_resolved";
+            action: "packet_released" | "adjustment_proposed" | "adjustment_approved" | "adjustment_rejected" | "adjustment_withdrawn" | "withdrawal_paid" | "withdrawal_failed" | "withdrawal_resent" | "hold_placed" | "hold_lifted" | "flag_assigned" | "flag_resolved";
             subject: string;
             /** @description The operator (their verified identity) or the payments system. */
             actor: string;
@@ -1126,6 +1183,8 @@ export interface components {
         };
         AuditDay: {
             day: string;
+            /** @description A period's last day; null for one day. */
+            to?: string | null;
             entries: components["schemas"]["AuditEntry"][];
             currency: components["schemas"]["Currency"];
         };
@@ -1221,6 +1280,8 @@ export interface components {
         Statement: {
             user: string;
             day: string;
+            /** @description A period's last day (the closing row's); absent for one day. */
+            to?: string;
             opening_cents: number;
             lines: components["schemas"]["StatementLine"][];
             closing_cents: number;
@@ -1523,6 +1584,8 @@ export interface components {
         PacketId: string;
         /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
         Day: string;
+        /** @description The period's last business day, `YYYY-MM-DD`: the answer covers `{day}` to it, both included, at most 31 days (`to` before `{day}`, or a longer period, is a 400 naming `to`). Without it, `{day}` alone. */
+        ToDay: string;
         /** @description `json` (default) or `csv`: the report as `text/csv` with a `Content-Disposition` naming its file. */
         ReportFormat: "json" | "csv";
     };
@@ -2358,10 +2421,14 @@ export interface operations {
     };
     opsReadAudit: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The period's last business day, `YYYY-MM-DD`: the answer covers `{day}` to it, both included, at most 31 days (`to` before `{day}`, or a longer period, is a 400 naming `to`). Without it, `{day}` alone. */
+                to?: components["parameters"]["ToDay"];
+            };
             header?: never;
             path: {
-                day: string;
+                /** @description A business day, `YYYY-MM-DD` (in the stack's business time zone). */
+                day: components["parameters"]["Day"];
             };
             cookie?: never;
         };
@@ -2387,6 +2454,8 @@ export interface operations {
     opsUserStatement: {
         parameters: {
             query?: {
+                /** @description The period's last business day, `YYYY-MM-DD`: the answer covers `{day}` to it, both included, at most 31 days (`to` before `{day}`, or a longer period, is a 400 naming `to`). Without it, `{day}` alone. */
+                to?: components["parameters"]["ToDay"];
                 /** @description `json` (default) or `csv`: the report as `text/csv` with a `Content-Disposition` naming its file. */
                 format?: components["parameters"]["ReportFormat"];
             };
@@ -2443,6 +2512,33 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsAdjustment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                reference: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The adjustment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpsAdjustment"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["OperatorForbidden"];
             404: components["responses"]["NotFound"];
@@ -2518,6 +2614,10 @@ export interface operations {
         parameters: {
             query?: {
                 overdue?: boolean;
+                /** @description The first business day, `YYYY-MM-DD`. */
+                from?: string;
+                /** @description The last business day, `YYYY-MM-DD`, not before `from`. */
+                to?: string;
                 /** @description 1 to 100 (default 20). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the page before. */
@@ -2566,6 +2666,38 @@ export interface operations {
                     "application/json": components["schemas"]["OpsWithdrawal"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["OperatorForbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    opsResendWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                withdrawal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Reason"];
+            };
+        };
+        responses: {
+            /** @description The withdrawal, its order sent again (`changed` true) or already sent this hour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResult"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["OperatorForbidden"];
             404: components["responses"]["NotFound"];

@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = choices('console.audit.actions', [
   'adjustment_rejected',
   'adjustment_withdrawn',
   'withdrawal_paid',
+  'withdrawal_resent',
   'withdrawal_failed',
   'hold_placed',
   'hold_lifted',

@@ -38,7 +38,8 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       user: 'user id', amount_cents: 'amount', reason: 'reason', reference: 'reference', chargeback_of: 'the top-up it reverses',
       direction: 'direction', scope: 'scope', expires_at: 'until', assignee: 'assignee', outcome: 'outcome', note: 'note',
       day: 'business day', cursor: 'page', limit: 'page size', status: 'status', role: 'side', proposer: 'proposer',
-      funds: 'funds', body: 'the request', operator: 'operator',
+      funds: 'funds', body: 'the request', operator: 'operator', to: 'the last day (at most 31 days from the first)',
+      from: 'the first day', withdrawal_id: 'withdrawal', overdue: 'overdue only', format: 'format',
     },
     roles: { support: 'Support', finance: 'Finance', risk: 'Risk', admin: 'Admin' },
     login: {
@@ -87,6 +88,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       scopes: { send: 'Sending', grab: 'Grabbing', money_out: 'Money out', all: 'All' },
     },
     adjustment: {
+      one: 'Adjustment %{reference}',
       propose: 'Propose adjustment',
       proposed: 'Adjustment %{reference} proposed: another operator must approve it',
       already: 'Adjustment %{reference} was proposed before: nothing changed',
@@ -125,6 +127,12 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       overdue_only: 'Overdue only',
       one: 'Withdrawal %{id}',
       statuses: { pending: 'Pending', paid: 'Paid out', failed: 'Failed, returned to the balance' },
+      resend: 'Send to the payments system again',
+      resend_title: 'Send the order of withdrawal %{id} again',
+      resend_help:
+        'Sends this overdue withdrawal\'s order to the payments system once more (the same event id: the payments system applies one withdrawal at most once). No money moves: it stays pending, and only the payments system\'s word pays it or returns it to the balance. At most once an hour.',
+      resent: 'The order of %{id} was sent to the payments system again',
+      resent_already: 'The order of %{id} was already sent again this hour: nothing changed',
     },
     flag: {
       resolve: 'Resolve',
@@ -151,6 +159,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
         adjustment_withdrawn: 'Adjustment withdrawn',
         withdrawal_paid: 'Withdrawal paid',
         withdrawal_failed: 'Withdrawal failed',
+        withdrawal_resent: 'Withdrawal order resent',
         hold_placed: 'Hold placed',
         hold_lifted: 'Hold lifted',
         flag_assigned: 'Flag assigned',
@@ -376,6 +385,8 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
         resolved_at: 'Resolved at',
         reference: 'Payments reference',
         overdue: 'Overdue',
+        from: 'Requested from',
+        to: 'Requested through',
       },
     },
     flags: {
@@ -400,7 +411,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     audit: {
       name: 'Audit trail |||| Audit trail',
-      fields: { day: 'Day', at: 'At', action: 'Action', subject: 'Subject', actor: 'Actor', reason: 'Reason' },
+      fields: { day: 'Day', to: 'Through', at: 'At', action: 'Action', subject: 'Subject', actor: 'Actor', reason: 'Reason' },
     },
     trial_balance: {
       name: 'Trial balance |||| Trial balances',
@@ -415,7 +426,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     statements: {
       name: 'Statement |||| Statements',
-      fields: { user: 'User id', day: 'Business day', opening_cents: 'Opening balance', closing_cents: 'Closing balance' },
+      fields: { user: 'User id', day: 'Business day', to: 'Through day', opening_cents: 'Opening balance', closing_cents: 'Closing balance' },
     },
     statement_lines: {
       name: 'Line |||| Lines',

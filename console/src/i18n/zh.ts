@@ -85,7 +85,8 @@ export const zh = {
       user: '用户 ID', amount_cents: '金额', reason: '原因', reference: '编号', chargeback_of: '对应的充值编号',
       direction: '方向', scope: '冻结范围', expires_at: '到期时间', assignee: '指派给', outcome: '结论', note: '备注',
       day: '营业日', cursor: '分页位置', limit: '每页条数', status: '状态', role: '收发方向', proposer: '提议人',
-      funds: '资金', body: '请求内容', operator: '操作员',
+      funds: '资金', body: '请求内容', operator: '操作员', to: '截至日期（距起始日最多 31 天）',
+      from: '起始日期', withdrawal_id: '提现', overdue: '只看逾期', format: '格式',
     },
     roles: {
       support: '客服 (support)',
@@ -138,6 +139,7 @@ export const zh = {
       scopes: { send: '发红包', grab: '抢红包', money_out: '提现', all: '全部' },
     },
     adjustment: {
+      one: '调账 %{reference}',
       propose: '提议调账',
       proposed: '调账 %{reference} 已提议，需另一位操作员批准',
       already: '调账 %{reference} 此前已提议，没有变化',
@@ -175,6 +177,12 @@ export const zh = {
       overdue_only: '只看逾期',
       one: '提现 %{id}',
       statuses: { pending: '处理中', paid: '已到账', failed: '失败，已退回余额' },
+      resend: '重新发送给支付系统',
+      resend_title: '重新发送提现 %{id} 的指令',
+      resend_help:
+        '把这笔逾期提现的原指令再发给支付系统一次（同一事件 ID，支付系统对同一提现最多处理一次）。资金不动：仍为处理中，只有支付系统的结果才会付款或退回余额。每小时最多一次。',
+      resent: '已把 %{id} 的指令重新发送给支付系统',
+      resent_already: '%{id} 的指令本小时已重新发送过，没有变化',
     },
     flag: {
       resolve: '处理',
@@ -201,6 +209,7 @@ export const zh = {
         adjustment_withdrawn: '撤回调账',
         withdrawal_paid: '提现已支付',
         withdrawal_failed: '提现失败',
+        withdrawal_resent: '重新发送提现指令',
         hold_placed: '冻结账户',
         hold_lifted: '解除冻结',
         flag_assigned: '分配风险标记',
@@ -427,6 +436,8 @@ export const zh = {
         resolved_at: '完成时间',
         reference: '支付方参考号',
         overdue: '是否逾期',
+        from: '申请日起',
+        to: '申请日止',
       },
     },
     flags: {
@@ -451,7 +462,7 @@ export const zh = {
     },
     audit: {
       name: '审计日志 |||| 审计日志',
-      fields: { day: '日期', at: '时间', action: '操作', subject: '对象', actor: '操作人', reason: '原因' },
+      fields: { day: '日期', to: '截至日期', at: '时间', action: '操作', subject: '对象', actor: '操作人', reason: '原因' },
     },
     trial_balance: {
       name: '试算平衡表 |||| 试算平衡表',
@@ -466,7 +477,7 @@ export const zh = {
     },
     statements: {
       name: '对账单 |||| 对账单',
-      fields: { user: '用户 ID', day: '营业日', opening_cents: '期初余额', closing_cents: '期末余额' },
+      fields: { user: '用户 ID', day: '营业日', to: '截至营业日', opening_cents: '期初余额', closing_cents: '期末余额' },
     },
     statement_lines: {
       name: '流水 |||| 流水',

@@ -5,7 +5,7 @@ import UndoIcon from '@mui/icons-material/Undo';
 import { Alert, Box, Card, CardContent, Typography } from '@mui/material';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useSearchParams } from 'react-router-dom';
+import { Link, useSearchParams } from 'react-router-dom';
 import {
   CreateButton,
   Create,
@@ -17,6 +17,7 @@ import {
   RecordContextProvider,
   SaveButton,
   SelectField,
+  Show,
   SimpleForm,
   SimpleShowLayout,
   TextField,
@@ -348,3 +349,46 @@ const ApproveResult = ({ result }: { result: AdjustmentResult }) => {
     </Card>
   );
 };
+
+const AdjustmentTitle = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  return <span>{record ? translate('console.adjustment.one', { reference: record.reference }) : ''}</span>;
+};
+
+const AdjustmentUser = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  if (!record) return null;
+  const user = String(record.user);
+  return (
+    <Link to={`/users/${encodeURIComponent(user)}/show`} data-testid="adjustment-user">
+      {user}
+    </Link>
+  );
+};
+
+/**
+ * `GET /ops/v1/adjustments/{reference}`: one adjustment, whatever its state, found by the
+ * reference a case or a statement line quotes (the search box opens it): its wallet, direction,
+ * amount and reason, who proposed it, and who approved, rejected or withdrew it, when and why.
+ */
+export const AdjustmentShow = () => (
+  <Show title={<AdjustmentTitle />}>
+    <SimpleShowLayout>
+      <TextField source="reference" data-testid="adjustment-reference" />
+      <AdjustmentUser label="resources.adjustments.fields.user" />
+      <SelectField source="direction" choices={DIRECTIONS} />
+      <MoneyField source="amount_cents" />
+      <SelectField source="status" choices={ADJUSTMENT_STATUSES} data-testid="adjustment-status" />
+      <TextField source="reason" />
+      <TextField source="chargeback_of" emptyText="—" />
+      <TextField source="proposer" />
+      <TimeField source="proposed_at" />
+      <TextField source="approver" emptyText="—" />
+      <TimeField source="approved_at" emptyText="—" />
+      <TextField source="closed_by" emptyText="—" />
+      <TimeField source="closed_at" emptyText="—" />
+      <TextField source="close_reason" emptyText="—" />
+    </SimpleShowLayout>
+  </Show>
+);

@@ -20,14 +20,16 @@ const EXPORT_MAX = 100_000;
 
 const filters = [
   <DateInput key="day" source="day" alwaysOn validate={required()} />,
+  <DateInput key="to" source="to" alwaysOn />,
   <SelectInput key="action" source="action" choices={AUDIT_ACTIONS} alwaysOn />,
   <SearchInput key="q" source="q" alwaysOn />,
 ];
 
 /**
- * `GET /ops/v1/audit/{day}`: a business day's trail (who did what, when and why); a day picker,
- * today's business day (config.json's businessTimeZone) by default. Exported as CSV as filtered
- * (react-admin's exporter: every entry the filters keep, not only the page shown).
+ * `GET /ops/v1/audit/{day}[?to=]`: a business day's trail (who did what, when and why), or a
+ * period's (to `to`, at most 31 days); a day picker, today's business day (config.json's
+ * businessTimeZone) by default. Exported as CSV as filtered (react-admin's exporter: every entry
+ * the filters keep, not only the page shown).
  */
 export const AuditList = () => {
   const today = useBusinessToday();

@@ -24,7 +24,6 @@ import {
   maxLength,
   required,
   useList,
-  useNotify,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
@@ -38,11 +37,7 @@ import {
   type Statement,
   type TrialBalance,
 } from '../dataProvider';
-
-const useNotifyError = () => {
-  const notify = useNotify();
-  return (error: Error) => notify(error.message, { type: 'error', messageArgs: { _: error.message } });
-};
+import { useNotifyError } from '../components/notifyError';
 
 /** A call's failure, as the server said it (text). */
 const Failure = ({ error, testId }: { error: Error; testId: string }) => (
@@ -146,27 +141,32 @@ const TrialBalanceView = ({ report }: { report: TrialBalance }) => {
 };
 
 /**
- * `GET /ops/v1/users/{user}/statements/{day}` (support, finance or admin): a user's day, line by
- * line with the balance after each; its CSV saved as statement-<user>-<day>.csv.
+ * `GET /ops/v1/users/{user}/statements/{day}[?to=]` (support, finance or admin): a user's day or
+ * period (to `to`, at most 31 days), line by line with the balance after each; its CSV saved as
+ * statement-<user>-<day>[-to-<to>].csv.
  */
+/** The statement asked for: whose, from which day, and to which (none: the day alone). */
+type Asked = { user: string; day: string; to?: string };
+
 const StatementCard = ({ today }: { today: string }) => {
   const translate = useTranslate();
   const dataProvider = useConsoleDataProvider();
   const failed = useNotifyError();
-  const [asked, setAsked] = useState<{ user: string; day: string } | null>(null);
+  const [asked, setAsked] = useState<Asked | null>(null);
   const statement = useQuery({
-    queryKey: ['console', 'statement', asked?.user, asked?.day],
-    queryFn: () => dataProvider.statement(asked!.user, asked!.day),
+    queryKey: ['console', 'statement', asked?.user, asked?.day, asked?.to],
+    queryFn: () => dataProvider.statement(asked!.user, asked!.day, asked!.to),
     enabled: asked !== null,
     retry: false,
   });
   const download = useMutation({
-    mutationFn: (target: { user: string; day: string }) => dataProvider.statementCsv(target.user, target.day),
-    onSuccess: (csv, target) => downloadCSV(csv, `statement-${fileSafe(target.user)}-${target.day}`),
+    mutationFn: (target: Asked) => dataProvider.statementCsv(target.user, target.day, target.to),
+    onSuccess: (csv, target) =>
+      downloadCSV(csv, `statement-${fileSafe(target.user)}-${target.day}${target.to ? `-to-${target.to}` : ''}`),
     onError: failed,
   });
   return (
-    <Card>
+    <Card data-testid="statement-card">
       <CardContent>
         <Typography variant="h6" gutterBottom>
           {translate('console.reports.statement')}
@@ -174,12 +174,17 @@ const StatementCard = ({ today }: { today: string }) => {
         <Form
           defaultValues={{ user: '', day: today }}
           onSubmit={(values: Record<string, unknown>) =>
-            setAsked({ user: String(values.user).trim(), day: String(values.day) })
+            setAsked({
+              user: String(values.user).trim(),
+              day: String(values.day),
+              to: values.to && values.to !== values.day ? String(values.to) : undefined,
+            })
           }
         >
           <Box sx={{ display: 'flex', gap: 2, alignItems: 'center', flexWrap: 'wrap' }}>
             <TextInput source="user" resource="statements" validate={[required(), maxLength(256)]} helperText={false} />
             <DateInput source="day" resource="statements" validate={required()} helperText={false} />
+            <DateInput source="to" resource="statements" helperText={false} />
             <SaveButton label="console.reports.show" icon={<SearchIcon />} alwaysEnable data-submit="statement" />
             <Button
               label="console.reports.download_csv"
@@ -208,12 +213,19 @@ const StatementView = ({ statement }: { statement: Statement }) => {
   });
   const record: RaRecord = { ...statement, id: `${statement.user}#${statement.day}` };
   return (
-    <Box sx={{ mt: 2 }} data-testid="statement" data-user={statement.user} data-day={statement.day}>
+    <Box
+      sx={{ mt: 2 }}
+      data-testid="statement"
+      data-user={statement.user}
+      data-day={statement.day}
+      data-to={statement.to ?? statement.day}
+    >
       <RecordContextProvider value={record}>
         <ResourceContextProvider value="statements">
           <SimpleShowLayout direction="row" useFlexGap flexWrap="wrap" spacing={3}>
             <TextField source="user" />
             <TextField source="day" />
+            {statement.to ? <TextField source="to" /> : null}
             <MoneyField source="opening_cents" className="statement-opening" />
             <MoneyField source="closing_cents" className="statement-closing" />
           </SimpleShowLayout>

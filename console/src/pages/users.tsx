@@ -28,6 +28,8 @@ import {
   useTranslate,
 } from 'react-admin';
 import { TimeField } from '../components/TimeField';
+import { useNotifyError } from '../components/notifyError';
+import { useConsoleDataProvider } from '../dataProvider';
 import { MoneyField } from '../components/MoneyField';
 import { LiftHoldButton, PlaceHoldButton } from '../components/HoldButtons';
 import {
@@ -44,7 +46,8 @@ import {
 /**
  * Where a search goes: a packet id (32 hex digits, as every answer writes it) opens the packet, a
  * withdrawal id (`wd-` and 32 hex digits) the withdrawal, anything else the user of that id (whose
- * page says when nothing is on record for it).
+ * page says when nothing is on record for it), unless it is an adjustment's reference
+ * ({@link useSearch} asks the server).
  */
 export function searched(typed: string): ['show', 'packets' | 'withdrawals' | 'users', string] {
   const text = typed.trim();
@@ -53,8 +56,29 @@ export function searched(typed: string): ['show', 'packets' | 'withdrawals' | 'u
   return ['show', 'users', text];
 }
 
-export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
+/**
+ * The search box's submit: {@link searched}'s target, except that text an adjustment was
+ * proposed under opens that adjustment (`GET /ops/v1/adjustments/{reference}`; a 404 is a user).
+ */
+function useSearch() {
   const redirect = useRedirect();
+  const dataProvider = useConsoleDataProvider();
+  return async (typed: string) => {
+    const [verb, resource, id] = searched(typed);
+    if (resource === 'users' && /^[A-Za-z0-9_.:-]{1,64}$/.test(id) && id !== 'pending') {
+      const found = await dataProvider.getOne('adjustments', { id }).then(
+        () => true,
+        (error: { status?: number }) => (error?.status === 404 ? false : Promise.reject(error)),
+      );
+      if (found) return redirect('show', 'adjustments', id);
+    }
+    return redirect(verb, resource, id);
+  };
+}
+
+export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
+  const search = useSearch();
+  const failed = useNotifyError();
   const translate = useTranslate();
   return (
     <Box sx={{ maxWidth: 560, mt: titled ? 2 : 0 }}>
@@ -64,7 +88,7 @@ export const UserSearch = ({ titled = true }: { titled?: boolean }) => {
           <Typography variant="h6" gutterBottom>
             {translate('console.users.search_title')}
           </Typography>
-          <Form onSubmit={(values: Record<string, unknown>) => redirect(...searched(String(values.user)))}>
+          <Form onSubmit={(values: Record<string, unknown>) => search(String(values.user)).catch(failed)}>
             <TextInput
               source="user"
               resource="users"

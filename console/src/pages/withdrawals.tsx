@@ -1,7 +1,9 @@
-import { Chip } from '@mui/material';
+import SendIcon from '@mui/icons-material/Send';
+import { Chip, Typography } from '@mui/material';
 import {
   BooleanInput,
   Datagrid,
+  DateInput,
   ExportButton,
   List,
   Pagination,
@@ -9,12 +11,18 @@ import {
   Show,
   SimpleShowLayout,
   TextField,
+  TextInput,
   TopToolbar,
+  maxLength,
+  required,
+  useNotify,
   useRecordContext,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
 import { Link } from 'react-router-dom';
+import { ActionDialog } from '../components/ActionDialog';
+import { useConsoleDataProvider, type ResendResult } from '../dataProvider';
 import { MoneyField } from '../components/MoneyField';
 import { TimeField } from '../components/TimeField';
 
@@ -37,15 +45,19 @@ const Overdue = (_props: { label?: string }) => {
   );
 };
 
-const filters = [<BooleanInput key="overdue" source="overdue" label="console.withdrawal.overdue_only" alwaysOn />];
+const filters = [
+  <BooleanInput key="overdue" source="overdue" label="console.withdrawal.overdue_only" alwaysOn />,
+  <DateInput key="from" source="from" alwaysOn />,
+  <DateInput key="to" source="to" alwaysOn />,
+];
 
 const overdueRow = (record: RaRecord) =>
   record.overdue ? { backgroundColor: 'rgba(211, 47, 47, 0.08)' } : {};
 
 /**
- * `GET /ops/v1/withdrawals/pending?overdue=`: the withdrawals the payments system has not
- * resolved yet, oldest first (the server's order), a page at a time by cursor; overdue ones
- * marked, or listed alone. A row opens its user. Exported as CSV as filtered, every page of it
+ * `GET /ops/v1/withdrawals/pending?overdue=&from=&to=`: the withdrawals the payments system has
+ * not resolved yet, oldest first (the server's order), a page at a time by cursor; overdue ones
+ * marked, or listed alone; those requested on the business days `from` to `to` alone. A row opens its user. Exported as CSV as filtered, every page of it
  * (the export asks the data provider to walk the server's cursors, `meta.everyPage`).
  */
 export const WithdrawalList = () => (
@@ -100,8 +112,55 @@ const WithdrawalTitle = () => {
  * user quotes (the search box opens it): its user, amount, destination, state, the payments
  * system's reference once it resolved it, and whether it is overdue.
  */
+/**
+ * `POST /ops/v1/withdrawals/{withdrawal_id}/resend` (finance or admin; the server decides): an
+ * overdue withdrawal's order sent to the payments system again, with a reason, audited; no money
+ * moves. Offered only while it is pending and overdue; the hour's second says nothing changed.
+ */
+const ResendButton = () => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  const notify = useNotify();
+  const dataProvider = useConsoleDataProvider();
+  if (!record || record.status !== 'pending' || !record.overdue) return null;
+  const id = String(record.withdrawal_id);
+  return (
+    <ActionDialog<ResendResult>
+      name="resend-withdrawal"
+      label="console.withdrawal.resend"
+      title={translate('console.withdrawal.resend_title', { id })}
+      icon={<SendIcon />}
+      color="warning"
+      action={(values) => dataProvider.resendWithdrawal(id, String(values.reason))}
+      done={(result) =>
+        notify(result?.changed ? 'console.withdrawal.resent' : 'console.withdrawal.resent_already', {
+          type: 'info',
+          messageArgs: { id },
+        })
+      }
+    >
+      <Typography variant="body2" color="text.secondary" sx={{ mb: 1 }}>
+        {translate('console.withdrawal.resend_help')}
+      </Typography>
+      <TextInput
+        source="reason"
+        label="console.common.reason"
+        validate={[required(), maxLength(500)]}
+        multiline
+        fullWidth
+      />
+    </ActionDialog>
+  );
+};
+
+const WithdrawalActions = () => (
+  <TopToolbar>
+    <ResendButton />
+  </TopToolbar>
+);
+
 export const WithdrawalShow = () => (
-  <Show title={<WithdrawalTitle />}>
+  <Show title={<WithdrawalTitle />} actions={<WithdrawalActions />}>
     <SimpleShowLayout>
       <TextField source="withdrawal_id" data-testid="withdrawal-id" />
       <WithdrawalUser label="resources.withdrawals.fields.user" />

@@ -128,3 +128,45 @@ async fn the_ledger_stream_publishes_one_valid_event_per_movement_and_lifecycle_
     let topped_up = published.iter().find(|(_, detail)| detail["reference"] == "pay-events-1").unwrap();
     assert_eq!(topped_up.0, "WalletCredited", "a top-up's credit names its reference");
 }
+
+/// An overdue withdrawal's order sent again is published again: the same `WithdrawalRequested`
+/// event, its same id (a redelivery the payments system applies at most once per withdrawal);
+/// the hour's second resend publishes nothing.
+#[tokio::test]
+async fn a_resent_withdrawal_publishes_its_own_event_again_once_an_hour() {
+    use red_packets::domain::audit::Attribution;
+    use red_packets::domain::withdrawal::{WithdrawalRequest, OVERDUE_AFTER_MS};
+    let mut config = Config::from_env().expect("configuration");
+    config.funds = Funds::Wallet;
+    let stack = Stack::with_config("resend", config).await;
+    let dynamodb = red_packets::adapters::DynamoLedger::client_from_env().unwrap();
+    let mut stream = StreamReader::enable(&dynamodb, &stack.config.table_name).await.expect("the stream");
+    let dora = UserId::from_claim("dora").unwrap();
+    let topup = TopUp { user: dora.clone(), amount_cents: 500, reference: "pay-resend-1".into() };
+    assert!(stack.ledger.top_up(&topup, stack.clock.now_ms()).await.unwrap().applied);
+    let id = format!("wd-{}", "7".repeat(32));
+    let request = WithdrawalRequest { amount_cents: 300, destination: "card-1".into() };
+    let day_ago = stack.clock.now_ms() - OVERDUE_AFTER_MS - 60_000;
+    stack.ledger.request_withdrawal(&dora, &id, &request, day_ago).await.unwrap();
+    let by = Attribution { operator: "fay".into(), reason: "no word for a day".into() };
+    let first = stack.ledger.resend_withdrawal(&id, &by, stack.clock.now_ms()).await.unwrap();
+    let second = stack.ledger.resend_withdrawal(&id, &by, stack.clock.now_ms()).await.unwrap();
+    assert_eq!((first.changed, second.changed), (true, second.slot != first.slot), "once an hour");
+
+    let pipe = Pipe::of_template();
+    let records = stream.read_new().await.expect("the stream's records");
+    let requested: Vec<Value> = records
+        .iter()
+        .filter_map(|record| pipe.publish(record))
+        .filter(|(detail_type, _)| detail_type == "WithdrawalRequested")
+        .map(|(_, detail)| detail)
+        .collect();
+    assert_eq!(requested.len(), if second.changed { 3 } else { 2 }, "requested, then sent again: {requested:?}");
+    assert!(requested.iter().all(|detail| detail == &requested[0]), "the same event each time: {requested:?}");
+    assert_eq!(
+        (requested[0]["reference"].as_str(), requested[0]["amount_cents"].as_str()),
+        (Some(id.as_str()), Some("300"))
+    );
+    let balance = stack.ledger.balance(&dora).await.unwrap();
+    assert_eq!(balance, 200, "no money moved");
+}

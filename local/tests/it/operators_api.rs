@@ -30,11 +30,17 @@ async fn serve() -> Api {
 
 /// [`serve`] on a configuration of the test's own making (a table and Redis keys of its own).
 async fn serve_with(tweak: impl FnOnce(&mut Config)) -> Api {
+    serve_with_clock(tweak, Arc::new(SystemClock)).await
+}
+
+/// [`serve_with`], every function reading time from `clock`.
+async fn serve_with_clock(tweak: impl FnOnce(&mut Config), clock: Arc<dyn Clock>) -> Api {
     let mut config = Config::from_env().expect("configuration");
     config.funds = Funds::Wallet;
     tweak(&mut config);
     let users = LocalAuthorizer::new("users-of-this-test");
-    let mut functions = local::functions(&config, users.clone()).await.expect("services of make test");
+    let mut functions =
+        local::functions_with_clock(&config, users.clone(), clock).await.expect("services of make test");
     let operators = LocalAuthorizer::new("operators-of-this-test");
     functions.operators.authorizer = operators.clone();
     let functions = Arc::new(functions);
@@ -390,6 +396,32 @@ async fn pending_proposals_are_listed_until_approved_rejected_or_withdrawn() {
         steps_on(&api, &withdrawn).await,
         [("adjustment_proposed".to_owned(), "sam".to_owned()), ("adjustment_withdrawn".into(), "sam".into())]
     );
+
+    // Each read by its reference, whatever its state, by any operator role.
+    let read = |reference: &str| format!("/ops/v1/adjustments/{reference}");
+    for (reference, status, by) in
+        [(&approved, "applied", "fay"), (&rejected, "rejected", "fay"), (&withdrawn, "withdrawn", "sam")]
+    {
+        let (code, found) = api.as_operator("rita", &["risk"], "GET", &read(reference), None).await;
+        assert_eq!(
+            (code, found["status"].as_str(), found["user"].as_str()),
+            (200, Some(status), Some(user.as_str())),
+            "{found}"
+        );
+        let actor = if status == "applied" { &found["approver"] } else { &found["closed_by"] };
+        assert_eq!(
+            (actor.as_str(), found["proposer"].as_str(), found["currency"].is_object()),
+            (Some(by), Some("sam"), true)
+        );
+    }
+    assert_eq!(api.as_operator("sam", &["support"], "GET", &read(&format!("{case}-none")), None).await.0, 404);
+    let (status, list) = api.as_operator("sam", &["support"], "GET", &read("pending"), None).await;
+    assert_eq!((status, list["items"].is_array()), (200, true), "pending names the list: {list}");
+    let under_the_lists_name = json!({ "reference": "pending", "user": user, "direction": "credit", "amount_cents": 1,
+                                       "reason": "would be unreadable" });
+    let (status, refused) =
+        api.as_operator("sam", &["support"], "POST", "/ops/v1/adjustments", Some(&under_the_lists_name)).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("reference")), "{refused}");
 }
 
 #[tokio::test]
@@ -504,6 +536,186 @@ async fn pending_withdrawals_are_listed_until_the_payments_system_resolves_them(
         "{read}"
     );
     assert!(read["resolved_at"].is_string(), "{read}");
+}
+
+/// The business days around `now_ms`: (the day before yesterday, yesterday, today, tomorrow),
+/// read after the writes a test makes, so a write just before midnight still falls within
+/// yesterday..=today.
+fn days_around(now_ms: i64) -> [String; 4] {
+    let zone = Config::from_env().expect("configuration").business_day;
+    let today = zone.day_of(now_ms);
+    let (start, end) = zone.bounds(&today).unwrap();
+    let yesterday = zone.day_of(start - 1);
+    let before = zone.day_of(zone.bounds(&yesterday).unwrap().0 - 1);
+    [before, yesterday, today, zone.day_of(end)]
+}
+
+/// Periods: a user's statement from one business day to another (JSON and CSV), the audit trail
+/// of a period, and the pending withdrawals requested within one; a period backwards or longer
+/// than 31 days is a 400 naming `to`.
+#[tokio::test]
+async fn statements_audit_trails_and_pending_withdrawals_are_read_over_a_period() {
+    // A statement stops at the latest cut-off, a minute before its clock's now: this API's clock
+    // runs two minutes ahead, so the writes made now are behind its cut-off.
+    let clock = Arc::new(red_packets_testkit::ManualClock::starting_now());
+    clock.advance(120_000);
+    let api = serve_with_clock(|_| {}, clock.clone()).await;
+    let user = fresh("period");
+    api.top_up(&user, 1_000).await;
+    let hold = json!({ "scope": "money_out", "reason": "a period's audit" });
+    let held = format!("/ops/v1/users/{user}/hold");
+    assert_eq!(api.as_operator("rita", &["risk"], "POST", &held, Some(&hold)).await.0, 200);
+    let lift = json!({ "reason": "checked" });
+    assert_eq!(api.as_operator("rita", &["risk"], "POST", &format!("{held}/lift"), Some(&lift)).await.0, 200);
+    let asked = api
+        .http
+        .post(format!("{}/me/withdrawals", api.base))
+        .bearer_auth(api.users.token(&user, 600))
+        .header("idempotency-key", format!("out-{}", PacketId::random()))
+        .json(&json!({ "amount_cents": 300, "destination": "card-1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(asked.status(), 201);
+    let id = asked.json::<Value>().await.unwrap()["withdrawal_id"].as_str().unwrap().to_owned();
+    let [before, yesterday, today, tomorrow] = days_around(clock.now_ms());
+
+    // The statement of yesterday..=today: one period, the top-up and the withdrawal in it.
+    let statement = format!("/ops/v1/users/{user}/statements/{yesterday}?to={today}");
+    let (status, period) = api.as_operator("fay", &["finance"], "GET", &statement, None).await;
+    assert_eq!(status, 200, "{period}");
+    assert_eq!(
+        (
+            period["day"].as_str(),
+            period["to"].as_str(),
+            period["opening_cents"].as_i64(),
+            period["closing_cents"].as_i64()
+        ),
+        (Some(yesterday.as_str()), Some(today.as_str()), Some(0), Some(700)),
+        "{period}"
+    );
+    let kinds: Vec<&str> =
+        period["lines"].as_array().unwrap().iter().map(|line| line["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["topup", "withdrawal"], "{period}");
+    let response = api
+        .http
+        .get(format!("{}{statement}&format=csv", api.base))
+        .bearer_auth(api.token("fay", &["finance"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-disposition"].to_str().unwrap(),
+        format!("attachment; filename=\"statement-{yesterday}-to-{today}.csv\"")
+    );
+    let csv = response.text().await.unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 4, "a header, the opening, two movements, the closing: {csv}");
+    assert!(rows[1].starts_with(&format!("{user},{yesterday},opening,,0,0,")), "{csv}");
+    assert!(rows[4].starts_with(&format!("{user},{today},closing,,0,700,")), "{csv}");
+    let (status, day) =
+        api.as_operator("fay", &["finance"], "GET", &format!("/ops/v1/users/{user}/statements/{today}"), None).await;
+    assert_eq!((status, day.get("to")), (200, None), "a day's statement reads as before: {day}");
+
+    // The audit trail of yesterday..=today holds the hold's two steps; the day before, neither.
+    let steps = |answer: &Value| -> Vec<String> {
+        let entries = answer["entries"].as_array().unwrap().iter();
+        entries
+            .filter(|entry| entry["subject"] == user.as_str())
+            .map(|entry| entry["action"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, trail) =
+        api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/audit/{yesterday}?to={today}"), None).await;
+    assert_eq!((status, trail["to"].as_str()), (200, Some(today.as_str())), "{trail}");
+    let mut both = steps(&trail);
+    both.sort(); // this API's clock stands still: both steps bear the same instant
+    assert_eq!(both, ["hold_lifted", "hold_placed"], "{trail}");
+    let (status, earlier) = api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/audit/{before}"), None).await;
+    assert_eq!((status, steps(&earlier).len(), earlier["to"].is_null()), (200, 0, true), "{earlier}");
+
+    // The pending withdrawals requested within a period.
+    let listed = |items: Vec<Value>| items.iter().any(|item| item["withdrawal_id"] == id.as_str());
+    let within = format!("/ops/v1/withdrawals/pending?from={yesterday}&to={today}");
+    assert!(listed(all_pages(&api, &["finance"], &within, 10).await), "requested within the period");
+    let earlier = format!("/ops/v1/withdrawals/pending?to={before}");
+    assert!(!listed(all_pages(&api, &["finance"], &earlier, 10).await), "requested after the period");
+    let later = format!("/ops/v1/withdrawals/pending?from={tomorrow}");
+    assert!(!listed(all_pages(&api, &["finance"], &later, 10).await), "requested before the period");
+
+    // Periods that are not one: each a 400 naming its field.
+    for (path, field) in [
+        (format!("/ops/v1/users/{user}/statements/2026-01-01?to=2026-02-01"), "to"),
+        (format!("/ops/v1/users/{user}/statements/{today}?to={yesterday}"), "to"),
+        ("/ops/v1/audit/2026-01-01?to=2026-02-01".to_owned(), "to"),
+        ("/ops/v1/audit/2026-01-01?to=soon".to_owned(), "to"),
+        (format!("/ops/v1/withdrawals/pending?from={today}&to={yesterday}"), "to"),
+        ("/ops/v1/withdrawals/pending?from=soon".to_owned(), "from"),
+    ] {
+        let (status, refused) = api.as_operator("fay", &["finance"], "GET", &path, None).await;
+        assert_eq!((status, refused["error"]["field"].as_str()), (400, Some(field)), "{path}: {refused}");
+    }
+}
+
+/// An overdue withdrawal's order sent to the payments system again: finance or admin only, with
+/// a reason, in the audit trail; once an hour (the hour's second changes nothing); never one on
+/// time, never one resolved; no money moves.
+#[tokio::test]
+async fn an_overdue_withdrawal_is_sent_again_once_an_hour_by_finance_and_moves_no_money() {
+    use red_packets::domain::withdrawal::{
+        WithdrawalRequest, WithdrawalResolution, WithdrawalStatus, OVERDUE_AFTER_MS,
+    };
+    use red_packets::ports::Withdrawals;
+    let api = serve().await;
+    let ledger = &api.functions.operators.ledger;
+    let user = fresh("late");
+    api.top_up(&user, 1_000).await;
+    let payee = UserId::from_claim(&user).unwrap();
+    let request = WithdrawalRequest { amount_cents: 400, destination: "card-1".into() };
+    let day_ago = SystemClock.now_ms() - OVERDUE_AFTER_MS - 60_000;
+    let late = format!("wd-{}", PacketId::random());
+    ledger.request_withdrawal(&payee, &late, &request, day_ago).await.unwrap();
+    let on_time = format!("wd-{}", PacketId::random());
+    ledger.request_withdrawal(&payee, &on_time, &request, SystemClock.now_ms()).await.unwrap();
+    let user_page = format!("/ops/v1/users/{user}");
+    let balance =
+        || async { api.as_operator("sam", &["support"], "GET", &user_page, None).await.1["balance_cents"].as_i64() };
+    assert_eq!(balance().await, Some(200));
+
+    let reason = json!({ "reason": "no word from the payments system for a day; ticket 88" });
+    let resend = |id: &str| format!("/ops/v1/withdrawals/{id}/resend");
+    let (status, _) = api.as_operator("sam", &["support"], "POST", &resend(&late), Some(&reason)).await;
+    assert_eq!(status, 403, "support does not resend");
+    let (status, sent) = api.as_operator("fay", &["finance"], "POST", &resend(&late), Some(&reason)).await;
+    assert_eq!(
+        (status, sent["changed"].as_bool(), sent["withdrawal"]["status"].as_str()),
+        (200, Some(true), Some("pending")),
+        "{sent}"
+    );
+    let (status, again) = api.as_operator("otto", &["admin"], "POST", &resend(&late), Some(&reason)).await;
+    assert_eq!((status, again["changed"].as_bool()), (200, Some(false)), "once an hour: {again}");
+    assert_eq!(balance().await, Some(200), "no money moved");
+    let (_, read) = api.as_operator("fay", &["finance"], "GET", &format!("/ops/v1/withdrawals/{late}"), None).await;
+    assert_eq!((read["status"].as_str(), read["overdue"].as_bool()), (Some("pending"), Some(true)), "{read}");
+
+    let (status, trail) =
+        api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/users/{user}/audit"), None).await;
+    assert_eq!(status, 200, "{trail}");
+    let resent: Vec<&Value> =
+        trail["items"].as_array().unwrap().iter().filter(|entry| entry["action"] == "withdrawal_resent").collect();
+    assert_eq!(resent.len(), 1, "one entry, for the one that sent: {trail}");
+    assert_eq!((resent[0]["subject"].as_str(), resent[0]["actor"].as_str()), (Some(late.as_str()), Some("fay")));
+
+    for (id, why) in [(&on_time, "not overdue"), (&format!("wd-{}", "0".repeat(32)), "unknown")] {
+        let (status, refused) = api.as_operator("fay", &["finance"], "POST", &resend(id), Some(&reason)).await;
+        assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("withdrawal_id")), "{why}: {refused}");
+    }
+    let (status, refused) = api.as_operator("fay", &["finance"], "POST", &resend(&late), Some(&json!({}))).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (400, Some("invalid_request")), "a reason: {refused}");
+    let paid = WithdrawalResolution { withdrawal_id: late.clone(), reference: "payout-late".into() };
+    ledger.resolve_withdrawal(&paid, WithdrawalStatus::Paid, SystemClock.now_ms()).await.unwrap();
+    let (status, refused) = api.as_operator("fay", &["finance"], "POST", &resend(&late), Some(&reason)).await;
+    assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("withdrawal_id")), "paid: {refused}");
 }
 
 #[tokio::test]

@@ -53,6 +53,10 @@ pub struct AdjustmentProposal {
     pub chargeback_of: Option<String>,
 }
 
+/// The one reference no proposal may take: `GET /ops/v1/adjustments/pending` is the list of
+/// the pending proposals, so an adjustment under it could never be read by its reference.
+pub const LISTED_PENDING: &str = "pending";
+
 /// Most characters a reason may have.
 pub const MAX_REASON_CHARS: usize = 500;
 
@@ -67,6 +71,9 @@ impl AdjustmentProposal {
     pub fn validate(&self) -> Result<(), Invalid> {
         if !reference_ok(&self.reference) {
             return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
+        }
+        if self.reference == LISTED_PENDING {
+            return Err(Invalid::field("reference", "reference must not be \"pending\", the list's name"));
         }
         if !(1..=MAX_ADJUSTMENT_CENTS).contains(&self.amount_cents) {
             return Err(Invalid::field("amount_cents", format!("amount_cents must be 1..={MAX_ADJUSTMENT_CENTS}")));
@@ -273,6 +280,7 @@ mod tests {
         assert!(proposal().validate().is_ok());
         let field = |p: AdjustmentProposal| p.validate().unwrap_err().field.unwrap();
         assert_eq!(field(AdjustmentProposal { reference: "a b".into(), ..proposal() }), "reference");
+        assert_eq!(field(AdjustmentProposal { reference: "pending".into(), ..proposal() }), "reference");
         assert_eq!(field(AdjustmentProposal { amount_cents: 0, ..proposal() }), "amount_cents");
         assert_eq!(field(AdjustmentProposal { amount_cents: MAX_ADJUSTMENT_CENTS + 1, ..proposal() }), "amount_cents");
         assert_eq!(field(AdjustmentProposal { reason: "  ".into(), ..proposal() }), "reason");

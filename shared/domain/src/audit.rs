@@ -30,6 +30,9 @@ pub enum AuditAction {
     WithdrawalPaid,
     /// The payments system failed it (subject: its id).
     WithdrawalFailed,
+    /// An operator sent an overdue withdrawal's order to the payments system again (subject: its
+    /// id).
+    WithdrawalResent,
     /// An operator held an account (subject: the user; reason: `<scope>: <why>`).
     HoldPlaced,
     /// An operator lifted a hold (subject: the user).
@@ -51,6 +54,7 @@ impl AuditAction {
             AuditAction::AdjustmentWithdrawn => "adjustment_withdrawn",
             AuditAction::WithdrawalPaid => "withdrawal_paid",
             AuditAction::WithdrawalFailed => "withdrawal_failed",
+            AuditAction::WithdrawalResent => "withdrawal_resent",
             AuditAction::HoldPlaced => "hold_placed",
             AuditAction::HoldLifted => "hold_lifted",
             AuditAction::FlagAssigned => "flag_assigned",

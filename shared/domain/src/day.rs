@@ -7,6 +7,62 @@ use chrono::{NaiveDate, TimeZone};
 use chrono_tz::Tz;
 
 use crate::clock::Millis;
+use crate::invalid::Invalid;
+
+/// The most business days one read of a range spans: a month's statement or audit trail.
+pub const MAX_RANGE_DAYS: u32 = 31;
+
+/// Business days `first..=last` (`YYYY-MM-DD`), as an operator asks for a statement or an audit
+/// trail of a period: both days, `last` not before `first`, at most [`MAX_RANGE_DAYS`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayRange {
+    first: NaiveDate,
+    last: NaiveDate,
+}
+
+impl DayRange {
+    /// The range from `first` (the field `day`) to `last` (the field `to`; `first` when absent).
+    pub fn parse(first: &str, last: Option<&str>) -> Result<DayRange, Invalid> {
+        let date = |text: &str, field: &str| {
+            NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map_err(|_| Invalid::field(field, format!("{field} must be a date, YYYY-MM-DD")))
+        };
+        let first = date(first, "day")?;
+        let last = last.map(|text| date(text, "to")).transpose()?.unwrap_or(first);
+        if last < first {
+            return Err(Invalid::field("to", "to must not come before day"));
+        }
+        if (last - first).num_days() >= i64::from(MAX_RANGE_DAYS) {
+            return Err(Invalid::field("to", format!("a range spans at most {MAX_RANGE_DAYS} days")));
+        }
+        Ok(DayRange { first, last })
+    }
+
+    /// The first day, `YYYY-MM-DD`.
+    pub fn first(&self) -> String {
+        self.first.format("%Y-%m-%d").to_string()
+    }
+
+    /// The last day, `YYYY-MM-DD` (the first for a range of one).
+    pub fn last(&self) -> String {
+        self.last.format("%Y-%m-%d").to_string()
+    }
+
+    /// Every day of the range, in order.
+    pub fn days(&self) -> Vec<String> {
+        self.first
+            .iter_days()
+            .take_while(|day| *day <= self.last)
+            .map(|day| day.format("%Y-%m-%d").to_string())
+            .collect()
+    }
+
+    /// The range in `zone` as `[start, end)` in epoch ms: the first day's midnight to the one
+    /// after the last day.
+    pub fn bounds(&self, zone: BusinessDay) -> Option<(Millis, Millis)> {
+        Some((zone.bounds(&self.first())?.0, zone.bounds(&self.last())?.1))
+    }
+}
 
 /// An hour of a business day: the day (`YYYY-MM-DD`) and the hour its clocks show (0 to 23).
 /// On the day the zone's clocks go back, the repeated hour's two hours are one; on the day they
@@ -82,6 +138,27 @@ impl BusinessDay {
 mod tests {
     use super::*;
     use crate::clock::parse_rfc3339;
+
+    #[test]
+    fn a_range_is_its_days_in_order_at_most_a_month_and_names_the_field_at_fault() {
+        let one = DayRange::parse("2026-12-07", None).unwrap();
+        assert_eq!(
+            (one.first(), one.last(), one.days()),
+            ("2026-12-07".into(), "2026-12-07".into(), vec!["2026-12-07".into()])
+        );
+        let month = DayRange::parse("2026-12-01", Some("2026-12-31")).unwrap();
+        assert_eq!(month.days().len(), 31);
+        let leap = DayRange::parse("2028-02-28", Some("2028-03-01")).unwrap();
+        assert_eq!(leap.days(), ["2028-02-28", "2028-02-29", "2028-03-01"]);
+        let field = |first, last| DayRange::parse(first, last).unwrap_err().field.unwrap();
+        assert_eq!(field("2026-12-01", Some("2027-01-01")), "to", "32 days");
+        assert_eq!(field("2026-12-07", Some("2026-12-06")), "to", "backwards");
+        assert_eq!(field("2026-13-01", None), "day");
+        assert_eq!(field("2026-12-01", Some("soon")), "to");
+        let shanghai = BusinessDay::parse("Asia/Shanghai").unwrap();
+        let (start, end) = leap.bounds(shanghai).unwrap();
+        assert_eq!((start, end), (shanghai.bounds("2028-02-28").unwrap().0, shanghai.bounds("2028-03-01").unwrap().1));
+    }
 
     #[test]
     fn a_shanghai_day_runs_from_four_in_the_afternoon_utc() {

@@ -67,6 +67,8 @@ pub enum OpsAction {
     ReadStatement,
     /// The proposals waiting for a second operator.
     ListPendingAdjustments,
+    /// One adjustment by its reference, whatever its state.
+    ReadAdjustment,
     /// Reject another operator's proposal.
     RejectAdjustment,
     /// Withdraw one's own proposal.
@@ -75,6 +77,8 @@ pub enum OpsAction {
     ListPendingWithdrawals,
     /// One withdrawal by its id, whatever its state.
     ReadWithdrawal,
+    /// Send an overdue withdrawal's order to the payments system again (moves no money).
+    ResendWithdrawal,
     /// Assign a flag.
     AssignFlag,
     /// A day's trial balance.
@@ -97,6 +101,7 @@ impl OpsAction {
             | OpsAction::ListHolds
             | OpsAction::ListFlags
             | OpsAction::ListPendingAdjustments
+            | OpsAction::ReadAdjustment
             | OpsAction::ReadAudit
             | OpsAction::ReadBusinessHours => &[Support, Finance, Risk, Admin],
             OpsAction::PlaceHold | OpsAction::LiftHold | OpsAction::AssignFlag | OpsAction::ResolveFlag => {
@@ -108,6 +113,7 @@ impl OpsAction {
             | OpsAction::ListPendingWithdrawals
             | OpsAction::ReadWithdrawal => &[Support, Finance, Admin],
             OpsAction::ApproveAdjustment
+            | OpsAction::ResendWithdrawal
             | OpsAction::RejectAdjustment
             | OpsAction::ReadTrialBalance
             | OpsAction::Reconcile

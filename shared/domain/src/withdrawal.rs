@@ -161,6 +161,40 @@ pub struct ResolutionResult {
     pub withdrawal: Withdrawal,
 }
 
+/// How often an operator may send an overdue withdrawal's order to the payments system again:
+/// once in each hour of the clock (UTC), so a second click in the same hour changes nothing.
+pub const RESEND_EVERY_MS: Millis = 60 * 60 * 1000;
+
+/// What sending a withdrawal's order again came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResendResult {
+    /// False when its order was sent again earlier in the same hour (nothing published now).
+    pub changed: bool,
+    /// The withdrawal as it is now (pending).
+    pub withdrawal: Withdrawal,
+    /// The hour's slot ([`resend_slot`]) the resend took, or found taken.
+    pub slot: i64,
+}
+
+/// Whether `withdrawal`'s order may be sent to the payments system again at `now_ms`: only while
+/// it is pending and overdue (a day without the payments system's word). Resending moves no
+/// money: it publishes the same `WithdrawalRequested` event (its same id) once more.
+pub fn resend_allowed(withdrawal: &Withdrawal, now_ms: Millis) -> Result<(), Invalid> {
+    if withdrawal.status != WithdrawalStatus::Pending {
+        let status = withdrawal.status.as_str();
+        return Err(Invalid::field("withdrawal_id", format!("the payments system has resolved it: {status}")));
+    }
+    if !withdrawal.is_overdue_at(now_ms) {
+        return Err(Invalid::field("withdrawal_id", "not overdue: pending for less than a day"));
+    }
+    Ok(())
+}
+
+/// The hour a resend at `now_ms` belongs to (hours since the epoch): one resend per slot.
+pub fn resend_slot(now_ms: Millis) -> i64 {
+    now_ms.div_euclid(RESEND_EVERY_MS)
+}
+
 /// Whether a resolution to `outcome` with `reference` may be applied to a withdrawal that is
 /// `status` (resolved with `resolved_reference`): `Ok(true)` to apply it, `Ok(false)` for a
 /// second delivery of the one applied, an error for a contradiction.
@@ -244,6 +278,29 @@ mod tests {
         assert!(!withdrawal(WithdrawalStatus::Failed).is_overdue_at(since + 2 * OVERDUE_AFTER_MS));
         let unreadable = Withdrawal { requested_at: "yesterday".into(), ..pending };
         assert!(!unreadable.is_overdue_at(since + 2 * OVERDUE_AFTER_MS));
+    }
+
+    #[test]
+    fn only_an_overdue_pending_withdrawal_is_sent_again_once_an_hour() {
+        let since = crate::clock::parse_rfc3339("2026-12-01T08:00:00Z").unwrap();
+        let withdrawal = |status| Withdrawal {
+            withdrawal_id: "wd-f740d5e329027e69e7b9103fc888403b".into(),
+            user: alice(),
+            amount_cents: 500,
+            destination: "card-1".into(),
+            status,
+            requested_at: "2026-12-01T08:00:00Z".into(),
+            resolved_at: None,
+            reference: None,
+        };
+        let later = since + OVERDUE_AFTER_MS + 1;
+        assert!(resend_allowed(&withdrawal(WithdrawalStatus::Pending), later).is_ok());
+        let refused = |status, at| resend_allowed(&withdrawal(status), at).unwrap_err().field.unwrap();
+        assert_eq!(refused(WithdrawalStatus::Pending, since + OVERDUE_AFTER_MS), "withdrawal_id", "not overdue yet");
+        assert_eq!(refused(WithdrawalStatus::Paid, later), "withdrawal_id", "paid");
+        assert_eq!(refused(WithdrawalStatus::Failed, later), "withdrawal_id", "failed");
+        assert_eq!(resend_slot(later), resend_slot(later + RESEND_EVERY_MS - 1 - later % RESEND_EVERY_MS));
+        assert_eq!(resend_slot(later) + 1, resend_slot(later - later % RESEND_EVERY_MS + RESEND_EVERY_MS));
     }
 
     #[test]

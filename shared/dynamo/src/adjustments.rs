@@ -224,6 +224,11 @@ impl Adjustments for DynamoLedger {
         }
     }
 
+    async fn adjustment(&self, reference: &str) -> Result<Option<Adjustment>, StoreError> {
+        let item: Option<AdjustmentItem> = self.get(adjustment_pk(reference), ADJUSTMENT.into()).await?;
+        Ok(item.map(|item| item.adjustment()))
+    }
+
     async fn pending_adjustments(&self, page: PageRequest<'_>) -> Result<QueuePage<Adjustment>, StoreError> {
         let page = self.queue_page::<AdjustmentItem>(Queue::PendingAdjustments, page).await?;
         let items = page.items.iter().map(AdjustmentItem::adjustment).collect();

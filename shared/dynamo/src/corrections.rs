@@ -9,21 +9,23 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 
 use super::items::{
     audit_pk, history_pk, wallet_pk, withdrawal_pk, write_stamp, AuditItem, MovementItem, NewMovement, Queue,
-    WithdrawalItem, USER_AUDIT_PREFIX, WITHDRAWAL,
+    ResentItem, WithdrawalItem, RESENT_PREFIX, USER_AUDIT_PREFIX, WITHDRAWAL,
 };
 use super::queues::Order;
 use super::table::{from_item, n, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
-use red_packets_core::domain::audit::{AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
+use red_packets_core::domain::audit::{Attribution, AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
 use red_packets_core::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use red_packets_core::domain::withdrawal::{
-    resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
-    WithdrawalStatus,
+    resend_allowed, resend_slot, resolution_allowed, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt,
+    WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
 use red_packets_core::domain::{Funds, UserId};
 use red_packets_core::ports::{AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
@@ -223,6 +225,64 @@ impl Withdrawals for DynamoLedger {
         let page = self.queue_page::<WithdrawalItem>(Queue::PendingWithdrawals, page).await?;
         let items = page.items.iter().map(WithdrawalItem::withdrawal).collect();
         Ok(QueuePage { items, next_cursor: page.next_cursor })
+    }
+
+    /// One transaction: a check that the withdrawal is still pending, the hour's resent item
+    /// (new only) carrying its event, and the audit entry. The hour's second resend is refused
+    /// by the resent item's condition and changes nothing; a withdrawal resolved since the read
+    /// is refused by the check.
+    async fn resend_withdrawal(&self, id: &str, by: &Attribution, now_ms: Millis) -> Result<ResendResult, StoreError> {
+        by.validate()?;
+        let Some(pending) = self.get::<WithdrawalItem>(withdrawal_pk(id), WITHDRAWAL.into()).await? else {
+            return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
+        };
+        resend_allowed(&pending.withdrawal(), now_ms)?;
+        let (slot, at) = (resend_slot(now_ms), rfc3339(now_ms));
+        let resent = ResentItem {
+            pk: withdrawal_pk(id),
+            sk: format!("{RESENT_PREFIX}{slot}"),
+            withdrawal_id: id.to_owned(),
+            at: at.clone(),
+            operator: by.operator.clone(),
+            reason: by.reason.clone(),
+            event: pending.event.clone(),
+        };
+        let still_pending = ConditionCheck::builder()
+            .table_name(&self.table)
+            .key("pk", s(&withdrawal_pk(id)))
+            .key("sk", s(WITHDRAWAL))
+            .condition_expression("#status = :pending")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":pending", s(WithdrawalStatus::Pending.as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .expect("pending check");
+        let entry = AuditEntry {
+            at,
+            action: AuditAction::WithdrawalResent,
+            subject: id.to_owned(),
+            actor: by.operator.clone(),
+            reason: by.reason.clone(),
+            user: Some(pending.user.clone()),
+        };
+        let mut items = Transaction::default();
+        items.push(Write::Withdrawal, TransactWriteItem::builder().condition_check(still_pending).build());
+        items.push(Write::Resent, self.put_new(to_item(&resent)));
+        items.push(Write::Audit, self.audit_entry(entry, now_ms));
+        match self.transact(items).await? {
+            Ok(()) => Ok(ResendResult { changed: true, withdrawal: pending.withdrawal(), slot }),
+            Err(failed) => {
+                if let Some(reason) = failed.refused_by(Write::Withdrawal) {
+                    let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(pending);
+                    resend_allowed(&now.withdrawal(), now_ms)?;
+                    return Err(StoreError::Corrupt(format!("withdrawal {id}: pending, yet its check refused")));
+                }
+                if failed.refused_by(Write::Resent).is_some() {
+                    return Ok(ResendResult { changed: false, withdrawal: pending.withdrawal(), slot });
+                }
+                Err(unavailable(failed.error))
+            }
+        }
     }
 }
 

@@ -46,6 +46,8 @@ pub(super) enum Write {
     Topup,
     /// A withdrawal (new for its id; resolved only while pending).
     Withdrawal,
+    /// An overdue withdrawal's order sent again (new only: once an hour).
+    Resent,
     /// An adjustment (new for its reference; applied only while proposed, by another operator).
     Adjustment,
     /// An entry of the audit trail (unconditional: the action's own item makes it once).

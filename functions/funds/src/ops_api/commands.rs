@@ -58,8 +58,8 @@ pub(super) fn command_payload(
             json!({ "resolve_flag": { "flag_id": parameter.unwrap_or_default(), "outcome": body.outcome,
                                       "note": body.note, "operator": me } })
         }
-        OpsAction::ReadAudit => json!({ "audit": { "day": parameter.unwrap_or_default() } }),
-        OpsAction::ReadUser
+        OpsAction::ReadAudit
+        | OpsAction::ReadUser
         | OpsAction::ReadPacket
         | OpsAction::ReleasePacket
         | OpsAction::ReadStatement
@@ -68,6 +68,8 @@ pub(super) fn command_payload(
         | OpsAction::Reconcile
         | OpsAction::ListPendingAdjustments
         | OpsAction::ListPendingWithdrawals
-        | OpsAction::ReadWithdrawal => return Err(ApiError::NotFound),
+        | OpsAction::ReadWithdrawal
+        | OpsAction::ReadAdjustment
+        | OpsAction::ResendWithdrawal => return Err(ApiError::NotFound),
     })
 }

@@ -23,7 +23,9 @@ use red_packets::domain::sides::compare;
 use red_packets::domain::validate::parse_json;
 use red_packets::domain::withdrawal::Withdrawal;
 use red_packets::domain::{PacketId, UserId};
-use red_packets::funds::{day_cutoffs, reconcile, statement_to, trial_balance, Cutoff, FundsEntry, ReconcileOptions};
+use red_packets::funds::{
+    day_cutoffs, reconcile, statement_of_days, trial_balance, Cutoff, FundsEntry, ReconcileOptions,
+};
 use red_packets::http::{json_body, json_response, money_response, page_limit, respond};
 use red_packets::ports::{
     Adjustments, AuditTrail, Books, BusinessHours, Flags, Holds, Ledger, PageRequest, ReportSink, SettleIndex, Wallets,
@@ -61,11 +63,13 @@ pub const ROUTES: &[(&str, OpsAction)] = &[
     ("GET /ops/v1/users/{user}/statements/{day}", OpsAction::ReadStatement),
     ("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
     ("GET /ops/v1/adjustments/pending", OpsAction::ListPendingAdjustments),
+    ("GET /ops/v1/adjustments/{reference}", OpsAction::ReadAdjustment),
     ("POST /ops/v1/adjustments/{reference}/approve", OpsAction::ApproveAdjustment),
     ("POST /ops/v1/adjustments/{reference}/reject", OpsAction::RejectAdjustment),
     ("POST /ops/v1/adjustments/{reference}/withdraw", OpsAction::WithdrawAdjustment),
     ("GET /ops/v1/withdrawals/pending", OpsAction::ListPendingWithdrawals),
     ("GET /ops/v1/withdrawals/{withdrawal_id}", OpsAction::ReadWithdrawal),
+    ("POST /ops/v1/withdrawals/{withdrawal_id}/resend", OpsAction::ResendWithdrawal),
     ("GET /ops/v1/flags", OpsAction::ListFlags),
     ("POST /ops/v1/flags/{flag_id}/assign", OpsAction::AssignFlag),
     ("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
@@ -271,9 +275,10 @@ where
             return Ok(json_response(StatusCode::OK, &json!({ "packet_id": id, "released": released == 1 })));
         }
         OpsAction::ReadStatement => {
-            let day = matched.parameters.get(1).cloned().unwrap_or_default();
-            return read_statement(ledger, clock, &user_of(parameter)?, &day, report_format(request)?).await;
+            let days = day_range(matched.parameters.get(1).map(String::as_str), request)?;
+            return read_statement(ledger, clock, &user_of(parameter)?, &days, report_format(request)?).await;
         }
+        OpsAction::ReadAudit => return read_audit(ledger, &day_range(parameter.as_deref(), request)?).await,
         OpsAction::ReadTrialBalance => {
             return read_trial_balance(ledger, clock, &parameter.unwrap_or_default(), report_format(request)?).await
         }
@@ -289,14 +294,23 @@ where
             return Ok(money_response(StatusCode::OK, &page, ledger_currency(ledger)));
         }
         OpsAction::ListPendingWithdrawals => {
-            let overdue_only = match query.first("overdue") {
-                None | Some("false") => false,
-                Some("true") => true,
-                Some(_) => return Err(ApiError::invalid("overdue", "overdue must be true or false")),
-            };
-            return read_pending_withdrawals(ledger, clock, page_request(request, &query)?, overdue_only).await;
+            let filter = PendingFilter::of(&query, ledger.business_day())?;
+            return read_pending_withdrawals(ledger, clock, page_request(request, &query)?, filter).await;
         }
         OpsAction::ReadWithdrawal => return read_withdrawal(ledger, clock, &parameter.unwrap_or_default()).await,
+        OpsAction::ResendWithdrawal => {
+            let body: ReasonBody = parse_json(json_body(request)?)?;
+            let by = Attribution { operator: operator.subject.clone(), reason: body.reason };
+            let id = parameter.unwrap_or_default();
+            let resent = ledger.resend_withdrawal(&id, &by, clock.now_ms()).await?;
+            tracing::info!(withdrawal_id = %id, operator = %by.operator, changed = resent.changed, "withdrawal resent");
+            let answer = json!({ "changed": resent.changed, "withdrawal": resent.withdrawal });
+            return Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)));
+        }
+        OpsAction::ReadAdjustment => {
+            let adjustment = ledger.adjustment(&parameter.unwrap_or_default()).await?.ok_or(ApiError::NotFound)?;
+            return Ok(money_response(StatusCode::OK, &adjustment, ledger_currency(ledger)));
+        }
         _ => command_payload(action, parameter, request, &query, me)?,
     };
     let event = LambdaEvent::new(payload, Context::default());
@@ -330,6 +344,14 @@ mod tests {
             route(&Method::GET, "/ops/v1/withdrawals/pending").unwrap().action,
             OpsAction::ListPendingWithdrawals
         );
+        assert_eq!(
+            route(&Method::GET, "/ops/v1/adjustments/pending").unwrap().action,
+            OpsAction::ListPendingAdjustments
+        );
+        let matched = route(&Method::GET, "/ops/v1/adjustments/case%2017").unwrap();
+        assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ReadAdjustment, Some("case 17")));
+        let matched = route(&Method::POST, "/ops/v1/withdrawals/wd-0a/resend").unwrap();
+        assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ResendWithdrawal, Some("wd-0a")));
         let matched = route(&Method::GET, "/ops/v1/withdrawals/wd-0a").unwrap();
         assert_eq!((matched.action, matched.parameter().as_deref()), (OpsAction::ReadWithdrawal, Some("wd-0a")));
     }

@@ -2,7 +2,10 @@
 //! or CSV), the pending withdrawals; answered here, from the ledger and the live store.
 
 use super::*;
+use red_packets::clock::{parse_rfc3339, Millis};
+use red_packets::domain::day::DayRange;
 use red_packets::domain::hourly::DayHours;
+use red_packets::domain::BusinessDay;
 
 /// How a report is answered: `json` (default) or `csv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,46 +62,137 @@ pub(super) async fn read_business_hours<L: Books + BusinessHours>(
     Ok(money_response(StatusCode::OK, &DayHours::sum(day, &zone, tallies), ledger.currency()))
 }
 
-/// `user`'s statement of `day`, to the latest safe cut-off (what the funds function files).
+/// `user`'s statement of the business days `days` (one, or a period of at most
+/// [`red_packets::domain::day::MAX_RANGE_DAYS`]), to the latest safe cut-off: a day's is what the funds function files.
 pub(super) async fn read_statement<L: Books>(
     ledger: &L,
     clock: &dyn Clock,
     user: &UserId,
-    day: &str,
+    days: &DayRange,
     format: ReportFormat,
 ) -> Result<Response<Body>, ApiError> {
     let until_ms = Cutoff::latest_ms(clock.now_ms());
-    let report = statement_to(ledger, user, day, until_ms).await.map_err(FundsFailure::from)?;
+    let report = statement_of_days(ledger, user, days, until_ms).await.map_err(FundsFailure::from)?;
     match format {
-        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{day}.csv")),
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{}.csv", file_days(days))),
         ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
     }
 }
 
+/// `GET /ops/v1/audit/{day}[?to=]`: the audit trail of a business day, or of each day of a
+/// period in turn (one read per day, at most [`red_packets::domain::day::MAX_RANGE_DAYS`]).
+pub(super) async fn read_audit<L: AuditTrail + Books + Ledger>(
+    ledger: &L,
+    days: &DayRange,
+) -> Result<Response<Body>, ApiError> {
+    let zone = ledger.business_day();
+    if days.bounds(zone).is_none() {
+        return Err(ApiError::invalid("day", "day must be a date, YYYY-MM-DD"));
+    }
+    let mut entries = Vec::new();
+    for day in days.days() {
+        entries.extend(ledger.audit_of_day(&day).await?);
+    }
+    let to = (days.last() != days.first()).then(|| days.last());
+    let answer = json!({ "day": days.first(), "to": to, "entries": entries });
+    Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)))
+}
+
+/// A range's days as a file name's part: `2026-12-07`, or `2026-12-01-to-2026-12-07`.
+fn file_days(days: &DayRange) -> String {
+    if days.last() == days.first() {
+        days.first()
+    } else {
+        format!("{}-to-{}", days.first(), days.last())
+    }
+}
+
+/// The business days a read asks for: the path's `{day}` to the query's `to` (the day alone
+/// without it).
+pub(super) fn day_range(day: Option<&str>, request: &Request) -> Result<DayRange, ApiError> {
+    let query = request.query_string_parameters();
+    Ok(DayRange::parse(day.unwrap_or_default(), query.first("to"))?)
+}
+
+/// Which pending withdrawals a page lists: those requested within `[from_ms, until_ms)` (the
+/// query's `from` and `to`, business days), and with `overdue_only` the overdue ones alone.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PendingFilter {
+    from_ms: Millis,
+    until_ms: Millis,
+    overdue_only: bool,
+}
+
+impl PendingFilter {
+    /// The filter the query asks for: `overdue=true|false`, `from` and `to` (`YYYY-MM-DD`, both
+    /// optional, `to` not before `from`).
+    pub(super) fn of(query: &QueryMap, zone: BusinessDay) -> Result<PendingFilter, ApiError> {
+        let overdue_only = match query.first("overdue") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(ApiError::invalid("overdue", "overdue must be true or false")),
+        };
+        let bounds = |field: &str| -> Result<Option<(Millis, Millis)>, ApiError> {
+            query
+                .first(field)
+                .map(|day| {
+                    zone.bounds(day)
+                        .ok_or_else(|| ApiError::invalid(field, format!("{field} must be a date, YYYY-MM-DD")))
+                })
+                .transpose()
+        };
+        let (from, to) = (bounds("from")?, bounds("to")?);
+        if let (Some((from, _)), Some((_, to))) = (from, to) {
+            if to <= from {
+                return Err(ApiError::invalid("to", "to must not come before from"));
+            }
+        }
+        Ok(PendingFilter {
+            from_ms: from.map_or(Millis::MIN, |(start, _)| start),
+            until_ms: to.map_or(Millis::MAX, |(_, end)| end),
+            overdue_only,
+        })
+    }
+
+    /// True when `withdrawal` is listed at `now_ms`.
+    fn keeps(&self, withdrawal: &Withdrawal, now_ms: Millis) -> bool {
+        let within =
+            parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| (self.from_ms..self.until_ms).contains(&at));
+        within && (!self.overdue_only || withdrawal.is_overdue_at(now_ms))
+    }
+
+    /// True when `withdrawal` and every one after it in the queue (oldest first) are past the
+    /// filter: requested after its window, or (overdue only) not overdue yet.
+    fn ends_with(&self, withdrawal: &Withdrawal, now_ms: Millis) -> bool {
+        let after = parse_rfc3339(&withdrawal.requested_at).is_some_and(|at| at >= self.until_ms);
+        after || (self.overdue_only && !withdrawal.is_overdue_at(now_ms))
+    }
+}
+
 /// A page of the pending withdrawals, each marked overdue (pending longer than
-/// [`red_packets::domain::withdrawal::OVERDUE_AFTER_MS`]); with `overdue_only`, the page's overdue ones (the queue is oldest
-/// first, so the overdue ones come first and a page with one that is not is the last of them).
+/// [`red_packets::domain::withdrawal::OVERDUE_AFTER_MS`]), those `filter` keeps. The queue is
+/// oldest first, so a page with one past the filter is the last: it has no next cursor. A page
+/// of ones requested before `from` may be empty and carry a cursor on.
 pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
     ledger: &L,
     clock: &dyn Clock,
     page: PageRequest<'_>,
-    overdue_only: bool,
+    filter: PendingFilter,
 ) -> Result<Response<Body>, ApiError> {
     let now_ms = clock.now_ms();
     let page = ledger.pending_withdrawals(page).await?;
-    let overdue = |withdrawal: &Withdrawal| withdrawal.is_overdue_at(now_ms);
-    let all_overdue = page.items.iter().all(overdue);
     let items: Vec<Value> = page
         .items
         .iter()
-        .filter(|withdrawal| !overdue_only || overdue(withdrawal))
+        .filter(|withdrawal| filter.keeps(withdrawal, now_ms))
         .map(|withdrawal| {
             let mut value = json!(withdrawal);
-            value["overdue"] = Value::Bool(overdue(withdrawal));
+            value["overdue"] = Value::Bool(withdrawal.is_overdue_at(now_ms));
             value
         })
         .collect();
-    let next_cursor = if overdue_only && !all_overdue { None } else { page.next_cursor };
+    let ended = page.items.iter().any(|withdrawal| filter.ends_with(withdrawal, now_ms));
+    let next_cursor = if ended { None } else { page.next_cursor };
     Ok(money_response(StatusCode::OK, &json!({ "items": items, "next_cursor": next_cursor }), ledger_currency(ledger)))
 }
 

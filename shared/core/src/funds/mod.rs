@@ -9,6 +9,7 @@ use crate::clock::{parse_rfc3339, rfc3339, Clock, Millis, SystemClock};
 use crate::domain::adjustment::{AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult};
 use crate::domain::audit::AuditEntry;
 use crate::domain::books::{combine, BooksError, BooksFold, Part, Reconciliation, Reread};
+use crate::domain::day::DayRange;
 use crate::domain::patterns::{FlagAssignment, FlagResolution, FlagResolved, FlagStatus, ListFlags, RiskFlag};
 use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::statements::{Statement, TrialBalance};
@@ -386,9 +387,22 @@ pub async fn statement_to<B: Books>(
     day: &str,
     until_ms: Millis,
 ) -> Result<Statement, FundsError> {
-    let (start, end) = bounds(books.business_day(), day)?;
+    statement_of_days(books, user, &DayRange::parse(day, None)?, until_ms).await
+}
+
+/// `user`'s statement of the business days `days` (one statement from the first day's opening
+/// balance to the last day's closing one), its movements booked up to `until_ms`.
+pub async fn statement_of_days<B: Books>(
+    books: &B,
+    user: &UserId,
+    days: &DayRange,
+    until_ms: Millis,
+) -> Result<Statement, FundsError> {
+    let (start, end) = bounds(books.business_day(), &days.first())?;
+    let end = if days.last() == days.first() { end } else { bounds(books.business_day(), &days.last())?.1 };
     let movements = books.movements_of(user).await?;
-    Ok(Statement::new(user, day, (start, end.min(until_ms.saturating_add(1))), movements, books.currency()))
+    let window = (start, end.min(until_ms.saturating_add(1)));
+    Ok(Statement::new(user, &days.first(), window, movements, books.currency()).through(&days.last()))
 }
 
 async fn write_report<R: ReportSink>(

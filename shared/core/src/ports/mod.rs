@@ -11,7 +11,7 @@ use crate::clock::{Clock, Millis};
 use crate::domain::adjustment::{
     Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult,
 };
-use crate::domain::audit::AuditEntry;
+use crate::domain::audit::{Attribution, AuditEntry};
 use crate::domain::books::{BooksFold, MovementRecord, Reread};
 use crate::domain::grab::{GrabAttempt, LoggedGrab};
 use crate::domain::history::{HistoryPage, Role};
@@ -25,7 +25,8 @@ use crate::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use crate::domain::settlement::Finalisation;
 use crate::domain::wallet::{TopUp, TopUpResult, WalletPage};
 use crate::domain::withdrawal::{
-    ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+    ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
+    WithdrawalStatus,
 };
 use crate::domain::{
     BusinessDay, Cents, ChatId, Currency, GrabOutcome, IdempotencyKey, Invalid, LivePacket, Packet, PacketId, UserId,

@@ -40,6 +40,19 @@ pub trait Withdrawals: Send + Sync {
         &self,
         page: PageRequest<'_>,
     ) -> impl Future<Output = Result<QueuePage<Withdrawal>, StoreError>> + Send;
+
+    /// Sends withdrawal `id`'s order to the payments system again, by `by` (in the audit trail,
+    /// in the same write): its `WithdrawalRequested` event once more, the same event id, which
+    /// the write itself publishes. Only while it is pending (the write's condition) and overdue
+    /// ([`resend_allowed`](crate::domain::withdrawal::resend_allowed), else
+    /// [`StoreError::Invalid`] on `withdrawal_id`), once per hour ([`ResendResult::changed`]
+    /// false for the hour's second). Moves no money.
+    fn resend_withdrawal(
+        &self,
+        id: &str,
+        by: &Attribution,
+        now_ms: Millis,
+    ) -> impl Future<Output = Result<ResendResult, StoreError>> + Send;
 }
 
 /// Corrections to the wallets: adjustments one operator proposes and another approves.
@@ -71,6 +84,10 @@ pub trait Adjustments: Send + Sync {
         closing: &AdjustmentClosing,
         now_ms: Millis,
     ) -> impl Future<Output = Result<AdjustmentResult, StoreError>> + Send;
+
+    /// The adjustment under `reference`, whatever its state; `None` when nothing was proposed
+    /// under it.
+    fn adjustment(&self, reference: &str) -> impl Future<Output = Result<Option<Adjustment>, StoreError>> + Send;
 
     /// A page of the proposals still proposed, oldest first, read through an index that holds
     /// only those.

@@ -105,13 +105,16 @@ impl TrialBalance {
     }
 }
 
-/// One user's statement of one booking day.
+/// One user's statement of one booking day, or of a period of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Statement {
     /// Whose.
     pub user: UserId,
-    /// The business day, `YYYY-MM-DD`.
+    /// The business day, `YYYY-MM-DD` (a period's first).
     pub day: String,
+    /// A period's last business day (`GET …/statements/{day}?to=`); absent for one day.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
     /// The balance when the day began.
     pub opening_cents: i128,
     /// The day's movements, in booking order.
@@ -170,7 +173,27 @@ impl Statement {
                 }
             })
             .collect();
-        Statement { user: user.clone(), day: day.to_owned(), opening_cents, lines, closing_cents: balance, currency }
+        Statement {
+            user: user.clone(),
+            day: day.to_owned(),
+            to: None,
+            opening_cents,
+            lines,
+            closing_cents: balance,
+            currency,
+        }
+    }
+
+    /// The statement as one of the period ending on business day `last` (none when `last` is
+    /// its own day): the closing row is dated `last`.
+    pub fn through(mut self, last: &str) -> Self {
+        self.to = (last != self.day).then(|| last.to_owned());
+        self
+    }
+
+    /// The day the closing row is dated: the period's last.
+    fn closing_day(&self) -> &str {
+        self.to.as_deref().unwrap_or(&self.day)
     }
 
     /// An `opening` line, one `movement` line each, a `closing` line.
@@ -186,7 +209,7 @@ impl Statement {
             value["currency"] = serde_json::to_value(self.currency).unwrap_or_default();
             let _ = writeln!(out, "{value}");
         }
-        let tail = serde_json::json!({"type": "closing", "user": self.user, "day": self.day, "balance_cents": self.closing_cents as i64, "currency": self.currency});
+        let tail = serde_json::json!({"type": "closing", "user": self.user, "day": self.closing_day(), "balance_cents": self.closing_cents as i64, "currency": self.currency});
         let _ = writeln!(out, "{tail}");
         out
     }
@@ -204,7 +227,7 @@ impl Statement {
                 self.user, line.booked_at, line.kind, line.subject, line.amount_cents, line.balance_cents
             );
         }
-        let _ = writeln!(out, "{},{},closing,,0,{},{code}", self.user, self.day, self.closing_cents);
+        let _ = writeln!(out, "{},{},closing,,0,{},{code}", self.user, self.closing_day(), self.closing_cents);
         out
     }
 }
@@ -255,6 +278,31 @@ mod tests {
             assert_eq!(line["currency"], serde_json::json!({"code": "JPY", "exponent": 0}), "{line}");
         }
         assert!(crate::BusinessDay::default().bounds("2026-13-01").is_none());
+    }
+
+    #[test]
+    fn a_period_opens_on_its_first_day_and_closes_on_its_last() {
+        let days = crate::day::DayRange::parse("2026-11-23", Some("2026-11-24")).unwrap();
+        let (start, end) = days.bounds(crate::BusinessDay::default()).unwrap();
+        let movements = vec![
+            movement(MovementKind::Topup, 1_000, start - 1),
+            movement(MovementKind::Send, 300, start + 10),
+            movement(MovementKind::Refund, 80, end - 10),
+            movement(MovementKind::Grab, 40, end),
+        ];
+        let yuan = Currency::parse("CNY").unwrap();
+        let alice = UserId::from_claim("alice").unwrap();
+        let period = Statement::new(&alice, &days.first(), (start, end), movements, yuan).through(&days.last());
+        assert_eq!(
+            (period.to.as_deref(), period.opening_cents, period.closing_cents),
+            (Some("2026-11-24"), 1_000, 780)
+        );
+        assert_eq!(period.lines.len(), 2, "both days' movements, none after the last");
+        let csv = period.to_csv();
+        assert!(csv.contains("alice,2026-11-23,opening,,0,1000,CNY\n"), "{csv}");
+        assert!(csv.ends_with("alice,2026-11-24,closing,,0,780,CNY\n"), "{csv}");
+        let one_day = Statement::new(&alice, "2026-11-23", (start, end), Vec::new(), yuan).through("2026-11-23");
+        assert_eq!(one_day.to, None, "a day's statement reads as before");
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub const ADJUSTMENT_PREFIX: &str = "ADJUSTMENT#";
 /// Sort key of an adjustment.
 pub const ADJUSTMENT: &str = "ADJUSTMENT";
 
+/// The prefix of a resent order's sort key in its withdrawal's partition (`RESENT#<hour>`).
+pub const RESENT_PREFIX: &str = "RESENT#";
+
 /// `WITHDRAWAL#<id>`.
 pub fn withdrawal_pk(id: &str) -> String {
     format!("{WITHDRAWAL_PREFIX}{id}")
@@ -31,6 +34,25 @@ pub fn withdrawal_pk(id: &str) -> String {
 /// `ADJUSTMENT#<reference>`.
 pub fn adjustment_pk(reference: &str) -> String {
     format!("{ADJUSTMENT_PREFIX}{reference}")
+}
+
+/// An overdue withdrawal's order sent to the payments system again (`WITHDRAWAL#<id>` /
+/// `RESENT#<hour since the epoch>`): new only, so once an hour, beside a condition check that the
+/// withdrawal is pending and its audit entry. It carries the withdrawal's `WithdrawalRequested`
+/// event as it was written (its same id): the Pipe publishes a new item's event, so the payments
+/// system hears the same order again. The books read none of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResentItem {
+    pub pk: String,
+    pub sk: String,
+    pub withdrawal_id: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// Who sent it again, and why.
+    pub operator: String,
+    pub reason: String,
+    /// The withdrawal's own event, unchanged.
+    pub event: LedgerEvent,
 }
 
 /// A withdrawal (`WITHDRAWAL#<id>` / `WITHDRAWAL`): written with its debit, resolved once (its

@@ -16,6 +16,7 @@
 //! | grab credit (the wallet) | `WALLET#<user>` | `MOVE#<packet's created_at>#grab#<id>` | | |
 //! | top-up | `TOPUP#<reference>` | `TOPUP` | | |
 //! | withdrawal | `WITHDRAWAL#<id>` | `WITHDRAWAL` | | |
+//! | a withdrawal's order sent again | `WITHDRAWAL#<id>` | `RESENT#<hour>` | | |
 //! | adjustment | `ADJUSTMENT#<reference>` | `ADJUSTMENT` | | |
 //! | audit entry | `AUDIT#<business day>#<shard, 2 digits>` | `<at>#<action>#<subject>` | | |
 //! | account hold in force | `HOLDS` | `USER#<user>` | | |
@@ -46,8 +47,8 @@ use red_packets_core::clock::{Clock, Millis};
 use red_packets_core::domain::UserId;
 
 pub use corrections::{
-    adjustment_pk, audit_pk, withdrawal_pk, AdjustmentItem, AuditItem, WithdrawalItem, ADJUSTMENT, ADJUSTMENT_PREFIX,
-    USER_AUDIT_PREFIX, WITHDRAWAL, WITHDRAWAL_PREFIX,
+    adjustment_pk, audit_pk, withdrawal_pk, AdjustmentItem, AuditItem, ResentItem, WithdrawalItem, ADJUSTMENT,
+    ADJUSTMENT_PREFIX, RESENT_PREFIX, USER_AUDIT_PREFIX, WITHDRAWAL, WITHDRAWAL_PREFIX,
 };
 pub use grab::{share_sk, CasualtyItem, GrabItem, ShareItem, CASUALTY_PREFIX, GRAB_PREFIX, SHARE_PREFIX};
 pub use hold::{hold_sk, HoldItem, HOLDS_PK, HOLDS_VERSION, HOLD_PREFIX};

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use red_packets::clock::{rfc3339, Millis};
 use red_packets::config::Config;
-use red_packets::domain::audit::AuditEntry;
+use red_packets::domain::audit::{Attribution, AuditEntry};
 use red_packets::domain::grab::LoggedGrab;
 use red_packets::domain::history::{HistoryItem, HistoryPage, Role};
 use red_packets::domain::hourly::{Counted, Measure, Tally};
@@ -22,8 +22,8 @@ use red_packets::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use red_packets::domain::settlement::Finalisation;
 use red_packets::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
 use red_packets::domain::withdrawal::{
-    resolution_allowed, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest, WithdrawalResolution,
-    WithdrawalStatus,
+    resend_allowed, resend_slot, resolution_allowed, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt,
+    WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
 };
 use red_packets::domain::{
     BusinessDay, Cents, ChatId, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId,
@@ -72,6 +72,8 @@ struct State {
     movements: HashMap<UserId, Vec<Movement>>,
     topups: HashMap<String, (UserId, Cents)>,
     withdrawals: HashMap<String, Withdrawal>,
+    /// The orders sent again: (withdrawal id, hour slot).
+    resent: HashSet<(String, i64)>,
     audit: Vec<(String, AuditEntry)>,
     holds: HashMap<UserId, Hold>,
     holds_version: u64,
@@ -592,6 +594,18 @@ impl Withdrawals for MemoryLedger {
         pending.sort_by(|a, b| (&a.requested_at, &a.withdrawal_id).cmp(&(&b.requested_at, &b.withdrawal_id)));
         let place = |withdrawal: &Withdrawal| format!("{}#{}", withdrawal.requested_at, withdrawal.withdrawal_id);
         Ok(memory_page(pending, page, place, Order::OldestFirst))
+    }
+
+    async fn resend_withdrawal(&self, id: &str, by: &Attribution, now_ms: Millis) -> Result<ResendResult, StoreError> {
+        by.validate()?;
+        let mut state = self.state()?;
+        let Some(withdrawal) = state.withdrawals.get(id).cloned() else {
+            return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
+        };
+        resend_allowed(&withdrawal, now_ms)?;
+        let slot = resend_slot(now_ms);
+        let changed = state.resent.insert((id.to_owned(), slot));
+        Ok(ResendResult { changed, withdrawal, slot })
     }
 }
 
