@@ -240,7 +240,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       unbalanced: 'Not balanced',
       differences_count: '%{count} differences',
       statement: "A user's statement",
-      no_lines: 'No movement that day',
+      no_lines: 'No movement in these days up to a minute ago (the latest cut-off)',
       reconciliation: 'Reconciliation',
       reconcile_help:
         'Checks the whole ledger now, as of the latest safe cut-off: every wallet, every packet, the pending and overdue withdrawals.',

@@ -289,7 +289,7 @@ export const zh = {
       unbalanced: '借贷不平衡',
       differences_count: '%{count} 处差异',
       statement: '用户对账单',
-      no_lines: '当日无流水',
+      no_lines: '所选日期内无流水（统计到一分钟前的截止点）',
       reconciliation: '对账',
       reconcile_help: '按最近的安全截止时间立即核对全部账目：每个钱包、每个红包、待处理和逾期的提现。',
       reconcile: '立即对账',
