@@ -672,6 +672,10 @@ test('3: a 接龙 chain is flagged; risk assigns it to herself and resolves it c
   assert.match(await rita.page.locator('#react-admin-title').innerText(), /风险标记/);
   const row = rita.page.locator('tbody tr').filter({ hasText: chat });
   await row.waitFor();
+  // what it found, in Chinese from its fields, never the server's English detail
+  const summary = (await row.locator('[data-testid=flag-summary]').innerText()).trim();
+  assert.equal(summary, `群 ${chat} 里 ${flag.users.length} 人接龙发红包，共 ${flag.packets.length} 个`);
+  assert.ok(!(await row.innerText()).includes(flag.detail), 'the detail is not shown as the server wrote it');
   await row.locator('[data-action=assign-flag]').click();
   const assign = rita.page.locator('[data-dialog=assign-flag]');
   assert.equal(await assign.locator('input[name=assignee]').inputValue(), '', 'empty: the signed-in operator');

@@ -135,6 +135,11 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
       resent_already: 'The order of %{id} was already sent again this hour: nothing changed',
     },
     flag: {
+      summaries: {
+        chain: 'A chain of %{packets} packets by %{senders} senders in chat %{chat}',
+        cycle: 'Packets sent back and forth between %{users}',
+        chats: '%{user} grabbed in more chats in a day than the limit',
+      },
       resolve: 'Resolve',
       resolve_title: 'Resolve flag %{id}',
       resolved: 'Resolved %{id}: %{outcome}',

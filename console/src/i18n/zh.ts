@@ -185,6 +185,11 @@ export const zh = {
       resent_already: '%{id} 的指令本小时已重新发送过，没有变化',
     },
     flag: {
+      summaries: {
+        chain: '群 %{chat} 里 %{senders} 人接龙发红包，共 %{packets} 个',
+        cycle: '%{users} 之间来回互发红包',
+        chats: '%{user} 一天内抢红包的群数超过上限',
+      },
       resolve: '处理',
       resolve_title: '处理风险标记 %{id}',
       resolved: '已处理 %{id}：%{outcome}',

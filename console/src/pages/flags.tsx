@@ -1,6 +1,6 @@
 import AssignmentIndIcon from '@mui/icons-material/AssignmentInd';
 import GavelIcon from '@mui/icons-material/Gavel';
-import { Box } from '@mui/material';
+import { Box, Typography } from '@mui/material';
 import {
   Datagrid,
   List,
@@ -118,6 +118,30 @@ const FlagActions = (_props: { label?: string }) => (
 const filters = [<SelectInput key="status" source="status" choices={FLAG_STATUSES} alwaysOn />];
 
 /**
+ * What a flag found, in the console's language, from its rule and what it names (the users, the
+ * chat, the packets): the server's `detail` is a sentence for engineers, in English.
+ */
+const FlagSummary = (_props: { label?: string }) => {
+  const record = useRecordContext();
+  const translate = useTranslate();
+  if (!record) return null;
+  const users = (record.users as string[] | undefined) ?? [];
+  const separator = translate('console.errors.roles_separator', { _: ', ' });
+  return (
+    <Typography variant="body2" sx={{ minWidth: 220 }} data-testid="flag-summary">
+      {translate(`console.flag.summaries.${record.rule}`, {
+        _: String(record.rule),
+        chat: record.chat_id ?? '—',
+        packets: (record.packets as string[] | undefined)?.length ?? 0,
+        senders: users.length,
+        user: users[0] ?? '',
+        users: users.join(separator),
+      })}
+    </Typography>
+  );
+};
+
+/**
  * `GET /ops/v1/flags?status=`: the risk rules' flags of one status (open by default), oldest
  * first (the server's order), a page at a time by cursor.
  */
@@ -137,7 +161,7 @@ export const FlagList = () => (
       <TextArrayField source="users" sortable={false} />
       <TextField source="chat_id" emptyText="—" sortable={false} />
       <MoneyField source="amount_cents" sortable={false} />
-      <TextField source="detail" sortable={false} sx={{ display: 'block', minWidth: 260 }} />
+      <FlagSummary label="resources.flags.fields.detail" />
       <SelectField source="hold" choices={HOLD_SCOPES} emptyText="—" sortable={false} />
       <SelectField source="status" choices={FLAG_STATUSES} sortable={false} />
       <TextField source="assignee" emptyText="—" sortable={false} data-testid="flag-assignee" />
