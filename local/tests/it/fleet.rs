@@ -6,22 +6,18 @@
 //! ledger keeps (every acknowledged grab, every cent once) are the assertions; the windows,
 //! counts and latencies are printed as `figure:` lines, which RELIABILITY.md carries.
 //!
-//! A 503 is told by the reason its log line gives (captured per grab, [`Reasons`]): a redirection,
+//! A 503 is told by the reason its log line gives (captured per grab, `support::reasons`): a redirection,
 //! `TRYAGAIN` or a migrating slot reaching a user is a defect, never allowed; a timeout the machine
 //! caused (a busy CI machine stalls a process for longer than the grab's limit, twice in a row,
 //! since the grab path asks a timed-out call again once) is counted, bounded and reported.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::field::{Field, Visit};
-use tracing::instrument::WithSubscriber;
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::Layer;
-
 use crate::support::cluster::{Migration, OwnCluster};
+use crate::support::reasons::{grab_telling_why, is_machine_timeout};
 use crate::support::stack::Stack;
 use crate::support::throttled::{Rule, Throttler};
 use red_packets::domain::Funds;
@@ -53,44 +49,8 @@ impl Answer {
     /// A 503 the machine caused: Redis gave no answer within the grab's limit (the store's own
     /// bound, or the client's response timeout), twice.
     fn timed_out(&self) -> bool {
-        let timeout = |reason: &str| reason.contains("no answer within") || reason.to_lowercase().contains("timed out");
-        self.status == 503 && self.reason.as_deref().is_some_and(timeout)
+        self.status == 503 && self.reason.as_deref().is_some_and(is_machine_timeout)
     }
-}
-
-/// The `detail` of the warnings logged while one grab runs (a 503's reason), captured by a
-/// subscriber of the grab's own: the answer itself says only `unavailable`.
-#[derive(Clone, Default)]
-struct Reasons(Arc<Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> Layer<S> for Reasons {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
-        *metadata.level() <= tracing::Level::WARN
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        struct Detail(Option<String>);
-        impl Visit for Detail {
-            fn record_str(&mut self, field: &Field, value: &str) {
-                if field.name() == "detail" {
-                    self.0 = Some(value.to_owned());
-                }
-            }
-            fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
-        }
-        let mut detail = Detail(None);
-        event.record(&mut detail);
-        self.0.lock().unwrap().extend(detail.0);
-    }
-}
-
-/// `user`'s grab of `id`, with the reason a 503 logged.
-async fn grab_telling_why(stack: &Stack, id: &str, user: &str) -> (u16, Value, Option<String>) {
-    let reasons = Reasons::default();
-    let subscriber = tracing_subscriber::registry().with(reasons.clone());
-    let (status, body) = stack.grab(id, user).with_subscriber(subscriber).await;
-    let reason = reasons.0.lock().unwrap().pop();
-    (status, body, reason)
 }
 
 /// The 503s among `answers` that no timeout of the machine explains (none is allowed), after

@@ -718,6 +718,39 @@ async fn an_overdue_withdrawal_is_sent_again_once_an_hour_by_finance_and_moves_n
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("withdrawal_id")), "paid: {refused}");
 }
 
+/// Two operators sending the same overdue withdrawal's order again at once: the write decides
+/// (the hour's resent item is new only), so one of them publishes it, the other is told nothing
+/// changed (or, on a transaction conflict, to retry: a 503), and the trail holds one entry.
+#[tokio::test]
+async fn two_resends_at_once_send_the_order_once() {
+    use red_packets::domain::withdrawal::{WithdrawalRequest, OVERDUE_AFTER_MS};
+    use red_packets::ports::Withdrawals;
+    // A clock that stands still: both calls fall in the same hour, whenever the test runs.
+    let clock = Arc::new(red_packets_testkit::ManualClock::starting_now());
+    let api = serve_with_clock(|_| {}, clock.clone()).await;
+    let user = fresh("twice");
+    api.top_up(&user, 1_000).await;
+    let payee = UserId::from_claim(&user).unwrap();
+    let request = WithdrawalRequest { amount_cents: 250, destination: "card-1".into() };
+    let id = format!("wd-{}", PacketId::random());
+    let ledger = &api.functions.operators.ledger;
+    ledger.request_withdrawal(&payee, &id, &request, clock.now_ms() - OVERDUE_AFTER_MS - 1).await.unwrap();
+    let reason = json!({ "reason": "the payments system lost it" });
+    let path = format!("/ops/v1/withdrawals/{id}/resend");
+    let (fay, otto) = tokio::join!(
+        api.as_operator("fay", &["finance"], "POST", &path, Some(&reason)),
+        api.as_operator("otto", &["admin"], "POST", &path, Some(&reason)),
+    );
+    for (status, answer) in [&fay, &otto] {
+        assert!(*status == 200 || *status == 503, "{status}: {answer}");
+    }
+    let sent = [&fay, &otto].iter().filter(|(_, answer)| answer["changed"].as_bool() == Some(true)).count();
+    assert_eq!(sent, 1, "one of them sent it: {fay:?} {otto:?}");
+    let (_, trail) = api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/users/{user}/audit"), None).await;
+    let entries = trail["items"].as_array().unwrap().iter().filter(|entry| entry["action"] == "withdrawal_resent");
+    assert_eq!(entries.count(), 1, "{trail}");
+}
+
 #[tokio::test]
 async fn reports_are_computed_on_request_and_downloaded_as_the_funds_function_files_them() {
     use red_packets::adapters::ReportDirectory;

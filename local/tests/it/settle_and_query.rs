@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::support::reasons::{grab_telling_why, is_machine_timeout};
 use crate::support::stack::Stack;
 use rand::{Rng, SeedableRng};
 use red_packets::adapters::DynamoLedger;
@@ -26,6 +28,9 @@ fn acknowledge(acknowledged: &mut Acknowledged, id: &str, user: &str, status: u1
         }
     }
 }
+
+/// Grabs in flight at once in the storm.
+const IN_FLIGHT: usize = 48;
 
 /// Money conservation under a random storm: random kinds, rules, amounts and counts;
 /// concurrent grabs; packets expiring mid-storm; settle runs interleaved with the grabs and
@@ -49,16 +54,34 @@ async fn money_is_conserved_under_a_random_storm() {
     }
 
     let mut acknowledged = Acknowledged::new();
+    let mut machine_timeouts = 0;
+    // 48 grabs in flight at once, as many callers of one instance: 600 at once queue behind one
+    // another in the process's one connection, and on a busy machine wait past any deadline.
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
     for wave in 0..2 {
         let mut grabs = Vec::new();
         for _ in 0..600 {
             let stack = stack.clone();
+            let in_flight = in_flight.clone();
             let id = packets[rng.random_range(0..packets.len())].clone();
             let user = format!("user-{}", rng.random_range(0..150));
             grabs.push(tokio::spawn(async move {
-                let (status, body) = stack.grab(&id, &user).await;
-                assert!(matches!(status, 200 | 409 | 410), "{status} {body}");
-                (id, user, status, body)
+                // A 503 is a defect unless the machine caused it (a timeout, twice): then the
+                // user taps again, as a client honouring Retry-After would, before the books
+                // are checked (its first call may have taken a share, which the tap finds).
+                let _permit = in_flight.acquire_owned().await.expect("the semaphore stays open");
+                let mut timeouts = 0;
+                for _ in 0..20 {
+                    let (status, body, reason) = grab_telling_why(&stack, &id, &user).await;
+                    if status == 503 && reason.as_deref().is_some_and(is_machine_timeout) {
+                        timeouts += 1;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                    assert!(matches!(status, 200 | 409 | 410), "{status} {body} {reason:?}");
+                    return (id, user, status, body, timeouts);
+                }
+                panic!("{user} on {id}: 20 timeouts in a row");
             }));
         }
         let settles: Vec<_> = (0..3)
@@ -73,7 +96,8 @@ async fn money_is_conserved_under_a_random_storm() {
             .collect();
         let mut fresh_grabs: HashMap<(String, String), u32> = HashMap::new();
         for grab in grabs {
-            let (id, user, status, body) = grab.await.unwrap();
+            let (id, user, status, body, timeouts) = grab.await.unwrap();
+            machine_timeouts += timeouts;
             if body["already_grabbed"] == false {
                 *fresh_grabs.entry((id.clone(), user.clone())).or_default() += 1;
             }
@@ -88,6 +112,8 @@ async fn money_is_conserved_under_a_random_storm() {
         }
     }
 
+    eprintln!("figure: storm, 1,200 grabs: {machine_timeouts} answered 503 after two timeouts, then tapped again");
+    assert!(machine_timeouts <= 12, "at most 1 in 100 grabs times out twice: {machine_timeouts}");
     stack.clock.advance(3_600_000);
     stack.settle_through(5).await;
     let last = stack.settle_through(5).await;

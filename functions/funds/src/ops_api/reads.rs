@@ -1,5 +1,6 @@
-//! The operators' reads: a user, a packet and its two sides, statements and trial balances (JSON
-//! or CSV), the pending withdrawals; answered here, from the ledger and the live store.
+//! The operators' reads: a user, a packet and its two sides, statements (of a day or a period)
+//! and trial balances (JSON or CSV), the audit trail of a day or a period, the pending
+//! withdrawals and one withdrawal; answered here, from the ledger and the live store.
 
 use super::*;
 use red_packets::clock::{parse_rfc3339, Millis};
@@ -63,7 +64,8 @@ pub(super) async fn read_business_hours<L: Books + BusinessHours>(
 }
 
 /// `user`'s statement of the business days `days` (one, or a period of at most
-/// [`red_packets::domain::day::MAX_RANGE_DAYS`]), to the latest safe cut-off: a day's is what the funds function files.
+/// [`red_packets::domain::day::MAX_RANGE_DAYS`]), to the latest safe cut-off: a day's is what
+/// the funds function files.
 pub(super) async fn read_statement<L: Books>(
     ledger: &L,
     clock: &dyn Clock,

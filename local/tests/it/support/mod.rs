@@ -2,6 +2,7 @@
 //! and the sample events as requests.
 
 pub mod cluster;
+pub mod reasons;
 pub mod slow_ledger;
 pub mod stack;
 pub mod throttled;
