@@ -414,6 +414,9 @@ test('1: support proposes a credit, support cannot approve it (403), finance app
   assert.match(trail, /\bsam\b/);
   assert.match(trail, /\bfay\b/);
   assert.equal(await rows.count(), 2, 'proposed and approved, once each');
+  // the reason worded in Chinese from the entry's facts, never the server's English
+  const reasons = await rows.locator('[data-testid=audit-reason]').allInnerTexts();
+  assert.deepEqual(reasons, Array(2).fill('入账（加款） 5.00 CNY：e2e: goodwill credit'), reasons.join(' | '));
   await shot(fay.page, 'audit');
   // exported as filtered: the two entries, as the API has them
   const [download] = await Promise.all([

@@ -317,7 +317,11 @@ export function makeDataProvider(client: ApiClient, businessToday: () => string)
           const day = String(params.filter?.day || businessToday());
           const to = params.filter?.to ? String(params.filter.to) : undefined;
           const answer = await call(client.GET('/ops/v1/audit/{day}', { params: { path: { day }, query: { to } } }));
-          const records = answer.entries.map((entry, index) => ({ ...entry, id: `${answer.day}#${index}` }));
+          const records = answer.entries.map((entry, index) => ({
+            ...entry,
+            id: `${answer.day}#${index}`,
+            currency: answer.currency,
+          }));
           return localPage(records, params, ['day', 'to']);
         }
         case 'movements':

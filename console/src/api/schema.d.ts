@@ -1172,9 +1172,32 @@ export interface components {
             subject: string;
             /** @description The operator (their verified identity) or the payments system. */
             actor: string;
+            /** @description Why, in English for engineers: the operator's words, with the step's facts around them for some actions. A reader in another language words `facts`. */
             reason: string;
             /** @description The user the step concerns, where it concerns one (a hold's, an adjustment's, a withdrawal's). */
             user?: string;
+            /** @description What the step concerns, each fact apart (absent where it does not apply, and on entries written before they were kept). */
+            facts?: {
+                amount_cents?: components["schemas"]["Cents"];
+                /**
+                 * @description An adjustment's.
+                 * @enum {string}
+                 */
+                direction?: "credit" | "debit";
+                scope?: components["schemas"]["HoldScope"];
+                until?: components["schemas"]["Time"];
+                /**
+                 * @description A flag's.
+                 * @enum {string}
+                 */
+                outcome?: "confirmed" | "dismissed";
+                /** @description Whom a flag was assigned to. */
+                assignee?: string;
+                /** @description The payments system's reference of a payout, or the top-up a chargeback reverses. */
+                reference?: string;
+                /** @description The person's own words: an operator's reason or note. */
+                words?: string;
+            };
         };
         AuditPage: {
             items: components["schemas"]["AuditEntry"][];

@@ -55,7 +55,7 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     users: {
       search_title: 'Find a user or a packet',
-      search_help: "A user's id (their token's sub), a packet's id (32 hex digits), or a withdrawal's id (wd-…)",
+      search_help: "A user's id (their token's sub), a packet's id (32 hex digits), a withdrawal's id (wd-…), or an adjustment's reference",
       open: 'Open user',
       title: 'User %{user}',
       no_hold: 'No hold',
@@ -156,6 +156,21 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     audit: {
       today: 'Today',
+      worded: {
+        packet_released: '%{words}',
+        adjustment_proposed: '%{direction} %{money}: %{words}',
+        adjustment_approved: '%{direction} %{money}: %{words}',
+        adjustment_rejected: '%{direction} %{money}, rejected: %{words}',
+        adjustment_withdrawn: '%{direction} %{money}, withdrawn: %{words}',
+        withdrawal_paid: 'Paid %{money}, the payments system\'s reference %{reference}',
+        withdrawal_failed: 'Failed %{money}, returned to the balance, the payments system\'s reference %{reference}',
+        withdrawal_resent: 'Order of %{money} sent again: %{words}',
+        hold_placed: '%{scope}%{until}: %{words}',
+        hold_lifted: '%{words}',
+        flag_assigned: 'Assigned to %{assignee}',
+        flag_resolved: '%{outcome}: %{words}',
+        until: ' until %{time}',
+      },
       actions: {
         packet_released: 'Packet released',
         adjustment_proposed: 'Adjustment proposed',
@@ -416,7 +431,16 @@ export const en: Omit<Shape<typeof zh>, 'ra'> & { ra: { action: { change_languag
     },
     audit: {
       name: 'Audit trail |||| Audit trail',
-      fields: { day: 'Day', to: 'Through', at: 'At', action: 'Action', subject: 'Subject', actor: 'Actor', reason: 'Reason' },
+      fields: {
+        day: 'Day',
+        to: 'Through',
+        at: 'At',
+        action: 'Action',
+        subject: 'Subject',
+        user: 'User',
+        actor: 'Actor',
+        reason: 'Reason',
+      },
     },
     trial_balance: {
       name: 'Trial balance |||| Trial balances',

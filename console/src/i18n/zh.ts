@@ -107,7 +107,7 @@ export const zh = {
     },
     users: {
       search_title: '查找用户或红包',
-      search_help: '用户 ID（其令牌的 sub），红包 ID（32 位十六进制），或提现 ID（wd-…）',
+      search_help: '用户 ID（其令牌的 sub），红包 ID（32 位十六进制），提现 ID（wd-…），或调账参考号（工单号）',
       open: '查看用户',
       title: '用户 %{user}',
       no_hold: '无冻结',
@@ -206,6 +206,21 @@ export const zh = {
     },
     audit: {
       today: '今天',
+      worded: {
+        packet_released: '%{words}',
+        adjustment_proposed: '%{direction} %{money}：%{words}',
+        adjustment_approved: '%{direction} %{money}：%{words}',
+        adjustment_rejected: '%{direction} %{money}，拒绝原因：%{words}',
+        adjustment_withdrawn: '%{direction} %{money}，撤回原因：%{words}',
+        withdrawal_paid: '已支付 %{money}，支付方参考号 %{reference}',
+        withdrawal_failed: '支付失败 %{money}，已退回余额，支付方参考号 %{reference}',
+        withdrawal_resent: '重新发送 %{money} 的提现指令：%{words}',
+        hold_placed: '%{scope}%{until}：%{words}',
+        hold_lifted: '%{words}',
+        flag_assigned: '指派给 %{assignee}',
+        flag_resolved: '%{outcome}：%{words}',
+        until: '，至 %{time}',
+      },
       actions: {
         packet_released: '放出隔离红包',
         adjustment_proposed: '提议调账',
@@ -467,7 +482,16 @@ export const zh = {
     },
     audit: {
       name: '审计日志 |||| 审计日志',
-      fields: { day: '日期', to: '截至日期', at: '时间', action: '操作', subject: '对象', actor: '操作人', reason: '原因' },
+      fields: {
+        day: '日期',
+        to: '截至日期',
+        at: '时间',
+        action: '操作',
+        subject: '对象',
+        user: '涉及用户',
+        actor: '操作人',
+        reason: '原因',
+      },
     },
     trial_balance: {
       name: '试算平衡表 |||| 试算平衡表',

@@ -11,6 +11,7 @@ import {
   TopToolbar,
   required,
 } from 'react-admin';
+import { AuditReason } from '../components/AuditReason';
 import { TimeField } from '../components/TimeField';
 import { AUDIT_ACTIONS } from '../components/choices';
 import { useBusinessToday } from '../businessDay';
@@ -50,8 +51,9 @@ export const AuditList = () => {
         <TimeField source="at" />
         <SelectField source="action" choices={AUDIT_ACTIONS} />
         <TextField source="subject" />
+        <TextField source="user" emptyText="—" sortable={false} />
         <TextField source="actor" />
-        <TextField source="reason" sortable={false} />
+        <AuditReason label="resources.audit.fields.reason" />
       </Datagrid>
     </List>
   );

@@ -27,6 +27,7 @@ import {
   useRedirect,
   useTranslate,
 } from 'react-admin';
+import { AuditReason } from '../components/AuditReason';
 import { TimeField } from '../components/TimeField';
 import { useNotifyError } from '../components/notifyError';
 import { useConsoleDataProvider } from '../dataProvider';
@@ -298,7 +299,7 @@ const UserAudit = () => (
         <SelectField source="action" choices={AUDIT_ACTIONS} sortable={false} />
         <TextField source="actor" sortable={false} />
         <TextField source="subject" sortable={false} />
-        <TextField source="reason" sortable={false} />
+        <AuditReason label="resources.user_audit.fields.reason" />
       </Datagrid>
     </ReferenceManyField>
   </Box>

@@ -631,6 +631,16 @@ async fn statements_audit_trails_and_pending_withdrawals_are_read_over_a_period(
     let mut both = steps(&trail);
     both.sort(); // this API's clock stands still: both steps bear the same instant
     assert_eq!(both, ["hold_lifted", "hold_placed"], "{trail}");
+    let placed = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["subject"] == user.as_str() && entry["action"] == "hold_placed");
+    assert_eq!(
+        placed.map(|entry| &entry["facts"]),
+        Some(&json!({ "scope": "money_out", "words": "a period's audit" })),
+        "its facts apart, for the console to word: {trail}"
+    );
     let (status, earlier) = api.as_operator("sam", &["support"], "GET", &format!("/ops/v1/audit/{before}"), None).await;
     assert_eq!((status, steps(&earlier).len(), earlier["to"].is_null()), (200, 0, true), "{earlier}");
 
@@ -705,6 +715,8 @@ async fn an_overdue_withdrawal_is_sent_again_once_an_hour_by_finance_and_moves_n
         trail["items"].as_array().unwrap().iter().filter(|entry| entry["action"] == "withdrawal_resent").collect();
     assert_eq!(resent.len(), 1, "one entry, for the one that sent: {trail}");
     assert_eq!((resent[0]["subject"].as_str(), resent[0]["actor"].as_str()), (Some(late.as_str()), Some("fay")));
+    let words = "no word from the payments system for a day; ticket 88";
+    assert_eq!(resent[0]["facts"], json!({ "amount_cents": 400, "words": words }), "{trail}");
 
     for (id, why) in [(&on_time, "not overdue"), (&format!("wd-{}", "0".repeat(32)), "unknown")] {
         let (status, refused) = api.as_operator("fay", &["finance"], "POST", &resend(id), Some(&reason)).await;

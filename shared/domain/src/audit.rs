@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::UserId;
+use super::money::Cents;
 use sha2::{Digest, Sha256};
 
 use super::adjustment::operator_ok;
@@ -83,6 +84,53 @@ pub struct AuditEntry {
     /// withdrawal's): their page lists it (`red_packets::ports::AuditTrail::audit_of_user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<UserId>,
+    /// What the step concerns, each fact apart, for a reader to word in its own language
+    /// (`reason` says it in English for engineers); empty on entries written before.
+    #[serde(default, skip_serializing_if = "AuditFacts::is_empty")]
+    pub facts: AuditFacts,
+}
+
+/// What an audit entry concerns besides who and when: the money, an adjustment's direction, a
+/// hold's scope and end, a flag's outcome or assignee, the payments system's reference or the
+/// top-up a chargeback reverses, and the person's own words. Each absent where it does not apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditFacts {
+    /// The money the step concerns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount_cents: Option<Cents>,
+    /// An adjustment's direction: `credit` or `debit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// A hold's scope: `grab`, `send`, `money_out` or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Until when a hold holds (RFC 3339); none for a hold until lifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// A flag's outcome: `confirmed` or `dismissed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// Whom a flag was assigned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// The payments system's reference of a payout, or the top-up a chargeback reverses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The person's own words: an operator's reason or note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub words: Option<String>,
+}
+
+impl AuditFacts {
+    /// True when it holds no fact.
+    pub fn is_empty(&self) -> bool {
+        *self == AuditFacts::default()
+    }
+
+    /// Only the person's `words`.
+    pub fn words(words: &str) -> Self {
+        AuditFacts { words: Some(words.to_owned()), ..AuditFacts::default() }
+    }
 }
 
 /// Who acts, and why: what an operator gives with a release.

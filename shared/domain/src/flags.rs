@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::adjustment::operator_ok;
-use super::audit::{AuditAction, AuditEntry};
+use super::audit::{AuditAction, AuditEntry, AuditFacts};
 use super::ids::{ChatId, PacketId, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
@@ -198,6 +198,7 @@ impl FlagAssignment {
             actor: self.operator.clone(),
             reason: format!("to {}", self.assignee),
             user: None,
+            facts: AuditFacts { assignee: Some(self.assignee.clone()), ..AuditFacts::default() },
         }
     }
 }
@@ -229,6 +230,7 @@ impl FlagResolution {
             actor: self.operator.clone(),
             reason: format!("{}: {}", self.outcome.as_str(), self.note),
             user: None,
+            facts: AuditFacts { outcome: Some(self.outcome.as_str().to_owned()), ..AuditFacts::words(&self.note) },
         }
     }
 }

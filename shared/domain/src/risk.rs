@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::adjustment::operator_ok;
-use super::audit::{AuditAction, AuditEntry};
+use super::audit::{AuditAction, AuditEntry, AuditFacts};
 use super::ids::UserId;
 use super::invalid::Invalid;
 use crate::clock::{parse_rfc3339, Millis};
@@ -238,6 +238,11 @@ impl Hold {
                 None => format!("{}: {}", self.scope.as_str(), self.reason),
             },
             user: Some(self.user.clone()),
+            facts: AuditFacts {
+                scope: Some(self.scope.as_str().to_owned()),
+                until: self.expires_at.clone(),
+                ..AuditFacts::words(&self.reason)
+            },
         }
     }
 }
@@ -252,6 +257,7 @@ impl LiftRequest {
             actor: self.operator.clone(),
             reason: self.reason.clone(),
             user: Some(self.user.clone()),
+            facts: AuditFacts::words(&self.reason),
         }
     }
 }

@@ -16,7 +16,7 @@ use red_packets_core::domain::adjustment::{
     may_approve, may_close, Adjustment, AdjustmentApproval, AdjustmentClosing, AdjustmentProposal, AdjustmentResult,
     AdjustmentStatus, Closing, Direction,
 };
-use red_packets_core::domain::audit::{AuditAction, AuditEntry};
+use red_packets_core::domain::audit::{AuditAction, AuditEntry, AuditFacts};
 use red_packets_core::domain::wallet::MovementKind;
 use red_packets_core::ports::{Adjustments, PageRequest, QueuePage, StoreError};
 
@@ -52,6 +52,7 @@ impl Adjustments for DynamoLedger {
             actor: proposal.proposer.clone(),
             reason: adjustment_reason(&item),
             user: Some(proposal.user.clone()),
+            facts: adjustment_facts(&item, &item.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         let (item, applied) = match self.transact(items).await? {
@@ -116,6 +117,7 @@ impl Adjustments for DynamoLedger {
             actor: approval.approver.clone(),
             reason: adjustment_reason(&proposed),
             user: Some(proposed.user.clone()),
+            facts: adjustment_facts(&proposed, &proposed.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match proposed.direction {
@@ -204,6 +206,7 @@ impl Adjustments for DynamoLedger {
             actor: closing.operator.clone(),
             reason: closing.reason.clone(),
             user: Some(proposed.user.clone()),
+            facts: adjustment_facts(&proposed, &closing.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match self.transact(items).await? {
@@ -233,6 +236,21 @@ impl Adjustments for DynamoLedger {
         let page = self.queue_page::<AdjustmentItem>(Queue::PendingAdjustments, page).await?;
         let items = page.items.iter().map(AdjustmentItem::adjustment).collect();
         Ok(QueuePage { items, next_cursor: page.next_cursor })
+    }
+}
+
+/// An adjustment's facts for its audit entries: its amount, direction and chargeback, and
+/// `words` (its reason, or the reason it was rejected or withdrawn for).
+fn adjustment_facts(adjustment: &AdjustmentItem, words: &str) -> AuditFacts {
+    let direction = match adjustment.direction {
+        Direction::Credit => "credit",
+        Direction::Debit => "debit",
+    };
+    AuditFacts {
+        amount_cents: Some(adjustment.amount_cents),
+        direction: Some(direction.to_owned()),
+        reference: adjustment.chargeback_of.clone(),
+        ..AuditFacts::words(words)
     }
 }
 

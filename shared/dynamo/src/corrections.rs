@@ -21,7 +21,9 @@ use super::queues::Order;
 use super::table::{from_item, n, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
-use red_packets_core::domain::audit::{Attribution, AuditAction, AuditEntry, AUDIT_SHARDS, PAYMENTS_SYSTEM};
+use red_packets_core::domain::audit::{
+    Attribution, AuditAction, AuditEntry, AuditFacts, AUDIT_SHARDS, PAYMENTS_SYSTEM,
+};
 use red_packets_core::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use red_packets_core::domain::withdrawal::{
     resend_allowed, resend_slot, resolution_allowed, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt,
@@ -180,6 +182,11 @@ impl Withdrawals for DynamoLedger {
             actor: PAYMENTS_SYSTEM.into(),
             reason: format!("payout {} for {} of {}", resolution.reference, pending.amount_cents, pending.user),
             user: Some(pending.user.clone()),
+            facts: AuditFacts {
+                amount_cents: Some(pending.amount_cents),
+                reference: Some(resolution.reference.clone()),
+                ..AuditFacts::default()
+            },
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
@@ -264,6 +271,7 @@ impl Withdrawals for DynamoLedger {
             actor: by.operator.clone(),
             reason: by.reason.clone(),
             user: Some(pending.user.clone()),
+            facts: AuditFacts { amount_cents: Some(pending.amount_cents), ..AuditFacts::words(&by.reason) },
         };
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, TransactWriteItem::builder().condition_check(still_pending).build());

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::clock::{rfc3339, Clock, Millis, SystemClock};
-use crate::domain::audit::{Attribution, AuditAction, AuditEntry};
+use crate::domain::audit::{Attribution, AuditAction, AuditEntry, AuditFacts};
 use crate::domain::{Invalid, PacketId};
 use crate::ports::{AuditTrail, SettleIndex, SettleLedger, StoreError};
 
@@ -273,6 +273,7 @@ pub async fn release_packets<S: SettleIndex, L: AuditTrail>(
             actor: by.operator.clone(),
             reason: by.reason.clone(),
             user: None,
+            facts: AuditFacts::words(&by.reason),
         };
         ledger.record(entry, now_ms).await?;
         released += u32::from(store.release(id).await?);
