@@ -257,20 +257,28 @@ mod tests {
         assert_eq!(bad.validate().unwrap_err().field.as_deref(), Some("withdrawal_id"));
     }
 
-    #[test]
-    fn a_withdrawal_is_overdue_only_while_pending_past_a_day() {
-        let requested = "2026-12-01T08:00:00Z";
-        let since = crate::clock::parse_rfc3339(requested).unwrap();
-        let withdrawal = |status| Withdrawal {
+    /// 2026-12-01T08:00:00Z, when [`requested_at_eight`]'s withdrawal was asked for.
+    fn eight() -> Millis {
+        crate::clock::parse_rfc3339("2026-12-01T08:00:00Z").unwrap()
+    }
+
+    /// Alice's withdrawal of 5.00, asked for at [`eight`], in `status`.
+    fn requested_at_eight(status: WithdrawalStatus) -> Withdrawal {
+        Withdrawal {
             withdrawal_id: "wd-f740d5e329027e69e7b9103fc888403b".into(),
             user: alice(),
             amount_cents: 500,
             destination: "card-1".into(),
             status,
-            requested_at: requested.into(),
+            requested_at: "2026-12-01T08:00:00Z".into(),
             resolved_at: None,
             reference: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_withdrawal_is_overdue_only_while_pending_past_a_day() {
+        let (withdrawal, since) = (requested_at_eight, eight());
         let pending = withdrawal(WithdrawalStatus::Pending);
         assert!(!pending.is_overdue_at(since + OVERDUE_AFTER_MS), "a day exactly is not past it");
         assert!(pending.is_overdue_at(since + OVERDUE_AFTER_MS + 1));
@@ -282,17 +290,7 @@ mod tests {
 
     #[test]
     fn only_an_overdue_pending_withdrawal_is_sent_again_once_an_hour() {
-        let since = crate::clock::parse_rfc3339("2026-12-01T08:00:00Z").unwrap();
-        let withdrawal = |status| Withdrawal {
-            withdrawal_id: "wd-f740d5e329027e69e7b9103fc888403b".into(),
-            user: alice(),
-            amount_cents: 500,
-            destination: "card-1".into(),
-            status,
-            requested_at: "2026-12-01T08:00:00Z".into(),
-            resolved_at: None,
-            reference: None,
-        };
+        let (withdrawal, since) = (requested_at_eight, eight());
         let later = since + OVERDUE_AFTER_MS + 1;
         assert!(resend_allowed(&withdrawal(WithdrawalStatus::Pending), later).is_ok());
         let refused = |status, at| resend_allowed(&withdrawal(status), at).unwrap_err().field.unwrap();
