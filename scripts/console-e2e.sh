@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The operators' console in a real browser (part of `make test`; `make console-screenshots`
-# regenerates docs/console/*.png the same way): checks that console/'s generated client follows
-# openapi.yaml, runs its unit tests (console/test/, node's test runner), builds the console (tsc,
-# vite), starts the local API on a free port of 127.0.0.1 serving it at /console/ (FUNDS=wallet,
-# RISK_CHAIN_LINKS=2, BUSINESS_TIME_ZONE=Asia/Shanghai), and runs console/e2e/run.mjs, node's test
+# regenerates docs/console/*.png the same way): checks that the generated schema console/
+# compiles against (sdk/src/schema.d.ts) follows openapi.yaml, runs its unit tests
+# (console/test/, node's test runner), builds the console (tsc, vite), starts the local API on a
+# free port of 127.0.0.1 serving it at /console/ (FUNDS=wallet, RISK_CHAIN_LINKS=2,
+# BUSINESS_TIME_ZONE=Asia/Shanghai), and runs console/e2e/run.mjs, node's test
 # runner driving Debian's Chromium through npm's playwright-core. Uses the services of the caller's
 # environment (scripts/test.sh's) or starts its own, and stops what it started.
 set -euo pipefail

@@ -36,17 +36,19 @@ action, the call and the test that made it; and every action the role's inline p
 must be used by some recorded call, unless `EXPLAINED` says why. The managed policies SAM attaches
 are Lambda's own (logs, network interfaces, traces), listed in `MANAGED` with why.
 
-Who may invoke each function is checked the same way, on every parameter set: the APIs' routes
-(API Gateway, from the stack's own APIs only, never on an entry point that moves money outside a
-packet but the operators' routes, under their prefix and behind their own authorizer alone),
-and the resource-based policies of the two funds entry points, each naming its own caller's
-principal and nobody else: `funds` (FundsFunction: top-ups, the word on withdrawals) the
-`PaymentsPrincipal` parameter, `operator` (OperatorFunction: adjustments) `OperatorsPrincipal`,
-and the operators' only through the function's URL signed with AWS_IAM (the signer is the
-operator: `lambda:InvokeFunction` with `InvokedViaFunctionUrl`, `lambda:InvokeFunctionUrl` with
-`FunctionUrlAuthType` AWS_IAM, and no function URL anywhere else). Each managed invoke policy
-grants the invocation of its own entry point alone, the operators' under the same conditions. Which requests
-each binary takes is the code's (`FundsEntry`), run on the binaries in
+Who may invoke each function is checked the same way, on every parameter set. Every grant is
+`lambda:InvokeFunction`, and no function has a URL (AWS::Lambda::Url, or a grant of
+`lambda:InvokeFunctionUrl`). The APIs' routes: API Gateway, from the stack's own APIs only, never
+on an entry point that moves money outside a packet but the operators' routes, under their prefix
+and behind their own authorizer alone. The two funds entry points: `funds` (FundsFunction: top-ups,
+the word on withdrawals) is invoked by the principal the `PaymentsPrincipal` parameter names,
+through its resource-based policy (one exists whenever the parameter is set), and by nobody else;
+`operator` (OperatorFunction: adjustments, holds, flags) by the operators' API alone
+(`apigateway.amazonaws.com` from its `/ops/v1/` routes, and such a permission must exist): the
+operator is the subject of the token the operators' authorizer verified, so no principal may
+invoke it with a request context of its own making. The one managed invoke policy,
+PaymentsInvokePolicy, grants `lambda:InvokeFunction` on FundsFunction alone. Which requests each
+binary takes is the code's (`FundsEntry`), run on the binaries in
 local/tests/it/events_on_binaries.rs. The consumers of the bus (`risk`: RiskFunction) are invoked by
 EventBridge alone (`events.amazonaws.com`), and only from a rule of this stack on the stack's own
 bus that targets them (`SourceArn` that rule's ARN, `rule/<bus>/<rule>`): a permission without a
@@ -242,16 +244,17 @@ def check(stack, calls, label, made_by_binaries=None):
     return problems
 
 
-# Each entry point that moves money outside a packet, and the parameter naming who may invoke it.
-ENTRY_POINTS = {"funds": "PaymentsPrincipal", "operator": "OperatorsPrincipal"}
-# The entry points reached through a function URL signed with the caller's own identity: the
-# signer is the operator, so nobody may invoke them but through the URL (AWS_IAM).
-SIGNED_URL = {"operator"}
+# The entry points that move money outside a packet: no route of the app reaches them.
+ENTRY_POINTS = {"funds", "operator"}
+# The entry points a principal invokes through their resource-based policy, and the parameter
+# naming that principal (the payments system): nobody else may.
+PRINCIPALS = {"funds": "PaymentsPrincipal"}
 # The entry points with routes of their own, under a path prefix, each behind an authorizer of its
-# own (the operators' identity provider), never the app users'.
+# own (the operators' identity provider), never the app users': API Gateway, from those routes,
+# is the only one that may invoke them.
 OPERATORS_API = {"operator": ("/ops/v1/", "OperatorsAuthorizer")}
 # Each managed invoke policy, and the one entry point it is for.
-INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds", "OperatorsInvokePolicy": "operator"}
+INVOKE_POLICIES = {"PaymentsInvokePolicy": "funds"}
 # Each consumer of the ledger's events, and the bus (its logical id) whose rules alone may invoke it.
 EVENT_CONSUMERS = {"risk": "EventBus"}
 EVENTS = "events.amazonaws.com"
@@ -266,23 +269,6 @@ def function_named(stack, value):
     if name and stack.resources[name]["Type"] == "AWS::Lambda::Alias":
         return function_named(stack, stack.properties(name)["FunctionName"])
     return name
-
-
-def permission_through_signed_url(action, properties):
-    """Whether a resource policy's grant of `action` holds only through the function URL signed
-    with AWS_IAM: the URL action with `FunctionUrlAuthType: AWS_IAM`, the invoke action with
-    `InvokedViaFunctionUrl`."""
-    if action == "lambda:InvokeFunctionUrl":
-        return properties.get("FunctionUrlAuthType") == "AWS_IAM"
-    return str(properties.get("InvokedViaFunctionUrl")).lower() == "true"
-
-
-def statement_through_signed_url(action, condition):
-    """The same for an identity policy's statement, by its `Condition`."""
-    condition = condition or {}
-    if action == "lambda:InvokeFunctionUrl":
-        return condition.get("StringEquals", {}).get("lambda:FunctionUrlAuthType") == "AWS_IAM"
-    return str(condition.get("Bool", {}).get("lambda:InvokedViaFunctionUrl")).lower() == "true"
 
 
 def rule_invoking(stack, source, function):
@@ -368,20 +354,23 @@ def check_invokers(stack, label):
     problems = []
     api = list(stack.created("AWS::ApiGatewayV2::Api"))
     granted = {}
-    consumed = set()
+    consumed, routed = set(), set()
     for permission in sorted(stack.created("AWS::Lambda::Permission")):
         properties = stack.properties(permission)
         function = function_named(stack, properties.get("FunctionName"))
         binary = binary_of(stack.resources[function]) if function else None
         principal, action = properties.get("Principal"), properties.get("Action")
-        if action not in ("lambda:InvokeFunction", "lambda:InvokeFunctionUrl"):
+        if action != "lambda:InvokeFunction":
             problems.append(f"[{label}] {permission}: grants {action}")
         if principal == "apigateway.amazonaws.com":
             source = properties.get("SourceArn", "")
-            if not any(f":{stack.physical_name(a)}/" in source for a in api):
+            ours = any(f":{stack.physical_name(a)}/" in source for a in api)
+            if not ours:
                 problems.append(f"[{label}] {permission}: API Gateway may invoke {function} from {source or 'anywhere'}")
             if binary in ENTRY_POINTS and not operators_route(binary, source):
                 problems.append(f"[{label}] {permission}: {function} moves money outside a packet and has a route")
+            elif binary in OPERATORS_API and ours and action == "lambda:InvokeFunction":
+                routed.add(binary)
             if binary in EVENT_CONSUMERS:
                 problems.append(f"[{label}] {permission}: {function} consumes the bus's events and has a route")
             continue
@@ -397,26 +386,26 @@ def check_invokers(stack, label):
             else:
                 consumed.add(binary)
             continue
-        expected = stack.parameters.get(ENTRY_POINTS.get(binary, ""), None)
-        if binary not in ENTRY_POINTS or principal != expected or principal in ("*", ""):
-            problems.append(f"[{label}] {permission}: {principal} may invoke {function} ({binary})")
-        if binary in SIGNED_URL and not permission_through_signed_url(action, properties):
-            problems.append(f"[{label}] {permission}: {action} on {function} not only through its signed URL")
+        expected = stack.parameters.get(PRINCIPALS.get(binary, ""), None)
+        if binary not in PRINCIPALS or principal != expected or principal in ("*", ""):
+            only = " (the operators' API alone may invoke it)" if binary in OPERATORS_API else ""
+            problems.append(f"[{label}] {permission}: {principal} may invoke {function} ({binary}){only}")
         granted.setdefault(binary, set()).add((principal, action))
-    for binary, parameter in ENTRY_POINTS.items():
+    for binary, parameter in PRINCIPALS.items():
         value = stack.parameters.get(parameter)
-        actions = {"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"} if binary in SIGNED_URL else {"lambda:InvokeFunction"}
-        if value and {(value, action) for action in actions} - granted.get(binary, set()):
+        if value and (value, "lambda:InvokeFunction") not in granted.get(binary, set()):
             problems.append(f"[{label}] {parameter} is set and no resource policy lets it invoke the {binary} entry point")
     functions = {binary_of(stack.resources[f]): f for f in stack.created("AWS::Lambda::Function")}
     for binary, bus in EVENT_CONSUMERS.items():
         if binary in functions and binary not in consumed:
             problems.append(f"[{label}] {functions[binary]} ({binary}): no permission lets a rule of {bus} invoke it (its events never arrive)")
-    for url in stack.created("AWS::Lambda::Url"):
+    for binary, (prefix, _authorizer) in OPERATORS_API.items():
+        if binary in functions and binary not in routed:
+            problems.append(f"[{label}] {functions[binary]} ({binary}): no permission lets the operators' API invoke it from {prefix} (its routes never reach it)")
+    for url in sorted(stack.created("AWS::Lambda::Url")):
         properties = stack.properties(url)
         target = function_named(stack, properties.get("TargetFunctionArn"))
-        if binary_of(stack.resources[target]) not in SIGNED_URL or properties.get("AuthType") != "AWS_IAM":
-            problems.append(f"[{label}] {url}: a function URL on {target} with AuthType {properties.get('AuthType')}")
+        problems.append(f"[{label}] {url}: a function URL on {target} (AuthType {properties.get('AuthType')}): no function may have one")
     for policy in sorted(stack.created("AWS::IAM::ManagedPolicy")):
         binary = INVOKE_POLICIES.get(policy)
         statements = stack.properties(policy)["PolicyDocument"]["Statement"]
@@ -424,9 +413,7 @@ def check_invokers(stack, label):
             for action, resource in iam.grants(statement):
                 if binary is None or function_named(stack, resource) != functions.get(binary):
                     problems.append(f"[{label}] {policy}: grants {action} on {resource}, not its own entry point")
-                elif binary in SIGNED_URL and not statement_through_signed_url(action, statement.get("Condition")):
-                    problems.append(f"[{label}] {policy}: grants {action} not only through the signed URL")
-                elif binary not in SIGNED_URL and action != "lambda:InvokeFunction":
+                elif action != "lambda:InvokeFunction":
                     problems.append(f"[{label}] {policy}: grants {action}")
     return problems
 

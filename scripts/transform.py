@@ -38,7 +38,7 @@ PARAMETER_SETS = {
     "cors": {"CorsAllowedOrigins": "https://h5.example.com,https://m.example.com"},
     "webhook-no-wallet": {"WebhookUrl": "https://hooks.example.com/red-packets", "WebhookApiKey": "k", "Funds": "none"},
     "managed-grab": {"GrabCompute": "managed-instances", "GrabInstanceTypes": "c7g.xlarge,m7g.xlarge", "GrabMaxConcurrency": "128"},
-    "principals": {"PaymentsPrincipal": "arn:aws:iam::210987654321:role/payments", "OperatorsPrincipal": "111122223333"},
+    "payments-principal": {"PaymentsPrincipal": "arn:aws:iam::210987654321:role/payments"},
 }
 
 

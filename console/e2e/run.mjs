@@ -16,45 +16,33 @@
 // free port of 127.0.0.1, the API's /ops/* proxied to API_URL: beside a stand-in OIDC provider
 // (test 7), or with a Cognito pool's endpoints answered in the browser (test 8).
 //
+// The browser, its sessions' checks, axe-core and the calls beside it are the harness the app's
+// suite shares (scripts/browser/harness.mjs).
+//
 // node's own test runner: `node --test e2e/run.mjs` (npm run test:e2e) prints "# pass N" / "# fail N".
 // Bounded: 120 s a test (--test-timeout), 240 s in all; each step waits 15 s at most.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, resolve, sep } from 'node:path';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { API_URL, api, browserSuite, LOCAL_BIN, local, RUN, sleep, STEP_MS, until, XSS } from '../../scripts/browser/harness.mjs';
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
 const CONSOLE_URL = (process.env.CONSOLE_URL ?? 'http://127.0.0.1:3000/console/').replace(/\/?$/, '/');
-const API_URL = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
-const LOCAL_BIN = process.env.LOCAL_BIN ?? join(here, '../target/debug/local');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOTS = process.env.SCREENSHOTS === '1';
-const SHOTS_DIR = join(here, '../docs/console');
-const STEP_MS = 15_000;
-const OVERALL_MS = 240_000;
-const CSP = readFileSync(join(here, 'csp.txt'), 'utf8').trim();
-const XSS = '<img src=x onerror=alert(1)>';
-// Names of this run's own: the stack may keep data from runs before.
-const RUN = `e2e${Date.now().toString(36)}`;
 
-// The whole run is bounded, whatever hangs.
-const overall = setTimeout(() => {
-  console.error(`e2e: the global timeout of ${OVERALL_MS / 1000} s passed`);
-  process.exit(1);
-}, OVERALL_MS);
-overall.unref();
-
-/** `target/debug/local <args>` with this environment (the running stack's). */
-function local(...args) {
-  return execFileSync(LOCAL_BIN, args, { encoding: 'utf8', timeout: STEP_MS, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+const { csp: CSP, session, shot, accessibilityViolations } = browserSuite({
+  chromium,
+  site: here,
+  shots: join(here, '../docs/console'),
+  context: { viewport: { width: 1280, height: 800 } },
+});
 
 const topup = (user, cents) => local('topup', user, String(cents), `${RUN}-topup-${user}`);
 
@@ -71,33 +59,6 @@ async function withdraw(user, cents) {
     signal: AbortSignal.timeout(STEP_MS),
   });
   return { status: response.status, body: await response.json().catch(() => null) };
-}
-
-const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
-
-/**
- * A call straight on the API (an app user's or an operator's token): `{status, body}`, the body
- * parsed as JSON when it is.
- */
-async function api(method, path, { token, body, idempotencyKey } = {}) {
-  const headers = {};
-  if (token) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
-  const response = await fetch(`${API_URL}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(STEP_MS),
-  });
-  const text = await response.text();
-  let parsed = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON: the text
-  }
-  return { status: response.status, body: parsed };
 }
 
 /** An operator's token, from the local API's `POST /local/ops-token` (as the console signs in). */
@@ -120,17 +81,6 @@ async function everyItem(path, query, token) {
     if (!cursor) return items;
   }
   assert.fail(`${path}: more than 50 pages`);
-}
-
-/** Polls `probe` every `every` ms until it answers something, for at most `ms`. */
-async function until(ms, what, probe, every = 500) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found) return found;
-    assert.ok(Date.now() < deadline, `${what}, within ${ms / 1000} s`);
-    await sleep(every);
-  }
 }
 
 /** The console's business time zone (its config.json's), for the day its pickers default to. */
@@ -192,94 +142,10 @@ function cents(text) {
   return Number(match[1].replace(/,/g, '') + (match[2] ?? ''));
 }
 
-let browser;
-
 before(async () => {
   const config = await fetch(`${CONSOLE_URL}config.json`, { signal: AbortSignal.timeout(STEP_MS) });
   businessTimeZone = (await config.json()).businessTimeZone || businessTimeZone;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
 });
-
-after(async () => {
-  await browser?.close();
-});
-
-/**
- * A fresh browser session (its own sessionStorage) whose page fails the test on any dialog
- * (an alert an injected script would open), uncaught error, or Content-Security-Policy violation.
- */
-async function session(t, { bypassCSP = false } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'zh-CN', bypassCSP });
-  context.setDefaultTimeout(STEP_MS);
-  context.setDefaultNavigationTimeout(STEP_MS);
-  const page = await context.newPage();
-  const problems = [];
-  page.on('dialog', async (dialog) => {
-    problems.push(`a dialog opened: ${dialog.type()} ${dialog.message()}`);
-    await dialog.dismiss().catch(() => {});
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to (execute|load|apply|connect)/i.test(message.text())) {
-      problems.push(`CSP: ${message.text()}`);
-    }
-  });
-  t.after(async () => {
-    await context.close();
-  });
-  return {
-    page,
-    problems,
-    assertClean() {
-      assert.deepEqual(problems, [], 'no dialog, page error or CSP violation');
-    },
-  };
-}
-
-/** axe-core's engine, put into a page by the accessibility test (a context that bypasses the CSP). */
-const AXE = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
-
-/**
- * The serious and critical violations axe-core finds on the page as it stands, under WCAG 2.1's
- * A and AA rules: each rule's id and the first elements it names (`described`).
- */
-/** An element axe-core names: its selector, and for a contrast its colours and ratio. */
-function described(node) {
-  const data = node.any?.[0]?.data;
-  const colours = data?.fgColor ? ` (${data.fgColor} on ${data.bgColor}: ${data.contrastRatio}:1)` : '';
-  return `${node.target.join(' ')}${colours}`;
-}
-
-async function accessibilityViolations(page) {
-  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.addScriptTag({ content: AXE });
-  const results = await page.evaluate(() =>
-    globalThis.axe.run(document, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
-      resultTypes: ['violations'],
-    }),
-  );
-  return results.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.id}: ${violation.nodes.slice(0, 5).map(described).join(', ')}`);
-}
-
-async function shot(page, name) {
-  if (!SCREENSHOTS) return;
-  mkdirSync(SHOTS_DIR, { recursive: true });
-  await page.waitForLoadState('networkidle', { timeout: STEP_MS }).catch(() => {});
-  await page.screenshot({ path: join(SHOTS_DIR, `${name}.png`) });
-}
 
 async function signIn(page, operator, roles, { screenshot = false } = {}) {
   await page.goto(`${CONSOLE_URL}login`);

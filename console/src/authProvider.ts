@@ -3,10 +3,7 @@ import type { ConsoleConfig } from './config';
 import type { ConsoleAuth } from './consoleAuth';
 import { unexpired } from './jwt';
 import { makeOidcAuth } from './oidcAuth';
-
-/** The operators' roles (openapi.yaml's `operators` security scheme). */
-export const ROLES = ['support', 'finance', 'risk', 'admin'] as const;
-export type Role = (typeof ROLES)[number];
+import type { Role } from './roles';
 
 const TOKEN = 'ops.token';
 const OPERATOR = 'ops.operator';

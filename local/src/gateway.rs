@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{to_bytes, Body as AxumBody};
-use axum::extract::{RawPathParams, Request, State};
+use axum::extract::{Path, RawPathParams, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::HeaderValue;
 use axum::response::Response;
@@ -21,7 +21,7 @@ use lambda_http::{Body, Error as LambdaError};
 use red_packets::adapters::DeployedSettler;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::http::error_response;
-use red_packets::routes::{self, Function, Route, ROUTES};
+use red_packets::routes::{self, Function, OpsRoute, Route, OPS_ROUTES, ROUTES};
 use red_packets::ApiError;
 use red_packets_testkit::events;
 use serde_json::{json, Map, Value};
@@ -79,13 +79,19 @@ pub fn router(functions: Arc<Functions>) -> Router {
     let mut router = Router::new();
     for route in ROUTES {
         let serve = move |State(functions): State<Arc<Functions>>, parameters: RawPathParams, request: Request| {
-            let packet_id = parameters.iter().find(|(name, _)| *name == "packet_id").map(|(_, id)| id.to_owned());
-            async move { serve(&functions, route, packet_id.as_deref(), request).await }
+            let parameters = parameters.iter().map(|(name, value)| (name.to_owned(), value.to_owned())).collect();
+            async move { serve(&functions, route, parameters, request).await }
+        };
+        router = router.route(route.path(), if route.method() == "GET" { get(serve) } else { post(serve) });
+    }
+    for route in OPS_ROUTES {
+        // API Gateway hands an HTTP API's path parameters over decoded (`case%2017` as `case 17`).
+        let serve = move |State(functions): State<Arc<Functions>>, Path(parameters): Path<Parameters>, request| async move {
+            operators_route(&functions, route, parameters, request).await
         };
         router = router.route(route.path(), if route.method() == "GET" { get(serve) } else { post(serve) });
     }
     router
-        .route("/ops/v1/{*rest}", axum::routing::any(operators_route))
         .route("/local/ops-token", post(ops_token_route))
         .route("/local/app-token", post(app_token_route))
         .route("/local/membership-ticket", post(membership_ticket_route))
@@ -122,17 +128,20 @@ fn unauthorized(presented: bool) -> lambda_http::Response<Body> {
     response
 }
 
+/// A route's path parameters, by name.
+type Parameters = Vec<(String, String)>;
+
 /// A route of the app's API, through its function's handler.
-async fn serve(functions: &Functions, route: &'static Route, packet_id: Option<&str>, request: Request) -> Response {
+async fn serve(functions: &Functions, route: &'static Route, parameters: Parameters, request: Request) -> Response {
     match route.function {
         Function::Send => {
-            invoke(functions, route, packet_id, request, |event| send::handle(&functions.send, event)).await
+            invoke(functions, route, parameters, request, |event| send::handle(&functions.send, event)).await
         }
         Function::Grab => {
-            invoke(functions, route, packet_id, request, |event| grab::handle(&functions.grab, event)).await
+            invoke(functions, route, parameters, request, |event| grab::handle(&functions.grab, event)).await
         }
         Function::Query => {
-            invoke(functions, route, packet_id, request, |event| query::handle(&functions.query, event)).await
+            invoke(functions, route, parameters, request, |event| query::handle(&functions.query, event)).await
         }
     }
 }
@@ -162,14 +171,15 @@ async fn membership_ticket_route(
     crate::app::membership_ticket(&functions.membership_keys, now_s, request)
 }
 
-/// `/ops/v1/…`: the route API Gateway would match (a 404 of its own for any other), through the
-/// operators' authorizer, to the operator function.
-async fn operators_route(State(functions): State<Arc<Functions>>, request: Request) -> Response {
-    let Some(route_key) = funds::ops_api::route_key(request.method(), request.uri().path()) else {
-        return into_axum(gateway_answer(404, "Not Found"));
-    };
+/// A route of the operators' API, through the operators' authorizer, to the operator function.
+async fn operators_route(
+    functions: &Functions,
+    route: &'static OpsRoute,
+    parameters: Parameters,
+    request: Request,
+) -> Response {
     let operators = &functions.operators;
-    invoke_as(&functions, &operators.authorizer, route_key, None, request, |event| async move {
+    invoke_as(functions, &operators.authorizer, route.key, parameters, request, |event| async move {
         let api = funds::ops_api::OpsApi {
             ledger: &operators.ledger,
             live: operators.live.as_ref(),
@@ -184,7 +194,7 @@ async fn operators_route(State(functions): State<Arc<Functions>>, request: Reque
 async fn invoke<F, Fut>(
     functions: &Functions,
     route: &Route,
-    packet_id: Option<&str>,
+    parameters: Parameters,
     request: Request,
     handler: F,
 ) -> Response
@@ -192,14 +202,14 @@ where
     F: FnOnce(lambda_http::Request) -> Fut,
     Fut: Future<Output = Result<lambda_http::Response<Body>, LambdaError>>,
 {
-    invoke_as(functions, &functions.authorizer, route.key, packet_id, request, handler).await
+    invoke_as(functions, &functions.authorizer, route.key, parameters, request, handler).await
 }
 
 async fn invoke_as<F, Fut>(
     functions: &Functions,
     authorizer: &LocalAuthorizer,
     route_key: &str,
-    packet_id: Option<&str>,
+    parameters: Parameters,
     request: Request,
     handler: F,
 ) -> Response
@@ -210,7 +220,7 @@ where
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let response = match to_event(functions, authorizer, route_key, packet_id, request).await {
+    let response = match to_event(functions, authorizer, route_key, parameters, request).await {
         Err(Refused::Throttled) => gateway_answer(429, "Too Many Requests"),
         Ok(event) => match handler(event).await {
             Ok(response) => response,
@@ -246,7 +256,7 @@ async fn to_event(
     functions: &Functions,
     authorizer: &LocalAuthorizer,
     route_key: &str,
-    packet_id: Option<&str>,
+    parameters: Parameters,
     request: Request,
 ) -> Result<lambda_http::Request, Refused> {
     let route = Route::keyed(route_key);
@@ -304,8 +314,9 @@ async fn to_event(
         "body": body,
         "isBase64Encoded": is_base64,
     });
-    if let Some(packet_id) = packet_id {
-        event["pathParameters"] = json!({ "packet_id": packet_id });
+    if !parameters.is_empty() {
+        event["pathParameters"] =
+            Value::Object(parameters.into_iter().map(|(name, value)| (name, value.into())).collect());
     }
     if let Some(claims) = claims {
         event["requestContext"]["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });

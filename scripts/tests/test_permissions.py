@@ -214,8 +214,12 @@ class Secrets(unittest.TestCase):
         self.assertEqual(problems, ["[t] GrabFunction: GetSecretValue made by grab::unnamed: a secret read recorded without its SecretId"])
 
 
-def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):
-    """Two funds entry points with the given Permission resources and one invoke policy."""
+OPERATORS_API_SOURCE = {"Fn::Sub": "arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/*/ops/v1/*"}
+
+
+def entry_points(permissions_by_name, policy_resources=("FundsFunction",), operators_api=True):
+    """Two funds entry points with the given Permission resources and one invoke policy; the
+    operators' API's permission on the operators' entry point unless `operators_api` is false."""
     def function(binary):
         return {"Type": "AWS::Lambda::Function", "Metadata": {"BuildProperties": {"Binary": binary}}, "Properties": {}}
     resources = {
@@ -227,14 +231,17 @@ def entry_points(permissions_by_name, policy_resources=("FundsFunction",)):
             {"Effect": "Allow", "Action": "lambda:InvokeFunction",
              "Resource": [{"Fn::GetAtt": [name, "Arn"]} for name in policy_resources]}]}}},
     }
+    if operators_api:
+        resources["OperatorsApiPermission"] = {"Type": "AWS::Lambda::Permission", "Properties": {
+            "Action": "lambda:InvokeFunction", "FunctionName": {"Fn::GetAtt": ["OperatorFunction", "Arn"]},
+            "Principal": "apigateway.amazonaws.com", "SourceArn": OPERATORS_API_SOURCE}}
     for name, (function_name, principal) in permissions_by_name.items():
         properties = {"Action": "lambda:InvokeFunction", "FunctionName": {"Fn::GetAtt": [function_name, "Arn"]}, "Principal": principal}
         if principal == "apigateway.amazonaws.com":
             properties["SourceArn"] = {"Fn::Sub": "arn:aws:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/POST/x"}
         resources[name] = {"Type": "AWS::Lambda::Permission", "Properties": properties}
     return {
-        "Parameters": {"PaymentsPrincipal": {"Type": "String", "Default": "210987654321"},
-                       "OperatorsPrincipal": {"Type": "String", "Default": ""}},
+        "Parameters": {"PaymentsPrincipal": {"Type": "String", "Default": "210987654321"}},
         "Resources": resources,
     }
 
@@ -246,7 +253,7 @@ class Invokers(unittest.TestCase):
         self.assertEqual(permissions.check_invokers(stack, "t"), [])
 
     def test_anyone_else_on_an_entry_point_is_named(self):
-        for principal in ("*", "111122223333", {"Ref": "OperatorsPrincipal"}):
+        for principal in ("*", "111122223333", "arn:aws:iam::111122223333:role/operators"):
             stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
                                         "Other": ("FundsFunction", principal)}))
             problems = permissions.check_invokers(stack, "t")
@@ -282,21 +289,51 @@ class Invokers(unittest.TestCase):
         self.assertTrue(any("PaymentsInvokePolicy: grants lambda:InvokeFunction on" in p and "not its own entry point" in p
                             for p in problems), problems)
 
-    def test_the_operators_entry_point_only_through_its_signed_url(self):
-        def operators(properties):
-            template = entry_points({})
-            template["Parameters"]["OperatorsPrincipal"]["Default"] = "111122223333"
-            for name, extra in properties.items():
-                template["Resources"][name] = {"Type": "AWS::Lambda::Permission", "Properties": {
-                    "FunctionName": {"Fn::GetAtt": ["OperatorFunction", "Arn"]}, "Principal": {"Ref": "OperatorsPrincipal"}, **extra}}
-            return permissions.check_invokers(Stack(template), "t")
-        signed = {"Url": {"Action": "lambda:InvokeFunctionUrl", "FunctionUrlAuthType": "AWS_IAM"},
-                  "Invoke": {"Action": "lambda:InvokeFunction", "InvokedViaFunctionUrl": True}}
-        self.assertEqual([p for p in operators(signed) if "Operator" in p], [])
-        direct = dict(signed, Invoke={"Action": "lambda:InvokeFunction"})
-        self.assertTrue(any("not only through its signed URL" in p for p in operators(direct)), operators(direct))
-        missing = {"Url": signed["Url"]}
-        self.assertTrue(any("OperatorsPrincipal is set" in p for p in operators(missing)), operators(missing))
+    def test_the_operators_entry_point_is_invoked_by_the_operators_api_alone(self):
+        for principal in ("111122223333", "arn:aws:iam::111122223333:role/operators", "*", "events.amazonaws.com"):
+            with self.subTest(principal=principal):
+                stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"}),
+                                            "Operators": ("OperatorFunction", principal)}))
+                problems = permissions.check_invokers(stack, "t")
+                self.assertTrue(any(p.startswith("[t] Operators:") and "may invoke OperatorFunction (operator)" in p
+                                    for p in problems), problems)
+
+    def test_the_operators_entry_point_without_the_operators_apis_permission_is_named(self):
+        stack = Stack(entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})}, operators_api=False))
+        self.assertEqual(permissions.check_invokers(stack, "t"),
+                         ["[t] OperatorFunction (operator): no permission lets the operators' API invoke it from /ops/v1/ (its routes never reach it)"])
+        template = entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})})
+        template["Resources"]["OperatorsApiPermission"]["Properties"]["SourceArn"] = (
+            "arn:aws:execute-api:us-east-1:210987654321:someone-elses/*/*/ops/v1/*")
+        problems = permissions.check_invokers(Stack(template), "t")
+        self.assertTrue(any("OperatorsApiPermission: API Gateway may invoke OperatorFunction from" in p for p in problems), problems)
+        self.assertTrue(any("no permission lets the operators' API invoke it" in p for p in problems), problems)
+
+    def test_a_function_url_on_any_function_is_named(self):
+        for function, auth in (("OperatorFunction", "AWS_IAM"), ("FundsFunction", "AWS_IAM"), ("SendFunction", "NONE")):
+            with self.subTest(function=function):
+                template = entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})})
+                template["Resources"]["Url"] = {"Type": "AWS::Lambda::Url", "Properties": {
+                    "TargetFunctionArn": {"Fn::GetAtt": [function, "Arn"]}, "AuthType": auth}}
+                self.assertEqual(permissions.check_invokers(Stack(template), "t"),
+                                 [f"[t] Url: a function URL on {function} (AuthType {auth}): no function may have one"])
+
+    def test_a_grant_to_invoke_a_function_url_is_named(self):
+        template = entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})})
+        template["Resources"]["UrlPermission"] = {"Type": "AWS::Lambda::Permission", "Properties": {
+            "Action": "lambda:InvokeFunctionUrl", "FunctionName": {"Fn::GetAtt": ["FundsFunction", "Arn"]},
+            "FunctionUrlAuthType": "AWS_IAM", "Principal": {"Ref": "PaymentsPrincipal"}}}
+        problems = permissions.check_invokers(Stack(template), "t")
+        self.assertIn("[t] UrlPermission: grants lambda:InvokeFunctionUrl", problems)
+
+    def test_an_invoke_policy_for_the_operators_entry_point_is_named(self):
+        template = entry_points({"Payments": ("FundsFunction", {"Ref": "PaymentsPrincipal"})})
+        template["Resources"]["OperatorsInvokePolicy"] = {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {"Statement": [
+            {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": {"Fn::GetAtt": ["OperatorFunction", "Arn"]}}]}}}
+        problems = permissions.check_invokers(Stack(template), "t")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("OperatorsInvokePolicy: grants lambda:InvokeFunction on", problems[0])
+        self.assertIn("not its own entry point", problems[0])
 
 
 

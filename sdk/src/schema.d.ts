@@ -1031,6 +1031,11 @@ export interface components {
             currency: components["schemas"]["Currency"];
         };
         /**
+         * @description An operator's role, as the operators' identity provider names it in `OperatorsRolesClaim` (its groups). Each `/ops/v1` operation lists in `x-roles` the roles that may call it (admin is in every list); an operator with none of them is answered 403 `forbidden`, naming them (`roles`).
+         * @enum {string}
+         */
+        OperatorRole: "support" | "finance" | "risk" | "admin";
+        /**
          * @description What a hold stops: sending, grabbing, money out (withdrawals), or all three.
          * @enum {string}
          */

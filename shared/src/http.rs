@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::domain::limits::MAX_BODY_BYTES;
 use crate::domain::{Currency, IdempotencyKey, PacketId, UserId};
 use crate::error::ApiError;
-use crate::routes::{Action, Route};
+use crate::routes::{Action, OpsRoute, Route};
 use crate::telemetry::{DEPENDENCY_UNAVAILABLE, INTERNAL_ERROR};
 
 /// The seconds a 503's `Retry-After` asks for: drawn uniformly from this range, so that the
@@ -36,23 +36,34 @@ pub fn caller(request: &Request) -> Result<UserId, ApiError> {
     UserId::from_claim(sub).ok_or(ApiError::Unauthorized("the token's sub claim is not a usable user id"))
 }
 
+/// The route key the request came by (its event's, as API Gateway matched it).
+fn route_key(request: &Request) -> Option<&str> {
+    match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
+        _ => None,
+    }
+}
+
 /// The action of the route the request came by (its event's route key, [`crate::routes`]);
 /// `NotFound` for a key the API does not have, or none.
 pub fn action(request: &Request) -> Result<Action, ApiError> {
-    let key = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(context)) => context.route_key.as_deref(),
-        _ => None,
-    };
-    key.and_then(Route::keyed).map(|route| route.action).ok_or(ApiError::NotFound)
+    route_key(request).and_then(Route::keyed).map(|route| route.action).ok_or(ApiError::NotFound)
+}
+
+/// The operators' route the request came by ([`crate::routes::OPS_ROUTES`], by its event's route
+/// key); `NotFound` for a key the operators' API does not have, or none.
+pub fn ops_route(request: &Request) -> Result<&'static OpsRoute, ApiError> {
+    route_key(request).and_then(OpsRoute::keyed).ok_or(ApiError::NotFound)
+}
+
+/// The path parameter `name` (API Gateway hands it over decoded); `None` without one.
+pub fn path_parameter<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.path_parameters_ref().and_then(|parameters| parameters.first(name))
 }
 
 /// The `{packet_id}` path parameter; anything that is not a well-formed id names no packet.
 pub fn packet_id(request: &Request) -> Result<PacketId, ApiError> {
-    request
-        .path_parameters_ref()
-        .and_then(|parameters| parameters.first("packet_id"))
-        .and_then(PacketId::parse)
-        .ok_or(ApiError::NotFound)
+    path_parameter(request, "packet_id").and_then(PacketId::parse).ok_or(ApiError::NotFound)
 }
 
 /// The `Idempotency-Key` header, required and validated: a send retried without one after a

@@ -3,9 +3,12 @@
 //! dispatch on it (by the event's route key), the local gateway serves and throttles by it, and
 //! the template's `HttpApi` events and `RouteSettings`, openapi.yaml's paths, `events/` and
 //! `make verify-build`'s map of sample events are checked against it
-//! (`local/tests/it/deployment.rs`). The operators' API has its own table
-//! (`functions/funds/src/ops_api.rs`), checked the same way against the template's route
-//! resources on the operators' own HTTP API.
+//! (`local/tests/it/deployment.rs`). The operators' API's routes are declared here too
+//! ([`OPS_ROUTES`]), each with its [`OpsAction`]: the operator function dispatches on them, the
+//! local gateway registers them, and the template's route resources on the operators' own HTTP
+//! API and openapi.yaml's paths and `x-roles` are checked against them.
+
+use crate::domain::operators::OpsAction;
 
 /// The function of the template that serves a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +196,71 @@ pub const LIMITS: Route = Route {
 /// Every route of the app's API.
 pub const ROUTES: &[Route] = &[SEND, GRAB, PACKET, SHARED_PACKET, HISTORY, CANCEL, WALLET, WITHDRAW, LIMITS];
 
+/// One route of the operators' API (`/ops/v1`): its key, and the one action it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpsRoute {
+    /// The route key, as API Gateway writes it (`POST /ops/v1/users/{user}/hold`).
+    pub key: &'static str,
+    /// What it does, and so which roles may call it ([`OpsAction::roles`]).
+    pub action: OpsAction,
+}
+
+impl OpsRoute {
+    /// The method of the route key.
+    pub fn method(&self) -> &'static str {
+        self.key.split_once(' ').map_or(self.key, |(method, _)| method)
+    }
+
+    /// The path of the route key (with its parameters, `{user}`).
+    pub fn path(&self) -> &'static str {
+        self.key.split_once(' ').map_or("", |(_, path)| path)
+    }
+
+    /// The route whose key is `key`.
+    pub fn keyed(key: &str) -> Option<&'static OpsRoute> {
+        OPS_ROUTES.iter().find(|route| route.key == key)
+    }
+}
+
+/// The prefix of every route of the operators' API.
+pub const OPS_PREFIX: &str = "/ops/v1";
+
+const fn ops(key: &'static str, action: OpsAction) -> OpsRoute {
+    OpsRoute { key, action }
+}
+
+/// Every route of the operators' API, one per [`OpsAction`].
+pub const OPS_ROUTES: &[OpsRoute] = &[
+    ops("GET /ops/v1/users/{user}", OpsAction::ReadUser),
+    ops("GET /ops/v1/users/{user}/movements", OpsAction::ReadUserMovements),
+    ops("GET /ops/v1/users/{user}/packets", OpsAction::ReadUserPackets),
+    ops("GET /ops/v1/users/{user}/flags", OpsAction::ReadUserFlags),
+    ops("GET /ops/v1/users/{user}/audit", OpsAction::ReadUserAudit),
+    ops("POST /ops/v1/users/{user}/hold", OpsAction::PlaceHold),
+    ops("POST /ops/v1/users/{user}/hold/lift", OpsAction::LiftHold),
+    ops("GET /ops/v1/users/{user}/statements/{day}", OpsAction::ReadStatement),
+    ops("GET /ops/v1/packets/{packet_id}", OpsAction::ReadPacket),
+    ops("GET /ops/v1/packets/{packet_id}/sides", OpsAction::ReadPacketSides),
+    ops("POST /ops/v1/packets/{packet_id}/release", OpsAction::ReleasePacket),
+    ops("GET /ops/v1/holds", OpsAction::ListHolds),
+    ops("POST /ops/v1/adjustments", OpsAction::ProposeAdjustment),
+    ops("GET /ops/v1/adjustments/pending", OpsAction::ListPendingAdjustments),
+    ops("GET /ops/v1/adjustments/{reference}", OpsAction::ReadAdjustment),
+    ops("POST /ops/v1/adjustments/{reference}/approve", OpsAction::ApproveAdjustment),
+    ops("POST /ops/v1/adjustments/{reference}/reject", OpsAction::RejectAdjustment),
+    ops("POST /ops/v1/adjustments/{reference}/withdraw", OpsAction::WithdrawAdjustment),
+    ops("GET /ops/v1/withdrawals/pending", OpsAction::ListPendingWithdrawals),
+    ops("GET /ops/v1/withdrawals/{withdrawal_id}", OpsAction::ReadWithdrawal),
+    ops("POST /ops/v1/withdrawals/{withdrawal_id}/resend", OpsAction::ResendWithdrawal),
+    ops("GET /ops/v1/flags", OpsAction::ListFlags),
+    ops("POST /ops/v1/flags/{flag_id}/assign", OpsAction::AssignFlag),
+    ops("POST /ops/v1/flags/{flag_id}/resolve", OpsAction::ResolveFlag),
+    ops("GET /ops/v1/audit/{day}", OpsAction::ReadAudit),
+    ops("GET /ops/v1/reports/trial-balance/{day}", OpsAction::ReadTrialBalance),
+    ops("GET /ops/v1/reports/hours/{day}", OpsAction::ReadBusinessHours),
+    ops("POST /ops/v1/reconciliations", OpsAction::Reconcile),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +274,15 @@ mod tests {
         }
         assert_eq!(Route::keyed("GET /packets"), None);
         assert_eq!(GRAB.path(), "/packets/{packet_id}/grab");
+    }
+
+    #[test]
+    fn every_operators_route_is_one_action_under_the_prefix() {
+        for route in OPS_ROUTES {
+            assert_eq!(OpsRoute::keyed(route.key), Some(route));
+            assert!(route.path().starts_with(OPS_PREFIX), "{}", route.key);
+            let actions = OPS_ROUTES.iter().filter(|other| other.action == route.action).count();
+            assert_eq!(actions, 1, "{:?} is one route", route.action);
+        }
     }
 }

@@ -1,12 +1,13 @@
 // 红包记录: sent and received, newest first, paged back by cursor (docs/CLIENTS.md, Polling for
 // history). A received grab shows here once settle has recorded it (seconds).
 import { Button, ErrorBlock, List, PullToRefresh, SpinLoading, Tabs, Tag } from 'antd-mobile';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback } from 'react';
 import { useNavigate, useSearchParams } from 'react-router-dom';
-import { useClient, useErrorText, type HistoryItem, type HistoryPage as Page } from '../api';
+import { useClient, type HistoryItem, type HistoryPage as Page } from '../api';
 import { Shell } from '../components/Shell';
 import { formatTime, useI18n } from '../i18n';
 import { formatMoney } from '../money';
+import { usePages } from '../paging';
 
 type Role = 'sent' | 'received';
 
@@ -27,49 +28,17 @@ export function HistoryPage() {
 
 function RoleList({ role }: { role: Role }) {
   const client = useClient();
-  const errorText = useErrorText();
   const { t, locale } = useI18n();
   const navigate = useNavigate();
-  const [items, setItems] = useState<HistoryItem[]>([]);
-  const [currency, setCurrency] = useState<Page['currency'] | undefined>(undefined);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState('');
-
-  const first = useCallback(async () => {
-    setError('');
-    try {
-      const { data } = await client.history(role, { limit: 20 });
-      setItems(data.items);
-      setCursor(data.next_cursor);
-      setCurrency(data.currency);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setLoading(false);
-    }
-  }, [client, role, errorText]);
-
-  useEffect(() => {
-    void first();
-  }, [first]);
-
-  const more = async () => {
-    if (!cursor) return;
-    setLoading(true);
-    try {
-      const { data } = await client.history(role, { limit: 20, cursor });
-      setItems((held) => [...held, ...data.items]);
-      setCursor(data.next_cursor);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setLoading(false);
-    }
-  };
+  const page = useCallback(
+    async (cursor?: string) => (await client.history(role, { limit: 20, cursor })).data,
+    [client, role],
+  );
+  const { first, items, cursor, loading, error, reload, more } = usePages(page);
+  const currency = first?.currency;
 
   return (
-    <PullToRefresh onRefresh={first}>
+    <PullToRefresh onRefresh={reload}>
       <div className="history" data-testid={`history-${role}`}>
         {error && <ErrorBlock status="disconnected" title={error} description="" />}
         {!error && !loading && items.length === 0 && (

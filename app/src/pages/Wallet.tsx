@@ -2,12 +2,13 @@
 // bound card or account (the payments system's token for it). One Idempotency-Key per withdrawal
 // the user means, kept with its draft in sessionStorage as the send's is.
 import { Button, Dialog, ErrorBlock, Input, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import { useNavigate } from 'react-router-dom';
-import { newIdempotencyKey, useClient, useErrorText, type Movement, type WalletPage as Page } from '../api';
+import { newIdempotencyKey, useClient, useErrorText } from '../api';
 import { Shell } from '../components/Shell';
 import { formatTime, useI18n } from '../i18n';
 import { DEFAULT_CURRENCY, formatDigits, formatMoney, OUT_KINDS, parseMoney } from '../money';
+import { usePages } from '../paging';
 
 const DRAFT_KEY = 'app.withdrawDraft';
 const DESTINATION = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -29,47 +30,12 @@ export function WalletPage() {
   const errorText = useErrorText();
   const { t, locale } = useI18n();
   const navigate = useNavigate();
-  const [page, setPage] = useState<Page | null>(null);
-  const [items, setItems] = useState<Movement[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState('');
+  const wallet = useCallback(async (cursor?: string) => (await client.wallet({ limit: 20, cursor })).data, [client]);
+  const { first: page, items, cursor, loading, error, reload, more } = usePages(wallet);
   const [amount, setAmount] = useState('');
   const [destination, setDestination] = useState('');
   const [withdrawing, setWithdrawing] = useState(false);
   const [formError, setFormError] = useState('');
-
-  const first = useCallback(async () => {
-    setError('');
-    try {
-      const { data } = await client.wallet({ limit: 20 });
-      setPage(data);
-      setItems(data.items);
-      setCursor(data.next_cursor);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setLoading(false);
-    }
-  }, [client, errorText]);
-
-  useEffect(() => {
-    void first();
-  }, [first]);
-
-  const more = async () => {
-    if (!cursor) return;
-    setLoading(true);
-    try {
-      const { data } = await client.wallet({ limit: 20, cursor });
-      setItems((held) => [...held, ...data.items]);
-      setCursor(data.next_cursor);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setLoading(false);
-    }
-  };
 
   const currency = page?.currency ?? DEFAULT_CURRENCY;
 
@@ -94,7 +60,7 @@ export function WalletPage() {
       sessionStorage.removeItem(DRAFT_KEY);
       setAmount('');
       Toast.show({ content: t.withdrawn(formatMoney(receipt.amount_cents, receipt.currency)), position: 'bottom' });
-      await first();
+      await reload();
     } catch (failure) {
       setFormError(errorText(failure));
     } finally {
@@ -104,7 +70,7 @@ export function WalletPage() {
 
   return (
     <Shell title={t.tabWallet}>
-      <PullToRefresh onRefresh={first}>
+      <PullToRefresh onRefresh={reload}>
         <div className="wallet">
           <section className="balance-card">
             <div className="balance-label">{t.walletTitle}</div>

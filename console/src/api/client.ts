@@ -4,7 +4,7 @@ import type { paths } from './schema';
 export type ApiClient = Client<paths>;
 
 /**
- * The typed client of openapi.yaml (generated types in ./schema.d.ts): every call carries
+ * The typed client of openapi.yaml (the SDK's generated types, ./schema.ts): every call carries
  * `Authorization: Bearer <the signed-in operator's token>` (`local`: the local API's; `oidc`: the
  * provider's ID token).
  */

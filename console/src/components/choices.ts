@@ -1,3 +1,5 @@
+import { ROLES } from '../roles';
+
 // The API's enumerations as react-admin choices, each named by a translation key.
 const choices = (prefix: string, ids: readonly string[]) => ids.map((id) => ({ id, name: `${prefix}.${id}` }));
 
@@ -34,7 +36,7 @@ export const MOVEMENT_KINDS = choices('console.movement.kinds', [
 export const MOVEMENT_STATUSES = choices('console.movement.statuses', ['pending', 'paid', 'failed']);
 export const PACKET_STATUSES = choices('console.packet.statuses', ['open', 'finished', 'expired', 'cancelled']);
 export const PACKET_KINDS = choices('console.packet.kinds', ['lucky', 'fixed']);
-export const ROLE_CHOICES = choices('console.roles', ['support', 'finance', 'risk', 'admin']);
+export const ROLE_CHOICES = choices('console.roles', ROLES);
 export const TRIAL_ACCOUNTS = choices('console.reports.accounts', [
   'wallets_opening',
   'open_packets_opening',

@@ -1,3 +1,5 @@
+import type { Role } from '../roles';
+
 // 简体中文 (the default): the console's own labels, and react-admin's messages that
 // ra-language-chinese 2.x does not have yet.
 export const zh = {
@@ -93,7 +95,7 @@ export const zh = {
       finance: '财务 (finance)',
       risk: '风控 (risk)',
       admin: '管理员 (admin)',
-    },
+    } satisfies Record<Role, string>,
     login: {
       title: '运营人员登录',
       operator: '操作员名',

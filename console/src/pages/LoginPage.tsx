@@ -16,8 +16,8 @@ import {
   useTranslate,
 } from 'react-admin';
 import { ROLE_CHOICES } from '../components/choices';
-import type { Role } from '../authProvider';
 import type { ConsoleConfig } from '../config';
+import type { Role } from '../roles';
 
 const atLeastOne = (value: unknown) =>
   Array.isArray(value) && value.length > 0 ? undefined : 'console.login.roles_required';

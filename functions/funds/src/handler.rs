@@ -52,8 +52,8 @@ impl From<FundsError> for FundsFailure {
     }
 }
 
-/// A failure as the operators' two HTTP doors answer it (the signed URL and the API): the field at
-/// fault (400), the ledger unreachable (503) or corrupt (500).
+/// A failure as the operators' API answers it: the field at fault (400), the ledger unreachable
+/// (503) or corrupt (500).
 impl From<FundsFailure> for red_packets::ApiError {
     fn from(failure: FundsFailure) -> Self {
         use red_packets::ApiError;
@@ -112,9 +112,25 @@ pub async fn handle<L: Wallets + Withdrawals + Adjustments + AuditTrail + Books 
 ) -> Result<FundsAnswer, FundsFailure> {
     let request: FundsRequest = serde_json::from_value(event.payload).map_err(FundsFailure::InvalidRequest)?;
     entry.admits(&request).map_err(FundsError::Invalid)?;
-    let response = run(ledger, clock, reports, &request).await?;
-    record(&request, &response);
+    let response = carry_out(ledger, clock, reports, &request).await?;
     Ok(FundsAnswer { response, currency: ledger.currency() })
+}
+
+/// Carries out `request` ([`run`]) and records its figures as metrics: what both the payload
+/// handler and the operators' API do with a typed request.
+pub async fn carry_out<L, R>(
+    ledger: &L,
+    clock: &dyn Clock,
+    reports: &R,
+    request: &FundsRequest,
+) -> Result<FundsResponse, FundsFailure>
+where
+    L: Wallets + Withdrawals + Adjustments + AuditTrail + Books + Holds + Flags,
+    R: ReportSink,
+{
+    let response = run(ledger, clock, reports, request).await?;
+    record(request, &response);
+    Ok(response)
 }
 
 /// A completed request's figures as metrics: each top-up's outcome and credit, each

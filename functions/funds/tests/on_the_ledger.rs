@@ -3,6 +3,7 @@
 //! mistakes (`make test` provides DynamoDB Local).
 
 use funds::handle;
+use funds::ops_api::{handle_api, OpsApi};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use red_packets::Clock;
 use serde_json::Value;
@@ -99,62 +100,64 @@ async fn the_sample_withdrawal_resolutions_and_adjustment_apply_once() {
     assert_eq!(failed.error_type, "InvalidFundsRequest");
     assert!(failed.error_message.starts_with("withdrawal_id: already paid"), "{}", failed.error_message);
 
-    // The sample adjustment through the operators' function URL: proposed by anna's signed
-    // identity, approved by ben's; anna's own approval refused, whatever the body says.
+    // The sample adjustment through the operators' API: proposed by anna's verified token,
+    // approved by ben's; anna's own approval refused, whatever the body says.
     let proposed = operator(&ledger, PROPOSE_EVENT, None).await;
     assert_eq!(proposed.0, 200, "{}", proposed.1);
-    assert_eq!(proposed.1["adjustment"]["adjustment"]["status"], json!("proposed"));
-    let anna = proposed.1["adjustment"]["adjustment"]["proposer"].as_str().unwrap().to_owned();
-    assert!(
-        anna.starts_with("arn:aws:sts::123456789012:assumed-role/") && anna.ends_with("/anna@example.com"),
-        "{anna}"
-    );
-    let own = operator(&ledger, APPROVE_EVENT, Some(&anna)).await;
+    assert_eq!(proposed.1["adjustment"]["status"], json!("proposed"));
+    assert_eq!(proposed.1["adjustment"]["proposer"], json!("anna@example.com"), "the token's subject");
+    let own = operator(&ledger, APPROVE_EVENT, Some(("anna@example.com", "[support finance]"))).await;
     assert_eq!((own.0, own.1["error"]["field"].as_str()), (400, Some("approver")), "{}", own.1);
     let approved = operator(&ledger, APPROVE_EVENT, None).await;
     assert_eq!(approved.0, 200, "{}", approved.1);
-    assert_eq!(approved.1["adjustment"]["applied"], json!(true));
-    assert_eq!(approved.1["adjustment"]["balance_cents"], json!(120), "bob made whole");
-    assert!(approved.1["adjustment"]["adjustment"]["approver"].as_str().unwrap().ends_with("/ben@example.com"));
+    assert_eq!(approved.1["applied"], json!(true));
+    assert_eq!(approved.1["balance_cents"], json!(120), "bob made whole");
+    assert_eq!(approved.1["adjustment"]["approver"], json!("ben@example.com"));
 }
 
-/// The operators' function URL: `event` (a sample) signed by `signer` instead of its own.
-async fn operator(ledger: &DynamoLedger, event: &str, signer: Option<&str>) -> (u16, Value) {
+/// The operators' API (the operator binary's handler) on `event` (a sample), by another operator
+/// (`sub`, roles claim) when given.
+async fn operator(ledger: &DynamoLedger, event: &str, by: Option<(&str, &str)>) -> (u16, Value) {
     let mut event: Value = serde_json::from_str(event).unwrap();
-    if let Some(signer) = signer {
-        event["requestContext"]["authorizer"]["iam"]["userArn"] = json!(signer);
+    if let Some((sub, roles)) = by {
+        event["requestContext"]["authorizer"]["jwt"]["claims"] = json!({ "sub": sub, "cognito:groups": roles });
     }
+    let config = Config::from_env().unwrap();
     let reports = red_packets::adapters::ReportDirectory::new(std::env::temp_dir().join("funds-handler-reports"));
+    let live = red_packets::adapters::RedisStore::new(&config);
+    let api = OpsApi { ledger, live: &live, reports: &reports, roles_claim: "cognito:groups" };
     let request = red_packets_testkit::events::to_request(&event).unwrap();
-    let response = funds::operator::handle_url(ledger, &SystemClock, &reports, request).await.unwrap();
+    let response = handle_api(&api, &SystemClock, &request).await;
     (response.status().as_u16(), serde_json::from_slice(response.body().as_ref()).unwrap())
 }
 
-/// The operators' function URL answers only a signed caller, and never takes a name in the body
-/// for the signer's.
+/// The operators' API takes its operator from the verified token alone: none is a 401, a body
+/// naming a proposer a 400 naming it, a role the route does not take a 403 naming the roles it
+/// does, and a route key it does not have a 404.
 #[tokio::test]
-async fn the_operators_url_takes_its_operator_from_the_signature_alone() {
+async fn the_operators_api_takes_its_operator_from_the_token_alone() {
     let ledger = ledger().await;
     let mut unsigned: Value = serde_json::from_str(PROPOSE_EVENT).unwrap();
     unsigned["requestContext"]["authorizer"] = json!(null);
     let (status, body) = operator(&ledger, &unsigned.to_string(), None).await;
     assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")), "{body}");
-    let mut forged: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
-    red_packets_testkit::events::set_body(
-        &mut forged,
-        r#"{"approve_adjustment": {"reference": "x", "approver": "ben@example.com"}}"#,
-    );
+    let mut forged: Value = serde_json::from_str(PROPOSE_EVENT).unwrap();
+    let mut proposal: Value = serde_json::from_str(forged["body"].as_str().unwrap()).unwrap();
+    proposal["proposer"] = json!("ben@example.com");
+    red_packets_testkit::events::set_body(&mut forged, &proposal.to_string());
     let (status, body) = operator(&ledger, &forged.to_string(), None).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (400, Some("approver")), "{body}");
-    let mut topup: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
-    red_packets_testkit::events::set_body(&mut topup, TOPUP_EVENT);
-    let (status, body) = operator(&ledger, &topup.to_string(), None).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (400, Some("topup")), "not this entry point's: {body}");
+    assert_eq!((status, body["error"]["field"].as_str()), (400, Some("proposer")), "{body}");
+    let (status, body) = operator(&ledger, APPROVE_EVENT, Some(("sam@example.com", "[support]"))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("forbidden")), "{body}");
+    assert_eq!(body["error"]["roles"], json!(["finance", "admin"]), "{body}");
+    let mut elsewhere: Value = serde_json::from_str(APPROVE_EVENT).unwrap();
+    red_packets_testkit::events::set_route(&mut elsewhere, "POST /packets", &[]);
+    let (status, body) = operator(&ledger, &elsewhere.to_string(), None).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("not_found")), "{body}");
 }
 
-/// The payments system's entry point never takes an adjustment, nor the operators' entry point
-/// (the same handler behind its URL) a top-up or a withdrawal's word: each is refused before the
-/// ledger is touched.
+/// The payments system's entry point never takes an adjustment, nor the operators' requests a
+/// top-up or a withdrawal's word: each is refused before the ledger is touched.
 #[tokio::test]
 async fn each_entry_point_refuses_the_other_callers_requests() {
     let ledger = ledger().await;

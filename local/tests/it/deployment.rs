@@ -48,12 +48,56 @@ fn openapi_routes() -> BTreeSet<String> {
     routes
 }
 
+/// The operators' roles are declared once ([`Role`]): the template's Cognito groups,
+/// openapi.yaml's `OperatorRole` and each `/ops/v1` operation's `x-roles` (what the console and
+/// the generated clients read) are checked against it and each route's [`OpsAction::roles`].
+///
+/// [`Role`]: red_packets::domain::operators::Role
+/// [`OpsAction::roles`]: red_packets::domain::operators::OpsAction::roles
+#[test]
+fn the_operators_roles_are_the_domains_in_the_template_and_the_contract() {
+    use red_packets::domain::operators::Role;
+
+    let roles: Vec<&str> = Role::ALL.iter().map(|role| role.as_str()).collect();
+    let template = read("template.yaml");
+    let mut groups: Vec<&str> = template["Resources"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .filter(|resource| resource["Type"].as_str() == Some("AWS::Cognito::UserPoolGroup"))
+        .filter_map(|group| group["Properties"]["GroupName"].as_str())
+        .collect();
+    groups.sort();
+    let mut expected = roles.clone();
+    expected.sort();
+    assert_eq!(groups, expected, "template.yaml's operators' groups");
+    let openapi = read("openapi.yaml");
+    let declared: Vec<&str> = openapi["components"]["schemas"]["OperatorRole"]["enum"]
+        .as_sequence()
+        .expect("openapi.yaml declares OperatorRole")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(declared, roles, "openapi.yaml's OperatorRole");
+    for route in red_packets::routes::OPS_ROUTES {
+        let operation = &openapi["paths"][route.path()][route.method().to_lowercase()];
+        let listed: Vec<&str> = operation["x-roles"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{}: no x-roles", route.key))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let allowed: Vec<&str> = route.action.roles().iter().map(|role| role.as_str()).collect();
+        assert_eq!(listed, allowed, "{}: openapi.yaml's x-roles and the server's", route.key);
+    }
+}
+
 #[test]
 fn template_openapi_and_local_api_list_the_same_routes() {
     let app = red_packets::routes::ROUTES.iter().map(|route| route.key.to_string());
-    let operators = funds::ops_api::ROUTES.iter().map(|(route, _)| route.to_string());
+    let operators = red_packets::routes::OPS_ROUTES.iter().map(|route| route.key.to_string());
     let local: BTreeSet<String> = app.chain(operators).collect();
-    assert_eq!(local.len(), red_packets::routes::ROUTES.len() + funds::ops_api::ROUTES.len(), "no key twice");
+    assert_eq!(local.len(), red_packets::routes::ROUTES.len() + red_packets::routes::OPS_ROUTES.len(), "no key twice");
     assert_eq!(template_routes(), local, "template.yaml and the local API");
     assert_eq!(openapi_routes(), local, "openapi.yaml and the local API");
 }

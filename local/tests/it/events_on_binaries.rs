@@ -21,7 +21,7 @@ use local::tls_front::TlsFront;
 use red_packets::adapters::DynamoLedger;
 use red_packets::ports::Ledger;
 use red_packets_testkit::events;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Which binary each sample event is for.
 const EVENT_FUNCTIONS: &[(&str, &str)] = &[
@@ -419,34 +419,32 @@ async fn the_sample_events_run_on_the_function_binaries_under_aws_lambda_rie() {
         assert_eq!(replayed["withdrawal"]["applied"], false, "paid once: {replayed}");
     }
 
-    // adjustment-propose.json and adjustment-approve.json on operator, the operators' function URL
-    // (signed by anna, then by ben): proposed, then applied once (an earlier pass may have done
-    // both: the same answers, applied false); a top-up's body there is refused. The payments
-    // entry point refuses an adjustment.
-    let mut topup_there = event("adjustment-approve.json");
-    events::set_body(&mut topup_there, &event("topup.json").to_string());
-    topup_there.name = "a top-up's body on the operators' URL".into();
-    let steps = vec![event("adjustment-propose.json"), event("adjustment-approve.json"), topup_there];
+    // adjustment-propose.json and adjustment-approve.json on operator, the operators' API (anna's
+    // token, then ben's): proposed, then applied once (an earlier pass may have done both: the
+    // same answers, applied false); the approval with anna's own token is refused naming the
+    // approver, with a support agent's 403. The payments entry point refuses an adjustment.
+    let by = |sub: &str, roles: &str, name: &str| {
+        let mut approval = event("adjustment-approve.json");
+        approval.body["requestContext"]["authorizer"]["jwt"]["claims"] = json!({ "sub": sub, "cognito:groups": roles });
+        approval.name = name.into();
+        approval
+    };
+    let own = by("anna@example.com", "[support finance]", "adjustment-approve.json by its proposer");
+    let support = by("sam@example.com", "[support]", "adjustment-approve.json by a support agent");
+    let steps = vec![event("adjustment-propose.json"), own, support, event("adjustment-approve.json")];
     let adjusted = on_emulator_with("operator", &wallet, steps).await;
     let (status, proposed) = status_and_body(&adjusted[0]);
     assert_eq!(status, 200, "{}", adjusted[0]);
-    assert!(
-        proposed["adjustment"]["adjustment"]["proposer"].as_str().unwrap().ends_with("/anna@example.com"),
-        "{}",
-        adjusted[0]
-    );
-    let (status, approved) = status_and_body(&adjusted[1]);
-    assert_eq!(
-        (status, approved["adjustment"]["adjustment"]["status"].as_str()),
-        (200, Some("applied")),
-        "{}",
-        adjusted[1]
-    );
-    let (status, refused_here) = status_and_body(&adjusted[2]);
-    assert_eq!((status, refused_here["error"]["field"].as_str()), (400, Some("topup")), "{}", adjusted[2]);
+    assert_eq!(proposed["adjustment"]["proposer"], "anna@example.com", "{}", adjusted[0]);
+    let (status, own) = status_and_body(&adjusted[1]);
+    assert_eq!((status, own["error"]["field"].as_str()), (400, Some("approver")), "{}", adjusted[1]);
+    let (status, support) = status_and_body(&adjusted[2]);
+    assert_eq!((status, support["error"]["code"].as_str()), (403, Some("forbidden")), "{}", adjusted[2]);
+    let (status, approved) = status_and_body(&adjusted[3]);
+    assert_eq!((status, approved["adjustment"]["status"].as_str()), (200, Some("applied")), "{}", adjusted[3]);
     let proposal_body: Value =
         serde_json::from_str(event("adjustment-propose.json")["body"].as_str().unwrap()).unwrap();
-    let mut proposal = proposal_body.clone();
+    let mut proposal = json!({ "propose_adjustment": proposal_body });
     proposal["propose_adjustment"]["proposer"] = "anna".into();
     let refused =
         on_emulator_with("funds", &wallet, vec![Event::named("a proposal on the payments entry point", proposal)])
@@ -663,9 +661,10 @@ async fn a_corrupt_adjustment_answers_500_and_counts_toward_the_operators_alarm(
         .await
         .expect("the corrupt adjustment is planted");
     let mut approval = event("adjustment-approve.json");
-    events::set_body(
-        &mut approval,
-        &serde_json::json!({ "approve_adjustment": { "reference": reference } }).to_string(),
+    events::set_route(
+        &mut approval.body,
+        "POST /ops/v1/adjustments/{reference}/approve",
+        &[("reference", reference.as_str())],
     );
     approval.name = "adjustment-approve.json on a corrupt adjustment".into();
 

@@ -42,53 +42,50 @@ async fn balance(stack: &Stack, who: &str) -> Cents {
     stack.ledger.balance(&user(who)).await.unwrap()
 }
 
-const OPERATOR_EVENT: &str = include_str!("../../../events/adjustment-approve.json");
-
-/// The IAM identity an operator signs with (an assumed role's session).
-fn operator(name: &str) -> String {
-    format!("arn:aws:sts::123456789012:assumed-role/RedPacketsOperators/{name}")
-}
-
 /// The funds entry points, as their callers reach them, each on a DynamoDB client of its own
 /// (its calls recorded as that function's, for its role's check): the payments system's
-/// requests invoke `funds`; an operator's (an adjustment step, the audit trail) go to the
-/// operators' function URL, signed by the operator the payload names (its `proposer` or
-/// `approver`, taken out of the body and made the signer), and a refusal is read back as the
-/// payments entry point would say it (`<field>: <message>`).
+/// requests invoke `funds`; an operator's (an adjustment step, the audit trail) are the
+/// operators' API's route for it, called by the operator the payload names (its `proposer` or
+/// `approver`, taken out of the body: the signed-in operator is the one), its answer under the
+/// payload's key as the funds function answers; a refusal is read back as the payments entry
+/// point would say it (`<field>: <message>`).
 async fn funds(stack: &Stack, payload: Value) -> Result<Value, Diagnostic> {
-    // The entry point the code routes the request to (a payload it cannot read goes where the
-    // payments system sends everything, which refuses it).
     let entry =
         serde_json::from_value(payload.clone()).map_or(FundsEntry::Payments, |request| FundsEntry::serving(&request));
-    let operators = entry == FundsEntry::Operator;
-    let binary = entry.binary().expect("a shipped entry point");
-    let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), binary);
-    let ledger = DynamoLedger::new(client, &stack.config);
-    let reports = ReportDirectory::new(std::env::temp_dir().join("money-out-reports"));
-    if !operators {
+    if entry == FundsEntry::Payments {
+        let client = local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), "funds");
+        let ledger = DynamoLedger::new(client, &stack.config);
+        let reports = ReportDirectory::new(std::env::temp_dir().join("money-out-reports"));
         let event = LambdaEvent::new(payload, Context::default());
         return funds::handle(&ledger, stack.clock.as_ref(), &reports, FundsEntry::Payments, event)
             .await
             .map(|response| serde_json::to_value(response).unwrap())
             .map_err(Diagnostic::from);
     }
-    let mut payload = payload;
-    let mut signer = operator("auditor");
-    for (key, field) in [("propose_adjustment", "proposer"), ("approve_adjustment", "approver")] {
-        if let Some(named) =
-            payload.get_mut(key).and_then(Value::as_object_mut).and_then(|request| request.remove(field))
-        {
-            signer = operator(named.as_str().unwrap());
+    let (key, mut request) = payload
+        .as_object()
+        .and_then(|fields| fields.iter().next())
+        .map(|(key, request)| (key.clone(), request.clone()))
+        .unwrap();
+    let text = |field: &str| request[field].as_str().unwrap_or_default().to_owned();
+    // The operator, the route, its parameters and body, and the funds answer's key.
+    let (operator, route, parameters, body, answer) = match key.as_str() {
+        "propose_adjustment" => {
+            let proposer = request.as_object_mut().and_then(|fields| fields.remove("proposer")).unwrap();
+            let proposer = proposer.as_str().unwrap().to_owned();
+            (proposer, "POST /ops/v1/adjustments", vec![], Some(request.clone()), "adjustment")
         }
-    }
-    let mut event: Value = serde_json::from_str(OPERATOR_EVENT).unwrap();
-    event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(signer);
-    red_packets_testkit::events::set_body(&mut event, &payload.to_string());
-    let request = red_packets_testkit::events::to_request(&event).unwrap();
-    let response = funds::operator::handle_url(&ledger, stack.clock.as_ref(), &reports, request).await.unwrap();
-    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-    match response.status().as_u16() {
-        200 => Ok(body),
+        "approve_adjustment" => {
+            let route = "POST /ops/v1/adjustments/{reference}/approve";
+            (text("approver"), route, vec![("reference", text("reference"))], None, "adjustment")
+        }
+        "audit" => ("auditor".to_owned(), "GET /ops/v1/audit/{day}", vec![("day", text("day"))], None, "audit"),
+        other => panic!("no operators' route for {other}"),
+    };
+    let parameters: Vec<(&str, &str)> = parameters.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let (status, body) = stack.ops(&operator, route, &parameters, body.as_ref()).await;
+    match status {
+        200 => Ok(json!({ answer: body })),
         status => Err(Diagnostic {
             error_type: if status == 400 { "InvalidFundsRequest".into() } else { format!("HTTP {status}") },
             error_message: format!(
@@ -228,7 +225,7 @@ async fn an_adjustment_is_refused_to_its_proposer_and_applied_once_by_another_op
 
     let applied = funds(&stack, approve("ben")).await.unwrap();
     assert_eq!(applied["adjustment"]["applied"].as_bool(), Some(true), "{applied}");
-    assert_eq!(applied["adjustment"]["adjustment"]["approver"], operator("ben"), "the signer, not a name in the body");
+    assert_eq!(applied["adjustment"]["adjustment"]["approver"], "ben", "the signer, not a name in the body");
     assert_eq!(applied["adjustment"]["balance_cents"], 120);
     for approver in ["ben", "carl"] {
         let replay = funds(&stack, approve(approver)).await.unwrap();
@@ -252,8 +249,8 @@ async fn an_adjustment_is_refused_to_its_proposer_and_applied_once_by_another_op
     let movement = dynamo.get_item().table_name(&stack.config.table_name).set_key(Some(key)).send().await.unwrap();
     let event = movement.item.unwrap()["event"].as_m().unwrap().clone();
     assert_eq!(
-        (event["proposed_by"].as_s().unwrap(), event["approved_by"].as_s().unwrap()),
-        (&operator("anna"), &operator("ben"))
+        (event["proposed_by"].as_s().unwrap().as_str(), event["approved_by"].as_s().unwrap().as_str()),
+        ("anna", "ben")
     );
     assert_eq!(event["type"].as_s().unwrap(), "WalletCredited");
 
@@ -592,8 +589,8 @@ async fn every_operator_and_payments_action_is_in_its_days_audit_trail() {
         steps,
         vec![
             ("withdrawal_failed", id.as_str(), "payments-system".to_owned()),
-            ("adjustment_proposed", "au-case", operator("anna")),
-            ("adjustment_approved", "au-case", operator("ben")),
+            ("adjustment_proposed", "au-case", "anna".to_owned()),
+            ("adjustment_approved", "au-case", "ben".to_owned()),
         ],
         "once each, in time order; the refused approval and the second delivery left none: {trail}"
     );

@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use funds::ops_api::ROUTES;
 use local::LocalAuthorizer;
 use red_packets::domain::operators::Role;
 use red_packets::domain::wallet::TopUp;
 use red_packets::domain::{Funds, PacketId, UserId};
 use red_packets::ports::Wallets;
+use red_packets::routes::OPS_ROUTES;
 use red_packets::{Clock, Config, SystemClock};
 use serde_json::{json, Value};
 
@@ -114,7 +114,7 @@ fn sample(route: &str) -> (String, String, Option<Value>) {
 async fn every_route_refuses_another_issuers_token_and_an_operator_without_its_role() {
     let api = serve().await;
     let app_user = api.users.token("alice", 600);
-    for (route, action) in ROUTES {
+    for &red_packets::routes::OpsRoute { key: route, action } in OPS_ROUTES {
         let (method, path, body) = sample(route);
         let (status, answer) = api.call(&method, &path, None, body.as_ref()).await;
         assert_eq!((status, &answer), (401, &json!({ "message": "Unauthorized" })), "{route} without a token");

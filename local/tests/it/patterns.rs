@@ -179,26 +179,23 @@ async fn a_jielong_chain_is_flagged_and_a_busy_chat_of_the_same_size_is_not() {
     );
 
     // Operators list it and resolve it, once.
-    let (status, listed) = watched.stack.operator("anna", &json!({ "flags": { "status": "open" } })).await;
+    let stack = &watched.stack;
+    let (status, listed) = stack.ops("anna", "GET /ops/v1/flags", &[], None).await;
     assert_eq!(status, 200, "{listed}");
-    assert_eq!(listed["flags"]["items"].as_array().map(Vec::len), Some(1), "{listed}");
-    let resolve =
-        json!({ "resolve_flag": { "flag_id": chain.flag_id, "outcome": "confirmed", "note": "a 接龙 game" } });
-    let (status, resolved) = watched.stack.operator("anna", &resolve).await;
-    assert_eq!((status, resolved["flag_resolved"]["changed"].as_bool()), (200, Some(true)), "{resolved}");
-    let (_, again) = watched.stack.operator("ben", &resolve).await;
-    assert_eq!(again["flag_resolved"]["changed"].as_bool(), Some(false), "resolved once: {again}");
-    assert_eq!(again["flag_resolved"]["flag"]["resolved_by"], crate::support::stack::operator_arn("anna"));
-    let (_, open) = watched.stack.operator("anna", &json!({ "flags": { "status": "open" } })).await;
-    assert_eq!(open["flags"]["items"].as_array().map(Vec::len), Some(0), "{open}");
-    let day = watched.stack.config.business_day.day_of(watched.stack.clock.now_ms());
-    let (_, audit) = watched.stack.operator("anna", &json!({ "audit": { "day": day } })).await;
-    let entries: Vec<&Value> = audit["audit"]["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|entry| entry["action"] == "flag_resolved")
-        .collect();
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(1), "{listed}");
+    let resolve = json!({ "outcome": "confirmed", "note": "a 接龙 game" });
+    let flag = [("flag_id", chain.flag_id.as_str())];
+    let (status, resolved) = stack.ops("anna", "POST /ops/v1/flags/{flag_id}/resolve", &flag, Some(&resolve)).await;
+    assert_eq!((status, resolved["changed"].as_bool()), (200, Some(true)), "{resolved}");
+    let (_, again) = stack.ops("ben", "POST /ops/v1/flags/{flag_id}/resolve", &flag, Some(&resolve)).await;
+    assert_eq!(again["changed"].as_bool(), Some(false), "resolved once: {again}");
+    assert_eq!(again["flag"]["resolved_by"], "anna");
+    let (_, open) = stack.ops("anna", "GET /ops/v1/flags", &[], None).await;
+    assert_eq!(open["items"].as_array().map(Vec::len), Some(0), "{open}");
+    let day = stack.config.business_day.day_of(stack.clock.now_ms());
+    let (_, audit) = stack.ops("anna", "GET /ops/v1/audit/{day}", &[("day", &day)], None).await;
+    let entries: Vec<&Value> =
+        audit["entries"].as_array().unwrap().iter().filter(|entry| entry["action"] == "flag_resolved").collect();
     assert_eq!(entries.len(), 1, "{audit}");
 }
 
@@ -244,8 +241,8 @@ async fn a_money_cycle_and_a_user_in_too_many_chats_are_flagged_and_held() {
     assert!(flags.iter().all(|flag| flag.hold == Some(HoldScope::Grab)), "{flags:?}");
 
     // The holds the flags placed, named as the rule's, stop grabs at the next refresh.
-    let (_, holds) = watched.stack.operator("anna", &json!({ "holds": {} })).await;
-    let mut held: Vec<(&str, &str)> = holds["holds"]
+    let (_, holds) = watched.stack.ops("anna", "GET /ops/v1/holds", &[], None).await;
+    let mut held: Vec<(&str, &str)> = holds["items"]
         .as_array()
         .unwrap()
         .iter()

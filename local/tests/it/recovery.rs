@@ -547,12 +547,12 @@ async fn run_schedule(stack: &Stack, seed: u64) -> Vec<String> {
                 // An operator holds a user from grabbing, or lifts a hold placed earlier.
                 let user = &users[rng.random_range(0..users.len())];
                 let place = !holds.0.get(user).and_then(|steps| steps.last()).is_some_and(|(_, placed)| *placed);
-                let payload = if place {
-                    json!({ "place_hold": { "user": user, "scope": "grab", "reason": format!("seed {seed}") } })
+                let (route, body) = if place {
+                    ("POST /ops/v1/users/{user}/hold", json!({ "scope": "grab", "reason": format!("seed {seed}") }))
                 } else {
-                    json!({ "lift_hold": { "user": user, "reason": format!("seed {seed}") } })
+                    ("POST /ops/v1/users/{user}/hold/lift", json!({ "reason": format!("seed {seed}") }))
                 };
-                let (status, answer) = stack.operator("risk-desk", &payload).await;
+                let (status, answer) = stack.ops("risk-desk", route, &[("user", user)], Some(&body)).await;
                 trace.push(format!("{step}: {} {user} -> {status}", if place { "hold" } else { "lift" }));
                 if status == 200 {
                     holds.0.entry(user.clone()).or_default().push((stack.clock.now_ms(), place));

@@ -1,13 +1,13 @@
 //! Risk controls through the real handlers on the real Redis and DynamoDB Local: one user's
 //! grab rate across packets (one grab at a time, and grabs coalesced into batches; counted
 //! exactly, before each grab, and alongside it, within the stated bound), and account
-//! holds placed and lifted by operators through their function URL, each taking effect within
+//! holds placed and lifted by operators through the operators' API, each taking effect within
 //! the stated bound (`HOLD_REFRESH_SECONDS`), recorded with its operator and reason.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::support::stack::{operator_arn, Stack};
+use crate::support::stack::Stack;
 use crate::support::OwnRedis;
 use futures::future::join_all;
 use red_packets::adapters::RedisStore;
@@ -268,8 +268,7 @@ async fn a_failed_count_refuses_nobody_alongside_and_fails_the_grab_exactly() {
 /// An operator holds mallory from everything; within `HOLD_REFRESH_SECONDS` her grabs and sends
 /// answer 403 `account_held` and take nothing; placing the same hold again changes nothing; the
 /// hold is listed with its operator and reason; another operator lifts it and within the bound
-/// she grabs again; the audit trail has both steps, each with its operator and reason. The
-/// payments system's entry point takes no hold.
+/// she grabs again; the audit trail has both steps, each with its operator and reason.
 #[tokio::test]
 async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
     let stack = Stack::new("holds").await;
@@ -278,11 +277,14 @@ async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
     let (status, _) = stack.grab(&id, "bob").await;
     assert_eq!(status, 200, "the grab function has read the holds: none");
 
-    let hold = json!({ "place_hold": { "user": "mallory", "scope": "all", "reason": "auto-grab script, ticket 42" } });
-    let (status, placed) = stack.operator("anna", &hold).await;
+    const HOLD: &str = "POST /ops/v1/users/{user}/hold";
+    const LIFT: &str = "POST /ops/v1/users/{user}/hold/lift";
+    let mallory = [("user", "mallory")];
+    let hold = json!({ "scope": "all", "reason": "auto-grab script, ticket 42" });
+    let (status, placed) = stack.ops("anna", HOLD, &mallory, Some(&hold)).await;
     assert_eq!(status, 200, "{placed}");
-    assert_eq!(placed["hold"]["changed"], true, "{placed}");
-    assert_eq!(placed["hold"]["hold"]["operator"], operator_arn("anna"), "the signer is the operator");
+    assert_eq!(placed["changed"], true, "{placed}");
+    assert_eq!(placed["hold"]["operator"], "anna", "the signed-in operator is the operator");
 
     stack.clock.advance(refresh);
     let (status, held) = stack.grab(&id, "mallory").await;
@@ -292,29 +294,29 @@ async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
     let (_, view) = stack.view(&id, "alice").await;
     assert_eq!(remaining(&view), 4, "the held grab took nothing: {view}");
 
-    let (status, again) = stack.operator("ben", &hold).await;
-    assert_eq!((status, &again["hold"]["changed"]), (200, &json!(false)), "{again}");
-    assert_eq!(again["hold"]["hold"]["operator"], operator_arn("anna"), "the hold in force is anna's");
-    let (status, listed) = stack.operator("ben", &json!({ "holds": {} })).await;
+    let (status, again) = stack.ops("ben", HOLD, &mallory, Some(&hold)).await;
+    assert_eq!((status, &again["changed"]), (200, &json!(false)), "{again}");
+    assert_eq!(again["hold"]["operator"], "anna", "the hold in force is anna's");
+    let (status, listed) = stack.ops("ben", "GET /ops/v1/holds", &[], None).await;
     assert_eq!(status, 200, "{listed}");
-    let holds = listed["holds"].as_array().unwrap();
+    let holds = listed["items"].as_array().unwrap();
     assert_eq!(holds.len(), 1, "{listed}");
     assert_eq!((holds[0]["user"].as_str(), holds[0]["scope"].as_str()), (Some("mallory"), Some("all")));
     assert_eq!(holds[0]["reason"], "auto-grab script, ticket 42");
 
-    let lift = json!({ "lift_hold": { "user": "mallory", "reason": "appeal upheld" } });
-    let (status, lifted) = stack.operator("ben", &lift).await;
-    assert_eq!((status, &lifted["hold"]["changed"]), (200, &json!(true)), "{lifted}");
-    let (_, twice) = stack.operator("ben", &lift).await;
-    assert_eq!(twice["hold"]["changed"], false, "lifting no hold changes nothing: {twice}");
+    let lift = json!({ "reason": "appeal upheld" });
+    let (status, lifted) = stack.ops("ben", LIFT, &mallory, Some(&lift)).await;
+    assert_eq!((status, &lifted["changed"]), (200, &json!(true)), "{lifted}");
+    let (_, twice) = stack.ops("ben", LIFT, &mallory, Some(&lift)).await;
+    assert_eq!(twice["changed"], false, "lifting no hold changes nothing: {twice}");
     stack.clock.advance(refresh);
     let (status, body) = stack.grab(&id, "mallory").await;
     assert_eq!(status, 200, "lifted within the bound: {body}");
 
     let day = red_packets::clock::rfc3339(stack.clock.now_ms())[..10].to_owned();
-    let (status, audit) = stack.operator("ben", &json!({ "audit": { "day": day } })).await;
+    let (status, audit) = stack.ops("ben", "GET /ops/v1/audit/{day}", &[("day", &day)], None).await;
     assert_eq!(status, 200, "{audit}");
-    let steps: Vec<(String, String, String)> = audit["audit"]["entries"]
+    let steps: Vec<(String, String, String)> = audit["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -326,8 +328,8 @@ async fn a_hold_is_enforced_within_its_bound_and_lifted_the_same_way() {
     assert_eq!(
         steps,
         vec![
-            ("hold_placed".into(), operator_arn("anna"), "all: auto-grab script, ticket 42".into()),
-            ("hold_lifted".into(), operator_arn("ben"), "appeal upheld".into()),
+            ("hold_placed".into(), "anna".into(), "all: auto-grab script, ticket 42".into()),
+            ("hold_lifted".into(), "ben".into(), "appeal upheld".into()),
         ],
         "one entry a change, none for the repeats"
     );
@@ -356,16 +358,16 @@ async fn a_money_out_hold_stops_withdrawals_until_it_expires_or_is_lifted() {
     assert_eq!(status, 201, "no hold yet (the book is read): {body}");
 
     let now = stack.clock.now_ms();
-    let past = json!({ "place_hold": { "user": "ring-7", "scope": "money_out", "reason": "ring",
-                                       "expires_at": red_packets::clock::rfc3339(now - 1) } });
-    let (status, refused) = stack.operator("anna", &past).await;
+    const HOLD: &str = "POST /ops/v1/users/{user}/hold";
+    let ring_7 = [("user", "ring-7")];
+    let past = json!({ "scope": "money_out", "reason": "ring", "expires_at": red_packets::clock::rfc3339(now - 1) });
+    let (status, refused) = stack.ops("anna", HOLD, &ring_7, Some(&past)).await;
     assert_eq!((status, refused["error"]["field"].as_str()), (400, Some("expires_at")), "{refused}");
 
     let expires_at = red_packets::clock::rfc3339(now + 3 * refresh);
-    let hold = json!({ "place_hold": { "user": "ring-7", "scope": "money_out", "reason": "cash-out ring, ticket 4713",
-                                       "expires_at": expires_at } });
-    let (status, placed) = stack.operator("anna", &hold).await;
-    assert_eq!((status, &placed["hold"]["hold"]["expires_at"]), (200, &json!(expires_at)), "{placed}");
+    let hold = json!({ "scope": "money_out", "reason": "cash-out ring, ticket 4713", "expires_at": expires_at });
+    let (status, placed) = stack.ops("anna", HOLD, &ring_7, Some(&hold)).await;
+    assert_eq!((status, &placed["hold"]["expires_at"]), (200, &json!(expires_at)), "{placed}");
     stack.clock.advance(refresh);
     let (status, held) = stack.withdraw("ring-7", &ask, "out-2").await;
     assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "{held}");
@@ -379,14 +381,14 @@ async fn a_money_out_hold_stops_withdrawals_until_it_expires_or_is_lifted() {
     assert_eq!(status, 201, "expired: {body}");
     assert_eq!(stack.ledger.balance(&ring).await.unwrap(), 4_700);
 
-    let all = json!({ "place_hold": { "user": "ring-7", "scope": "all", "reason": "fraud confirmed" } });
-    let (status, placed) = stack.operator("ben", &all).await;
-    assert_eq!((status, &placed["hold"]["changed"]), (200, &json!(true)), "another scope replaces it: {placed}");
+    let all = json!({ "scope": "all", "reason": "fraud confirmed" });
+    let (status, placed) = stack.ops("ben", HOLD, &ring_7, Some(&all)).await;
+    assert_eq!((status, &placed["changed"]), (200, &json!(true)), "another scope replaces it: {placed}");
     stack.clock.advance(refresh);
     let (status, held) = stack.withdraw("ring-7", &ask, "out-4").await;
     assert_eq!((status, held["error"]["code"].as_str()), (403, Some("account_held")), "all stops money out: {held}");
-    let lift = json!({ "lift_hold": { "user": "ring-7", "reason": "cleared" } });
-    assert_eq!(stack.operator("anna", &lift).await.0, 200);
+    let lift = json!({ "reason": "cleared" });
+    assert_eq!(stack.ops("anna", "POST /ops/v1/users/{user}/hold/lift", &ring_7, Some(&lift)).await.0, 200);
     stack.clock.advance(refresh);
     let (status, body) = stack.withdraw("ring-7", &ask, "out-4").await;
     assert_eq!(status, 201, "lifted within the bound: {body}");

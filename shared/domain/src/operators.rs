@@ -40,13 +40,24 @@ impl Role {
     }
 }
 
-/// What an operator asks of the API: one per route.
+/// What an operator asks of the API: one per route (`red_packets::routes::OPS_ROUTES` pairs each
+/// with its route key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpsAction {
-    /// A user's overview, movements and packets.
+    /// A user's overview: balance, first movements, hold.
     ReadUser,
+    /// A page of a user's movements.
+    ReadUserMovements,
+    /// A page of the packets a user sent or received.
+    ReadUserPackets,
+    /// A page of the flags naming a user.
+    ReadUserFlags,
+    /// A page of the audit entries concerning a user.
+    ReadUserAudit,
     /// A packet as the ledger holds it.
     ReadPacket,
+    /// A packet as Redis and the ledger each hold it, side by side.
+    ReadPacketSides,
     /// The holds in force.
     ListHolds,
     /// Place or replace a hold.
@@ -97,7 +108,12 @@ impl OpsAction {
         use Role::*;
         match self {
             OpsAction::ReadUser
+            | OpsAction::ReadUserMovements
+            | OpsAction::ReadUserPackets
+            | OpsAction::ReadUserFlags
+            | OpsAction::ReadUserAudit
             | OpsAction::ReadPacket
+            | OpsAction::ReadPacketSides
             | OpsAction::ListHolds
             | OpsAction::ListFlags
             | OpsAction::ListPendingAdjustments

@@ -29,6 +29,38 @@ pub fn set_packet_id(event: &mut Value, packet_id: &str) {
     event["rawPath"] = Value::String(segments.join("/"));
 }
 
+/// The operator the operators' authorizer verified: subject `sub`, with `roles` in claim
+/// `roles_claim`, flattened as API Gateway hands a list claim over (`[support finance]`).
+pub fn set_operator(event: &mut Value, sub: &str, roles_claim: &str, roles: &[&str]) {
+    let claims = json!({ "sub": sub, roles_claim: format!("[{}]", roles.join(" ")) });
+    object(event, "requestContext").insert("authorizer".into(), json!({ "jwt": { "claims": claims, "scopes": null } }));
+}
+
+/// Sets the route the request came by: its key (`POST /ops/v1/users/{user}/hold`), the path
+/// parameters it names (`[("user", "mallory")]`), and the method and raw path to match.
+pub fn set_route(event: &mut Value, key: &str, parameters: &[(&str, &str)]) {
+    let (method, template) = key.split_once(' ').unwrap_or(("GET", key));
+    let mut path = template.to_owned();
+    for (name, value) in parameters {
+        path = path.replace(&format!("{{{name}}}"), value);
+    }
+    event["routeKey"] = Value::String(key.to_owned());
+    event["rawPath"] = Value::String(path.clone());
+    let named: Map<String, Value> =
+        parameters.iter().map(|(name, value)| ((*name).to_owned(), Value::String((*value).to_owned()))).collect();
+    if named.is_empty() {
+        event.as_object_mut().map(|fields| fields.remove("pathParameters"));
+    } else {
+        event["pathParameters"] = Value::Object(named);
+    }
+    let context = object(event, "requestContext");
+    context.insert("routeKey".into(), Value::String(key.to_owned()));
+    context.insert(
+        "http".into(),
+        json!({ "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "198.51.100.4" }),
+    );
+}
+
 /// Replaces the body (text, not base64).
 pub fn set_body(event: &mut Value, body: &str) {
     event["body"] = Value::String(body.to_owned());

@@ -358,22 +358,23 @@ impl Clients {
         let credit = rand::rng().random_bool(0.5);
         let amount_cents = rand::rng().random_range(1..=2_000u64);
         let reference = format!("soak-case-{:016x}", rand::rng().random::<u64>());
-        let proposal = json!({ "propose_adjustment": {
+        let proposal = json!({
             "reference": reference, "user": user, "direction": if credit { "credit" } else { "debit" },
-            "amount_cents": amount_cents, "reason": "soak: a support case" } });
-        let approve = json!({ "approve_adjustment": { "reference": reference } });
+            "amount_cents": amount_cents, "reason": "soak: a support case" });
+        let approve = "POST /ops/v1/adjustments/{reference}/approve";
+        let case = [("reference", reference.as_str())];
         let mut broken = Vec::new();
-        let (status, proposed) = self.desk.operator("soak-anna", proposal).await;
+        let (status, proposed) = self.desk.operator("soak-anna", "POST /ops/v1/adjustments", &[], proposal).await;
         if status != 200 {
             broken.push(format!("{reference}: the proposal answered {status} {proposed}"));
         }
-        let (status, own) = self.desk.operator("soak-anna", approve.clone()).await;
+        let (status, own) = self.desk.operator("soak-anna", approve, &case, json!({})).await;
         if status != 400 {
             broken.push(format!("{reference}: the proposer's own approval answered {status} {own}"));
         }
         for (approver, applied) in [("soak-ben", true), ("soak-ben", false)] {
-            let (status, answer) = self.desk.operator(approver, approve.clone()).await;
-            if status != 200 || answer["adjustment"]["applied"] != applied {
+            let (status, answer) = self.desk.operator(approver, approve, &case, json!({})).await;
+            if status != 200 || answer["applied"] != applied {
                 broken.push(format!("{reference}: approval by {approver} must apply {applied}: {status} {answer}"));
             }
         }

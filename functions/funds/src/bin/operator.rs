@@ -1,9 +1,9 @@
 //! Lambda entry point of `operator` (`OperatorFunction`): the operators' API (`/ops/v1`, behind
-//! the operators' JWT authorizer) and, for automation, its function URL with `AWS_IAM`. A binary
-//! of its own, so that its invokers and its role are its own: no money in, no withdrawal's word.
+//! the operators' JWT authorizer). A binary of its own, so that its invoker (API Gateway) and its
+//! role are its own: no money in, no withdrawal's word.
 
-use funds::ops_api::OpsApi;
-use lambda_http::{service_fn, Error};
+use funds::ops_api::{handle_api, OpsApi};
+use lambda_http::{service_fn, Error, Request};
 use metrics_cloudwatch_embedded::lambda::service::run_http;
 use red_packets::adapters::{DynamoLedger, RedisStore};
 use red_packets::{telemetry, Config, SystemClock};
@@ -15,6 +15,7 @@ async fn main() -> Result<(), Error> {
     let ledger = DynamoLedger::new(DynamoLedger::client_from_env()?, &config);
     let (live, reports) = (RedisStore::new(&config), funds::reports::Reports::from_env()?);
     let api = OpsApi { ledger: &ledger, live: &live, reports: &reports, roles_claim: &config.operator_roles_claim };
-    let handle = |request| funds::operator::handle_request(&api, &SystemClock, request);
+    let api = &api;
+    let handle = |request: Request| async move { Ok::<_, Error>(handle_api(api, &SystemClock, &request).await) };
     run_http(telemetry::metrics("operator")?, service_fn(handle)).await
 }

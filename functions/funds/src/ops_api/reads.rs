@@ -1,30 +1,41 @@
-//! The operators' reads: a user, a packet and its two sides, statements (of a day or a period)
-//! and trial balances (JSON or CSV), the audit trail of a day or a period, the pending
-//! withdrawals and one withdrawal; answered here, from the ledger and the live store.
+//! The operators' reads: a user (overview, movements, packets, flags, audit), a packet and its
+//! two sides, statements (of a day or a period) and trial balances (JSON or CSV), the audit trail
+//! of a day or a period, the pending adjustments and withdrawals, one adjustment or withdrawal,
+//! a day's hours; answered here, from the ledger and the live store.
 
-use super::*;
 use red_packets::clock::{parse_rfc3339, Millis};
 use red_packets::domain::day::DayRange;
 use red_packets::domain::hourly::DayHours;
 use red_packets::domain::BusinessDay;
 
+use super::*;
+
 /// How a report is answered: `json` (default) or `csv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ReportFormat {
+enum ReportFormat {
     Json,
     Csv,
 }
 
-pub(super) fn report_format(request: &Request) -> Result<ReportFormat, ApiError> {
-    match request.query_string_parameters_ref().and_then(|query| query.first("format")) {
-        None | Some("json") => Ok(ReportFormat::Json),
-        Some("csv") => Ok(ReportFormat::Csv),
-        Some(_) => Err(ApiError::invalid("format", "format must be json or csv")),
+impl<L: OpsLedger, R, S> Asked<'_, L, R, S> {
+    /// The report format the query asks for.
+    fn report_format(&self) -> Result<ReportFormat, ApiError> {
+        match self.query().first("format") {
+            None | Some("json") => Ok(ReportFormat::Json),
+            Some("csv") => Ok(ReportFormat::Csv),
+            Some(_) => Err(ApiError::invalid("format", "format must be json or csv")),
+        }
+    }
+
+    /// The business days a read asks for: the path's `{day}` to the query's `to` (the day alone
+    /// without it).
+    fn days(&self) -> Result<DayRange, ApiError> {
+        Ok(DayRange::parse(self.parameter("day"), self.query().first("to"))?)
     }
 }
 
 /// `csv` as a download named `file`.
-pub(super) fn csv_response(csv: String, file: &str) -> Result<Response<Body>, ApiError> {
+fn csv_response(csv: String, file: &str) -> Result<Response<Body>, ApiError> {
     Response::builder()
         .status(StatusCode::OK)
         .header("content-type", "text/csv; charset=utf-8")
@@ -33,15 +44,15 @@ pub(super) fn csv_response(csv: String, file: &str) -> Result<Response<Body>, Ap
         .map_err(|error| ApiError::Internal(error.to_string()))
 }
 
-/// `day`'s trial balance, to the cut-offs of the daily job (the day's start and end, or the
-/// latest safe one while it is not over): its CSV is byte for byte what the funds function files.
-pub(super) async fn read_trial_balance<L: Books>(
-    ledger: &L,
-    clock: &dyn Clock,
-    day: &str,
-    format: ReportFormat,
+/// `GET /ops/v1/reports/trial-balance/{day}`: the day's trial balance, to the cut-offs of the
+/// daily job (the day's start and end, or the latest safe one while it is not over): its CSV is
+/// byte for byte what the funds function files.
+pub(super) async fn trial_balance_of<L: OpsLedger, R, S>(
+    asked: &Asked<'_, L, R, S>,
 ) -> Result<Response<Body>, ApiError> {
-    let (opening, closing) = day_cutoffs(ledger.business_day(), day, clock.now_ms())?;
+    let (ledger, day) = (asked.api.ledger, asked.parameter("day"));
+    let format = asked.report_format()?;
+    let (opening, closing) = day_cutoffs(ledger.business_day(), day, asked.clock.now_ms())?;
     let report = trial_balance(ledger, day, opening, closing).await.map_err(FundsFailure::from)?;
     match format {
         ReportFormat::Csv => csv_response(report.to_csv(), &format!("trial-balance-{day}.csv")),
@@ -49,46 +60,37 @@ pub(super) async fn read_trial_balance<L: Books>(
     }
 }
 
-/// Business day `day`'s hourly view (`domain::hourly`): each hour's sends, grabs, refunds,
-/// revoked grabs and withdrawals, counted from the ledger's events as the bus delivered them.
-pub(super) async fn read_business_hours<L: Books + BusinessHours>(
-    ledger: &L,
-    day: &str,
-) -> Result<Response<Body>, ApiError> {
+/// `GET /ops/v1/reports/hours/{day}`: the business day's hourly view (`domain::hourly`): each
+/// hour's sends, grabs, refunds, revoked grabs and withdrawals, counted from the ledger's events
+/// as the bus delivered them.
+pub(super) async fn business_hours<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (ledger, day) = (asked.api.ledger, asked.parameter("day"));
     let zone = ledger.business_day();
     if zone.bounds(day).is_none() {
         return Err(ApiError::invalid("day", "day must be a date, YYYY-MM-DD"));
     }
     let tallies = ledger.day_tallies(day).await?;
-    Ok(money_response(StatusCode::OK, &DayHours::sum(day, &zone, tallies), ledger.currency()))
+    asked.answer(&DayHours::sum(day, &zone, tallies))
 }
 
-/// `user`'s statement of the business days `days` (one, or a period of at most
-/// [`red_packets::domain::day::MAX_RANGE_DAYS`]), to the latest safe cut-off: a day's is what
-/// the funds function files.
-pub(super) async fn read_statement<L: Books>(
-    ledger: &L,
-    clock: &dyn Clock,
-    user: &UserId,
-    days: &DayRange,
-    format: ReportFormat,
-) -> Result<Response<Body>, ApiError> {
-    let until_ms = Cutoff::latest_ms(clock.now_ms());
-    let report = statement_of_days(ledger, user, days, until_ms).await.map_err(FundsFailure::from)?;
+/// `GET /ops/v1/users/{user}/statements/{day}[?to=]`: the user's statement of the business
+/// days asked (one, or a period of at most [`red_packets::domain::day::MAX_RANGE_DAYS`]), to the
+/// latest safe cut-off: a day's is what the funds function files.
+pub(super) async fn statement<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (user, days, format) = (asked.user()?, asked.days()?, asked.report_format()?);
+    let until_ms = Cutoff::latest_ms(asked.clock.now_ms());
+    let report = statement_of_days(asked.api.ledger, &user, &days, until_ms).await.map_err(FundsFailure::from)?;
     match format {
-        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{}.csv", file_days(days))),
+        ReportFormat::Csv => csv_response(report.to_csv(), &format!("statement-{}.csv", file_days(&days))),
         ReportFormat::Json => Ok(json_response(StatusCode::OK, &report)),
     }
 }
 
 /// `GET /ops/v1/audit/{day}[?to=]`: the audit trail of a business day, or of each day of a
 /// period in turn (one read per day, at most [`red_packets::domain::day::MAX_RANGE_DAYS`]).
-pub(super) async fn read_audit<L: AuditTrail + Books + Ledger>(
-    ledger: &L,
-    days: &DayRange,
-) -> Result<Response<Body>, ApiError> {
-    let zone = ledger.business_day();
-    if days.bounds(zone).is_none() {
+pub(super) async fn audit<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (ledger, days) = (asked.api.ledger, asked.days()?);
+    if days.bounds(ledger.business_day()).is_none() {
         return Err(ApiError::invalid("day", "day must be a date, YYYY-MM-DD"));
     }
     let mut entries = Vec::new();
@@ -96,8 +98,7 @@ pub(super) async fn read_audit<L: AuditTrail + Books + Ledger>(
         entries.extend(ledger.audit_of_day(&day).await?);
     }
     let to = (days.last() != days.first()).then(|| days.last());
-    let answer = json!({ "day": days.first(), "to": to, "entries": entries });
-    Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)))
+    asked.answer(&json!({ "day": days.first(), "to": to, "entries": entries }))
 }
 
 /// A range's days as a file name's part: `2026-12-07`, or `2026-12-01-to-2026-12-07`.
@@ -109,17 +110,10 @@ fn file_days(days: &DayRange) -> String {
     }
 }
 
-/// The business days a read asks for: the path's `{day}` to the query's `to` (the day alone
-/// without it).
-pub(super) fn day_range(day: Option<&str>, request: &Request) -> Result<DayRange, ApiError> {
-    let query = request.query_string_parameters();
-    Ok(DayRange::parse(day.unwrap_or_default(), query.first("to"))?)
-}
-
 /// Which pending withdrawals a page lists: those requested within `[from_ms, until_ms)` (the
 /// query's `from` and `to`, business days), and with `overdue_only` the overdue ones alone.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct PendingFilter {
+struct PendingFilter {
     from_ms: Millis,
     until_ms: Millis,
     overdue_only: bool,
@@ -128,7 +122,7 @@ pub(super) struct PendingFilter {
 impl PendingFilter {
     /// The filter the query asks for: `overdue=true|false`, `from` and `to` (`YYYY-MM-DD`, both
     /// optional, `to` not before `from`).
-    pub(super) fn of(query: &QueryMap, zone: BusinessDay) -> Result<PendingFilter, ApiError> {
+    fn of(query: &QueryMap, zone: BusinessDay) -> Result<PendingFilter, ApiError> {
         let overdue_only = match query.first("overdue") {
             None | Some("false") => false,
             Some("true") => true,
@@ -171,141 +165,133 @@ impl PendingFilter {
     }
 }
 
-/// A page of the pending withdrawals, each marked overdue (pending longer than
-/// [`red_packets::domain::withdrawal::OVERDUE_AFTER_MS`]), those `filter` keeps. The queue is
+/// `GET /ops/v1/withdrawals/pending[?overdue=&from=&to=]`: a page of the pending withdrawals,
+/// each marked overdue (pending longer than
+/// [`red_packets::domain::withdrawal::OVERDUE_AFTER_MS`]), those the filter keeps. The queue is
 /// oldest first, so a page with one past the filter is the last: it has no next cursor. A page
 /// of ones requested before `from` may be empty and carry a cursor on.
-pub(super) async fn read_pending_withdrawals<L: Withdrawals + Ledger>(
-    ledger: &L,
-    clock: &dyn Clock,
-    page: PageRequest<'_>,
-    filter: PendingFilter,
+pub(super) async fn pending_withdrawals<L: OpsLedger, R, S>(
+    asked: &Asked<'_, L, R, S>,
 ) -> Result<Response<Body>, ApiError> {
-    let now_ms = clock.now_ms();
-    let page = ledger.pending_withdrawals(page).await?;
+    let query = asked.query();
+    let filter = PendingFilter::of(&query, asked.api.ledger.business_day())?;
+    let now_ms = asked.clock.now_ms();
+    let page = asked.api.ledger.pending_withdrawals(asked.page(&query)?).await?;
     let items: Vec<Value> = page
         .items
         .iter()
         .filter(|withdrawal| filter.keeps(withdrawal, now_ms))
-        .map(|withdrawal| {
-            let mut value = json!(withdrawal);
-            value["overdue"] = Value::Bool(withdrawal.is_overdue_at(now_ms));
-            value
-        })
+        .map(|withdrawal| marked_overdue(withdrawal, now_ms))
         .collect();
     let ended = page.items.iter().any(|withdrawal| filter.ends_with(withdrawal, now_ms));
     let next_cursor = if ended { None } else { page.next_cursor };
-    Ok(money_response(StatusCode::OK, &json!({ "items": items, "next_cursor": next_cursor }), ledger_currency(ledger)))
+    asked.answer(&json!({ "items": items, "next_cursor": next_cursor }))
+}
+
+/// `withdrawal` with whether it is overdue at `now_ms`.
+fn marked_overdue(withdrawal: &Withdrawal, now_ms: Millis) -> Value {
+    let mut value = json!(withdrawal);
+    value["overdue"] = Value::Bool(withdrawal.is_overdue_at(now_ms));
+    value
 }
 
 /// `GET /ops/v1/withdrawals/{withdrawal_id}`: one withdrawal as the ledger holds it, pending,
 /// paid or failed (with the payments system's reference once resolved), and whether it is
 /// overdue; 404 for an id it does not hold (a malformed one too: no withdrawal has it).
-pub(super) async fn read_withdrawal<L: Withdrawals + Ledger>(
-    ledger: &L,
-    clock: &dyn Clock,
-    id: &str,
+pub(super) async fn withdrawal<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let withdrawal = asked.api.ledger.withdrawal(asked.parameter("withdrawal_id")).await?.ok_or(ApiError::NotFound)?;
+    asked.answer(&marked_overdue(&withdrawal, asked.clock.now_ms()))
+}
+
+/// `GET /ops/v1/adjustments/pending`: a page of the proposals waiting for a second operator.
+pub(super) async fn pending_adjustments<L: OpsLedger, R, S>(
+    asked: &Asked<'_, L, R, S>,
 ) -> Result<Response<Body>, ApiError> {
-    let withdrawal = ledger.withdrawal(id).await?.ok_or(ApiError::NotFound)?;
-    let mut value = json!(withdrawal);
-    value["overdue"] = Value::Bool(withdrawal.is_overdue_at(clock.now_ms()));
-    Ok(money_response(StatusCode::OK, &value, ledger_currency(ledger)))
+    let query = asked.query();
+    asked.answer(&asked.api.ledger.pending_adjustments(asked.page(&query)?).await?)
 }
 
-pub(super) fn ledger_currency<L: Ledger>(ledger: &L) -> red_packets::domain::Currency {
-    Ledger::currency(ledger)
+/// `GET /ops/v1/adjustments/{reference}`: one adjustment, whatever its state; 404 for none.
+pub(super) async fn adjustment<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let adjustment = asked.api.ledger.adjustment(asked.parameter("reference")).await?.ok_or(ApiError::NotFound)?;
+    asked.answer(&adjustment)
 }
 
-/// A funds answer (`{"<request's key>": {…}, "currency": …}`) as a REST answer: the request's
-/// own answer, which the response's `currency` joins again.
-pub(super) fn unwrapped(mut answer: Value) -> Value {
-    if let Some(fields) = answer.as_object_mut() {
-        fields.remove("currency");
-        if fields.len() == 1 {
-            if let Some((_, inner)) = fields.iter_mut().next() {
-                return match inner.take() {
-                    Value::Object(object) => Value::Object(object),
-                    other => json!({ "items": other }),
-                };
-            }
-        }
-    }
-    answer
+/// `GET /ops/v1/packets/{packet_id}`: a packet as the ledger holds it, in the app's view with its
+/// sender as the viewer (terms, grabs in grab order, best luck and refund once settled); 404 when
+/// the ledger holds none.
+pub(super) async fn packet<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let recorded = asked.api.ledger.ledger_packet(&asked.packet_id()?).await?.ok_or(ApiError::NotFound)?;
+    asked.answer(&recorded.view(&recorded.packet.sender, asked.clock.now_ms()))
 }
 
-/// A packet as the ledger holds it, in the app's view with its sender as the viewer (terms,
-/// grabs in grab order, best luck and refund once settled); 404 when the ledger holds none.
-pub(super) async fn read_packet<L: Ledger>(
-    ledger: &L,
-    clock: &dyn Clock,
-    id: Option<&str>,
-) -> Result<Response<Body>, ApiError> {
-    let id = id.and_then(PacketId::parse).ok_or(ApiError::NotFound)?;
-    let recorded = ledger.ledger_packet(&id).await?.ok_or(ApiError::NotFound)?;
-    let view = recorded.view(&recorded.packet.sender, clock.now_ms());
-    Ok(money_response(StatusCode::OK, &view, ledger_currency(ledger)))
-}
-
-/// How many of the quarantined packets [`read_sides`] looks through for one (quarantine is for
+/// How many of the quarantined packets [`packet_sides`] looks through for one (quarantine is for
 /// the few packets whose books cannot balance; settle's summary lists at most as many).
-pub(super) const QUARANTINE_SCANNED: usize = 1_000;
+const QUARANTINE_SCANNED: usize = 1_000;
 
-/// A packet as Redis and the ledger each hold it, side by side with their differences
-/// ([`compare`]), and whether it is in quarantine; 404 when neither holds it.
-pub(super) async fn read_sides<L: Ledger, S: SettleIndex>(
-    ledger: &L,
-    live: &S,
-    id: &PacketId,
+/// `GET /ops/v1/packets/{packet_id}/sides`: a packet as Redis and the ledger each hold it, side by
+/// side with their differences ([`compare`]), and whether it is in quarantine; 404 when neither
+/// holds it.
+pub(super) async fn packet_sides<L: OpsLedger, R, S: SettleIndex>(
+    asked: &Asked<'_, L, R, S>,
 ) -> Result<Response<Body>, ApiError> {
-    let recorded = ledger.ledger_packet(id).await?;
-    let state = live.snapshot(id).await?;
+    let (id, live) = (asked.packet_id()?, asked.api.live);
+    let recorded = asked.api.ledger.ledger_packet(&id).await?;
+    let state = live.snapshot(&id).await?;
     if recorded.is_none() && state.is_none() {
         return Err(ApiError::NotFound);
     }
-    let quarantined_at =
-        live.quarantined(QUARANTINE_SCANNED).await?.into_iter().find(|(held, _)| held == id).map(|(_, at)| rfc3339(at));
+    let quarantined_at = live
+        .quarantined(QUARANTINE_SCANNED)
+        .await?
+        .into_iter()
+        .find(|(held, _)| *held == id)
+        .map(|(_, at)| rfc3339(at));
     let sides = compare(recorded.as_ref(), state.as_ref());
-    let answer = json!({ "packet_id": id, "quarantined_at": quarantined_at, "ledger": sides.ledger, "live": sides.live,
-                         "grabs": sides.grabs, "differences": sides.differences });
-    Ok(money_response(StatusCode::OK, &answer, ledger_currency(ledger)))
+    asked.answer(&json!({ "packet_id": id, "quarantined_at": quarantined_at, "ledger": sides.ledger,
+                          "live": sides.live, "grabs": sides.grabs, "differences": sides.differences }))
 }
 
-/// A user as an investigation reads them: their balance and a page of movements (`…/movements`
-/// pages on; a withdrawal is a movement with its state), their hold in force if any, or a page
-/// of the packets they sent or received, of the flags naming them, or of the audit entries
-/// concerning them (every day's, newest first).
-pub(super) async fn read_user<L: Ledger + Wallets + Holds + Flags + AuditTrail>(
-    ledger: &L,
-    key: &str,
-    user: UserId,
-    request: &Request,
-) -> Result<Response<Body>, ApiError> {
-    let query = request.query_string_parameters();
-    let asked = PageRequest { limit: page_limit(request)?, cursor: query.first("cursor") };
-    let currency = ledger_currency(ledger);
-    if key.ends_with("/flags") {
-        return Ok(money_response(StatusCode::OK, &ledger.flags_of_user(&user, asked).await?, currency));
-    }
-    if key.ends_with("/audit") {
-        return Ok(money_response(StatusCode::OK, &ledger.audit_of_user(&user, asked).await?, currency));
-    }
-    if key.ends_with("/packets") {
-        let role = query
-            .first("role")
-            .and_then(HistoryRole::parse)
-            .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
-        let page = Ledger::history(ledger, &user, role, asked).await?;
-        return Ok(money_response(StatusCode::OK, &page, currency));
-    }
-    let page = Ledger::wallet(ledger, &user, asked).await?;
-    if key.ends_with("/movements") {
-        return Ok(money_response(StatusCode::OK, &page, currency));
-    }
+/// `GET /ops/v1/users/{user}`: a user as an investigation opens them: their balance and a page of
+/// movements (a withdrawal is a movement with its state), their hold in force if any, and whether
+/// anybody by that id is on record.
+pub(super) async fn user<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (ledger, user, query) = (asked.api.ledger, asked.user()?, asked.query());
+    let page = Ledger::wallet(ledger, &user, asked.page(&query)?).await?;
     let hold = ledger.holds().await?.into_iter().find(|hold| hold.user == user);
     let known = !page.items.is_empty() || hold.is_some() || has_packets(ledger, &user).await?;
-    let overview = json!({ "user": user, "known": known, "balance_cents": page.balance_cents, "hold": hold,
-                           "movements": { "items": page.items, "next_cursor": page.next_cursor } });
-    Ok(money_response(StatusCode::OK, &overview, currency))
+    asked.answer(&json!({ "user": user, "known": known, "balance_cents": page.balance_cents, "hold": hold,
+                          "movements": { "items": page.items, "next_cursor": page.next_cursor } }))
+}
+
+/// `GET /ops/v1/users/{user}/movements`: a page of the user's movements, with their balance.
+pub(super) async fn user_movements<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (user, query) = (asked.user()?, asked.query());
+    asked.answer(&Ledger::wallet(asked.api.ledger, &user, asked.page(&query)?).await?)
+}
+
+/// `GET /ops/v1/users/{user}/packets?role=sent|received`: a page of the packets the user sent or
+/// received.
+pub(super) async fn user_packets<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (user, query) = (asked.user()?, asked.query());
+    let role = query
+        .first("role")
+        .and_then(HistoryRole::parse)
+        .ok_or_else(|| ApiError::invalid("role", "role must be \"sent\" or \"received\""))?;
+    asked.answer(&Ledger::history(asked.api.ledger, &user, role, asked.page(&query)?).await?)
+}
+
+/// `GET /ops/v1/users/{user}/flags`: a page of the flags naming the user.
+pub(super) async fn user_flags<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (user, query) = (asked.user()?, asked.query());
+    asked.answer(&asked.api.ledger.flags_of_user(&user, asked.page(&query)?).await?)
+}
+
+/// `GET /ops/v1/users/{user}/audit`: a page of the audit entries concerning the user (every
+/// day's, newest first).
+pub(super) async fn user_audit<L: OpsLedger, R, S>(asked: &Asked<'_, L, R, S>) -> Result<Response<Body>, ApiError> {
+    let (user, query) = (asked.user()?, asked.query());
+    asked.answer(&asked.api.ledger.audit_of_user(&user, asked.page(&query)?).await?)
 }
 
 /// True when `user` sent or received a packet the ledger lists (one entry of either history is

@@ -25,11 +25,6 @@ const WALLET_EVENT: &str = include_str!("../../../../events/wallet.json");
 const WITHDRAW_EVENT: &str = include_str!("../../../../events/withdraw.json");
 const OPERATOR_EVENT: &str = include_str!("../../../../events/adjustment-approve.json");
 
-/// The IAM identity operator `name` signs with (an assumed role's session).
-pub fn operator_arn(name: &str) -> String {
-    format!("arn:aws:sts::123456789012:assumed-role/RedPacketsOperators/{name}")
-}
-
 /// One test's own stack: its Redis database, its table, its clock.
 pub struct Stack {
     pub config: Config,
@@ -124,18 +119,31 @@ impl Stack {
         reply(send::handle(&self.functions.send, request(&event)).await).await
     }
 
-    /// A request to the operators' function URL (`OperatorFunction`), signed by operator `name`
-    /// (an assumed role's session): the status and body.
-    pub async fn operator(&self, name: &str, payload: &Value) -> (u16, Value) {
+    /// A request of operator `name` (an admin) to the operators' API (`OperatorFunction`'s
+    /// handler), on route `route` with its path `parameters` and `body`: the status and body.
+    pub async fn ops(
+        &self,
+        name: &str,
+        route: &str,
+        parameters: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         let mut event: Value = serde_json::from_str(OPERATOR_EVENT).unwrap();
-        event["requestContext"]["authorizer"]["iam"]["userArn"] = Value::String(operator_arn(name));
-        events::set_body(&mut event, &payload.to_string());
+        events::set_route(&mut event, route, parameters);
+        events::set_operator(&mut event, name, &self.config.operator_roles_claim, &["admin"]);
+        events::set_body(&mut event, &body.map(Value::to_string).unwrap_or_default());
         let reports = ReportDirectory::new(std::env::temp_dir().join("operator-reports"));
         let ledger = DynamoLedger::new(
             local::calls::dynamodb(DynamoLedger::client_from_env().unwrap(), "operator"),
             &self.config,
         );
-        reply(funds::operator::handle_url(&ledger, self.clock.as_ref(), &reports, request(&event)).await).await
+        let api = funds::ops_api::OpsApi {
+            ledger: &ledger,
+            live: &self.store(),
+            reports: &reports,
+            roles_claim: &self.config.operator_roles_claim,
+        };
+        reply(Ok(funds::ops_api::handle_api(&api, self.clock.as_ref(), &request(&event)).await)).await
     }
 
     pub fn store(&self) -> RedisStore {

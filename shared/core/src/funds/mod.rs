@@ -97,27 +97,14 @@ pub enum FundsRequest {
 pub struct ListHolds {}
 
 impl FundsRequest {
-    /// The payload's key: `topup`, `withdrawal_paid`, `propose_adjustment`, `reconcile`, …
-    pub fn key(&self) -> &'static str {
-        match self {
-            FundsRequest::Topup(_) => "topup",
-            FundsRequest::WithdrawalPaid(_) => "withdrawal_paid",
-            FundsRequest::WithdrawalFailed(_) => "withdrawal_failed",
-            FundsRequest::Withdrawal(_) => "withdrawal",
-            FundsRequest::ProposeAdjustment(_) => "propose_adjustment",
-            FundsRequest::ApproveAdjustment(_) => "approve_adjustment",
-            FundsRequest::CloseAdjustment(_) => "close_adjustment",
-            FundsRequest::Reconcile(_) => "reconcile",
-            FundsRequest::TrialBalance(_) => "trial_balance",
-            FundsRequest::Statement(_) => "statement",
-            FundsRequest::Audit(_) => "audit",
-            FundsRequest::PlaceHold(_) => "place_hold",
-            FundsRequest::LiftHold(_) => "lift_hold",
-            FundsRequest::Holds(_) => "holds",
-            FundsRequest::Flags(_) => "flags",
-            FundsRequest::AssignFlag(_) => "assign_flag",
-            FundsRequest::ResolveFlag(_) => "resolve_flag",
-        }
+    /// The payload's key, as serde names the variant (`topup`, `withdrawal_paid`,
+    /// `propose_adjustment`, …): a command is named once, by its variant.
+    pub fn key(&self) -> String {
+        let named = serde_json::to_value(self).ok().and_then(|payload| match payload {
+            serde_json::Value::Object(fields) => fields.into_iter().next().map(|(key, _)| key),
+            _ => None,
+        });
+        named.unwrap_or_default()
     }
 }
 
@@ -477,7 +464,7 @@ mod tests {
         for taken in [&topup, &paid, &jobs[0], &jobs[1]] {
             assert!(FundsEntry::Payments.admits(taken).is_ok(), "{taken:?}");
             let refused = FundsEntry::Operator.admits(taken).unwrap_err();
-            assert_eq!(refused.field.as_deref(), Some(taken.key()));
+            assert_eq!(refused.field.as_deref(), Some(taken.key().as_str()));
         }
         for taken in [&propose, &approve] {
             assert!(FundsEntry::Operator.admits(taken).is_ok(), "{taken:?}");
