@@ -22,9 +22,10 @@ use red_packets_core::ports::{Adjustments, PageRequest, QueuePage, StoreError};
 
 /// A rejected or withdrawn proposal is never approved.
 fn refuse_closed(adjustment: &AdjustmentItem) -> Result<(), StoreError> {
-    match adjustment.status {
+    match adjustment.adjustment.status {
         AdjustmentStatus::Rejected | AdjustmentStatus::Withdrawn => {
-            let what = format!("the adjustment is {}: it can no longer be approved", adjustment.status.as_str());
+            let what =
+                format!("the adjustment is {}: it can no longer be approved", adjustment.adjustment.status.as_str());
             Err(StoreError::invalid("reference", what))
         }
         AdjustmentStatus::Proposed | AdjustmentStatus::Applied => Ok(()),
@@ -52,7 +53,7 @@ impl Adjustments for DynamoLedger {
             actor: proposal.proposer.clone(),
             reason: adjustment_reason(&item),
             user: Some(proposal.user.clone()),
-            facts: adjustment_facts(&item, &item.reason),
+            facts: adjustment_facts(&item, &item.adjustment.proposal.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         let (item, applied) = match self.transact(items).await? {
@@ -62,14 +63,14 @@ impl Adjustments for DynamoLedger {
                 let earlier: AdjustmentItem = Self::refused_item(reason)?.ok_or_else(|| {
                     StoreError::Corrupt(format!("adjustment {} refused, yet absent", proposal.reference))
                 })?;
-                if earlier.proposal() != *proposal {
+                if earlier.adjustment.proposal != *proposal {
                     return Err(StoreError::invalid("reference", "this reference names another adjustment"));
                 }
                 (earlier, false)
             }
         };
-        let balance_cents = self.balance(&item.user).await?;
-        Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents })
+        let balance_cents = self.balance(&item.adjustment.proposal.user).await?;
+        Ok(AdjustmentResult { applied, adjustment: item.adjustment.clone(), balance_cents })
     }
 
     /// One transaction: the adjustment to applied (only while proposed, and only when the
@@ -86,28 +87,28 @@ impl Adjustments for DynamoLedger {
         let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
             return Err(StoreError::invalid("reference", "no such adjustment"));
         };
-        may_approve(&proposed.proposer, &approval.approver)?;
+        may_approve(&proposed.adjustment.proposal.proposer, &approval.approver)?;
         refuse_closed(&proposed)?;
-        if proposed.status == AdjustmentStatus::Applied {
-            let balance_cents = self.balance(&proposed.user).await?;
-            return Ok(AdjustmentResult { applied: false, adjustment: proposed.adjustment(), balance_cents });
+        if proposed.adjustment.status == AdjustmentStatus::Applied {
+            let balance_cents = self.balance(&proposed.adjustment.proposal.user).await?;
+            return Ok(AdjustmentResult { applied: false, adjustment: proposed.adjustment.clone(), balance_cents });
         }
         let (stamp, at) = (write_stamp(), rfc3339(now_ms));
-        let kind = match proposed.direction {
+        let kind = match proposed.adjustment.proposal.direction {
             Direction::Credit => MovementKind::AdjustmentCredit,
             Direction::Debit => MovementKind::AdjustmentDebit,
         };
         let movement = NewMovement {
-            user: &proposed.user,
+            user: &proposed.adjustment.proposal.user,
             kind,
-            amount_cents: proposed.amount_cents,
+            amount_cents: proposed.adjustment.proposal.amount_cents,
             packet_id: None,
             reference: Some(reference),
             chat_id: None,
             at_ms: now_ms,
         };
         let mut movement = MovementItem::new(movement, stamp);
-        movement.event = movement.event.approved(&proposed.proposer, &approval.approver);
+        movement.event = movement.event.approved(&proposed.adjustment.proposal.proposer, &approval.approver);
         let mut items = Transaction::default();
         items.push(Write::Adjustment, self.apply(approval, &at, stamp));
         let entry = AuditEntry {
@@ -116,23 +117,23 @@ impl Adjustments for DynamoLedger {
             subject: reference.clone(),
             actor: approval.approver.clone(),
             reason: adjustment_reason(&proposed),
-            user: Some(proposed.user.clone()),
-            facts: adjustment_facts(&proposed, &proposed.reason),
+            user: Some(proposed.adjustment.proposal.user.clone()),
+            facts: adjustment_facts(&proposed, &proposed.adjustment.proposal.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
-        match proposed.direction {
+        match proposed.adjustment.proposal.direction {
             Direction::Credit => items.extend(self.credit(&movement)),
             Direction::Debit => items.extend(self.debit(&movement)),
         }
-        if let Some(topup) = &proposed.chargeback_of {
+        if let Some(topup) = &proposed.adjustment.proposal.chargeback_of {
             items.push(Write::Topup, self.charge_back(topup, &proposed));
         }
         let mut adjustment = proposed;
         let applied = match self.transact(items).await? {
             Ok(()) => {
-                adjustment.status = AdjustmentStatus::Applied;
-                adjustment.approver = Some(approval.approver.clone());
-                adjustment.approved_at = Some(at);
+                adjustment.adjustment.status = AdjustmentStatus::Applied;
+                adjustment.adjustment.approver = Some(approval.approver.clone());
+                adjustment.adjustment.approved_at = Some(at);
                 true
             }
             Err(failed) => {
@@ -140,8 +141,8 @@ impl Adjustments for DynamoLedger {
                 false
             }
         };
-        let balance_cents = self.balance(&adjustment.user).await?;
-        Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment(), balance_cents })
+        let balance_cents = self.balance(&adjustment.adjustment.proposal.user).await?;
+        Ok(AdjustmentResult { applied, adjustment: adjustment.adjustment.clone(), balance_cents })
     }
 
     /// One transaction: the proposal to rejected or withdrawn (only while proposed, and only by
@@ -157,17 +158,18 @@ impl Adjustments for DynamoLedger {
         let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
             return Err(StoreError::invalid("reference", "no such adjustment"));
         };
-        may_close(&proposed.proposer, closing)?;
+        may_close(&proposed.adjustment.proposal.proposer, closing)?;
         let closed = closing.how.status();
         let settled = |item: AdjustmentItem, applied: bool| async move {
-            if item.status == closed {
-                let balance_cents = self.balance(&item.user).await?;
-                return Ok(AdjustmentResult { applied, adjustment: item.adjustment(), balance_cents });
+            if item.adjustment.status == closed {
+                let balance_cents = self.balance(&item.adjustment.proposal.user).await?;
+                return Ok(AdjustmentResult { applied, adjustment: item.adjustment.clone(), balance_cents });
             }
-            let what = format!("the adjustment is {}: only a proposed one can be closed", item.status.as_str());
+            let what =
+                format!("the adjustment is {}: only a proposed one can be closed", item.adjustment.status.as_str());
             Err(StoreError::invalid("reference", what))
         };
-        if proposed.status != AdjustmentStatus::Proposed {
+        if proposed.adjustment.status != AdjustmentStatus::Proposed {
             return settled(proposed, false).await;
         }
         let at = rfc3339(now_ms);
@@ -205,17 +207,17 @@ impl Adjustments for DynamoLedger {
             subject: reference.clone(),
             actor: closing.operator.clone(),
             reason: closing.reason.clone(),
-            user: Some(proposed.user.clone()),
+            user: Some(proposed.adjustment.proposal.user.clone()),
             facts: adjustment_facts(&proposed, &closing.reason),
         };
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match self.transact(items).await? {
             Ok(()) => {
                 let mut item = proposed;
-                item.status = closed;
-                item.closed_by = Some(closing.operator.clone());
-                item.closed_at = Some(at);
-                item.close_reason = Some(closing.reason.clone());
+                item.adjustment.status = closed;
+                item.adjustment.closed_by = Some(closing.operator.clone());
+                item.adjustment.closed_at = Some(at);
+                item.adjustment.close_reason = Some(closing.reason.clone());
                 settled(item, true).await
             }
             Err(failed) => {
@@ -229,12 +231,12 @@ impl Adjustments for DynamoLedger {
 
     async fn adjustment(&self, reference: &str) -> Result<Option<Adjustment>, StoreError> {
         let item: Option<AdjustmentItem> = self.get(adjustment_pk(reference), ADJUSTMENT.into()).await?;
-        Ok(item.map(|item| item.adjustment()))
+        Ok(item.map(|item| item.adjustment.clone()))
     }
 
     async fn pending_adjustments(&self, page: PageRequest<'_>) -> Result<QueuePage<Adjustment>, StoreError> {
         let page = self.queue_page::<AdjustmentItem>(Queue::PendingAdjustments, page).await?;
-        let items = page.items.iter().map(AdjustmentItem::adjustment).collect();
+        let items = page.items.into_iter().map(|item| item.adjustment).collect();
         Ok(QueuePage { items, next_cursor: page.next_cursor })
     }
 }
@@ -242,27 +244,37 @@ impl Adjustments for DynamoLedger {
 /// An adjustment's facts for its audit entries: its amount, direction and chargeback, and
 /// `words` (its reason, or the reason it was rejected or withdrawn for).
 fn adjustment_facts(adjustment: &AdjustmentItem, words: &str) -> AuditFacts {
-    let direction = match adjustment.direction {
+    let direction = match adjustment.adjustment.proposal.direction {
         Direction::Credit => "credit",
         Direction::Debit => "debit",
     };
     AuditFacts {
-        amount_cents: Some(adjustment.amount_cents),
+        amount_cents: Some(adjustment.adjustment.proposal.amount_cents),
         direction: Some(direction.to_owned()),
-        reference: adjustment.chargeback_of.clone(),
+        reference: adjustment.adjustment.proposal.chargeback_of.clone(),
         ..AuditFacts::words(words)
     }
 }
 
 /// What an adjustment's audit entries say of it: its direction, amount, wallet and reason.
 fn adjustment_reason(adjustment: &AdjustmentItem) -> String {
-    let direction = match adjustment.direction {
+    let direction = match adjustment.adjustment.proposal.direction {
         Direction::Credit => "credit",
         Direction::Debit => "debit",
     };
-    let chargeback =
-        adjustment.chargeback_of.as_deref().map(|topup| format!(", chargeback of {topup}")).unwrap_or_default();
-    format!("{direction} {} to {}{chargeback}: {}", adjustment.amount_cents, adjustment.user, adjustment.reason)
+    let chargeback = adjustment
+        .adjustment
+        .proposal
+        .chargeback_of
+        .as_deref()
+        .map(|topup| format!(", chargeback of {topup}"))
+        .unwrap_or_default();
+    format!(
+        "{direction} {} to {}{chargeback}: {}",
+        adjustment.adjustment.proposal.amount_cents,
+        adjustment.adjustment.proposal.user,
+        adjustment.adjustment.proposal.reason
+    )
 }
 
 impl DynamoLedger {
@@ -302,9 +314,9 @@ impl DynamoLedger {
                 "attribute_exists(pk) AND #user = :user AND amount_cents >= :amount AND attribute_not_exists(charged_back_by)",
             )
             .expression_attribute_names("#user", "user")
-            .expression_attribute_values(":reference", s(&adjustment.reference))
-            .expression_attribute_values(":user", s(adjustment.user.as_str()))
-            .expression_attribute_values(":amount", n(adjustment.amount_cents))
+            .expression_attribute_values(":reference", s(&adjustment.adjustment.proposal.reference))
+            .expression_attribute_values(":user", s(adjustment.adjustment.proposal.user.as_str()))
+            .expression_attribute_values(":amount", n(adjustment.adjustment.proposal.amount_cents))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .expect("chargeback update");
@@ -323,7 +335,7 @@ impl DynamoLedger {
         if let Some(reason) = failed.refused_by(Write::Adjustment) {
             // Approved by a concurrent call between the read and the write.
             let now = Self::refused_item(reason)?.unwrap_or(adjustment);
-            may_approve(&now.proposer, &approval.approver)?;
+            may_approve(&now.adjustment.proposal.proposer, &approval.approver)?;
             refuse_closed(&now)?;
             return Ok(now);
         }
@@ -331,8 +343,10 @@ impl DynamoLedger {
             let topup: Option<TopupItem> = Self::refused_item(reason)?;
             let what = match topup {
                 None => "no such top-up".to_owned(),
-                Some(topup) if topup.user != adjustment.user => "the top-up credited another user".to_owned(),
-                Some(topup) if topup.amount_cents < adjustment.amount_cents => {
+                Some(topup) if topup.user != adjustment.adjustment.proposal.user => {
+                    "the top-up credited another user".to_owned()
+                }
+                Some(topup) if topup.amount_cents < adjustment.adjustment.proposal.amount_cents => {
                     format!("more than the top-up's {} cents", topup.amount_cents)
                 }
                 Some(_) => "the top-up was charged back already".to_owned(),
@@ -340,10 +354,10 @@ impl DynamoLedger {
             return Err(StoreError::invalid("chargeback_of", what));
         }
         if failed.refused_by(Write::Balance).is_some() {
-            let balance = self.balance(&adjustment.user).await?;
+            let balance = self.balance(&adjustment.adjustment.proposal.user).await?;
             let what = format!(
                 "the balance {balance} does not cover the debit {}: no balance goes below zero; it stays proposed",
-                adjustment.amount_cents
+                adjustment.adjustment.proposal.amount_cents
             );
             return Err(StoreError::invalid("amount_cents", what));
         }

@@ -96,19 +96,21 @@ impl Withdrawals for DynamoLedger {
         let withdrawal = WithdrawalItem {
             pk: withdrawal_pk(id),
             sk: WITHDRAWAL.into(),
-            withdrawal_id: id.to_owned(),
-            user: user.clone(),
-            amount_cents: request.amount_cents,
-            destination: request.destination.clone(),
-            status: WithdrawalStatus::Pending,
             history_pk: Some(Queue::PendingWithdrawals.pk()),
             history_sk: Some(Queue::sk(&at, id)),
-            requested_at: at,
+            withdrawal: Withdrawal {
+                withdrawal_id: id.to_owned(),
+                user: user.clone(),
+                amount_cents: request.amount_cents,
+                destination: request.destination.clone(),
+                status: WithdrawalStatus::Pending,
+                requested_at: at,
+                resolved_at: None,
+                reference: None,
+            },
             movement_sk: movement.sk.clone(),
             written_at_ms: stamp,
-            resolved_at: None,
             resolved_at_ms: None,
-            reference: None,
             event: event.with_reference(Some(id)),
         };
         let mut items = Transaction::default();
@@ -120,9 +122,9 @@ impl Withdrawals for DynamoLedger {
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let earlier: WithdrawalItem = Self::refused_item(reason)?
                         .ok_or_else(|| StoreError::Corrupt(format!("withdrawal {id} refused, yet absent")))?;
-                    let same = earlier.user == *user
-                        && earlier.amount_cents == request.amount_cents
-                        && earlier.destination == request.destination;
+                    let same = earlier.withdrawal.user == *user
+                        && earlier.withdrawal.amount_cents == request.amount_cents
+                        && earlier.withdrawal.destination == request.destination;
                     if !same {
                         return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
                     }
@@ -134,12 +136,16 @@ impl Withdrawals for DynamoLedger {
                 }
             }
         };
-        Ok(WithdrawalReceipt { withdrawal: withdrawal.withdrawal(), created, balance_cents: self.balance(user).await? })
+        Ok(WithdrawalReceipt {
+            withdrawal: withdrawal.withdrawal.clone(),
+            created,
+            balance_cents: self.balance(user).await?,
+        })
     }
 
     async fn withdrawal(&self, id: &str) -> Result<Option<Withdrawal>, StoreError> {
         let item: Option<WithdrawalItem> = self.get(withdrawal_pk(id), WITHDRAWAL.into()).await?;
-        Ok(item.map(|item| item.withdrawal()))
+        Ok(item.map(|item| item.withdrawal.clone()))
     }
 
     /// One transaction: the withdrawal to `outcome` (only while pending), its debit movement's
@@ -157,16 +163,28 @@ impl Withdrawals for DynamoLedger {
         let Some(pending) = self.get::<WithdrawalItem>(withdrawal_pk(id), WITHDRAWAL.into()).await? else {
             return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
         };
-        if !resolution_allowed(pending.status, pending.reference.as_deref(), outcome, &resolution.reference)? {
-            return Ok(ResolutionResult { applied: false, withdrawal: pending.withdrawal() });
+        if !resolution_allowed(
+            pending.withdrawal.status,
+            pending.withdrawal.reference.as_deref(),
+            outcome,
+            &resolution.reference,
+        )? {
+            return Ok(ResolutionResult { applied: false, withdrawal: pending.withdrawal.clone() });
         }
         let (stamp, at) = (write_stamp(), rfc3339(now_ms));
         let event_type = match outcome {
             WithdrawalStatus::Failed => EventType::WithdrawalFailed,
             _ => EventType::WithdrawalPaid,
         };
-        let event = LedgerEvent::new(event_type, id, None, &pending.user, pending.amount_cents, at.clone())
-            .with_reference(Some(id));
+        let event = LedgerEvent::new(
+            event_type,
+            id,
+            None,
+            &pending.withdrawal.user,
+            pending.withdrawal.amount_cents,
+            at.clone(),
+        )
+        .with_reference(Some(id));
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, self.resolve(id, outcome, &resolution.reference, &event, (&at, stamp)));
         items.push(Write::DebitState, self.debit_state(&pending, outcome));
@@ -180,10 +198,13 @@ impl Withdrawals for DynamoLedger {
             action,
             subject: id.clone(),
             actor: PAYMENTS_SYSTEM.into(),
-            reason: format!("payout {} for {} of {}", resolution.reference, pending.amount_cents, pending.user),
-            user: Some(pending.user.clone()),
+            reason: format!(
+                "payout {} for {} of {}",
+                resolution.reference, pending.withdrawal.amount_cents, pending.withdrawal.user
+            ),
+            user: Some(pending.withdrawal.user.clone()),
             facts: AuditFacts {
-                amount_cents: Some(pending.amount_cents),
+                amount_cents: Some(pending.withdrawal.amount_cents),
                 reference: Some(resolution.reference.clone()),
                 ..AuditFacts::default()
             },
@@ -191,9 +212,9 @@ impl Withdrawals for DynamoLedger {
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
             let returned = NewMovement {
-                user: &pending.user,
+                user: &pending.withdrawal.user,
                 kind: MovementKind::WithdrawalReturn,
-                amount_cents: pending.amount_cents,
+                amount_cents: pending.withdrawal.amount_cents,
                 packet_id: None,
                 reference: Some(id),
                 chat_id: None,
@@ -204,10 +225,10 @@ impl Withdrawals for DynamoLedger {
         let mut withdrawal = pending;
         match self.transact(items).await? {
             Ok(()) => {
-                withdrawal.status = outcome;
-                withdrawal.resolved_at = Some(at);
-                withdrawal.reference = Some(resolution.reference.clone());
-                Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal() })
+                withdrawal.withdrawal.status = outcome;
+                withdrawal.withdrawal.resolved_at = Some(at);
+                withdrawal.withdrawal.reference = Some(resolution.reference.clone());
+                Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal.clone() })
             }
             Err(failed) => {
                 // Resolved by a concurrent delivery between the read and the write: read by the
@@ -216,8 +237,13 @@ impl Withdrawals for DynamoLedger {
                 // under the same key).
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
-                    resolution_allowed(now.status, now.reference.as_deref(), outcome, &resolution.reference)?;
-                    return Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal() });
+                    resolution_allowed(
+                        now.withdrawal.status,
+                        now.withdrawal.reference.as_deref(),
+                        outcome,
+                        &resolution.reference,
+                    )?;
+                    return Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal.clone() });
                 }
                 if failed.refused_by(Write::DebitState).is_some() {
                     let what = format!("withdrawal {id}: its debit movement {} is missing", withdrawal.movement_sk);
@@ -230,7 +256,7 @@ impl Withdrawals for DynamoLedger {
 
     async fn pending_withdrawals(&self, page: PageRequest<'_>) -> Result<QueuePage<Withdrawal>, StoreError> {
         let page = self.queue_page::<WithdrawalItem>(Queue::PendingWithdrawals, page).await?;
-        let items = page.items.iter().map(WithdrawalItem::withdrawal).collect();
+        let items = page.items.into_iter().map(|item| item.withdrawal).collect();
         Ok(QueuePage { items, next_cursor: page.next_cursor })
     }
 
@@ -243,7 +269,7 @@ impl Withdrawals for DynamoLedger {
         let Some(pending) = self.get::<WithdrawalItem>(withdrawal_pk(id), WITHDRAWAL.into()).await? else {
             return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
         };
-        resend_allowed(&pending.withdrawal(), now_ms)?;
+        resend_allowed(&pending.withdrawal.clone(), now_ms)?;
         let (slot, at) = (resend_slot(now_ms), rfc3339(now_ms));
         let resent = ResentItem {
             pk: withdrawal_pk(id),
@@ -270,23 +296,23 @@ impl Withdrawals for DynamoLedger {
             subject: id.to_owned(),
             actor: by.operator.clone(),
             reason: by.reason.clone(),
-            user: Some(pending.user.clone()),
-            facts: AuditFacts { amount_cents: Some(pending.amount_cents), ..AuditFacts::words(&by.reason) },
+            user: Some(pending.withdrawal.user.clone()),
+            facts: AuditFacts { amount_cents: Some(pending.withdrawal.amount_cents), ..AuditFacts::words(&by.reason) },
         };
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, TransactWriteItem::builder().condition_check(still_pending).build());
         items.push(Write::Resent, self.put_new(to_item(&resent)));
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         match self.transact(items).await? {
-            Ok(()) => Ok(ResendResult { changed: true, withdrawal: pending.withdrawal(), slot }),
+            Ok(()) => Ok(ResendResult { changed: true, withdrawal: pending.withdrawal.clone(), slot }),
             Err(failed) => {
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(pending);
-                    resend_allowed(&now.withdrawal(), now_ms)?;
+                    resend_allowed(&now.withdrawal.clone(), now_ms)?;
                     return Err(StoreError::Corrupt(format!("withdrawal {id}: pending, yet its check refused")));
                 }
                 if failed.refused_by(Write::Resent).is_some() {
-                    return Ok(ResendResult { changed: false, withdrawal: pending.withdrawal(), slot });
+                    return Ok(ResendResult { changed: false, withdrawal: pending.withdrawal.clone(), slot });
                 }
                 Err(unavailable(failed.error))
             }
@@ -332,7 +358,7 @@ impl DynamoLedger {
     fn debit_state(&self, pending: &WithdrawalItem, outcome: WithdrawalStatus) -> TransactWriteItem {
         let debit_state = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(&wallet_pk(&pending.user)))
+            .key("pk", s(&wallet_pk(&pending.withdrawal.user)))
             .key("sk", s(&pending.movement_sk))
             .update_expression("SET #status = :outcome")
             .condition_expression("attribute_exists(pk)")

@@ -62,7 +62,7 @@ impl Holds for DynamoLedger {
             Err(failed) => {
                 let Some(reason) = failed.refused_by(Write::Hold) else { return Err(unavailable(failed.error)) };
                 let current: Option<HoldItem> = reason.item().cloned().map(from_item).transpose()?;
-                Ok(HoldResult { hold: current.map(HoldItem::hold), changed: false })
+                Ok(HoldResult { hold: current.map(|item| item.hold), changed: false })
             }
         }
     }
@@ -111,7 +111,7 @@ impl Holds for DynamoLedger {
             .send();
         let mut holds = Vec::new();
         while let Some(item) = pages.next().await {
-            holds.push(from_item::<HoldItem>(item.map_err(unavailable)?)?.hold());
+            holds.push(from_item::<HoldItem>(item.map_err(unavailable)?)?.hold);
         }
         Ok(holds)
     }

@@ -144,7 +144,7 @@ impl RiskLedger for DynamoLedger {
 
     async fn flag(&self, flag_id: &str) -> Result<Option<RiskFlag>, StoreError> {
         let item: Option<FlagItem> = self.get(FLAGS_PK.into(), flag_sk(flag_id)).await?;
-        Ok(item.map(FlagItem::flag))
+        Ok(item.map(|item| item.flag))
     }
 
     /// The user's mentions first (idempotent puts), then the flag, once: a failure between them
@@ -188,7 +188,7 @@ impl Flags for DynamoLedger {
 
     async fn flags(&self, status: FlagStatus, page: PageRequest<'_>) -> Result<QueuePage<RiskFlag>, StoreError> {
         let page = self.queue_page::<FlagItem>(Queue::Flags(status), page).await?;
-        Ok(QueuePage { items: page.items.into_iter().map(FlagItem::flag).collect(), next_cursor: page.next_cursor })
+        Ok(QueuePage { items: page.items.into_iter().map(|item| item.flag).collect(), next_cursor: page.next_cursor })
     }
 
     /// One transaction: the assignee onto the flag (only while it is open) and the audit entry.
@@ -216,7 +216,7 @@ impl Flags for DynamoLedger {
             Err(failed) => {
                 let Some(reason) = failed.refused_by(Write::Flag) else { return Err(unavailable(failed.error)) };
                 let current: Option<FlagItem> = reason.item().cloned().map(from_item).transpose()?;
-                Ok(FlagResolved { flag: current.map(FlagItem::flag), changed: false })
+                Ok(FlagResolved { flag: current.map(|item| item.flag), changed: false })
             }
         }
     }
@@ -250,7 +250,7 @@ impl Flags for DynamoLedger {
             Err(failed) => {
                 let Some(reason) = failed.refused_by(Write::Flag) else { return Err(unavailable(failed.error)) };
                 let current: Option<FlagItem> = reason.item().cloned().map(from_item).transpose()?;
-                Ok(FlagResolved { flag: current.map(FlagItem::flag), changed: false })
+                Ok(FlagResolved { flag: current.map(|item| item.flag), changed: false })
             }
         }
     }

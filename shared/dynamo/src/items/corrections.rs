@@ -6,11 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use red_packets_core::clock::Millis;
-use red_packets_core::domain::adjustment::{Adjustment, AdjustmentProposal, AdjustmentStatus, Direction};
+use red_packets_core::domain::adjustment::{Adjustment, AdjustmentProposal, AdjustmentStatus};
 use red_packets_core::domain::audit::{audit_shard, AuditEntry};
 use red_packets_core::domain::wallet::LedgerEvent;
-use red_packets_core::domain::withdrawal::{Withdrawal, WithdrawalStatus};
-use red_packets_core::domain::{Cents, UserId};
+use red_packets_core::domain::withdrawal::Withdrawal;
 
 use super::{history_pk, Queue};
 
@@ -56,30 +55,22 @@ pub struct ResentItem {
 }
 
 /// A withdrawal (`WITHDRAWAL#<id>` / `WITHDRAWAL`): written with its debit, resolved once (its
-/// condition: `status = pending`). Its event is `WithdrawalRequested` when written, then
-/// `WithdrawalPaid` or `WithdrawalFailed`: the Pipe publishes both steps.
+/// condition: `status = pending`). Its attributes are the withdrawal's own and what the ledger
+/// keeps beside them. Its event is `WithdrawalRequested` when written, then `WithdrawalPaid` or
+/// `WithdrawalFailed`: the Pipe publishes both steps.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WithdrawalItem {
     pub pk: String,
     pub sk: String,
-    pub withdrawal_id: String,
-    pub user: UserId,
-    pub amount_cents: Cents,
-    pub destination: String,
-    pub status: WithdrawalStatus,
-    pub requested_at: String,
+    #[serde(flatten)]
+    pub withdrawal: Withdrawal,
     /// The debit movement's sort key: the resolution writes the withdrawal's state onto it.
     pub movement_sk: String,
     /// The request's write stamp (with its debit).
     pub written_at_ms: Millis,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolved_at: Option<String>,
     /// The resolution's write stamp (with the return of a failed one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at_ms: Option<Millis>,
-    /// The payments system's reference of its resolution.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
     pub event: LedgerEvent,
     /// [`Queue::PendingWithdrawals`] while pending; the resolution removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,51 +79,18 @@ pub struct WithdrawalItem {
     pub history_sk: Option<String>,
 }
 
-impl WithdrawalItem {
-    /// The withdrawal as its owner and the payments system see it.
-    pub fn withdrawal(&self) -> Withdrawal {
-        Withdrawal {
-            withdrawal_id: self.withdrawal_id.clone(),
-            user: self.user.clone(),
-            amount_cents: self.amount_cents,
-            destination: self.destination.clone(),
-            status: self.status,
-            requested_at: self.requested_at.clone(),
-            resolved_at: self.resolved_at.clone(),
-            reference: self.reference.clone(),
-        }
-    }
-}
-
 /// An adjustment (`ADJUSTMENT#<reference>` / `ADJUSTMENT`): proposed once per reference, applied
-/// once, by another operator (its condition: `status = proposed AND proposer <> :approver`).
+/// once, by another operator (its condition: `status = proposed AND proposer <> :approver`). Its
+/// attributes are the adjustment's own and what the ledger keeps beside them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AdjustmentItem {
     pub pk: String,
     pub sk: String,
-    pub reference: String,
-    pub user: UserId,
-    pub direction: Direction,
-    pub amount_cents: Cents,
-    pub reason: String,
-    pub proposer: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chargeback_of: Option<String>,
-    pub status: AdjustmentStatus,
-    pub proposed_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approver: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_at: Option<String>,
+    #[serde(flatten)]
+    pub adjustment: Adjustment,
     /// The approval's write stamp (with its movement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_at_ms: Option<Millis>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub closed_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub closed_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub close_reason: Option<String>,
     /// [`Queue::PendingAdjustments`] while proposed; approving or closing it removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_pk: Option<String>,
@@ -146,50 +104,19 @@ impl AdjustmentItem {
         AdjustmentItem {
             pk: adjustment_pk(&proposal.reference),
             sk: ADJUSTMENT.into(),
-            reference: proposal.reference.clone(),
-            user: proposal.user.clone(),
-            direction: proposal.direction,
-            amount_cents: proposal.amount_cents,
-            reason: proposal.reason.clone(),
-            proposer: proposal.proposer.clone(),
-            chargeback_of: proposal.chargeback_of.clone(),
-            status: AdjustmentStatus::Proposed,
-            approver: None,
-            approved_at: None,
             written_at_ms: None,
-            closed_by: None,
-            closed_at: None,
-            close_reason: None,
             history_pk: Some(Queue::PendingAdjustments.pk()),
             history_sk: Some(Queue::sk(&proposed_at, &proposal.reference)),
-            proposed_at,
-        }
-    }
-
-    /// What was proposed.
-    pub fn proposal(&self) -> AdjustmentProposal {
-        AdjustmentProposal {
-            reference: self.reference.clone(),
-            user: self.user.clone(),
-            direction: self.direction,
-            amount_cents: self.amount_cents,
-            reason: self.reason.clone(),
-            proposer: self.proposer.clone(),
-            chargeback_of: self.chargeback_of.clone(),
-        }
-    }
-
-    /// The adjustment as the ledger holds it.
-    pub fn adjustment(&self) -> Adjustment {
-        Adjustment {
-            proposal: self.proposal(),
-            status: self.status,
-            proposed_at: self.proposed_at.clone(),
-            approver: self.approver.clone(),
-            approved_at: self.approved_at.clone(),
-            closed_by: self.closed_by.clone(),
-            closed_at: self.closed_at.clone(),
-            close_reason: self.close_reason.clone(),
+            adjustment: Adjustment {
+                proposal: proposal.clone(),
+                status: AdjustmentStatus::Proposed,
+                proposed_at,
+                approver: None,
+                approved_at: None,
+                closed_by: None,
+                closed_at: None,
+                close_reason: None,
+            },
         }
     }
 }

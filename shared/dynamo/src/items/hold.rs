@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use red_packets_core::domain::risk::{Hold, HoldScope};
+use red_packets_core::domain::risk::Hold;
 use red_packets_core::domain::UserId;
 
 /// The holds' partition.
@@ -22,44 +22,19 @@ pub fn hold_sk(user: &UserId) -> String {
 }
 
 /// A hold in force (`HOLDS` / `USER#<user>`): placed under the condition that no hold of its
-/// scope is, deleted when lifted (the audit trail keeps both steps).
+/// scope is, deleted when lifted (the audit trail keeps both steps). Its attributes are the
+/// hold's own.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HoldItem {
     pub pk: String,
     pub sk: String,
-    pub user: UserId,
-    pub scope: HoldScope,
-    pub operator: String,
-    pub reason: String,
-    pub placed_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[serde(flatten)]
+    pub hold: Hold,
 }
 
 impl HoldItem {
     /// The item of `hold`.
     pub fn new(hold: &Hold) -> Self {
-        HoldItem {
-            pk: HOLDS_PK.into(),
-            sk: hold_sk(&hold.user),
-            user: hold.user.clone(),
-            scope: hold.scope,
-            operator: hold.operator.clone(),
-            reason: hold.reason.clone(),
-            placed_at: hold.placed_at.clone(),
-            expires_at: hold.expires_at.clone(),
-        }
-    }
-
-    /// The hold it records.
-    pub fn hold(self) -> Hold {
-        Hold {
-            user: self.user,
-            scope: self.scope,
-            operator: self.operator,
-            reason: self.reason,
-            placed_at: self.placed_at,
-            expires_at: self.expires_at,
-        }
+        HoldItem { pk: HOLDS_PK.into(), sk: hold_sk(&hold.user), hold: hold.clone() }
     }
 }

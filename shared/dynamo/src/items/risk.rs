@@ -6,10 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use red_packets_core::clock::Millis;
-use red_packets_core::domain::patterns::{ChatPacket, FlagRule, FlagStatus, RiskFlag};
-use red_packets_core::domain::risk::HoldScope;
+use red_packets_core::domain::patterns::{ChatPacket, RiskFlag};
 use red_packets_core::domain::wallet::{EventType, LedgerEvent};
-use red_packets_core::domain::{Cents, ChatId, PacketId, UserId};
+use red_packets_core::domain::{ChatId, UserId};
 
 use super::{history_pk, Queue};
 
@@ -97,33 +96,14 @@ impl ChatLogItem {
     }
 }
 
-/// A flag (`RISK#FLAGS` / `FLAG#<id>`): put once; its `event` publishes it as `RiskFlagged`.
+/// A flag (`RISK#FLAGS` / `FLAG#<id>`): put once, its attributes the flag's own; its `event`
+/// publishes it as `RiskFlagged`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlagItem {
     pub pk: String,
     pub sk: String,
-    pub flag_id: String,
-    pub rule: FlagRule,
-    pub users: Vec<UserId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chat_id: Option<ChatId>,
-    pub packets: Vec<PacketId>,
-    pub amount_cents: Cents,
-    pub detail: String,
-    pub raised_at: String,
-    pub status: FlagStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hold: Option<HoldScope>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assignee: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assigned_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolved_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolved_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    #[serde(flatten)]
+    pub flag: RiskFlag,
     /// `RiskFlagged`: user, the first user named; reference, the flag's id.
     pub event: LedgerEvent,
     /// [`Queue::Flags`] of its status (`QUEUE#flags#open` when raised): its resolution moves it.
@@ -150,45 +130,10 @@ impl FlagItem {
         FlagItem {
             pk: FLAGS_PK.into(),
             sk: flag_sk(&flag.flag_id),
-            flag_id: flag.flag_id.clone(),
-            rule: flag.rule,
-            users: flag.users.clone(),
-            chat_id: flag.chat_id.clone(),
-            packets: flag.packets.clone(),
-            amount_cents: flag.amount_cents,
-            detail: flag.detail.clone(),
-            raised_at: flag.raised_at.clone(),
-            status: flag.status,
-            hold: flag.hold,
-            assignee: flag.assignee.clone(),
-            assigned_at: flag.assigned_at.clone(),
-            resolved_by: flag.resolved_by.clone(),
-            resolved_at: flag.resolved_at.clone(),
-            note: flag.note.clone(),
+            flag: flag.clone(),
             event,
             history_pk: Some(Queue::Flags(flag.status).pk()),
             history_sk: Some(Queue::sk(&flag.raised_at, &flag.flag_id)),
-        }
-    }
-
-    /// The flag it records.
-    pub fn flag(self) -> RiskFlag {
-        RiskFlag {
-            flag_id: self.flag_id,
-            rule: self.rule,
-            users: self.users,
-            chat_id: self.chat_id,
-            packets: self.packets,
-            amount_cents: self.amount_cents,
-            detail: self.detail,
-            raised_at: self.raised_at,
-            status: self.status,
-            hold: self.hold,
-            assignee: self.assignee,
-            assigned_at: self.assigned_at,
-            resolved_by: self.resolved_by,
-            resolved_at: self.resolved_at,
-            note: self.note,
         }
     }
 }
