@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::audit::{AuditAction, AuditEntry, AuditFacts, PAYMENTS_SYSTEM};
 use super::ids::{IdempotencyKey, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
@@ -47,6 +48,12 @@ impl WithdrawalRequest {
             return Err(Invalid::field("destination", "destination must be 1..=64 of [A-Za-z0-9_.:-]"));
         }
         Ok(())
+    }
+
+    /// Whether `earlier`, the withdrawal this request's id already names, is this same request
+    /// by `user`: a retry, answered with it; anything else reuses the idempotency key.
+    pub fn is_retry_of(&self, earlier: &Withdrawal, user: &UserId) -> bool {
+        earlier.user == *user && earlier.amount_cents == self.amount_cents && earlier.destination == self.destination
     }
 }
 
@@ -149,6 +156,36 @@ impl WithdrawalResolution {
             return Err(Invalid::field("reference", "reference must be 1..=64 of [A-Za-z0-9_.:-]"));
         }
         Ok(())
+    }
+
+    /// Whether this word, as `outcome`, applies to `withdrawal` as it stands
+    /// ([`resolution_allowed`]): `Ok(true)` to apply it, `Ok(false)` for a second delivery of the
+    /// one applied, an error for a contradiction.
+    pub fn applies_to(&self, withdrawal: &Withdrawal, outcome: WithdrawalStatus) -> Result<bool, Invalid> {
+        resolution_allowed(withdrawal.status, withdrawal.reference.as_deref(), outcome, &self.reference)
+    }
+
+    /// The audit entry of this word resolving `withdrawal` as `outcome` at `at`: the payments
+    /// system's, with the payout's reference and amount.
+    pub fn entry(&self, withdrawal: &Withdrawal, outcome: WithdrawalStatus, at: String) -> AuditEntry {
+        let action = if outcome == WithdrawalStatus::Failed {
+            AuditAction::WithdrawalFailed
+        } else {
+            AuditAction::WithdrawalPaid
+        };
+        AuditEntry {
+            at,
+            action,
+            subject: self.withdrawal_id.clone(),
+            actor: PAYMENTS_SYSTEM.into(),
+            reason: format!("payout {} for {} of {}", self.reference, withdrawal.amount_cents, withdrawal.user),
+            user: Some(withdrawal.user.clone()),
+            facts: AuditFacts {
+                amount_cents: Some(withdrawal.amount_cents),
+                reference: Some(self.reference.clone()),
+                ..AuditFacts::default()
+            },
+        }
     }
 }
 

@@ -21,13 +21,11 @@ use super::queues::Order;
 use super::table::{from_item, n, s, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
-use red_packets_core::domain::audit::{
-    Attribution, AuditAction, AuditEntry, AuditFacts, AUDIT_SHARDS, PAYMENTS_SYSTEM,
-};
+use red_packets_core::domain::audit::{Attribution, AuditAction, AuditEntry, AuditFacts, AUDIT_SHARDS};
 use red_packets_core::domain::wallet::{EventType, LedgerEvent, MovementKind};
 use red_packets_core::domain::withdrawal::{
-    resend_allowed, resend_slot, resolution_allowed, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt,
-    WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+    resend_allowed, resend_slot, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest,
+    WithdrawalResolution, WithdrawalStatus,
 };
 use red_packets_core::domain::{Funds, UserId};
 use red_packets_core::ports::{AuditTrail, Conflict, PageRequest, QueuePage, StoreError, Withdrawals};
@@ -122,10 +120,7 @@ impl Withdrawals for DynamoLedger {
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let earlier: WithdrawalItem = Self::refused_item(reason)?
                         .ok_or_else(|| StoreError::Corrupt(format!("withdrawal {id} refused, yet absent")))?;
-                    let same = earlier.withdrawal.user == *user
-                        && earlier.withdrawal.amount_cents == request.amount_cents
-                        && earlier.withdrawal.destination == request.destination;
-                    if !same {
+                    if !request.is_retry_of(&earlier.withdrawal, user) {
                         return Err(StoreError::Conflict(Conflict::IdempotencyKeyReused));
                     }
                     (earlier, false)
@@ -163,12 +158,7 @@ impl Withdrawals for DynamoLedger {
         let Some(pending) = self.get::<WithdrawalItem>(withdrawal_pk(id), WITHDRAWAL.into()).await? else {
             return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
         };
-        if !resolution_allowed(
-            pending.withdrawal.status,
-            pending.withdrawal.reference.as_deref(),
-            outcome,
-            &resolution.reference,
-        )? {
+        if !resolution.applies_to(&pending.withdrawal, outcome)? {
             return Ok(ResolutionResult { applied: false, withdrawal: pending.withdrawal.clone() });
         }
         let (stamp, at) = (write_stamp(), rfc3339(now_ms));
@@ -188,27 +178,7 @@ impl Withdrawals for DynamoLedger {
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, self.resolve(id, outcome, &resolution.reference, &event, (&at, stamp)));
         items.push(Write::DebitState, self.debit_state(&pending, outcome));
-        let action = if outcome == WithdrawalStatus::Failed {
-            AuditAction::WithdrawalFailed
-        } else {
-            AuditAction::WithdrawalPaid
-        };
-        let entry = AuditEntry {
-            at: at.clone(),
-            action,
-            subject: id.clone(),
-            actor: PAYMENTS_SYSTEM.into(),
-            reason: format!(
-                "payout {} for {} of {}",
-                resolution.reference, pending.withdrawal.amount_cents, pending.withdrawal.user
-            ),
-            user: Some(pending.withdrawal.user.clone()),
-            facts: AuditFacts {
-                amount_cents: Some(pending.withdrawal.amount_cents),
-                reference: Some(resolution.reference.clone()),
-                ..AuditFacts::default()
-            },
-        };
+        let entry = resolution.entry(&pending.withdrawal, outcome, at.clone());
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
             let returned = NewMovement {
@@ -237,12 +207,7 @@ impl Withdrawals for DynamoLedger {
                 // under the same key).
                 if let Some(reason) = failed.refused_by(Write::Withdrawal) {
                     let now: WithdrawalItem = Self::refused_item(reason)?.unwrap_or(withdrawal);
-                    resolution_allowed(
-                        now.withdrawal.status,
-                        now.withdrawal.reference.as_deref(),
-                        outcome,
-                        &resolution.reference,
-                    )?;
+                    resolution.applies_to(&now.withdrawal, outcome)?;
                     return Ok(ResolutionResult { applied: false, withdrawal: now.withdrawal.clone() });
                 }
                 if failed.refused_by(Write::DebitState).is_some() {

@@ -22,8 +22,8 @@ use red_packets::domain::risk::{Hold, HoldRequest, HoldResult, LiftRequest};
 use red_packets::domain::settlement::Finalisation;
 use red_packets::domain::wallet::{Movement, MovementKind, TopUp, TopUpResult, WalletPage};
 use red_packets::domain::withdrawal::{
-    resend_allowed, resend_slot, resolution_allowed, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt,
-    WithdrawalRequest, WithdrawalResolution, WithdrawalStatus,
+    resend_allowed, resend_slot, ResendResult, ResolutionResult, Withdrawal, WithdrawalReceipt, WithdrawalRequest,
+    WithdrawalResolution, WithdrawalStatus,
 };
 use red_packets::domain::{
     BusinessDay, Cents, ChatId, Currency, DailyLimits, Funds, Packet, PacketId, PacketStatus, UserId,
@@ -505,11 +505,7 @@ impl Withdrawals for MemoryLedger {
         let mut state = self.state()?;
         let balance = state.balances.get(user).copied().unwrap_or(0);
         let (withdrawal, created) = match state.withdrawals.get(id) {
-            Some(earlier)
-                if earlier.amount_cents == request.amount_cents && earlier.destination == request.destination =>
-            {
-                (earlier.clone(), false)
-            }
+            Some(earlier) if request.is_retry_of(earlier, user) => (earlier.clone(), false),
             Some(_) => return Err(Conflict::IdempotencyKeyReused.into()),
             None if balance < request.amount_cents => return Err(Conflict::InsufficientFunds.into()),
             None => {
@@ -556,7 +552,7 @@ impl Withdrawals for MemoryLedger {
         let Some(withdrawal) = state.withdrawals.get_mut(id) else {
             return Err(StoreError::invalid("withdrawal_id", "no such withdrawal"));
         };
-        if !resolution_allowed(withdrawal.status, withdrawal.reference.as_deref(), outcome, &resolution.reference)? {
+        if !resolution.applies_to(withdrawal, outcome)? {
             return Ok(ResolutionResult { applied: false, withdrawal: withdrawal.clone() });
         }
         withdrawal.status = outcome;
