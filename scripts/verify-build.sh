@@ -8,15 +8,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Which binary answers which sample event (as local/tests/it/events_on_binaries.rs maps them).
+# Which binary answers which sample event: an app route's event (its routeKey) goes to the binary
+# of the function whose HttpApi event serves that route in template.yaml; the others as
+# local/tests/it/events_on_binaries.rs's OTHER_EVENTS maps them.
 declare -A events=(
-  [send]="send.json cancel.json withdraw.json limits.json"
-  [grab]="grab.json"
-  [query]="query.json shared.json history.json wallet.json"
   [settle]="settle.json"
   [funds]="topup.json reconcile.json statement.json trial-balance.json withdrawal-paid.json withdrawal-failed.json"
   [operator]="adjustment-propose.json adjustment-approve.json"
   [risk]="risk.json"
+)
+while read -r binary event; do
+  events[$binary]="${events[$binary]:-} $event"
+done < <(.local/venv/bin/python - <<'PY'
+import json, pathlib, sys
+sys.path.insert(0, "scripts")
+from built_artifacts import CfnLoader
+import yaml
+template = yaml.load(open("template.yaml"), Loader=CfnLoader)
+served = {}
+for resource in template["Resources"].values():
+    properties = resource.get("Properties") or {}
+    binary = ((resource.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+    for event in (properties.get("Events") or {}).values():
+        if event.get("Type") == "HttpApi" and binary:
+            served[f"{event['Properties']['Method']} {event['Properties']['Path']}"] = binary
+for path in sorted(pathlib.Path("events").glob("*.json")):
+    key = json.loads(path.read_text()).get("routeKey")
+    if key in served:
+        print(served[key], path.name)
+PY
 )
 # Each function's artifact, from the built template (scripts/built_artifacts.py): the functions
 # the deployment creates, its parameters from samconfig.toml's deploy parameter_overrides and then
