@@ -160,8 +160,8 @@ pub struct ReconcileOptions {
 /// Which requests an entry point of the funds function takes: each is a binary of its own in
 /// the template, with its own invokers. `funds` (`FundsFunction`) takes the payments system's
 /// requests (money in, its word on withdrawals), the daily jobs and statements, never an
-/// adjustment; `operator` (`OperatorFunction`) takes operators' adjustments and reads the audit
-/// trail, nothing else.
+/// adjustment; the operators' requests (adjustments, holds, flags, the audit trail) are the
+/// operators' API's (`operator`, `OperatorFunction`), which builds each from its route.
 /// Locally one process takes everything (`local funds`, the tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FundsEntry {
@@ -169,7 +169,7 @@ pub enum FundsEntry {
     All,
     /// The payments system's requests and the jobs: never an adjustment.
     Payments,
-    /// Operators' adjustments, and the audit trail.
+    /// Operators' adjustments, holds and flags, and the audit trail.
     Operator,
 }
 
