@@ -156,6 +156,16 @@ export function browserSuite({ chromium, site, shots, context }) {
      * 2.1's A and AA rules: each rule's id and the first elements it names.
      */
     async accessibilityViolations(page) {
+      // Axe reads colours as painted: a dialog still fading in blends with the page behind it, so
+      // every finite animation (a transition) ends first; a spinner's never does, and is left.
+      await page.evaluate(() =>
+        Promise.all(
+          document
+            .getAnimations()
+            .filter((animation) => animation.effect?.getComputedTiming().iterations !== Infinity)
+            .map((animation) => animation.finished.catch(() => {})),
+        ),
+      );
       if (!(await page.evaluate(() => 'axe' in globalThis))) await page.addScriptTag({ content: axe });
       const results = await page.evaluate(() =>
         globalThis.axe.run(document, {
