@@ -50,6 +50,20 @@ impl WithdrawalRequest {
         Ok(())
     }
 
+    /// The withdrawal this request asks for, as `user`'s `id` at `requested_at`: pending.
+    pub fn pending(&self, id: &str, user: &UserId, requested_at: String) -> Withdrawal {
+        Withdrawal {
+            withdrawal_id: id.to_owned(),
+            user: user.clone(),
+            amount_cents: self.amount_cents,
+            destination: self.destination.clone(),
+            status: WithdrawalStatus::Pending,
+            requested_at,
+            resolved_at: None,
+            reference: None,
+        }
+    }
+
     /// Whether `earlier`, the withdrawal this request's id already names, is this same request
     /// by `user`: a retry, answered with it; anything else reuses the idempotency key.
     pub fn is_retry_of(&self, earlier: &Withdrawal, user: &UserId) -> bool {
@@ -113,6 +127,13 @@ pub struct Withdrawal {
 }
 
 impl Withdrawal {
+    /// This withdrawal resolved as `outcome` by the payments system's `reference` at `at`.
+    pub fn resolve(&mut self, outcome: WithdrawalStatus, reference: &str, at: String) {
+        self.status = outcome;
+        self.resolved_at = Some(at);
+        self.reference = Some(reference.to_owned());
+    }
+
     /// True when it is still pending and [`overdue`] at `now_ms` (a `requested_at` that does not
     /// parse is never overdue: nothing this ledger wrote).
     pub fn is_overdue_at(&self, now_ms: Millis) -> bool {

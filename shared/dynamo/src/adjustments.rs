@@ -32,6 +32,14 @@ fn refuse_closed(adjustment: &AdjustmentItem) -> Result<(), StoreError> {
     }
 }
 
+impl DynamoLedger {
+    /// The adjustment `reference` names, or [`StoreError::Invalid`] on `reference` for none.
+    async fn adjustment_item(&self, reference: &str) -> Result<AdjustmentItem, StoreError> {
+        let item = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await?;
+        item.ok_or_else(|| StoreError::invalid("reference", "no such adjustment"))
+    }
+}
+
 impl Adjustments for DynamoLedger {
     /// The proposal's item, new for its reference: the same proposal again changes nothing, a
     /// different one under the same reference is [`StoreError::Invalid`] on `reference`. It
@@ -84,9 +92,7 @@ impl Adjustments for DynamoLedger {
     ) -> Result<AdjustmentResult, StoreError> {
         approval.validate()?;
         let reference = &approval.reference;
-        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
-            return Err(StoreError::invalid("reference", "no such adjustment"));
-        };
+        let proposed = self.adjustment_item(reference).await?;
         may_approve(&proposed.adjustment.proposal.proposer, &approval.approver)?;
         refuse_closed(&proposed)?;
         if proposed.adjustment.status == AdjustmentStatus::Applied {
@@ -155,9 +161,7 @@ impl Adjustments for DynamoLedger {
     ) -> Result<AdjustmentResult, StoreError> {
         closing.validate()?;
         let reference = &closing.reference;
-        let Some(proposed) = self.get::<AdjustmentItem>(adjustment_pk(reference), ADJUSTMENT.into()).await? else {
-            return Err(StoreError::invalid("reference", "no such adjustment"));
-        };
+        let proposed = self.adjustment_item(reference).await?;
         may_close(&proposed.adjustment.proposal.proposer, closing)?;
         let closed = closing.how.status();
         let settled = |item: AdjustmentItem, applied: bool| async move {

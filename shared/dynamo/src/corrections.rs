@@ -96,16 +96,7 @@ impl Withdrawals for DynamoLedger {
             sk: WITHDRAWAL.into(),
             history_pk: Some(Queue::PendingWithdrawals.pk()),
             history_sk: Some(Queue::sk(&at, id)),
-            withdrawal: Withdrawal {
-                withdrawal_id: id.to_owned(),
-                user: user.clone(),
-                amount_cents: request.amount_cents,
-                destination: request.destination.clone(),
-                status: WithdrawalStatus::Pending,
-                requested_at: at,
-                resolved_at: None,
-                reference: None,
-            },
+            withdrawal: request.pending(id, user, at),
             movement_sk: movement.sk.clone(),
             written_at_ms: stamp,
             resolved_at_ms: None,
@@ -195,9 +186,7 @@ impl Withdrawals for DynamoLedger {
         let mut withdrawal = pending;
         match self.transact(items).await? {
             Ok(()) => {
-                withdrawal.withdrawal.status = outcome;
-                withdrawal.withdrawal.resolved_at = Some(at);
-                withdrawal.withdrawal.reference = Some(resolution.reference.clone());
+                withdrawal.withdrawal.resolve(outcome, &resolution.reference, at);
                 Ok(ResolutionResult { applied: true, withdrawal: withdrawal.withdrawal.clone() })
             }
             Err(failed) => {

@@ -509,16 +509,7 @@ impl Withdrawals for MemoryLedger {
             Some(_) => return Err(Conflict::IdempotencyKeyReused.into()),
             None if balance < request.amount_cents => return Err(Conflict::InsufficientFunds.into()),
             None => {
-                let withdrawal = Withdrawal {
-                    withdrawal_id: id.to_owned(),
-                    user: user.clone(),
-                    amount_cents: request.amount_cents,
-                    destination: request.destination.clone(),
-                    status: WithdrawalStatus::Pending,
-                    requested_at: rfc3339(now_ms),
-                    resolved_at: None,
-                    reference: None,
-                };
+                let withdrawal = request.pending(id, user, rfc3339(now_ms));
                 state.withdrawals.insert(id.to_owned(), withdrawal.clone());
                 state.balances.insert(user.clone(), balance - request.amount_cents);
                 state.movements.entry(user.clone()).or_default().push(Movement {
@@ -555,9 +546,7 @@ impl Withdrawals for MemoryLedger {
         if !resolution.applies_to(withdrawal, outcome)? {
             return Ok(ResolutionResult { applied: false, withdrawal: withdrawal.clone() });
         }
-        withdrawal.status = outcome;
-        withdrawal.resolved_at = Some(rfc3339(now_ms));
-        withdrawal.reference = Some(resolution.reference.clone());
+        withdrawal.resolve(outcome, &resolution.reference, rfc3339(now_ms));
         let withdrawal = withdrawal.clone();
         let movements = state.movements.entry(withdrawal.user.clone()).or_default();
         let debit =
