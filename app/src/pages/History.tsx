@@ -1,9 +1,10 @@
 // 红包记录: sent and received, newest first, paged back by cursor (docs/CLIENTS.md, Polling for
 // history). A received grab shows here once settle has recorded it (seconds).
-import { Button, ErrorBlock, List, PullToRefresh, SpinLoading, Tabs, Tag } from 'antd-mobile';
+import { ErrorBlock, List, PullToRefresh, Tabs, Tag } from 'antd-mobile';
 import { useCallback } from 'react';
 import { useNavigate, useSearchParams } from 'react-router-dom';
 import { useClient, type HistoryItem, type HistoryPage as Page } from '../api';
+import { LoadMore } from '../components/LoadMore';
 import { Shell } from '../components/Shell';
 import { formatTime, useI18n } from '../i18n';
 import { formatMoney } from '../money';
@@ -61,19 +62,12 @@ function RoleList({ role }: { role: Role }) {
             ))}
           </List>
         )}
-        {loading && (
-          <div className="center pad">
-            <SpinLoading color="primary" />
-          </div>
-        )}
-        {!loading && cursor && (
-          <div className="pad">
-            <Button block fill="outline" color="danger" onClick={more} data-action="more">
-              {t.loadMore}
-            </Button>
-          </div>
-        )}
-        {!loading && !cursor && items.length > 0 && <p className="muted small center pad">{t.noMore}</p>}
+        <LoadMore
+          loading={loading}
+          hasMore={Boolean(cursor)}
+          onMore={more}
+          end={items.length > 0 ? t.noMore : undefined}
+        />
       </div>
     </PullToRefresh>
   );

@@ -10,7 +10,6 @@ import { useNavigate } from 'react-router-dom';
 import {
   draftProblem,
   limitMessage,
-  newIdempotencyKey,
   RedPacketsError,
   useClient,
   useErrorText,
@@ -18,28 +17,18 @@ import {
   type SendLimits,
   type SendRequest,
 } from '../api';
+import { FormRow } from '../components/FormRow';
 import { Shell } from '../components/Shell';
+import { forgetDraft, idempotencyKeyFor } from '../drafts';
 import { useI18n } from '../i18n';
 import { DEFAULT_CURRENCY, formatMoney, parseMoney, type Currency } from '../money';
 import { useSession } from '../session';
 
-const DRAFT_KEY = 'app.sendDraft';
+/** Where the send's draft and its Idempotency-Key are kept (sessionStorage). */
+const DRAFT_SLOT = 'app.sendDraft';
 const CHAT = /^[A-Za-z0-9_.:@-]{1,128}$/;
 
 type Kind = 'lucky' | 'fixed';
-
-/** The Idempotency-Key of this body: the stored draft's when the body is the same, else a new one. */
-function keyFor(body: string): string {
-  try {
-    const held = JSON.parse(sessionStorage.getItem(DRAFT_KEY) ?? 'null') as { body: string; key: string } | null;
-    if (held && held.body === body && typeof held.key === 'string') return held.key;
-  } catch {
-    // a draft of an older build: a new key
-  }
-  const key = newIdempotencyKey();
-  sessionStorage.setItem(DRAFT_KEY, JSON.stringify({ body, key }));
-  return key;
-}
 
 export function shareLink(packetId: string): string {
   return `${window.location.origin}${import.meta.env.BASE_URL}p/${packetId}`;
@@ -122,11 +111,11 @@ export function SendPage() {
     } as SendRequest;
     const problem = limits && draftProblem(draft, limits);
     if (limits && problem) return setError(limitMessage(problem.limit, limits, locale));
-    const idempotencyKey = keyFor(JSON.stringify(draft));
+    const idempotencyKey = idempotencyKeyFor(DRAFT_SLOT, JSON.stringify(draft));
     setBusy(true);
     try {
       const packet = await client.send(draft, { idempotencyKey });
-      sessionStorage.removeItem(DRAFT_KEY);
+      forgetDraft(DRAFT_SLOT);
       setSent(packet);
     } catch (failure) {
       setError(explain(failure, errorText(failure), t, locale));
@@ -193,37 +182,33 @@ export function SendPage() {
         <p className="kind-hint muted small">{kind === 'lucky' ? t.luckyHint : t.fixedHint}</p>
 
         <div className="form-card">
-          <label className="form-row">
-            <span className="form-row-label">
-              {kind === 'lucky' && <span className="pin">拼</span>}
-              {kind === 'lucky' ? t.totalAmount : t.eachAmount}
-            </span>
-            <Input
-              name="amount"
-              inputMode="decimal"
-              placeholder="0.00"
-              value={amount}
-              onChange={setAmount}
-              className="form-row-input"
-              maxLength={12}
-            />
-            <span className="form-row-unit">{t.yuan}</span>
-          </label>
+          <FormRow
+            label={
+              <>
+                {kind === 'lucky' && <span className="pin">拼</span>}
+                {kind === 'lucky' ? t.totalAmount : t.eachAmount}
+              </>
+            }
+            unit={t.yuan}
+            name="amount"
+            inputMode="decimal"
+            placeholder="0.00"
+            value={amount}
+            onChange={setAmount}
+            maxLength={12}
+          />
         </div>
         <div className="form-card">
-          <label className="form-row">
-            <span className="form-row-label">{t.count}</span>
-            <Input
-              name="count"
-              inputMode="numeric"
-              placeholder="1"
-              value={count}
-              onChange={setCount}
-              className="form-row-input"
-              maxLength={6}
-            />
-            <span className="form-row-unit">{t.countUnit}</span>
-          </label>
+          <FormRow
+            label={t.count}
+            unit={t.countUnit}
+            name="count"
+            inputMode="numeric"
+            placeholder="1"
+            value={count}
+            onChange={setCount}
+            maxLength={6}
+          />
         </div>
         <div className="form-card">
           <label className="visually-hidden" htmlFor="greeting">
@@ -243,18 +228,15 @@ export function SendPage() {
         </div>
 
         <div className="form-card">
-          <label className="form-row">
-            <span className="form-row-label">{t.chatId}</span>
-            <Input
-              id="chat_id"
-              name="chat_id"
-              placeholder={t.chatIdPlaceholder}
-              value={chatId}
-              onChange={setChatId}
-              className="form-row-input"
-              maxLength={128}
-            />
-          </label>
+          <FormRow
+            label={t.chatId}
+            id="chat_id"
+            name="chat_id"
+            placeholder={t.chatIdPlaceholder}
+            value={chatId}
+            onChange={setChatId}
+            maxLength={128}
+          />
           {myChats.length > 0 && (
             <div className="chat-picks">
               {myChats.map((id) => (

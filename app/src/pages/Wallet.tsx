@@ -1,29 +1,21 @@
 // 零钱: the balance, its movements newest first (paged back by cursor), and a withdrawal to a
 // bound card or account (the payments system's token for it). One Idempotency-Key per withdrawal
 // the user means, kept with its draft in sessionStorage as the send's is.
-import { Button, Dialog, ErrorBlock, Input, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
+import { Button, Dialog, ErrorBlock, List, PullToRefresh, SpinLoading, Tag, Toast } from 'antd-mobile';
 import { useCallback, useState } from 'react';
 import { useNavigate } from 'react-router-dom';
-import { newIdempotencyKey, useClient, useErrorText } from '../api';
+import { useClient, useErrorText } from '../api';
+import { FormRow } from '../components/FormRow';
+import { LoadMore } from '../components/LoadMore';
 import { Shell } from '../components/Shell';
+import { forgetDraft, idempotencyKeyFor } from '../drafts';
 import { formatTime, useI18n } from '../i18n';
 import { DEFAULT_CURRENCY, formatDigits, formatMoney, OUT_KINDS, parseMoney } from '../money';
 import { usePages } from '../paging';
 
-const DRAFT_KEY = 'app.withdrawDraft';
+/** Where the withdrawal's draft and its Idempotency-Key are kept (sessionStorage). */
+const DRAFT_SLOT = 'app.withdrawDraft';
 const DESTINATION = /^[A-Za-z0-9_.:-]{1,64}$/;
-
-function keyFor(body: string): string {
-  try {
-    const held = JSON.parse(sessionStorage.getItem(DRAFT_KEY) ?? 'null') as { body: string; key: string } | null;
-    if (held && held.body === body && typeof held.key === 'string') return held.key;
-  } catch {
-    // a new key
-  }
-  const key = newIdempotencyKey();
-  sessionStorage.setItem(DRAFT_KEY, JSON.stringify({ body, key }));
-  return key;
-}
 
 export function WalletPage() {
   const client = useClient();
@@ -56,8 +48,9 @@ export function WalletPage() {
     if (!confirmed) return;
     setWithdrawing(true);
     try {
-      const receipt = await client.withdraw(request, { idempotencyKey: keyFor(JSON.stringify(request)) });
-      sessionStorage.removeItem(DRAFT_KEY);
+      const idempotencyKey = idempotencyKeyFor(DRAFT_SLOT, JSON.stringify(request));
+      const receipt = await client.withdraw(request, { idempotencyKey });
+      forgetDraft(DRAFT_SLOT);
       setAmount('');
       Toast.show({ content: t.withdrawn(formatMoney(receipt.amount_cents, receipt.currency)), position: 'bottom' });
       await reload();
@@ -92,15 +85,24 @@ export function WalletPage() {
             }}
           >
             <h3>{t.withdraw}</h3>
-            <label className="form-row">
-              <span className="form-row-label">{t.withdrawAmount}</span>
-              <Input name="withdraw_amount" inputMode="decimal" placeholder="0.00" value={amount} onChange={setAmount} className="form-row-input" maxLength={12} />
-              <span className="form-row-unit">{t.yuan}</span>
-            </label>
-            <label className="form-row">
-              <span className="form-row-label">{t.withdrawDestination}</span>
-              <Input name="destination" placeholder={t.withdrawDestinationPlaceholder} value={destination} onChange={setDestination} className="form-row-input" maxLength={64} />
-            </label>
+            <FormRow
+              label={t.withdrawAmount}
+              unit={t.yuan}
+              name="withdraw_amount"
+              inputMode="decimal"
+              placeholder="0.00"
+              value={amount}
+              onChange={setAmount}
+              maxLength={12}
+            />
+            <FormRow
+              label={t.withdrawDestination}
+              name="destination"
+              placeholder={t.withdrawDestinationPlaceholder}
+              value={destination}
+              onChange={setDestination}
+              maxLength={64}
+            />
             {formError && (
               <p className="form-error" role="alert" data-testid="withdraw-error">
                 {formError}
@@ -144,18 +146,7 @@ export function WalletPage() {
               })}
             </List>
           )}
-          {loading && items.length > 0 && (
-            <div className="center pad">
-              <SpinLoading color="primary" />
-            </div>
-          )}
-          {!loading && cursor && (
-            <div className="pad">
-              <Button block fill="outline" color="danger" onClick={more} data-action="more">
-                {t.loadMore}
-              </Button>
-            </div>
-          )}
+          <LoadMore loading={loading && items.length > 0} hasMore={Boolean(cursor)} onMore={more} />
         </div>
       </PullToRefresh>
     </Shell>

@@ -1,11 +1,10 @@
 import LockIcon from '@mui/icons-material/Lock';
 import LockOpenIcon from '@mui/icons-material/LockOpen';
-import { DateTimeInput, SelectInput, TextInput, required, maxLength, useNotify, useTranslate } from 'react-admin';
+import { DateTimeInput, SelectInput, TextInput, required, useNotify, useTranslate } from 'react-admin';
 import { useConsoleDataProvider, type HoldResult, type HoldScope } from '../dataProvider';
 import { ActionDialog } from './ActionDialog';
 import { HOLD_SCOPES } from './choices';
-
-const reasonRules = [required(), maxLength(500)];
+import { ReasonDialog, reasonRules } from './ReasonDialog';
 
 /** `POST /ops/v1/users/{user}/hold` (risk or admin; the server decides). The scope is chosen,
  * never preselected: a hold on everything is as easy to place by mistake as the default. */
@@ -44,23 +43,17 @@ export const PlaceHoldButton = ({ user }: { user: string }) => {
 /** `POST /ops/v1/users/{user}/hold/lift` (risk or admin; the server decides). */
 export const LiftHoldButton = ({ user }: { user: string }) => {
   const dataProvider = useConsoleDataProvider();
-  const notify = useNotify();
   const translate = useTranslate();
   return (
-    <ActionDialog<HoldResult>
+    <ReasonDialog<HoldResult>
       name="lift-hold"
       label="console.hold.lift"
       title={translate('console.hold.lift_title', { user })}
       icon={<LockOpenIcon />}
-      action={(values) => dataProvider.liftHold(user, String(values.reason))}
-      done={(result) =>
-        notify(result?.changed ? 'console.hold.lifted' : 'console.hold.unchanged', {
-          type: 'info',
-          messageArgs: { user },
-        })
-      }
-    >
-      <TextInput source="reason" resource="holds" validate={reasonRules} multiline fullWidth />
-    </ActionDialog>
+      action={(reason) => dataProvider.liftHold(user, reason)}
+      changed={(result) => result?.changed}
+      notices={{ changed: 'console.hold.lifted', unchanged: 'console.hold.unchanged' }}
+      messageArgs={{ user }}
+    />
   );
 };

@@ -33,6 +33,7 @@ import {
   type RaRecord,
 } from 'react-admin';
 import { ActionDialog } from '../components/ActionDialog';
+import { ReasonDialog, reasonRules } from '../components/ReasonDialog';
 import { TimeField } from '../components/TimeField';
 import { MoneyField } from '../components/MoneyField';
 import { ADJUSTMENT_STATUSES, DIRECTIONS } from '../components/choices';
@@ -91,7 +92,7 @@ export const AdjustmentCreate = () => {
             validate={[required(), regex(amountPattern(currency), 'console.adjustment.invalid_amount')]}
           />
         ) : null}
-        <TextInput source="reason" validate={[required(), maxLength(500)]} multiline fullWidth />
+        <TextInput source="reason" validate={reasonRules} multiline fullWidth />
       </SimpleForm>
     </Create>
   );
@@ -150,8 +151,6 @@ const ApproveByReference = () => {
   );
 };
 
-const reasonRules = [required(), maxLength(500)];
-
 /** The adjustment a row's dialog acts on, said in its dialog: whose, which way, how much. */
 const Summary = () => {
   const record = useRecordContext();
@@ -202,54 +201,42 @@ const ApproveRowButton = ({ reference }: { reference: string }) => {
 /** `POST /ops/v1/adjustments/{reference}/reject` with a reason (finance or admin, not its proposer). */
 const RejectButton = ({ reference }: { reference: string }) => {
   const dataProvider = useConsoleDataProvider();
-  const notify = useNotify();
   const translate = useTranslate();
   return (
-    <ActionDialog<AdjustmentResult>
+    <ReasonDialog<AdjustmentResult>
       name="reject-adjustment"
       label="console.adjustment.reject"
       title={translate('console.adjustment.reject_title', { reference })}
       icon={<BlockIcon />}
       color="error"
-      action={(values) => dataProvider.rejectAdjustment(reference, String(values.reason))}
-      done={(result) =>
-        notify(result?.applied ? 'console.adjustment.rejected' : 'console.adjustment.unchanged', {
-          type: 'info',
-          messageArgs: { reference },
-        })
-      }
+      action={(reason) => dataProvider.rejectAdjustment(reference, reason)}
+      changed={(result) => result?.applied}
+      notices={{ changed: 'console.adjustment.rejected', unchanged: 'console.adjustment.unchanged' }}
+      messageArgs={{ reference }}
     >
       <Summary />
-      <TextInput source="reason" resource="adjustments" validate={reasonRules} multiline fullWidth />
-    </ActionDialog>
+    </ReasonDialog>
   );
 };
 
 /** `POST /ops/v1/adjustments/{reference}/withdraw` with a reason (its proposer only; the server decides). */
 const WithdrawButton = ({ reference }: { reference: string }) => {
   const dataProvider = useConsoleDataProvider();
-  const notify = useNotify();
   const translate = useTranslate();
   return (
-    <ActionDialog<AdjustmentResult>
+    <ReasonDialog<AdjustmentResult>
       name="withdraw-adjustment"
       label="console.adjustment.withdraw"
       title={translate('console.adjustment.withdraw_title', { reference })}
       icon={<UndoIcon />}
-      action={(values) => dataProvider.withdrawAdjustment(reference, String(values.reason))}
-      done={(result) =>
-        notify(result?.applied ? 'console.adjustment.withdrawn' : 'console.adjustment.unchanged', {
-          type: 'info',
-          messageArgs: { reference },
-        })
-      }
+      help="console.adjustment.withdraw_help"
+      action={(reason) => dataProvider.withdrawAdjustment(reference, reason)}
+      changed={(result) => result?.applied}
+      notices={{ changed: 'console.adjustment.withdrawn', unchanged: 'console.adjustment.unchanged' }}
+      messageArgs={{ reference }}
     >
       <Summary />
-      <Typography variant="body2" color="text.secondary">
-        {translate('console.adjustment.withdraw_help')}
-      </Typography>
-      <TextInput source="reason" resource="adjustments" validate={reasonRules} multiline fullWidth />
-    </ActionDialog>
+    </ReasonDialog>
   );
 };
 

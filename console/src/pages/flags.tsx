@@ -24,14 +24,30 @@ import { MoneyField } from '../components/MoneyField';
 import { FLAG_OUTCOMES, FLAG_RULES, FLAG_STATUSES, HOLD_SCOPES } from '../components/choices';
 import { useConsoleDataProvider, type FlagResolution, type FlagResolved } from '../dataProvider';
 
-/** `POST /ops/v1/flags/{flag_id}/resolve` (risk or admin), on an open flag. */
-const ResolveButton = () => {
+/**
+ * The flag of the row, while it is open (null otherwise: its steps are not offered): its id, and
+ * what its steps call and say. `told` notifies a step's answer: `changed` (a translation key, with
+ * `messageArgs` beside the id) when the step changed the flag, else a warning that it did not.
+ */
+const useOpenFlag = () => {
   const record = useRecordContext();
   const dataProvider = useConsoleDataProvider();
   const notify = useNotify();
   const translate = useTranslate();
   if (!record || record.status !== 'open') return null;
   const id = String(record.flag_id);
+  const told = (result: FlagResolved | undefined, changed: string, messageArgs: Record<string, unknown>) =>
+    result?.changed
+      ? notify(changed, { type: 'info', messageArgs: { id, ...messageArgs } })
+      : notify('console.flag.unchanged', { type: 'warning', messageArgs: { id } });
+  return { id, dataProvider, translate, told };
+};
+
+/** `POST /ops/v1/flags/{flag_id}/resolve` (risk or admin), on an open flag. */
+const ResolveButton = () => {
+  const flag = useOpenFlag();
+  if (!flag) return null;
+  const { id, dataProvider, translate, told } = flag;
   return (
     <ActionDialog<FlagResolved>
       name="resolve-flag"
@@ -46,12 +62,9 @@ const ResolveButton = () => {
         })
       }
       done={(result) =>
-        result?.changed
-          ? notify('console.flag.resolved', {
-              type: 'info',
-              messageArgs: { id, outcome: translate(`console.flag.outcomes.${result.flag?.status ?? 'dismissed'}`) },
-            })
-          : notify('console.flag.unchanged', { type: 'warning', messageArgs: { id } })
+        told(result, 'console.flag.resolved', {
+          outcome: translate(`console.flag.outcomes.${result?.flag?.status ?? 'dismissed'}`),
+        })
       }
     >
       <RadioButtonGroupInput
@@ -70,12 +83,9 @@ const ResolveButton = () => {
  * or, left empty, to the signed-in operator (the server knows who that is).
  */
 const AssignButton = () => {
-  const record = useRecordContext();
-  const dataProvider = useConsoleDataProvider();
-  const notify = useNotify();
-  const translate = useTranslate();
-  if (!record || record.status !== 'open') return null;
-  const id = String(record.flag_id);
+  const flag = useOpenFlag();
+  if (!flag) return null;
+  const { id, dataProvider, translate, told } = flag;
   return (
     <ActionDialog<FlagResolved>
       name="assign-flag"
@@ -87,14 +97,7 @@ const AssignButton = () => {
         const assignee = String(values.assignee ?? '').trim();
         return dataProvider.assignFlag(id, assignee || undefined);
       }}
-      done={(result) =>
-        result?.changed
-          ? notify('console.flag.assigned', {
-              type: 'info',
-              messageArgs: { id, assignee: result?.flag?.assignee ?? '' },
-            })
-          : notify('console.flag.unchanged', { type: 'warning', messageArgs: { id } })
-      }
+      done={(result) => told(result, 'console.flag.assigned', { assignee: result?.flag?.assignee ?? '' })}
     >
       <TextInput
         source="assignee"

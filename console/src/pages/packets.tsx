@@ -14,16 +14,12 @@ import {
   Show,
   SimpleShowLayout,
   TextField,
-  TextInput,
-  maxLength,
-  required,
   useList,
-  useNotify,
   useRecordContext,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
-import { ActionDialog } from '../components/ActionDialog';
+import { ReasonDialog } from '../components/ReasonDialog';
 import { TimeField, useTimeText } from '../components/TimeField';
 import { MoneyField } from '../components/MoneyField';
 import { PACKET_KINDS, PACKET_STATUSES } from '../components/choices';
@@ -81,34 +77,20 @@ const usePacketSides = () => {
 /** `POST /ops/v1/packets/{packet_id}/release` (finance or admin; the server decides), with a reason. */
 const ReleasePacketButton = ({ id }: { id: string }) => {
   const dataProvider = useConsoleDataProvider();
-  const notify = useNotify();
   const translate = useTranslate();
   return (
-    <ActionDialog<PacketReleased>
+    <ReasonDialog<PacketReleased>
       name="release-packet"
       label="console.packet.sides.release"
       title={translate('console.packet.sides.release_title', { id })}
       icon={<LockOpenIcon />}
       color="warning"
-      action={(values) => dataProvider.releasePacket(id, String(values.reason))}
-      done={(result) =>
-        notify(result?.released ? 'console.packet.sides.released' : 'console.packet.sides.not_quarantined', {
-          type: 'info',
-          messageArgs: { id },
-        })
-      }
-    >
-      <Typography variant="body2" color="text.secondary" sx={{ mb: 1 }}>
-        {translate('console.packet.sides.release_help')}
-      </Typography>
-      <TextInput
-        source="reason"
-        label="console.common.reason"
-        validate={[required(), maxLength(500)]}
-        multiline
-        fullWidth
-      />
-    </ActionDialog>
+      help="console.packet.sides.release_help"
+      action={(reason) => dataProvider.releasePacket(id, reason)}
+      changed={(result) => result?.released}
+      notices={{ changed: 'console.packet.sides.released', unchanged: 'console.packet.sides.not_quarantined' }}
+      messageArgs={{ id }}
+    />
   );
 };
 

@@ -1,6 +1,7 @@
 import AddCardIcon from '@mui/icons-material/AddCard';
 import SearchIcon from '@mui/icons-material/Search';
 import { Alert, Box, Card, CardContent, Divider, Link as MuiLink, Typography } from '@mui/material';
+import type { ReactNode } from 'react';
 import { Link } from 'react-router-dom';
 import {
   CreateButton,
@@ -227,26 +228,49 @@ const SectionHelp = ({ message }: { message: string }) => {
   );
 };
 
-/** `…/movements`: newest first; a withdrawal is a movement with its state. */
-const UserMovements = () => (
-  <Box data-testid="user-movements">
-    <SectionHelp message="console.users.movements_help" />
+/**
+ * A tab of the user's page: what it lists said above it, then the list `reference` holds of the
+ * user (`GET /ops/v1/users/{user}/…`), 20 rows a page, in the server's order; `children` are its
+ * columns, `empty` what it says when it holds none.
+ */
+const UserSection = ({
+  testId,
+  help,
+  reference,
+  empty,
+  children,
+}: {
+  testId: string;
+  help: string;
+  reference: string;
+  empty?: string;
+  children: ReactNode;
+}) => (
+  <Box data-testid={testId}>
+    <SectionHelp message={help} />
     <ReferenceManyField
-      reference="movements"
+      reference={reference}
       target="user"
       perPage={20}
       pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
     >
-      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText />}>
-        <TimeField source="at" sortable={false} />
-        <SelectField source="kind" choices={MOVEMENT_KINDS} sortable={false} />
-        <MoneyField source="amount_cents" signedByKind sortable={false} />
-        <TextField source="reference" sortable={false} emptyText="—" />
-        <TextField source="packet_id" sortable={false} emptyText="—" />
-        <SelectField source="status" choices={MOVEMENT_STATUSES} sortable={false} emptyText="—" />
+      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText message={empty} />}>
+        {children}
       </Datagrid>
     </ReferenceManyField>
   </Box>
+);
+
+/** `…/movements`: newest first; a withdrawal is a movement with its state. */
+const UserMovements = () => (
+  <UserSection testId="user-movements" help="console.users.movements_help" reference="movements">
+    <TimeField source="at" sortable={false} />
+    <SelectField source="kind" choices={MOVEMENT_KINDS} sortable={false} />
+    <MoneyField source="amount_cents" signedByKind sortable={false} />
+    <TextField source="reference" sortable={false} emptyText="—" />
+    <TextField source="packet_id" sortable={false} emptyText="—" />
+    <SelectField source="status" choices={MOVEMENT_STATUSES} sortable={false} emptyText="—" />
+  </UserSection>
 );
 
 /** A flag's place on the flags page: its status's list (the flags page lists one status at a time). */
@@ -264,45 +288,25 @@ const FlagsPageLink = (_props: { label?: string }) => {
 
 /** `…/flags`: the risk flags naming the user, newest first, each as it stands now. */
 const UserFlags = () => (
-  <Box data-testid="user-flags">
-    <SectionHelp message="console.users.flags_help" />
-    <ReferenceManyField
-      reference="user_flags"
-      target="user"
-      perPage={20}
-      pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
-    >
-      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText message="console.users.no_flags" />}>
-        <SelectField source="rule" choices={FLAG_RULES} sortable={false} />
-        <TextArrayField source="others" sortable={false} emptyText="—" />
-        <SelectField source="status" choices={FLAG_STATUSES} sortable={false} />
-        <TextField source="assignee" sortable={false} emptyText="—" />
-        <TimeField source="raised_at" sortable={false} />
-        <FlagsPageLink label="console.users.flags_page" />
-      </Datagrid>
-    </ReferenceManyField>
-  </Box>
+  <UserSection testId="user-flags" help="console.users.flags_help" reference="user_flags" empty="console.users.no_flags">
+    <SelectField source="rule" choices={FLAG_RULES} sortable={false} />
+    <TextArrayField source="others" sortable={false} emptyText="—" />
+    <SelectField source="status" choices={FLAG_STATUSES} sortable={false} />
+    <TextField source="assignee" sortable={false} emptyText="—" />
+    <TimeField source="raised_at" sortable={false} />
+    <FlagsPageLink label="console.users.flags_page" />
+  </UserSection>
 );
 
 /** `…/audit`: the audit entries concerning the user, every day's, newest first. */
 const UserAudit = () => (
-  <Box data-testid="user-audit">
-    <SectionHelp message="console.users.audit_help" />
-    <ReferenceManyField
-      reference="user_audit"
-      target="user"
-      perPage={20}
-      pagination={<Pagination rowsPerPageOptions={[10, 20, 50, 100]} />}
-    >
-      <Datagrid bulkActionButtons={false} rowClick={false} empty={<EmptyText message="console.users.no_audit" />}>
-        <TimeField source="at" sortable={false} />
-        <SelectField source="action" choices={AUDIT_ACTIONS} sortable={false} />
-        <TextField source="actor" sortable={false} />
-        <TextField source="subject" sortable={false} />
-        <AuditReason label="resources.user_audit.fields.reason" />
-      </Datagrid>
-    </ReferenceManyField>
-  </Box>
+  <UserSection testId="user-audit" help="console.users.audit_help" reference="user_audit" empty="console.users.no_audit">
+    <TimeField source="at" sortable={false} />
+    <SelectField source="action" choices={AUDIT_ACTIONS} sortable={false} />
+    <TextField source="actor" sortable={false} />
+    <TextField source="subject" sortable={false} />
+    <AuditReason label="resources.user_audit.fields.reason" />
+  </UserSection>
 );
 
 /** A user as an investigation reads them: `GET /ops/v1/users/{user}` and its pages. */

@@ -1,5 +1,5 @@
 import SendIcon from '@mui/icons-material/Send';
-import { Chip, Typography } from '@mui/material';
+import { Chip } from '@mui/material';
 import {
   BooleanInput,
   Datagrid,
@@ -11,17 +11,13 @@ import {
   Show,
   SimpleShowLayout,
   TextField,
-  TextInput,
   TopToolbar,
-  maxLength,
-  required,
-  useNotify,
   useRecordContext,
   useTranslate,
   type RaRecord,
 } from 'react-admin';
 import { Link } from 'react-router-dom';
-import { ActionDialog } from '../components/ActionDialog';
+import { ReasonDialog } from '../components/ReasonDialog';
 import { useConsoleDataProvider, type ResendResult } from '../dataProvider';
 import { MoneyField } from '../components/MoneyField';
 import { TimeField } from '../components/TimeField';
@@ -108,11 +104,6 @@ const WithdrawalTitle = () => {
 };
 
 /**
- * `GET /ops/v1/withdrawals/{withdrawal_id}`: one withdrawal, whatever its state, found by the id a
- * user quotes (the search box opens it): its user, amount, destination, state, the payments
- * system's reference once it resolved it, and whether it is overdue.
- */
-/**
  * `POST /ops/v1/withdrawals/{withdrawal_id}/resend` (finance or admin; the server decides): an
  * overdue withdrawal's order sent to the payments system again, with a reason, audited; no money
  * moves. Offered only while it is pending and overdue; the hour's second says nothing changed.
@@ -120,36 +111,22 @@ const WithdrawalTitle = () => {
 const ResendButton = () => {
   const record = useRecordContext();
   const translate = useTranslate();
-  const notify = useNotify();
   const dataProvider = useConsoleDataProvider();
   if (!record || record.status !== 'pending' || !record.overdue) return null;
   const id = String(record.withdrawal_id);
   return (
-    <ActionDialog<ResendResult>
+    <ReasonDialog<ResendResult>
       name="resend-withdrawal"
       label="console.withdrawal.resend"
       title={translate('console.withdrawal.resend_title', { id })}
       icon={<SendIcon />}
       color="warning"
-      action={(values) => dataProvider.resendWithdrawal(id, String(values.reason))}
-      done={(result) =>
-        notify(result?.changed ? 'console.withdrawal.resent' : 'console.withdrawal.resent_already', {
-          type: 'info',
-          messageArgs: { id },
-        })
-      }
-    >
-      <Typography variant="body2" color="text.secondary" sx={{ mb: 1 }}>
-        {translate('console.withdrawal.resend_help')}
-      </Typography>
-      <TextInput
-        source="reason"
-        label="console.common.reason"
-        validate={[required(), maxLength(500)]}
-        multiline
-        fullWidth
-      />
-    </ActionDialog>
+      help="console.withdrawal.resend_help"
+      action={(reason) => dataProvider.resendWithdrawal(id, reason)}
+      changed={(result) => result?.changed}
+      notices={{ changed: 'console.withdrawal.resent', unchanged: 'console.withdrawal.resent_already' }}
+      messageArgs={{ id }}
+    />
   );
 };
 
@@ -159,6 +136,11 @@ const WithdrawalActions = () => (
   </TopToolbar>
 );
 
+/**
+ * `GET /ops/v1/withdrawals/{withdrawal_id}`: one withdrawal, whatever its state, found by the id a
+ * user quotes (the search box opens it): its user, amount, destination, state, the payments
+ * system's reference once it resolved it, and whether it is overdue.
+ */
 export const WithdrawalShow = () => (
   <Show title={<WithdrawalTitle />} actions={<WithdrawalActions />}>
     <SimpleShowLayout>
