@@ -170,6 +170,24 @@ impl TopUp {
         }
         Ok(())
     }
+
+    /// [`TopUp::validate`], and refused where the deployment keeps no wallets (`FUNDS=none`).
+    pub fn validate_in(&self, funds: Funds) -> Result<(), Invalid> {
+        self.validate()?;
+        if funds == Funds::None {
+            return Err(Invalid::field("topup", "this deployment keeps no wallets (FUNDS=none)"));
+        }
+        Ok(())
+    }
+
+    /// Whether the top-up already applied under this one's reference, of `user` for
+    /// `amount_cents`, is this same one (a second delivery: nothing changes), or why not.
+    pub fn replays(&self, user: &UserId, amount_cents: Cents) -> Result<(), Invalid> {
+        if *user != self.user || amount_cents != self.amount_cents {
+            return Err(Invalid::field("reference", "this reference was applied to another user or amount"));
+        }
+        Ok(())
+    }
 }
 
 /// What applying a top-up came to.

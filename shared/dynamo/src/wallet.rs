@@ -16,7 +16,7 @@ use super::table::{from_item, to_item, unavailable, DynamoLedger};
 use super::transaction::{Transaction, Write};
 use red_packets_core::clock::{rfc3339, Millis};
 use red_packets_core::domain::wallet::{MovementKind, TopUp, TopUpResult};
-use red_packets_core::domain::{Cents, Funds, UserId};
+use red_packets_core::domain::{Cents, UserId};
 use red_packets_core::ports::{StoreError, Wallets};
 
 impl DynamoLedger {
@@ -162,10 +162,7 @@ impl Wallets for DynamoLedger {
     /// with the same user and amount changes nothing; with another it is
     /// [`StoreError::Invalid`] naming it.
     async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, StoreError> {
-        topup.validate()?;
-        if self.funds == Funds::None {
-            return Err(StoreError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
-        }
+        topup.validate_in(self.funds)?;
         let stamp = write_stamp();
         let record = Put::builder()
             .table_name(&self.table)
@@ -201,12 +198,7 @@ impl Wallets for DynamoLedger {
                     return Err(unavailable(failed.error));
                 };
                 let earlier: TopupItem = from_item(earlier.clone())?;
-                if earlier.user != topup.user || earlier.amount_cents != topup.amount_cents {
-                    return Err(StoreError::invalid(
-                        "reference",
-                        "this reference was applied to another user or amount",
-                    ));
-                }
+                topup.replays(&earlier.user, earlier.amount_cents)?;
                 false
             }
         };

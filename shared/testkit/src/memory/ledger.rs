@@ -462,15 +462,12 @@ impl SettleLedger for MemoryLedger {
 
 impl Wallets for MemoryLedger {
     async fn top_up(&self, topup: &TopUp, now_ms: Millis) -> Result<TopUpResult, StoreError> {
-        topup.validate()?;
-        if self.funds == Funds::None {
-            return Err(StoreError::invalid("topup", "this deployment keeps no wallets (FUNDS=none)"));
-        }
+        topup.validate_in(self.funds)?;
         let mut state = self.state()?;
         let applied = match state.topups.get(&topup.reference) {
-            Some((user, amount)) if *user == topup.user && *amount == topup.amount_cents => false,
-            Some(_) => {
-                return Err(StoreError::invalid("reference", "this reference was applied to another user or amount"))
+            Some((user, amount)) => {
+                topup.replays(user, *amount)?;
+                false
             }
             None => {
                 state.topups.insert(topup.reference.clone(), (topup.user.clone(), topup.amount_cents));
