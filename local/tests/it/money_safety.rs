@@ -120,8 +120,10 @@ async fn a_failover_after_settle_never_pays_a_share_twice() {
     let mut replica_config = replica.config();
     replica_config.redis.key_prefix = stack.config.redis.key_prefix.clone();
     let replica_store = RedisStore::new(&replica_config);
+    // A replica still taking its first copy from the primary may answer late or `LOADING`: until
+    // it holds the packet, an answer of either kind is "not yet".
     for _ in 0..500 {
-        if redis_holds(&replica_store, &id).await {
+        if replica_store.snapshot(&PacketId::parse(&id).unwrap()).await.is_ok_and(|held| held.is_some()) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
