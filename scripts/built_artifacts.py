@@ -37,6 +37,7 @@ Used by `make build` (scripts/build.sh, the artifact table) and `make verify-bui
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -248,13 +249,39 @@ def artifacts(
     return found if every else deployed(template, found, overrides or {})
 
 
+def route_events(template_path: str = "template.yaml", events_dir: str = "events") -> list[tuple[str, str]]:
+    """Each app route's sample event with the binary that answers it: the events/*.json whose
+    routeKey is a route of a function's HttpApi events, paired with that function's binary
+    (Metadata.BuildProperties.Binary), sorted by binary and file. The routes' own table
+    (shared/src/routes.rs) names each route's event; `make verify-build` runs them by this."""
+    served: dict[str, str] = {}
+    for resource in load_template(template_path).get("Resources", {}).values():
+        binary = ((resource.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
+        for event in ((resource.get("Properties") or {}).get("Events") or {}).values():
+            if binary and event.get("Type") == "HttpApi":
+                served[f"{event['Properties']['Method']} {event['Properties']['Path']}"] = binary
+    pairs = []
+    for name in sorted(os.listdir(events_dir)):
+        if name.endswith(".json"):
+            with open(os.path.join(events_dir, name), encoding="utf-8") as file:
+                key = json.load(file).get("routeKey")
+            if key in served:
+                pairs.append((served[key], name))
+    return sorted(pairs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--template", default=DEFAULT_TEMPLATE, help=f"the built template (default {DEFAULT_TEMPLATE})")
     parser.add_argument("--all", action="store_true", help="every function of the built template, Conditions aside")
     parser.add_argument("--samconfig", help="read [default.deploy.parameters] parameter_overrides from this samconfig.toml")
     parser.add_argument("--parameter-overrides", default="", help="Key=Value ..., over the samconfig's (e.g. GrabCompute=managed-instances)")
+    parser.add_argument("--route-events", action="store_true", help="print `<binary> <event file>` for each app route's sample event (template.yaml, events/)")
     args = parser.parse_args(argv)
+    if args.route_events:
+        for binary, event in route_events():
+            print(binary, event)
+        return 0
     try:
         overrides = samconfig_overrides(args.samconfig) if args.samconfig else {}
         overrides.update(parse_overrides(args.parameter_overrides))

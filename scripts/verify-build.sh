@@ -19,25 +19,7 @@ declare -A events=(
 )
 while read -r binary event; do
   events[$binary]="${events[$binary]:-} $event"
-done < <(.local/venv/bin/python - <<'PY'
-import json, pathlib, sys
-sys.path.insert(0, "scripts")
-from built_artifacts import CfnLoader
-import yaml
-template = yaml.load(open("template.yaml"), Loader=CfnLoader)
-served = {}
-for resource in template["Resources"].values():
-    properties = resource.get("Properties") or {}
-    binary = ((resource.get("Metadata") or {}).get("BuildProperties") or {}).get("Binary")
-    for event in (properties.get("Events") or {}).values():
-        if event.get("Type") == "HttpApi" and binary:
-            served[f"{event['Properties']['Method']} {event['Properties']['Path']}"] = binary
-for path in sorted(pathlib.Path("events").glob("*.json")):
-    key = json.loads(path.read_text()).get("routeKey")
-    if key in served:
-        print(served[key], path.name)
-PY
-)
+done < <(.local/venv/bin/python scripts/built_artifacts.py --route-events)
 # Each function's artifact, from the built template (scripts/built_artifacts.py): the functions
 # the deployment creates, its parameters from samconfig.toml's deploy parameter_overrides and then
 # PARAMETER_OVERRIDES (e.g. PARAMETER_OVERRIDES=GrabCompute=managed-instances), each artifact once.

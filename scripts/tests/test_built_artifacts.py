@@ -63,11 +63,15 @@ def mapping(tree, **overrides):
 
 
 def verify_build_events():
-    """The binaries scripts/verify-build.sh has sample events for (its `declare -A events`)."""
+    """The binaries scripts/verify-build.sh has sample events for: its `declare -A events` (the
+    events of no app route), and the app routes' events by the function serving each
+    (built_artifacts.route_events, on the repository's template.yaml and events/)."""
     with open(os.path.join(SCRIPTS, "verify-build.sh"), encoding="utf-8") as file:
         script = file.read()
     block = re.search(r"declare -A events=\((.*?)\n\)", script, re.S)
-    return set(re.findall(r"\[([a-z-]+)\]=", block.group(1))), script
+    declared = set(re.findall(r"\[([a-z-]+)\]=", block.group(1)))
+    routes = built_artifacts.route_events(os.path.join(ROOT, "template.yaml"), os.path.join(ROOT, "events"))
+    return declared | {binary for binary, _ in routes}, script
 
 
 class FixtureMapping(unittest.TestCase):

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::adjustment::operator_ok;
 use super::invalid::Invalid;
+use super::withdrawal::{Withdrawal, WithdrawalResolution, WithdrawalStatus};
 
 /// What was done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +89,36 @@ pub struct AuditEntry {
     /// (`reason` says it in English for engineers); empty on entries written before.
     #[serde(default, skip_serializing_if = "AuditFacts::is_empty")]
     pub facts: AuditFacts,
+}
+
+impl AuditEntry {
+    /// The payments system's word `resolution` resolving `withdrawal` as `outcome` at `at`, with
+    /// the payout's reference and amount.
+    pub fn withdrawal_resolved(
+        resolution: &WithdrawalResolution,
+        withdrawal: &Withdrawal,
+        outcome: WithdrawalStatus,
+        at: String,
+    ) -> AuditEntry {
+        let action = if outcome == WithdrawalStatus::Failed {
+            AuditAction::WithdrawalFailed
+        } else {
+            AuditAction::WithdrawalPaid
+        };
+        AuditEntry {
+            at,
+            action,
+            subject: resolution.withdrawal_id.clone(),
+            actor: PAYMENTS_SYSTEM.into(),
+            reason: format!("payout {} for {} of {}", resolution.reference, withdrawal.amount_cents, withdrawal.user),
+            user: Some(withdrawal.user.clone()),
+            facts: AuditFacts {
+                amount_cents: Some(withdrawal.amount_cents),
+                reference: Some(resolution.reference.clone()),
+                ..AuditFacts::default()
+            },
+        }
+    }
 }
 
 /// What an audit entry concerns besides who and when: the money, an adjustment's direction, a

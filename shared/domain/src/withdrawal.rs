@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::audit::{AuditAction, AuditEntry, AuditFacts, PAYMENTS_SYSTEM};
 use super::ids::{IdempotencyKey, UserId};
 use super::invalid::Invalid;
 use super::money::Cents;
@@ -184,29 +183,6 @@ impl WithdrawalResolution {
     /// one applied, an error for a contradiction.
     pub fn applies_to(&self, withdrawal: &Withdrawal, outcome: WithdrawalStatus) -> Result<bool, Invalid> {
         resolution_allowed(withdrawal.status, withdrawal.reference.as_deref(), outcome, &self.reference)
-    }
-
-    /// The audit entry of this word resolving `withdrawal` as `outcome` at `at`: the payments
-    /// system's, with the payout's reference and amount.
-    pub fn entry(&self, withdrawal: &Withdrawal, outcome: WithdrawalStatus, at: String) -> AuditEntry {
-        let action = if outcome == WithdrawalStatus::Failed {
-            AuditAction::WithdrawalFailed
-        } else {
-            AuditAction::WithdrawalPaid
-        };
-        AuditEntry {
-            at,
-            action,
-            subject: self.withdrawal_id.clone(),
-            actor: PAYMENTS_SYSTEM.into(),
-            reason: format!("payout {} for {} of {}", self.reference, withdrawal.amount_cents, withdrawal.user),
-            user: Some(withdrawal.user.clone()),
-            facts: AuditFacts {
-                amount_cents: Some(withdrawal.amount_cents),
-                reference: Some(self.reference.clone()),
-                ..AuditFacts::default()
-            },
-        }
     }
 }
 

@@ -169,7 +169,7 @@ impl Withdrawals for DynamoLedger {
         let mut items = Transaction::default();
         items.push(Write::Withdrawal, self.resolve(id, outcome, &resolution.reference, &event, (&at, stamp)));
         items.push(Write::DebitState, self.debit_state(&pending, outcome));
-        let entry = resolution.entry(&pending.withdrawal, outcome, at.clone());
+        let entry = AuditEntry::withdrawal_resolved(resolution, &pending.withdrawal, outcome, at.clone());
         items.push(Write::Audit, self.audit_entry(entry, now_ms));
         if outcome == WithdrawalStatus::Failed {
             let returned = NewMovement {
