@@ -554,7 +554,7 @@ async fn a_shanghai_days_trial_balance_and_statement_add_up_to_its_movements() {
 }
 
 /// The day's audit trail on the real stores: each adjustment step and withdrawal resolution,
-/// with who did it and why, read back by business day through the operators' entry point, and
+/// with who did it and why, read back by business day through the operators' API, and
 /// nothing for a step the ledger refused.
 #[tokio::test]
 async fn every_operator_and_payments_action_is_in_its_days_audit_trail() {

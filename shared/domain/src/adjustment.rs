@@ -45,7 +45,7 @@ pub struct AdjustmentProposal {
     pub amount_cents: Cents,
     /// Why, for the audit trail (1..=500 characters).
     pub reason: String,
-    /// Who proposes it: the operator's identity (in AWS, the signed caller's IAM ARN; 1..=256 of
+    /// Who proposes it: the signed-in operator's verified subject (1..=256 of
     /// `[A-Za-z0-9_.:@/+=,-]`).
     pub proposer: String,
     /// A chargeback: the reference of the top-up it reverses (a debit, at most its amount).

@@ -146,8 +146,8 @@ pub fn flag_id(rule: FlagRule, parts: &[&str]) -> String {
     format!("{}-{}", rule.as_str(), &hex::encode(digest)[..16])
 }
 
-/// An operator's word on a flag (`{"resolve_flag": {…}}` to the operators' entry point, which
-/// sets `operator` to the signed caller).
+/// An operator's word on a flag (`POST /ops/v1/flags/{flag_id}/resolve`, whose handler sets
+/// `operator` to the signed-in operator).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlagResolution {
@@ -155,7 +155,7 @@ pub struct FlagResolution {
     pub flag_id: String,
     /// `confirmed` or `dismissed`.
     pub outcome: FlagStatus,
-    /// Who resolves it (the signed caller).
+    /// Who resolves it (the signed-in operator).
     #[serde(default)]
     pub operator: String,
     /// Why (1..=500 characters).
@@ -170,7 +170,7 @@ pub struct FlagAssignment {
     pub flag_id: String,
     /// Who it goes to.
     pub assignee: String,
-    /// Who assigns it (the signed caller).
+    /// Who assigns it (the signed-in operator).
     pub operator: String,
 }
 

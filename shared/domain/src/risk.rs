@@ -135,8 +135,8 @@ pub enum HeldAction {
     Withdraw,
 }
 
-/// An operator's request to hold a user's account (`{"place_hold": {…}}` to the operators'
-/// entry point, which sets `operator` to the signed caller).
+/// An operator's request to hold a user's account (`POST /ops/v1/users/{user}/hold`, whose
+/// handler sets `operator` to the signed-in operator).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HoldRequest {
@@ -144,7 +144,7 @@ pub struct HoldRequest {
     pub user: UserId,
     /// What it stops.
     pub scope: HoldScope,
-    /// Who places it (the signed caller).
+    /// Who places it (the signed-in operator).
     #[serde(default)]
     pub operator: String,
     /// Why (1..=500 characters).
@@ -160,7 +160,7 @@ pub struct HoldRequest {
 pub struct LiftRequest {
     /// The account released.
     pub user: UserId,
-    /// Who lifts it (the signed caller).
+    /// Who lifts it (the signed-in operator).
     #[serde(default)]
     pub operator: String,
     /// Why (1..=500 characters).
